@@ -3,3 +3,8 @@
  * @packageDocumentation
  */
 export * from './errors.js';
+export * from './ids.js';
+export * from './source.js';
+export * from './safetensors/index.js';
+export * from './gguf/index.js';
+export * from './manifest/index.js';

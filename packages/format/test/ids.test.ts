@@ -1,0 +1,26 @@
+import { describe, expect, it } from 'vitest';
+import { bytesSource, digestFromObjectId, isObjectId, objectIdFromDigest, parseObjectId, toHex } from '../src/index.js';
+
+describe('object ids', () => {
+  it('round-trips a digest', () => {
+    const d = new Uint8Array(32).map((_, i) => i * 7);
+    const id = objectIdFromDigest(d);
+    expect(id).toBe(`sha256:${toHex(d)}`);
+    expect(digestFromObjectId(id)).toEqual(d);
+  });
+  it('rejects uppercase, short and foreign ids', () => {
+    for (const bad of ['sha256:' + 'A'.repeat(64), 'sha256:' + 'a'.repeat(63), 'md5:' + 'a'.repeat(64), '']) {
+      expect(isObjectId(bad)).toBe(false);
+      expect(() => parseObjectId(bad)).toThrow(expect.objectContaining({ code: 'invalid_argument' }));
+    }
+  });
+});
+
+describe('bytesSource', () => {
+  it('reads subarrays and refuses out-of-range reads', async () => {
+    const s = bytesSource(new Uint8Array([1, 2, 3, 4]));
+    expect(await s.read(1, 2)).toEqual(new Uint8Array([2, 3]));
+    await expect(s.read(3, 2)).rejects.toMatchObject({ code: 'invalid_argument' });
+    await expect(s.read(-1, 1)).rejects.toMatchObject({ code: 'invalid_argument' });
+  });
+});
