@@ -1,1 +1,6 @@
-export {};
+/**
+ * `@tensorfs/cas`: the local content-addressed store.
+ * @packageDocumentation
+ */
+export * from './hash/index.js';
+export * from './store/index.js';

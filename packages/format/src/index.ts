@@ -4,6 +4,7 @@
  */
 export * from './errors.js';
 export * from './ids.js';
+export * from './json.js';
 export * from './source.js';
 export * from './safetensors/index.js';
 export * from './gguf/index.js';

@@ -24,3 +24,14 @@ describe('bytesSource', () => {
     await expect(s.read(-1, 1)).rejects.toMatchObject({ code: 'invalid_argument' });
   });
 });
+
+describe('jsonInteger', () => {
+  it('keeps exact numbers and turns larger magnitudes into decimal strings', async () => {
+    const { jsonInteger } = await import('../src/index.js');
+    expect(jsonInteger(9007199254740991n)).toBe(9007199254740991);
+    expect(jsonInteger(9007199254740992n)).toBe('9007199254740992');
+    expect(jsonInteger(-9007199254740992n)).toBe('-9007199254740992');
+    expect(jsonInteger(18446744073709551615n)).toBe('18446744073709551615');
+    expect(jsonInteger(7)).toBe(7);
+  });
+});
