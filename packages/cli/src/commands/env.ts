@@ -1,0 +1,22 @@
+import fs from 'node:fs';
+import { defineCommand } from '../command.js';
+import { VERSION } from '../version.js';
+
+/** `tfs env`: what this installation would use, for bug reports and scripts. */
+export const envCommand = defineCommand({
+  command: 'env',
+  describe: 'Show the version, the store directory and whether it exists',
+  handler: async (_args, ctx) => {
+    const store = ctx.storeDir;
+    const info = {
+      version: VERSION,
+      node: process.versions.node,
+      store,
+      store_exists: fs.existsSync(store),
+    };
+    ctx.result(info, () => [
+      `tfs ${info.version} (node ${info.node})`,
+      `store: ${store}${info.store_exists ? '' : ' (not created yet)'}`,
+    ]);
+  },
+});

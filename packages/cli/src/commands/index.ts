@@ -1,0 +1,6 @@
+import type { TfsCommand } from '../command.js';
+import { envCommand } from './env.js';
+
+/** Every `tfs` command, in the order `tfs --help` lists them. */
+// biome-ignore lint/suspicious/noExplicitAny: commands differ in their argument types
+export const commands: TfsCommand<any>[] = [envCommand];

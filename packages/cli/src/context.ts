@@ -1,0 +1,75 @@
+import os from 'node:os';
+import path from 'node:path';
+import type { Writable } from 'node:stream';
+import { jsonInteger } from '@tensorfs/format';
+import { Progress } from './progress.js';
+
+/** Where a command writes and what it was given globally. */
+export interface CliIO {
+  stdout: Writable;
+  stderr: Writable;
+  env: NodeJS.ProcessEnv;
+  /** Cancelled on SIGINT (exit 12). */
+  signal?: AbortSignal;
+}
+
+/** Global options every command accepts. */
+export interface GlobalArgs {
+  json: boolean;
+  store?: string;
+}
+
+/** What a command handler receives besides its own arguments. */
+export class CommandContext {
+  readonly json: boolean;
+  readonly signal: AbortSignal;
+
+  constructor(
+    readonly io: CliIO,
+    args: GlobalArgs,
+    private readonly storeOption: string | undefined = args.store,
+  ) {
+    this.json = args.json;
+    this.signal = io.signal ?? new AbortController().signal;
+  }
+
+  /** The store root: `--store`, else `TENSORFS_HOME`, else `~/.cache/tensorfs`. */
+  get storeDir(): string {
+    const dir = this.storeOption ?? this.io.env.TENSORFS_HOME ?? path.join(os.homedir(), '.cache', 'tensorfs');
+    return path.resolve(dir);
+  }
+
+  /** Writes a line of human output to stdout (suppressed with `--json`). */
+  say(line: string): void {
+    if (!this.json) this.io.stdout.write(`${line}\n`);
+  }
+
+  /** Writes the command's result: JSON on stdout with `--json`, else the human form. */
+  result(value: unknown, human?: () => string | string[]): void {
+    if (this.json) {
+      this.io.stdout.write(`${toJson(value)}\n`);
+      return;
+    }
+    const text = human ? human() : toJson(value, 2);
+    const lines = Array.isArray(text) ? text : [text];
+    if (lines.length) this.io.stdout.write(`${lines.join('\n')}\n`);
+  }
+
+  /** A progress line on stderr, drawn only when stderr is a terminal. */
+  progress(label: string, total?: number): Progress {
+    return new Progress(this.io.stderr, label, total);
+  }
+}
+
+/** JSON with bigints as numbers up to 2^53−1 and decimal strings above, Maps as objects. */
+export function toJson(value: unknown, indent?: number): string {
+  return JSON.stringify(
+    value,
+    (_key, v: unknown) => {
+      if (typeof v === 'bigint') return jsonInteger(v);
+      if (v instanceof Map) return Object.fromEntries(v);
+      return v;
+    },
+    indent,
+  );
+}

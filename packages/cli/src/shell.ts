@@ -1,0 +1,86 @@
+import { TensorFSError, toTensorFSError } from '@tensorfs/format';
+import yargs from 'yargs';
+import type { TfsCommand } from './command.js';
+import { commands } from './commands/index.js';
+import { type CliIO, CommandContext, type GlobalArgs, toJson } from './context.js';
+import { EXIT_CODES } from './exit-codes.js';
+import { VERSION } from './version.js';
+
+/**
+ * Runs `tfs` with `argv` (without `node` and the script) and returns the exit code.
+ * Never throws and never calls `process.exit`.
+ */
+export async function run(
+  argv: readonly string[],
+  io: CliIO,
+  // biome-ignore lint/suspicious/noExplicitAny: commands differ in their argument types
+  available: readonly TfsCommand<any>[] = commands,
+): Promise<number> {
+  const wantsJson = argv.includes('--json');
+  let failure: TensorFSError | undefined;
+
+  const parser = yargs([...argv])
+    .scriptName('tfs')
+    .usage('$0 <command> [options]\n\nStore, move and read model checkpoints, one tensor at a time.')
+    .option('json', { type: 'boolean', default: false, global: true, describe: 'Machine-readable output on stdout' })
+    .option('store', {
+      type: 'string',
+      global: true,
+      describe: 'Store directory (default: $TENSORFS_HOME, else ~/.cache/tensorfs)',
+    })
+    .strict()
+    .strictCommands()
+    .demandCommand(1, 'Name a command; `tfs --help` lists them.')
+    .recommendCommands()
+    .version('version', 'Show the version', VERSION)
+    .alias('version', 'V')
+    .help('help')
+    .alias('help', 'h')
+    .wrap(Math.min(100, process.stdout.columns ?? 100))
+    .exitProcess(false)
+    .fail((message: string | undefined, err: Error | undefined) => {
+      failure = err
+        ? toTensorFSError(err, 'invalid_argument')
+        : new TensorFSError('invalid_argument', message ?? 'invalid arguments');
+      throw failure;
+    });
+
+  for (const cmd of available) {
+    // biome-ignore lint/suspicious/noExplicitAny: yargs' overloads cannot express a command list of mixed argument types
+    (parser as any).command({
+      command: cmd.command,
+      describe: cmd.describe,
+      builder: (y: never) => (cmd.builder ? cmd.builder(y) : y),
+      handler: async (args: never) => {
+        const a = args as GlobalArgs;
+        try {
+          await cmd.handler(a, new CommandContext(io, a));
+        } catch (err) {
+          failure = toTensorFSError(err);
+        }
+      },
+    });
+  }
+
+  let output = '';
+  try {
+    await parser.parseAsync([...argv], {}, (_err: unknown, _args: unknown, out: string) => {
+      output = out;
+    });
+  } catch (err) {
+    failure ??= toTensorFSError(err, 'invalid_argument');
+  }
+  if (output) {
+    // Help and version text go to stdout; yargs' usage errors to stderr below.
+    if (!failure) io.stdout.write(output.endsWith('\n') ? output : `${output}\n`);
+    else if (!wantsJson) io.stderr.write(output.endsWith('\n') ? output : `${output}\n`);
+  }
+  if (failure) return report(failure, io, wantsJson);
+  return 0;
+}
+
+function report(err: TensorFSError, io: CliIO, json: boolean): number {
+  if (json) io.stderr.write(`${toJson({ error: err.toJSON() })}\n`);
+  else io.stderr.write(`error[${err.code}]: ${err.message}\n`);
+  return EXIT_CODES[err.code];
+}
