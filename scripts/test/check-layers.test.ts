@@ -1,0 +1,127 @@
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { checkLayers } from '../check-layers.mjs';
+
+const script = fileURLToPath(new URL('../check-layers.mjs', import.meta.url));
+const repo = fileURLToPath(new URL('../..', import.meta.url));
+const PKGS = ['format', 'planner', 'cas', 'tensors', 'lanes', 'remote', 'cli'];
+const temps: string[] = [];
+
+/** A minimal clean tree: each package depends on the one below it and imports it by name. */
+function cleanTree(): string {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'tfs-layers-'));
+  temps.push(root);
+  PKGS.forEach((p, i) => {
+    const dir = path.join(root, 'packages', p, 'src');
+    fs.mkdirSync(dir, { recursive: true });
+    const below = i > 0 && p !== 'remote' ? PKGS[i - 1] : p === 'remote' ? 'tensors' : undefined;
+    const deps = below ? { [`@tensorfs/${below}`]: 'workspace:^' } : {};
+    fs.writeFileSync(
+      path.join(root, 'packages', p, 'package.json'),
+      JSON.stringify({ name: `@tensorfs/${p}`, dependencies: deps }),
+    );
+    fs.writeFileSync(
+      path.join(dir, 'index.ts'),
+      below ? `import { x } from '@tensorfs/${below}';\nexport const y = x;\n` : 'export const x = 1;\n',
+    );
+  });
+  return root;
+}
+
+function plant(root: string, pkg: string, file: string, text: string) {
+  fs.writeFileSync(path.join(root, 'packages', pkg, 'src', file), text);
+}
+
+afterEach(() => {
+  for (const t of temps.splice(0)) fs.rmSync(t, { recursive: true, force: true });
+});
+
+describe('layer check', () => {
+  it('passes on a clean tree and on this repository', () => {
+    expect(checkLayers(cleanTree())).toEqual([]);
+    const r = spawnSync(process.execPath, [script, repo], { encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+  });
+
+  const cases: [string, (root: string) => void, RegExp][] = [
+    [
+      'an import of a higher layer',
+      (r) => plant(r, 'cas', 'bad.ts', "import { t } from '@tensorfs/tensors';\n"),
+      /packages\/cas\/src\/bad.ts: imports @tensorfs\/tensors \(not below cas\)/,
+    ],
+    [
+      'a dependency on a higher layer',
+      (r) => {
+        const f = path.join(r, 'packages', 'planner', 'package.json');
+        fs.writeFileSync(
+          f,
+          JSON.stringify({
+            name: '@tensorfs/planner',
+            dependencies: { '@tensorfs/format': '*', '@tensorfs/cas': '*' },
+          }),
+        );
+      },
+      /packages\/planner\/package.json: dependencies on @tensorfs\/cas/,
+    ],
+    [
+      'lanes importing remote',
+      (r) => plant(r, 'lanes', 'bad.ts', "export * from '@tensorfs/remote';\n"),
+      /lanes\/src\/bad.ts: imports @tensorfs\/remote/,
+    ],
+    [
+      'remote importing lanes dynamically',
+      (r) => plant(r, 'remote', 'bad.ts', "export const m = import('@tensorfs/lanes');\n"),
+      /remote\/src\/bad.ts: imports @tensorfs\/lanes/,
+    ],
+    [
+      'a deep import of another package',
+      (r) => plant(r, 'cas', 'bad.ts', "import { p } from '@tensorfs/format/src/safetensors/index.js';\n"),
+      /only package entry points/,
+    ],
+    [
+      'a relative import into another package',
+      (r) => plant(r, 'tensors', 'bad.ts', "import { s } from '../../cas/src/index.js';\n"),
+      /reaches outside packages\/tensors/,
+    ],
+    [
+      'a node: builtin in format',
+      (r) => plant(r, 'format', 'bad.ts', "import fs from 'node:fs';\n"),
+      /format\/src\/bad.ts: imports Node builtin node:fs/,
+    ],
+    [
+      'a bare builtin in planner',
+      (r) => plant(r, 'planner', 'bad.ts', "const c = require('crypto');\n"),
+      /planner\/src\/bad.ts: imports Node builtin crypto/,
+    ],
+    [
+      'Buffer in format',
+      (r) => plant(r, 'format', 'bad.ts', 'export const b = Buffer.from([1]);\n'),
+      /format\/src\/bad.ts: uses Buffer/,
+    ],
+  ];
+  for (const [name, mutate, expected] of cases) {
+    it(`fails on ${name}`, () => {
+      const root = cleanTree();
+      mutate(root);
+      const problems: string[] = checkLayers(root);
+      expect(problems.length).toBe(1);
+      expect(problems[0]).toMatch(expected);
+      const r = spawnSync(process.execPath, [script, root], { encoding: 'utf8' });
+      expect(r.status).toBe(1);
+      expect(r.stderr).toMatch(expected);
+    });
+  }
+
+  it('allows Node builtins in cas and in tests of format', () => {
+    const root = cleanTree();
+    plant(root, 'cas', 'fsio.ts', "import fs from 'node:fs';\n");
+    fs.mkdirSync(path.join(root, 'packages', 'format', 'test'));
+    fs.writeFileSync(path.join(root, 'packages', 'format', 'test', 'a.test.ts'), "import fs from 'node:fs';\n");
+    expect(checkLayers(root)).toEqual([]);
+  });
+});
