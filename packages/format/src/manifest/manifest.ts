@@ -1,0 +1,307 @@
+/**
+ * TFM1: the snapshot manifest. Bytes = ASCII `TFM1` + one canonical CBOR map (see `spec/v1/manifest.md`):
+ *
+ * ```
+ * { "entries": [entry...], "version": 1 }
+ * file:    { "kind": "file", "mode": 420 | 493, "path": tstr, "profile": tstr,
+ *            "records": [[bstr(32) digest, uint length]...], "size": uint }
+ * symlink: { "kind": "symlink", "path": tstr, "target": tstr }
+ * ```
+ */
+import { type CborKey, type CborValue, compareBytes, decodeCbor, encodeCbor } from './cbor.js';
+import { type ErrorCode, TensorFSError } from '../errors.js';
+import { digestFromObjectId, isObjectId, type ObjectId, objectIdFromDigest } from '../ids.js';
+import { checkPath, checkSymlinkTarget } from './paths.js';
+import { isPlanProfile, MAX_PLAN_RECORDS, type PlanProfile, RECORD_GRID_BYTES } from './profiles.js';
+
+/** One record of a stored file: an object and its exact length. The file is the concatenation. */
+export interface RecordRef {
+  /** The object id. */
+  digest: ObjectId;
+  /** The object's exact length in bytes (≥ 1). */
+  length: number;
+}
+
+/** The two file modes of v1: an ordinary file and an executable one. */
+export const FILE_MODES = [0o644, 0o755] as const;
+
+/** A file's mode: `0o644` (420) or `0o755` (493). */
+export type FileMode = (typeof FILE_MODES)[number];
+
+/** A regular file of a snapshot. */
+export interface ManifestFileEntry {
+  /** Tree-relative path (see {@link validatePath}). */
+  path: string;
+  kind: 'file';
+  /** `0o644` or `0o755`; no other mode exists in v1. */
+  mode: number;
+  /** The file size: exactly the sum of the record lengths. */
+  size: number;
+  /** The planner profile that cut the file. */
+  profile: PlanProfile;
+  /** The records in file order (none for an empty file). */
+  records: RecordRef[];
+}
+
+/** A symbolic link of a snapshot; its target is relative and stays inside the tree. */
+export interface ManifestSymlinkEntry {
+  /** Tree-relative path (see {@link validatePath}). */
+  path: string;
+  kind: 'symlink';
+  /** Relative target (see `validateSymlinkTarget`). */
+  target: string;
+}
+
+/** One entry of a snapshot. */
+export type ManifestEntry = ManifestFileEntry | ManifestSymlinkEntry;
+
+/** A snapshot: entries sorted by the UTF-8 bytes of their paths, unique. Directories are implied. */
+export interface Manifest {
+  entries: ManifestEntry[];
+}
+
+/** The four magic bytes that open every TFM1 manifest: ASCII `TFM1`. */
+export const TFM1_MAGIC: Uint8Array = /* @__PURE__ */ new Uint8Array([0x54, 0x46, 0x4d, 0x31]);
+/** The manifest schema version inside the CBOR map. */
+export const MANIFEST_VERSION = 1;
+/** At most this many entries in one manifest. */
+export const MAX_MANIFEST_ENTRIES = 1_000_000;
+
+const utf8 = new TextEncoder();
+const MANIFEST_KEYS = ['entries', 'version'];
+const FILE_KEYS = ['kind', 'mode', 'path', 'profile', 'records', 'size'];
+const SYMLINK_KEYS = ['kind', 'path', 'target'];
+
+/**
+ * Encodes a manifest as TFM1 bytes, after validating it.
+ * @throws {TensorFSError} `invalid_argument` (details `rule`, `path`) if the manifest breaks a v1
+ * rule: bad path or target, unsorted or duplicate paths, a path below another entry, unknown kind,
+ * mode or profile, a size that is not the sum of the record lengths, a record of length 0, a
+ * tensor-profile record over 64 MiB, more than one `blob-v1` record, or a bound exceeded.
+ */
+export function encodeManifest(manifest: Manifest): Uint8Array {
+  validateManifest(manifest, 'invalid_argument');
+  const body = encodeCbor({
+    version: MANIFEST_VERSION,
+    entries: manifest.entries.map(entryToCbor),
+  });
+  const out = new Uint8Array(TFM1_MAGIC.length + body.length);
+  out.set(TFM1_MAGIC);
+  out.set(body, TFM1_MAGIC.length);
+  return out;
+}
+
+/**
+ * Decodes TFM1 bytes strictly: the result re-encodes to exactly `bytes`.
+ * @throws {TensorFSError} `malformed` for a bad magic, non-canonical CBOR, a wrong shape, or any
+ * rule {@link encodeManifest} checks; `unsupported` for another manifest version, entry kind or profile.
+ */
+export function decodeManifest(bytes: Uint8Array): Manifest {
+  if (bytes.length < TFM1_MAGIC.length || compareBytes(bytes.subarray(0, 4), TFM1_MAGIC) !== 0) {
+    throw new TensorFSError('malformed', 'not a TFM1 manifest (bad magic)', { details: { rule: 'magic', offset: 0 } });
+  }
+  let root: CborValue;
+  try {
+    root = decodeCbor(bytes.subarray(TFM1_MAGIC.length), { maxDepth: 5 });
+  } catch (err) {
+    throw shiftOffset(err, TFM1_MAGIC.length);
+  }
+  const top = asMap(root, 'manifest', ['version']);
+  const version = top.get('version');
+  if (version !== MANIFEST_VERSION) {
+    throw new TensorFSError('unsupported', 'unsupported TFM1 manifest version', {
+      details: { rule: 'version', actual: typeof version === 'bigint' ? version.toString() : version },
+    });
+  }
+  checkKeys(top, MANIFEST_KEYS, 'manifest');
+  const entries = top.get('entries');
+  if (!Array.isArray(entries)) shape('manifest entries must be an array', 'entries');
+  const manifest: Manifest = { entries: (entries as CborValue[]).map(entryFromCbor) };
+  validateManifest(manifest, 'malformed');
+  if (compareBytes(encodeManifest(manifest), bytes) !== 0) {
+    throw new TensorFSError('malformed', 'manifest is not in its canonical encoding', {
+      details: { rule: 'canonical' },
+    });
+  }
+  return manifest;
+}
+
+/**
+ * The id of manifest bytes: `sha256:` of the bytes, with the SHA-256 supplied by the caller
+ * (format does no hashing itself).
+ */
+export async function manifestId(
+  bytes: Uint8Array,
+  sha256: (bytes: Uint8Array) => Uint8Array | Promise<Uint8Array>,
+): Promise<ObjectId> {
+  return objectIdFromDigest(await sha256(bytes));
+}
+
+/** Sorts entries into manifest order (by the UTF-8 bytes of their paths), returning a new array. */
+export function sortManifestEntries<T extends { path: string }>(entries: readonly T[]): T[] {
+  return entries
+    .map((entry) => ({ entry, key: utf8.encode(entry.path) }))
+    .sort((a, b) => compareBytes(a.key, b.key))
+    .map(({ entry }) => entry);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function entryToCbor(entry: ManifestEntry): CborValue {
+  if (entry.kind === 'symlink') return { kind: 'symlink', path: entry.path, target: entry.target };
+  return {
+    kind: 'file',
+    mode: entry.mode,
+    path: entry.path,
+    profile: entry.profile,
+    records: entry.records.map((r) => [digestFromObjectId(r.digest), r.length]),
+    size: entry.size,
+  };
+}
+
+function entryFromCbor(value: CborValue, index: number): ManifestEntry {
+  const map = asMap(value, `entry ${index}`, ['kind']);
+  const kind = map.get('kind');
+  if (kind === 'symlink') {
+    checkKeys(map, SYMLINK_KEYS, `entry ${index}`);
+    return { path: text(map.get('path'), 'path'), kind, target: text(map.get('target'), 'target') };
+  }
+  if (kind !== 'file') {
+    throw new TensorFSError('unsupported', 'unsupported manifest entry kind', {
+      details: { rule: 'entry-kind', index, actual: typeof kind === 'string' ? kind : typeof kind },
+    });
+  }
+  checkKeys(map, FILE_KEYS, `entry ${index}`);
+  const records = map.get('records');
+  if (!Array.isArray(records)) shape('records must be an array', 'records');
+  const profile = map.get('profile');
+  if (typeof profile !== 'string') shape('profile must be a text string', 'profile');
+  if (!isPlanProfile(profile)) {
+    throw new TensorFSError('unsupported', 'unsupported planner profile', {
+      details: { rule: 'profile', index, actual: profile },
+    });
+  }
+  return {
+    path: text(map.get('path'), 'path'),
+    kind,
+    mode: uint(map.get('mode'), 'mode'),
+    size: uint(map.get('size'), 'size'),
+    profile,
+    records: (records as CborValue[]).map(recordFromCbor),
+  };
+}
+
+function recordFromCbor(value: CborValue): RecordRef {
+  if (!Array.isArray(value) || value.length !== 2) shape('a record is a [digest, length] pair', 'record');
+  const [digest, length] = value as CborValue[];
+  if (!(digest instanceof Uint8Array) || digest.length !== 32) shape('a record digest is 32 bytes', 'record-digest');
+  return { digest: objectIdFromDigest(digest as Uint8Array), length: uint(length, 'record-length') };
+}
+
+function asMap(value: CborValue, what: string, required: string[]): Map<CborKey, CborValue> {
+  if (!(value instanceof Map)) shape(`${what} must be a map`, 'shape');
+  const map = value as Map<CborKey, CborValue>;
+  for (const key of required) if (!map.has(key)) shape(`${what} lacks "${key}"`, 'missing-key');
+  return map;
+}
+
+function checkKeys(map: Map<CborKey, CborValue>, keys: string[], what: string): void {
+  for (const key of keys) if (!map.has(key)) shape(`${what} lacks "${key}"`, 'missing-key');
+  if (map.size !== keys.length) shape(`${what} has an unknown key`, 'unknown-key');
+}
+
+function text(value: CborValue | undefined, rule: string): string {
+  if (typeof value !== 'string') shape(`${rule} must be a text string`, rule);
+  return value as string;
+}
+
+function uint(value: CborValue | undefined, rule: string): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    shape(`${rule} must be an unsigned integer below 2^53`, rule);
+  }
+  return value as number;
+}
+
+function shape(message: string, rule: string): never {
+  throw new TensorFSError('malformed', message, { details: { rule } });
+}
+
+function shiftOffset(err: unknown, by: number): unknown {
+  if (err instanceof TensorFSError && typeof err.details.offset === 'number') {
+    return new TensorFSError(err.code, err.message, {
+      details: { ...err.details, offset: err.details.offset + by },
+      cause: err.cause,
+    });
+  }
+  return err;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation (shared by encode and decode; only the error code differs)
+
+function validateManifest(manifest: Manifest, code: ErrorCode): void {
+  const fail = (rule: string, message: string, details: Record<string, unknown> = {}): never => {
+    throw new TensorFSError(code, message, { details: { rule, ...details } });
+  };
+  if (typeof manifest !== 'object' || manifest === null || !Array.isArray(manifest.entries)) {
+    fail('shape', 'a manifest is { entries: [...] }');
+  }
+  const { entries } = manifest;
+  if (entries.length > MAX_MANIFEST_ENTRIES) {
+    fail('entries-limit', 'too many manifest entries', { limit: MAX_MANIFEST_ENTRIES, actual: entries.length });
+  }
+  const paths = new Set<string>();
+  let prev: Uint8Array | undefined;
+  for (const entry of entries) {
+    if (typeof entry !== 'object' || entry === null) fail('shape', 'an entry must be an object');
+    const { path } = entry;
+    checkPath(path, code, false);
+    const key = utf8.encode(path);
+    if (prev !== undefined && compareBytes(prev, key) >= 0) {
+      fail('entries-order', 'entries are not sorted by path bytes, or a path repeats', { path });
+    }
+    prev = key;
+    paths.add(path);
+    if (entry.kind === 'file') validateFile(entry, fail);
+    else if (entry.kind === 'symlink') checkSymlinkTarget(path, entry.target, code);
+    else fail('entry-kind', 'unknown entry kind', { path });
+  }
+  // A file or symlink cannot also be a directory of another entry.
+  for (const path of paths) {
+    for (let i = path.indexOf('/'); i !== -1; i = path.indexOf('/', i + 1)) {
+      if (paths.has(path.slice(0, i))) fail('path-below-entry', 'an entry lies below a file or symlink', { path });
+    }
+  }
+}
+
+type Fail = (rule: string, message: string, details?: Record<string, unknown>) => never;
+
+function validateFile(entry: ManifestFileEntry, fail: Fail): void {
+  const at = { path: entry.path };
+  if (!(FILE_MODES as readonly number[]).includes(entry.mode)) {
+    fail('file-mode', 'file mode must be 0o644 or 0o755', { ...at, actual: entry.mode });
+  }
+  if (!isPlanProfile(entry.profile)) fail('profile', 'unknown planner profile', { ...at, actual: entry.profile });
+  if (!Number.isSafeInteger(entry.size) || entry.size < 0) fail('file-size', 'file size must be an integer ≥ 0', at);
+  if (!Array.isArray(entry.records)) fail('records', 'records must be an array', at);
+  const { records } = entry;
+  if (records.length > MAX_PLAN_RECORDS) {
+    fail('records-limit', 'too many records in one file', { ...at, limit: MAX_PLAN_RECORDS, actual: records.length });
+  }
+  if (entry.profile === 'blob-v1' && records.length > 1) {
+    fail('blob-records', 'a blob-v1 file has at most one record', { ...at, actual: records.length });
+  }
+  const ceiling = entry.profile === 'blob-v1' ? Number.MAX_SAFE_INTEGER : RECORD_GRID_BYTES;
+  let total = 0;
+  records.forEach((record, index) => {
+    if (!isObjectId(record.digest)) fail('record-digest', 'record digest is not an object id', { ...at, index });
+    if (!Number.isSafeInteger(record.length) || record.length < 1 || record.length > ceiling) {
+      fail('record-length', 'record length out of range', { ...at, index, limit: ceiling, actual: record.length });
+    }
+    total += record.length;
+  });
+  if (!Number.isSafeInteger(total)) fail('file-size', 'file size beyond 2^53 - 1', at);
+  if (total !== entry.size) {
+    fail('file-size', 'file size is not the sum of its record lengths', { ...at, expected: total, actual: entry.size });
+  }
+}
