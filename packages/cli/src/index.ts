@@ -1,10 +1,8 @@
 /**
- * `@tensorfs/cli`: the `tfs` command, also callable in-process.
+ * `@tensorfs/cli`: the `tfs` command, also callable in-process (`run`).
  * @packageDocumentation
  */
-export { type TfsCommand, defineCommand } from './command.js';
-export { type CliIO, CommandContext, type GlobalArgs, toJson } from './context.js';
+export type { CliIO } from './context.js';
 export { EXIT_CODES } from './exit-codes.js';
-export { formatBytes, Progress } from './progress.js';
 export { run } from './shell.js';
 export { VERSION } from './version.js';

@@ -10,11 +10,16 @@ import { VERSION } from './version.js';
  * Runs `tfs` with `argv` (without `node` and the script) and returns the exit code.
  * Never throws and never calls `process.exit`.
  */
-export async function run(
+export function run(argv: readonly string[], io: CliIO): Promise<number> {
+  return runCommands(argv, io, commands);
+}
+
+/** {@link run} over a given command list (internal; tests use it to exercise the shell). */
+export async function runCommands(
   argv: readonly string[],
   io: CliIO,
   // biome-ignore lint/suspicious/noExplicitAny: commands differ in their argument types
-  available: readonly TfsCommand<any>[] = commands,
+  available: readonly TfsCommand<any>[],
 ): Promise<number> {
   const wantsJson = argv.includes('--json');
   let failure: TensorFSError | undefined;

@@ -3,7 +3,9 @@ import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { TensorFSError } from '@tensorfs/format';
 import { describe, expect, it } from 'vitest';
-import { defineCommand, EXIT_CODES, run, type TfsCommand, VERSION } from '../src/index.js';
+import { defineCommand, type TfsCommand } from '../src/command.js';
+import { EXIT_CODES, run, VERSION } from '../src/index.js';
+import { runCommands } from '../src/shell.js';
 
 function capture() {
   const out = new PassThrough();
@@ -43,11 +45,11 @@ describe('tfs shell', () => {
   it('maps every family to its stable exit code, human and JSON', async () => {
     for (const [code, exit] of Object.entries(EXIT_CODES)) {
       const c = capture();
-      expect(await run(['fail', code], c.io, cmds)).toBe(exit);
+      expect(await runCommands(['fail', code], c.io, cmds)).toBe(exit);
       expect(c.text().stderr).toBe(`error[${code}]: it failed\n`);
       expect(c.text().stdout).toBe('');
       const j = capture();
-      expect(await run(['fail', code, '--json'], j.io, cmds)).toBe(exit);
+      expect(await runCommands(['fail', code, '--json'], j.io, cmds)).toBe(exit);
       expect(JSON.parse(j.text().stderr)).toEqual({
         error: { code, message: 'it failed', details: { n: '18446744073709551616' } },
       });
@@ -57,43 +59,43 @@ describe('tfs shell', () => {
   it('exits 2 on an unknown command, an unknown option and a missing command', async () => {
     for (const argv of [['frob'], ['echo', 'x', '--nope'], [], ['fail']]) {
       const c = capture();
-      expect(await run(argv, c.io, cmds)).toBe(2);
+      expect(await runCommands(argv, c.io, cmds)).toBe(2);
       expect(c.text().stderr).toMatch(/error\[invalid_argument\]: /);
     }
     const j = capture();
-    expect(await run(['frob', '--json'], j.io, cmds)).toBe(2);
+    expect(await runCommands(['frob', '--json'], j.io, cmds)).toBe(2);
     expect(JSON.parse(j.text().stderr).error.code).toBe('invalid_argument');
   });
 
   it('turns a foreign error into internal (exit 1)', async () => {
     const c = capture();
-    expect(await run(['crash'], c.io, cmds)).toBe(1);
+    expect(await runCommands(['crash'], c.io, cmds)).toBe(1);
     expect(c.text().stderr).toBe('error[internal]: not ours\n');
   });
 
   it('prints help, per-command help and the version on stdout with exit 0', async () => {
     const h = capture();
-    expect(await run(['--help'], h.io, cmds)).toBe(0);
+    expect(await runCommands(['--help'], h.io, cmds)).toBe(0);
     expect(h.text().stdout).toContain('tfs echo <word>');
     expect(h.text().stdout).toContain('--store');
     const e = capture();
-    expect(await run(['echo', '--help'], e.io, cmds)).toBe(0);
+    expect(await runCommands(['echo', '--help'], e.io, cmds)).toBe(0);
     expect(e.text().stdout).toContain('what to print');
     const v = capture();
-    expect(await run(['--version'], v.io, cmds)).toBe(0);
+    expect(await runCommands(['--version'], v.io, cmds)).toBe(0);
     expect(v.text().stdout).toBe(`${VERSION}\n`);
     expect(VERSION).toMatch(/^\d+\.\d+\.\d+/);
   });
 
   it('resolves the store from --store, then TENSORFS_HOME', async () => {
     const a = capture();
-    await run(['echo', 'hi', '--json', '--store', '/tmp/s1'], a.io, cmds);
+    await runCommands(['echo', 'hi', '--json', '--store', '/tmp/s1'], a.io, cmds);
     expect(JSON.parse(a.text().stdout)).toEqual({ word: 'hi', store: '/tmp/s1' });
     const b = capture();
-    await run(['echo', 'hi', '--json'], { ...b.io, env: { TENSORFS_HOME: '/tmp/s2' } }, cmds);
+    await runCommands(['echo', 'hi', '--json'], { ...b.io, env: { TENSORFS_HOME: '/tmp/s2' } }, cmds);
     expect(JSON.parse(b.text().stdout).store).toBe('/tmp/s2');
     const c = capture();
-    await run(['echo', 'hi'], c.io, cmds);
+    await runCommands(['echo', 'hi'], c.io, cmds);
     expect(c.text().stdout).toBe('hi\n');
   });
 
