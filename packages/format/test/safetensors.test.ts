@@ -1,0 +1,556 @@
+import { describe, expect, it } from 'vitest';
+import {
+  type ByteSource,
+  bytesSource,
+  describeSafetensors,
+  MAX_SAFETENSORS_HEADER_SIZE,
+  parseSafetensorsHeader,
+  readSafetensorsHeader,
+  SAFETENSORS_DTYPES,
+  type SafetensorsParseOptions,
+  safetensorsByteLength,
+  safetensorsDtype,
+} from '../src/index.js';
+import { caught, desc, expectError, file, rejected } from './safetensors-helpers.js';
+
+const P64 = 2n ** 64n;
+const U64_MAX = P64 - 1n;
+
+const parse = (bytes: Uint8Array, options?: SafetensorsParseOptions) => parseSafetensorsHeader(bytes, options);
+const fail = (bytes: Uint8Array, options?: SafetensorsParseOptions) => caught(() => parse(bytes, options));
+const one = (d: string, data = 0) => file(`{"t":${d}}`, data);
+
+describe('dtype table', () => {
+  it('has the 22 reference dtypes with bits and ordinals, in ordinal order', () => {
+    expect(SAFETENSORS_DTYPES.map((d) => `${d.ordinal}:${d.name}:${d.bits}`)).toEqual([
+      '0:BOOL:8',
+      '1:F4:4',
+      '2:F6_E2M3:6',
+      '3:F6_E3M2:6',
+      '4:U8:8',
+      '5:I8:8',
+      '6:F8_E5M2:8',
+      '7:F8_E4M3:8',
+      '8:F8_E8M0:8',
+      '9:F8_E4M3FNUZ:8',
+      '10:F8_E5M2FNUZ:8',
+      '11:I16:16',
+      '12:U16:16',
+      '13:F16:16',
+      '14:BF16:16',
+      '15:I32:32',
+      '16:U32:32',
+      '17:F32:32',
+      '18:C64:64',
+      '19:F64:64',
+      '20:I64:64',
+      '21:U64:64',
+    ]);
+    expect(Object.isFrozen(SAFETENSORS_DTYPES)).toBe(true);
+    expect(Object.isFrozen(SAFETENSORS_DTYPES[0])).toBe(true);
+  });
+  it('looks names up case-sensitively and knows nothing else', () => {
+    expect(safetensorsDtype('BF16')).toBe(SAFETENSORS_DTYPES[14]);
+    for (const name of ['bf16', 'f32', 'FLOAT32', 'C128', 'F8_E4M3FN', 'E8M0', 'NF4', '__proto__', 'toString', '']) {
+      expect(safetensorsDtype(name), name).toBeUndefined();
+    }
+  });
+  it('computes exact byte lengths with zero short-circuit and the overflow rules', () => {
+    expect(safetensorsByteLength('F32', [])).toBe(4n);
+    expect(safetensorsByteLength('F4', [3, 2])).toBe(3n);
+    expect(safetensorsByteLength('F6_E2M3', [4])).toBe(3n);
+    expect(safetensorsByteLength('U8', [U64_MAX, 2n, 0])).toBe(0n);
+    expect(safetensorsByteLength('U8', [2n ** 61n - 1n])).toBe(2n ** 61n - 1n);
+    expect(safetensorsByteLength('U64', [2n ** 58n - 1n])).toBe(2n ** 61n - 8n);
+    expectError(
+      caught(() => safetensorsByteLength('U8', [2n ** 61n])),
+      'invalid_argument',
+      'R14',
+    );
+    expectError(
+      caught(() => safetensorsByteLength('U8', [U64_MAX, 2])),
+      'invalid_argument',
+      'R13',
+    );
+    expectError(
+      caught(() => safetensorsByteLength('U16', [U64_MAX])),
+      'invalid_argument',
+      'R14',
+    );
+    expectError(
+      caught(() => safetensorsByteLength('F4', [3])),
+      'invalid_argument',
+      'R15',
+    );
+    expectError(
+      caught(() => safetensorsByteLength('f32', [1])),
+      'invalid_argument',
+      'R7',
+    );
+    for (const bad of [-1, 1.5, Number.NaN, 2 ** 53, -1n, P64]) {
+      expectError(
+        caught(() => safetensorsByteLength('U8', [bad])),
+        'invalid_argument',
+        'R8',
+      );
+    }
+  });
+});
+
+describe('parseSafetensorsHeader: valid files', () => {
+  it('parses the reference example and reports exact positions', () => {
+    const f = file('{"test":{"dtype":"I32","shape":[2,2],"data_offsets":[0,16]}}', 16);
+    const h = parse(f);
+    expect(h.headerSize).toBe(60);
+    expect(h.dataStart).toBe(68);
+    expect(h.fileSize).toBe(84);
+    expect(h.metadata).toBeNull();
+    expect(h.tensors).toEqual([
+      { name: 'test', dtype: 'I32', shape: [2n, 2n], dataOffsets: [0n, 16n], byteOffset: 68, byteLength: 16 },
+    ]);
+    expect(h.byName.get('test')).toBe(h.tensors[0]);
+  });
+
+  it('accepts the empty archive {} and whitespace-only padding', () => {
+    expect(parse(file('{}')).tensors).toEqual([]);
+    expect(parse(file('{}      ')).headerSize).toBe(8);
+    expect(parse(file('{}      '), { strict: true }).headerSize).toBe(8);
+  });
+
+  it('sorts tensors into data order; ties keep header order', () => {
+    const h = parse(
+      file(
+        `{"c":${desc('U8', [1], 2, 3)},"z1":${desc('U8', [0], 2, 2)},"a":${desc('U8', [2], 0, 2)},"z0":${desc('U8', [0], 2, 2)},"e":${desc('U8', [0], 3, 3)}}`,
+        3,
+      ),
+    );
+    expect(h.tensors.map((t) => t.name)).toEqual(['a', 'z1', 'z0', 'c', 'e']);
+    expect(h.tensors.map((t) => t.byteOffset - h.dataStart)).toEqual([0, 2, 2, 2, 3]);
+  });
+
+  it('accepts zero-size tensors sharing an offset, scalars and zero dims', () => {
+    const h = parse(
+      file(
+        `{"s":${desc('F64', [], 0, 8)},"e1":${desc('F32', [0, 5], 8, 8)},"e2":${desc('BF16', [3, 0], 8, 8)},"x":${desc('U8', [1], 8, 9)}}`,
+        9,
+      ),
+    );
+    expect(h.tensors.map((t) => [t.name, t.byteLength])).toEqual([
+      ['s', 8],
+      ['e1', 0],
+      ['e2', 0],
+      ['x', 1],
+    ]);
+    expect(h.tensors[0]!.shape).toEqual([]);
+  });
+
+  it('accepts every dtype', () => {
+    let offset = 0;
+    const parts: string[] = [];
+    for (const d of SAFETENSORS_DTYPES) {
+      const bytes = d.bits === 6 ? 3 : d.bits === 4 ? 1 : d.bits / 8;
+      const count = d.bits === 6 ? 4 : d.bits === 4 ? 2 : 1;
+      parts.push(`"${d.name}":${desc(d.name, [count], offset, offset + bytes)}`);
+      offset += bytes;
+    }
+    const h = parse(file(`{${parts.join(',')}}`, offset));
+    expect(h.tensors.map((t) => t.dtype)).toEqual(SAFETENSORS_DTYPES.map((d) => d.name));
+  });
+
+  it('keeps names exactly: __proto__, empty, unicode, escapes and surrogate pairs', () => {
+    const names = ['__proto__', '', 'é😊', 'constructor'];
+    const h = parse(
+      file(
+        `{"__proto__":${desc('U8', [1], 0, 1)},"":${desc('U8', [1], 1, 2)},"\\u00e9\\ud83d\\ude0a":${desc('U8', [1], 2, 3)},"constructor":${desc('U8', [0], 3, 3)}}`,
+        3,
+      ),
+    );
+    expect(h.tensors.map((t) => t.name)).toEqual(names);
+    expect([...h.byName.keys()]).toEqual(names);
+    expect(Object.getPrototypeOf(h.byName.get('__proto__'))).toBe(Object.prototype);
+    const escapes = parse(file(`{"q\\"\\\\\\/\\b\\f\\n\\r\\t":${desc('U8', [0], 0, 0)}}`));
+    expect(escapes.tensors[0]!.name).toBe('q"\\/\b\f\n\r\t');
+    const raw = parse(file(`{"é😊":${desc('U8', [0], 0, 0)}}`));
+    expect(raw.tensors[0]!.name).toBe('é😊');
+  });
+
+  it('accepts a 4096-rank shape', () => {
+    const h = parse(one(desc('U8', new Array(4096).fill(1), 0, 1), 1));
+    expect(h.tensors[0]!.shape).toHaveLength(4096);
+  });
+
+  it('parses metadata as a string map; null and absent are null; {} is empty', () => {
+    const h = parse(file('{"__metadata__":{"format":"pt","b":"x\\ny","__proto__":"p"}}'));
+    expect([...h.metadata!]).toEqual([
+      ['format', 'pt'],
+      ['b', 'x\ny'],
+      ['__proto__', 'p'],
+    ]);
+    expect(parse(file('{"__metadata__":null}')).metadata).toBeNull();
+    expect(parse(file('{"__metadata__":{}}')).metadata).toEqual(new Map());
+    expect(parse(file('{"\\u005f_metadata__":{"a":"b"}}')).metadata).toEqual(new Map([['a', 'b']]));
+  });
+
+  it('accepts JSON whitespace everywhere in default mode and inside the object in strict mode', () => {
+    const h = `{ "t" :\n{\t"dtype" : "U8" ,\r"shape" : [ 1 ] , "data_offsets" : [ 0 , 1 ] } }`;
+    expect(parse(file(` \t\r\n${h}\n\t\r `, 1)).tensors).toHaveLength(1);
+    expect(parse(file(`${h}   `, 1), { strict: true }).tensors).toHaveLength(1);
+  });
+
+  it('ignores unknown descriptor fields (any valid JSON) in default mode', () => {
+    const extra = '"x":{"k":[1,-2.5e3,true,false,null,"s",{}],"j":[]},"y":-0,"z":12345678901234567890123';
+    const h = parse(one(`{"dtype":"U8",${extra},"shape":[1],"data_offsets":[0,1]}`, 1));
+    expect(h.tensors[0]!.dtype).toBe('U8');
+  });
+
+  it('handles integer boundaries exactly: 2^31, 2^32, 2^53, 2^63, 2^64−1', () => {
+    for (const big of [2n ** 31n, 2n ** 32n, 2n ** 53n - 1n, 2n ** 53n, 2n ** 53n + 1n, 2n ** 63n, U64_MAX]) {
+      const h = parse(one(desc('U8', [big, 0], 0, 0)));
+      expect(h.tensors[0]!.shape).toEqual([big, 0n]);
+    }
+    // [2^64−1, 2, 0]: the zero makes the count 0 before any overflow check (TensorFS; the reference overflows).
+    expect(parse(one(desc('U8', [U64_MAX, 2n, 0], 0, 0))).tensors[0]!.byteLength).toBe(0);
+    // A real tensor of 2^31 + 1 bytes: offsets past 2^31 / 2^32 are exact numbers.
+    const src: ByteSource = { size: 0, read: async () => new Uint8Array() };
+    expect(src.size).toBe(0);
+    const hdr = `{"a":${desc('U8', [2n ** 32n + 1n], 0, 2n ** 32n + 1n)},"b":${desc('U8', [1], 2n ** 32n + 1n, 2n ** 32n + 2n)}}`;
+    const bytes = file(hdr);
+    const h = parse(bytes, { fileSize: bytes.length + 2 ** 32 + 2 });
+    expect(h.tensors.map((t) => [t.byteOffset - h.dataStart, t.byteLength])).toEqual([
+      [0, 2 ** 32 + 1],
+      [2 ** 32 + 1, 1],
+    ]);
+  });
+
+  it('accepts N exactly at maxHeaderSize', () => {
+    expect(parse(file('{}      '), { maxHeaderSize: 8 }).headerSize).toBe(8);
+  });
+});
+
+describe('parseSafetensorsHeader: framing (R1–R4)', () => {
+  it('R1: fewer than 8 bytes', () => {
+    for (let n = 0; n < 8; n++) expectError(fail(new Uint8Array(n)), 'malformed', 'R1', { actual: n, offset: 0 });
+  });
+  it('R3: N above the limit is limit_exceeded (100,000,000 + 1, 2^32, 2^64−1)', () => {
+    for (const n of [100_000_001n, 2n ** 32n, U64_MAX]) {
+      const e = fail(file('{}', 0, n));
+      expectError(e, 'limit_exceeded', 'R3', { limit: MAX_SAFETENSORS_HEADER_SIZE });
+      expect(BigInt(e.details.actual as number | bigint)).toBe(n);
+    }
+    expectError(fail(file('{}      '), { maxHeaderSize: 7 }), 'limit_exceeded', 'R3', { limit: 7, actual: 8 });
+  });
+  it('R4: N past the end of the file; N = 0 and whitespace-only are R6', () => {
+    expectError(fail(file('{}', 0, 3n)), 'malformed', 'R4', { actual: 3 });
+    expectError(fail(file('', 0, 0n)), 'malformed', 'R6', { offset: 8 });
+    expectError(fail(file('    ')), 'malformed', 'R6', { offset: 12 });
+  });
+  it('rejects bad options and bytes that stop inside the header', () => {
+    expect(caught(() => parse(file('{}'), { maxHeaderSize: 100_000_001 })).code).toBe('invalid_argument');
+    expect(caught(() => parse(file('{}'), { maxHeaderSize: -1 })).code).toBe('invalid_argument');
+    expect(caught(() => parse(file('{}'), { fileSize: 3 })).code).toBe('invalid_argument');
+    expect(caught(() => parse(file('{}').subarray(0, 9), { fileSize: 10 })).code).toBe('invalid_argument');
+    expect(caught(() => parse(file('{}').subarray(0, 4), { fileSize: 10 })).code).toBe('invalid_argument');
+  });
+});
+
+describe('parseSafetensorsHeader: UTF-8 and JSON syntax (R5, R6)', () => {
+  const withHeader = (bytes: number[]) => file(new Uint8Array(bytes));
+  const enc = (s: string) => [...new TextEncoder().encode(s)];
+  it('R5: invalid UTF-8 anywhere in the header, with the byte offset', () => {
+    const cases: [number[], number][] = [
+      [[...enc('{"'), 0xff, ...enc('":1}')], 10],
+      [[...enc('{"a'), 0xc0, 0x80, ...enc('":1}')], 11], // overlong
+      [[...enc('{"'), 0xed, 0xa0, 0x80, ...enc('":1}')], 10], // UTF-16 surrogate
+      [[...enc('{"'), 0xf4, 0x90, 0x80, 0x80, ...enc('":1}')], 10], // above U+10FFFF
+      [[...enc('{}'), 0xe2, 0x82], 10], // truncated sequence
+      [[...enc('{}  '), 0x80], 12], // lone continuation in the padding
+    ];
+    for (const [bytes, offset] of cases) expectError(fail(withHeader(bytes)), 'malformed', 'R5', { offset });
+  });
+  it('R6: a BOM is not whitespace', () => {
+    expectError(fail(withHeader([0xef, 0xbb, 0xbf, ...enc('{}')])), 'malformed', 'R6', { offset: 8 });
+  });
+  it('R6: trailing characters, NUL and VT padding, second values, non-objects', () => {
+    for (const h of ['{}\0', '{}\x0b', '{}{}', '{} x', '[]', '"a"', '1', 'null', '{', '{"a"}', '{"a":}', '{,}']) {
+      expect(fail(file(h)).details.rule, JSON.stringify(h)).toBe('R6');
+    }
+    expectError(fail(file(`{"t":${desc('U8', [0], 0, 0)},}`)), 'malformed', 'R6');
+    const text = `{"t":${desc('U8', [0], 0, 0)}}`;
+    expectError(fail(file(`${text}\0`)), 'malformed', 'R6', { offset: 8 + text.length });
+  });
+  it('R6: raw control characters, bad escapes and lone surrogates in strings', () => {
+    for (const name of [
+      'a\x01',
+      'a\n',
+      'a\x7f\x00',
+      '\\x41',
+      '\\u12',
+      '\\u12G4',
+      '\\ud800',
+      '\\ud800x',
+      '\\udc00',
+      '\\ud800\\u0041',
+      '\\ud800\\n',
+      '\\',
+    ]) {
+      const e = fail(file(`{"${name}":${desc('U8', [0], 0, 0)}}`));
+      expectError(e, 'malformed', 'R6');
+      expect(e.details.offset as number).toBeGreaterThanOrEqual(10);
+    }
+    expectError(fail(file('{"ab')), 'malformed', 'R6', { offset: 12 });
+  });
+  it('error offsets count UTF-8 bytes, not UTF-16 units', () => {
+    // "é😊" is 2 + 4 bytes; the error is at the "!" after the closing quote.
+    expectError(fail(file('{"é😊"!}')), 'malformed', 'R6', { offset: 8 + 2 + 6 + 1 });
+  });
+});
+
+describe('parseSafetensorsHeader: descriptors (R7–R10)', () => {
+  it('R7: missing fields', () => {
+    expectError(fail(one('{"shape":[],"data_offsets":[0,1]}', 1)), 'malformed', 'R7', {
+      tensor: 't',
+      field: 'dtype',
+      offset: 9,
+    });
+    expectError(fail(one('{"dtype":"U8","data_offsets":[0,1]}', 1)), 'malformed', 'R7', { field: 'shape' });
+    expectError(fail(one('{"dtype":"U8","shape":[]}', 1)), 'malformed', 'R7', { field: 'data_offsets' });
+    expectError(fail(one('{}')), 'malformed', 'R7', { field: 'dtype' });
+  });
+  it('R7: duplicate descriptor fields, including escaped spellings', () => {
+    for (const d of [
+      '{"dtype":"U8","dtype":"U8","shape":[1],"data_offsets":[0,1]}',
+      '{"dtype":"U8","\\u0064type":"U8","shape":[1],"data_offsets":[0,1]}',
+      '{"dtype":"U8","shape":[1],"sh\\u0061pe":[1],"data_offsets":[0,1]}',
+      '{"dtype":"U8","shape":[1],"data_offsets":[0,1],"data_offsets":[0,1]}',
+    ]) {
+      expectError(fail(one(d, 1)), 'malformed', 'R7', { tensor: 't' });
+    }
+  });
+  it('R7: wrong types, wrong offset arity, unknown or miscased dtypes', () => {
+    for (const d of [
+      '[]',
+      '"x"',
+      'null',
+      desc('u8', [1], 0, 1),
+      desc('FLOAT32', [1], 0, 1),
+      desc('C128', [1], 0, 1),
+      '{"dtype":8,"shape":[1],"data_offsets":[0,1]}',
+      '{"dtype":"U8","shape":1,"data_offsets":[0,1]}',
+      '{"dtype":"U8","shape":["1"],"data_offsets":[0,1]}',
+      '{"dtype":"U8","shape":[null],"data_offsets":[0,1]}',
+      '{"dtype":"U8","shape":[1],"data_offsets":[0]}',
+      '{"dtype":"U8","shape":[1],"data_offsets":[]}',
+      '{"dtype":"U8","shape":[1],"data_offsets":[0,1,1]}',
+      '{"dtype":"U8","shape":[1],"data_offsets":{"0":0}}',
+    ]) {
+      expectError(fail(one(d, 1)), 'malformed', 'R7');
+    }
+  });
+  it('R8: only exact unsigned integers', () => {
+    for (const v of [
+      '-1',
+      '-0',
+      '1.0',
+      '1e0',
+      '1E0',
+      '1.5',
+      '01',
+      '00',
+      '18446744073709551616',
+      '99999999999999999999999',
+    ]) {
+      expectError(fail(one(desc('U8', [v], 0, 0))), 'malformed', 'R8');
+      expectError(fail(one(desc('U8', [0], v, 0))), 'malformed', 'R8');
+    }
+    // 2^64 − 1 is the largest accepted value; 2^64 overflows (offset of the number).
+    const text = `{"t":${desc('U8', [0], 0, P64)}}`;
+    expectError(fail(file(text)), 'malformed', 'R8', { offset: 8 + text.indexOf(String(P64)) });
+  });
+  it('R9: __metadata__ must be a string map or null, once', () => {
+    for (const m of ['{"a":1}', '{"a":{"b":"c"}}', '{"a":null}', '{"a":["x"]}', '[]', '"x"', '1', 'true']) {
+      expectError(fail(file(`{"__metadata__":${m}}`)), 'malformed', 'R9');
+    }
+    expectError(fail(file('{"__metadata__":{},"__metadata__":{}}')), 'malformed', 'R9', { offset: 8 + 19 });
+    expectError(fail(file('{"__metadata__":null,"\\u005f_metadata__":null}')), 'malformed', 'R9');
+  });
+  it('R10: nesting inside ignored fields stops where serde_json stops (125 arrays ok, 126 not)', () => {
+    const nested = (k: number) =>
+      one(`{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":${'['.repeat(k)}${']'.repeat(k)}}`, 1);
+    expect(parse(nested(125)).tensors).toHaveLength(1);
+    expectError(fail(nested(126)), 'malformed', 'R10', { limit: 127 });
+    expectError(fail(nested(100_000)), 'malformed', 'R10');
+    const objects = (k: number) =>
+      one(`{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":${'{"a":'.repeat(k)}1${'}'.repeat(k)}}`, 1);
+    expect(parse(objects(125)).tensors).toHaveLength(1);
+    expectError(fail(objects(126)), 'malformed', 'R10');
+  });
+});
+
+describe('parseSafetensorsHeader: stricter than the reference (S1–S3)', () => {
+  it('S1: duplicate tensor names, including escape-equivalent spellings', () => {
+    const text = `{"a":${desc('U8', [1], 0, 1)},"a":${desc('U8', [1], 0, 1)}}`;
+    expectError(fail(file(text, 1)), 'malformed', 'S1', { tensor: 'a', offset: 8 + text.lastIndexOf('"a"') });
+    expectError(fail(file(`{"a":${desc('U8', [1], 0, 1)},"\\u0061":${desc('U8', [1], 0, 1)}}`, 1)), 'malformed', 'S1');
+    expectError(
+      fail(file(`{"__proto__":${desc('U8', [0], 0, 0)},"__proto__":${desc('U8', [0], 0, 0)}}`)),
+      'malformed',
+      'S1',
+    );
+  });
+  it('S1: duplicate metadata keys and duplicate unknown fields (and keys inside them)', () => {
+    expectError(fail(file('{"__metadata__":{"a":"x","\\u0061":"y"}}')), 'malformed', 'S1', { key: 'a' });
+    expectError(fail(one('{"dtype":"U8","x":1,"x":2,"shape":[1],"data_offsets":[0,1]}', 1)), 'malformed', 'S1');
+    expectError(fail(one('{"dtype":"U8","x":{"k":1,"k":2},"shape":[1],"data_offsets":[0,1]}', 1)), 'malformed', 'S1');
+  });
+  it('S2: strict mode wants "{" first and only spaces after', () => {
+    for (const h of [' {}', '\n{}', '{}\n', '{}\t', '{} \r']) {
+      expectError(fail(file(h), { strict: true }), 'malformed', 'S2');
+      expect(parse(file(h)).tensors).toEqual([]);
+    }
+  });
+  it('S3: strict mode rejects unknown descriptor fields', () => {
+    const f = one('{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":0}', 1);
+    expect(parse(f).tensors).toHaveLength(1);
+    expectError(fail(f, { strict: true }), 'malformed', 'S3', { tensor: 't', field: 'x' });
+  });
+});
+
+describe('parseSafetensorsHeader: coverage and sizes (R12–R17)', () => {
+  it('R12: gaps, overlaps, backwards offsets, a first tensor not at 0', () => {
+    const cases = [
+      `{"a":${desc('U8', [1], 0, 1)},"b":${desc('U8', [1], 2, 3)}}`,
+      `{"a":${desc('U8', [2], 0, 2)},"b":${desc('U8', [1], 1, 2)}}`,
+      `{"a":${desc('U8', [1], 1, 2)}}`,
+      `{"a":${desc('U8', [1], 1, 0)}}`,
+    ];
+    const names = ['b', 'b', 'a', 'a'];
+    cases.forEach((h, i) => {
+      expectError(fail(file(h, 3)), 'malformed', 'R12', { tensor: names[i] });
+    });
+  });
+  it('R12 reports the offset of the failing tensor key', () => {
+    const text = `{"a":${desc('U8', [1], 0, 1)},"b":${desc('U8', [1], 2, 3)}}`;
+    expect(fail(file(text, 3)).details.offset).toBe(8 + text.indexOf('"b"'));
+  });
+  it('R13/R14: overflowing element and bit counts', () => {
+    expectError(fail(one(desc('U8', [U64_MAX, 2], 0, 0))), 'malformed', 'R13', { tensor: 't' });
+    expectError(fail(one(desc('U8', [2n ** 32n, 2n ** 32n], 0, 0))), 'malformed', 'R13');
+    expectError(fail(one(desc('U16', [2n ** 63n], 0, 0))), 'malformed', 'R14');
+    expectError(fail(one(desc('U64', [2n ** 61n], 0, 0))), 'malformed', 'R14');
+    expectError(fail(one(desc('U8', [2n ** 61n], 0, 0))), 'malformed', 'R14');
+    // 2^58 U64 elements is 2^64 bits (overflow); 2^58 − 1 is fine as far as arithmetic goes (R16 then).
+    expectError(fail(one(desc('U64', [2n ** 58n], 0, 0))), 'malformed', 'R14');
+    expectError(fail(one(desc('U64', [2n ** 58n - 1n], 0, 0))), 'malformed', 'R16', { expected: 2n ** 61n - 8n });
+  });
+  it('R15: sub-byte tensors must fill whole bytes', () => {
+    expectError(fail(one(desc('F4', [3], 0, 2), 2)), 'malformed', 'R15');
+    expectError(fail(one(desc('F6_E3M2', [2], 0, 2), 2)), 'malformed', 'R15');
+    expect(parse(one(desc('F6_E3M2', [8], 0, 6), 6)).tensors[0]!.byteLength).toBe(6);
+  });
+  it('R16: span must equal shape × dtype size', () => {
+    expectError(fail(one(desc('F32', [2], 0, 4), 4)), 'malformed', 'R16', { tensor: 't', expected: 8, actual: 4 });
+    expectError(fail(one(desc('F32', [], 0, 8), 8)), 'malformed', 'R16');
+  });
+  it('R17: the data section must end exactly at the last tensor', () => {
+    expectError(fail(one(desc('U8', [1], 0, 1), 2)), 'malformed', 'R17', { expected: 2, actual: 1 });
+    expectError(fail(file('{}', 1)), 'malformed', 'R17');
+    expectError(fail(one(desc('U8', [2], 0, 2), 1)), 'malformed', 'R17');
+    expectError(fail(one(desc('U8', [2n ** 61n - 1n], 0, 2n ** 61n - 1n))), 'malformed', 'R17', {
+      actual: 2n ** 61n - 1n,
+    });
+  });
+  it('offsets beyond 2^53 never round: 2^53 + 1 stays exact in errors', () => {
+    const e = fail(one(desc('U8', [2n ** 53n + 1n], 0, 2n ** 53n + 1n)));
+    expectError(e, 'malformed', 'R17', { actual: 2n ** 53n + 1n });
+  });
+});
+
+describe('readSafetensorsHeader', () => {
+  const recording = (bytes: Uint8Array, size = bytes.length) => {
+    const reads: [number, number][] = [];
+    const source: ByteSource = {
+      size,
+      async read(offset, length) {
+        reads.push([offset, length]);
+        return bytes.subarray(offset, offset + length);
+      },
+    };
+    return { source, reads };
+  };
+  it('reads the prefix and the header only', async () => {
+    const f = file(`{"t":${desc('F32', [1000], 0, 4000)}}`, 4000);
+    const { source, reads } = recording(f);
+    const h = await readSafetensorsHeader(source);
+    expect(h).toEqual(parse(f));
+    expect(reads).toEqual([
+      [0, 8],
+      [8, h.headerSize],
+    ]);
+  });
+  it('checks the limit from the prefix alone (a source claiming > 100 MB)', async () => {
+    const prefix = file('', 0, 100_000_001n).subarray(0, 8);
+    const { source, reads } = recording(prefix, 8 + 100_000_001);
+    expectError(await rejected(readSafetensorsHeader(source)), 'limit_exceeded', 'R3', { actual: 100_000_001 });
+    expect(reads).toEqual([[0, 8]]);
+  });
+  it('accepts N = 100,000,000 exactly: the header read is attempted', async () => {
+    const prefix = file('', 0, 100_000_000n).subarray(0, 8);
+    const reads: [number, number][] = [];
+    const source: ByteSource = {
+      size: 8 + 100_000_000,
+      async read(offset, length) {
+        reads.push([offset, length]);
+        if (offset === 0) return prefix;
+        throw new Error('not reading 100 MB in a unit test');
+      },
+    };
+    const e = await rejected(readSafetensorsHeader(source));
+    expect(e.code).toBe('io');
+    expect(reads).toEqual([
+      [0, 8],
+      [8, 100_000_000],
+    ]);
+  });
+  it('R1 and R4 against the source size', async () => {
+    expectError(await rejected(readSafetensorsHeader(bytesSource(new Uint8Array(7)))), 'malformed', 'R1');
+    expectError(await rejected(readSafetensorsHeader(bytesSource(file('{}', 0, 40n)))), 'malformed', 'R4');
+  });
+  it('short reads are io; source TensorFSErrors pass through; aborts are cancelled', async () => {
+    const f = file('{}');
+    const short: ByteSource = { size: f.length, read: async (o, l) => f.subarray(o, o + l - 1) };
+    expect((await rejected(readSafetensorsHeader(short))).code).toBe('io');
+    const controller = new AbortController();
+    controller.abort();
+    expect((await rejected(readSafetensorsHeader(bytesSource(f), { signal: controller.signal }))).code).toBe(
+      'cancelled',
+    );
+    expect((await rejected(readSafetensorsHeader(bytesSource(f), { fileSize: 3 }))).code).toBe('invalid_argument');
+  });
+  it('strict mode and limits apply through the source too', async () => {
+    expectError(await rejected(readSafetensorsHeader(bytesSource(file(' {}')), { strict: true })), 'malformed', 'S2');
+    expectError(
+      await rejected(readSafetensorsHeader(bytesSource(file('{}  ')), { maxHeaderSize: 3 })),
+      'limit_exceeded',
+      'R3',
+    );
+  });
+});
+
+describe('describeSafetensors', () => {
+  it('is exactly the inspect --json form, tensors in data order, big integers as strings', () => {
+    const h = parse(
+      file(
+        `{"__metadata__":{"format":"pt","__proto__":"x"},"b":${desc('U8', [1], 2, 3)},"a":${desc('F16', [1], 0, 2)},"z":${desc('U8', [2n ** 53n, 0], 3, 3)}}`,
+        3,
+      ),
+    );
+    const d = describeSafetensors(h);
+    expect(JSON.stringify(d)).toBe(
+      `{"format":"safetensors","header_size":${h.headerSize},"metadata":{"format":"pt","__proto__":"x"},"tensors":[` +
+        '{"name":"a","dtype":"F16","shape":[1],"data_offsets":[0,2]},' +
+        '{"name":"b","dtype":"U8","shape":[1],"data_offsets":[2,3]},' +
+        '{"name":"z","dtype":"U8","shape":["9007199254740992",0],"data_offsets":[3,3]}]}',
+    );
+    expect(describeSafetensors(parse(file('{}'))).metadata).toBeNull();
+  });
+});
