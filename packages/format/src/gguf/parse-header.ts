@@ -1,0 +1,469 @@
+/**
+ * GGUF header parsing and validation (header, KVs, tensor infos; never tensor data).
+ */
+import { type ErrorDetails, TensorFSError } from '../errors.js';
+import { Cursor, ggufError, NeedMoreBytes } from './_cursor.js';
+import { GGML_MAX_DIMS, GGML_MAX_NAME, GGUF_DEFAULT_ALIGNMENT, ggmlPad, ggmlTensorGeometry } from './geometry.js';
+import {
+  GGUF_VALUE_TYPES,
+  type GgufHeader,
+  type GgufKV,
+  type GgufParseOptions,
+  type GgufScalar,
+  type GgufTensorInfo,
+  type GgufValue,
+} from './types.js';
+
+/** Default cap on the header size (fixed header + KVs + tensor infos). */
+export const DEFAULT_MAX_HEADER_BYTES = 128 * 1024 * 1024;
+/** Size of magic + version + tensor count + KV count (v2/v3). */
+export const GGUF_FIXED_HEADER_BYTES = 24;
+/** Longest key accepted, in bytes (the GGUF spec's limit; ggml does not check it). */
+export const GGUF_MAX_KEY_BYTES = 65535;
+
+const MAGIC = [0x47, 0x47, 0x55, 0x46]; // "GGUF"
+/** Smallest possible KV: key length, one key byte, value type, one value byte. */
+const MIN_KV_BYTES = 8 + 1 + 4 + 1;
+/** Smallest possible tensor info: name length (empty name), n_dims, type, offset. */
+const MIN_TENSOR_INFO_BYTES = 8 + 4 + 4 + 8;
+const T_BOOL = 7;
+const T_STRING = 8;
+const T_ARRAY = 9;
+/** Byte size of each value type id (strings: the length prefix, their smallest size). */
+const VALUE_SIZES = [1, 1, 2, 2, 4, 4, 4, 1, 8, 12, 8, 8, 8];
+
+/**
+ * Parses and validates a GGUF header from bytes in memory.
+ *
+ * `bytes` is the whole file, or a prefix of it reaching at least the end of the tensor infos with
+ * `options.fileSize` set to the real size (data presence is checked against `fileSize`).
+ *
+ * @throws {TensorFSError} `malformed` (a rule of spec/gguf.md is broken), `unsupported` (v1, unknown
+ *   versions, nested arrays, unknown or removed tensor types), `limit_exceeded` (header above
+ *   `maxHeaderBytes`), `invalid_argument` (`bytes` ends before the header does, or bad options). Every
+ *   error's `details` carries `rule` and `offset`, plus `key` or `tensor` where one is concerned.
+ */
+export function parseGgufHeader(bytes: Uint8Array, options: GgufParseOptions = {}): GgufHeader {
+  const fileSize = options.fileSize ?? bytes.length;
+  if (!Number.isSafeInteger(fileSize) || fileSize < bytes.length) {
+    throw new TensorFSError('invalid_argument', 'fileSize must be an integer at least bytes.length', {
+      details: { fileSize, length: bytes.length },
+    });
+  }
+  try {
+    return parseGgufPrefix(bytes, fileSize, maxHeaderBytesOption(options));
+  } catch (err) {
+    if (!(err instanceof NeedMoreBytes)) throw err;
+    throw new TensorFSError('invalid_argument', 'the bytes given end before the GGUF header does', {
+      details: { format: 'gguf', rule: 'need_more_bytes', length: bytes.length, needed: err.needed },
+    });
+  }
+}
+
+/** @internal Validates `maxHeaderBytes`. */
+export function maxHeaderBytesOption(options: GgufParseOptions): number {
+  const max = options.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES;
+  if (!Number.isSafeInteger(max) || max < GGUF_FIXED_HEADER_BYTES) {
+    throw new TensorFSError('invalid_argument', 'maxHeaderBytes must be an integer of at least 24', {
+      details: { maxHeaderBytes: max },
+    });
+  }
+  return max;
+}
+
+/**
+ * @internal Parses a prefix of a file of `fileSize` bytes; throws {@link NeedMoreBytes} when the prefix is
+ * too short (the caller reads more and calls again).
+ */
+export function parseGgufPrefix(bytes: Uint8Array, fileSize: number, maxHeaderBytes: number): GgufHeader {
+  const probe = new Cursor(bytes, true, fileSize, maxHeaderBytes);
+  probe.ensure(4);
+  for (let i = 0; i < 4; i++) {
+    if (bytes[i] !== MAGIC[i]) throw probe.error('malformed', 'magic', 'not a GGUF file (bad magic)', {}, 0);
+  }
+  probe.pos = 4;
+  const raw = probe.u32();
+  // ggml: a version with its low 16 bits zero is a byte-swapped one; hf.js and gguf-py detect it the same way.
+  const little = (raw & 0xffff) !== 0;
+  const version = little ? raw : swap32(raw);
+  if (version !== 2 && version !== 3) {
+    throw probe.error(
+      'unsupported',
+      'version',
+      version === 1 ? 'GGUF v1 is not supported' : `unknown GGUF version ${version}`,
+      { version, endianness: little ? 'little' : 'big' },
+      4,
+    );
+  }
+  const c = new Cursor(bytes, little, fileSize, maxHeaderBytes);
+  c.pos = 8;
+  const tensorCount = c.size();
+  const kvCount = c.size();
+  checkCount(c, kvCount, MIN_KV_BYTES, 'kv_count', 16);
+  checkCount(c, tensorCount, MIN_TENSOR_INFO_BYTES, 'tensor_count', 8, kvCount * MIN_KV_BYTES);
+
+  const metadataStart = c.pos;
+  const { metadata, metadataMap, alignment } = readMetadata(c, kvCount);
+  const metadataEnd = c.pos;
+  const infos = readTensorInfos(c, tensorCount, alignment);
+  const infoEnd = c.pos;
+  const dataStart = Number(ggmlPad(BigInt(infoEnd), alignment));
+  const tensors = placeTensors(infos, dataStart, fileSize);
+  return {
+    version,
+    endianness: little ? 'little' : 'big',
+    alignment,
+    metadata,
+    metadataMap,
+    metadataBlock: { offset: metadataStart, length: metadataEnd - metadataStart },
+    tensorInfoBlock: { offset: metadataEnd, length: infoEnd - metadataEnd },
+    tensors,
+    dataStart,
+    fileSize,
+  };
+}
+
+function swap32(v: number): number {
+  return (((v & 0xff) << 24) | ((v & 0xff00) << 8) | ((v >>> 8) & 0xff00) | (v >>> 24)) >>> 0;
+}
+
+/** A count is bounded by the bytes that remain (each item takes at least `minBytes`), before any loop. */
+function checkCount(c: Cursor, count: number, minBytes: number, rule: string, at: number, reserved = 0): void {
+  const needed = count * minBytes;
+  if (needed > c.remaining() - reserved) {
+    throw c.error(
+      'malformed',
+      rule,
+      `${rule.replace('_', ' ')} ${c.peekU64(at)} cannot fit in the file`,
+      {
+        actual: c.peekU64(at),
+        remaining: c.remaining(),
+      },
+      at,
+    );
+  }
+  if (c.pos + reserved + needed > c.maxBytes) {
+    throw c.error(
+      'limit_exceeded',
+      'header_size',
+      `${rule.replace('_', ' ')} ${count} exceeds the header size cap`,
+      {
+        actual: count,
+        limit: c.maxBytes,
+      },
+      at,
+    );
+  }
+}
+
+/** @internal The parsed KVs and the alignment they set. */
+export interface GgufMetadata {
+  metadata: GgufKV[];
+  metadataMap: Map<string, GgufKV>;
+  alignment: number;
+}
+
+/** @internal Reads `count` KVs at the cursor (also used by the writer to check a verbatim block). */
+export function readMetadata(c: Cursor, count: number): GgufMetadata {
+  const metadata: GgufKV[] = [];
+  const metadataMap = new Map<string, GgufKV>();
+  let alignment = GGUF_DEFAULT_ALIGNMENT;
+  for (let i = 0; i < count; i++) {
+    const at = c.pos;
+    const kv = readKV(c, metadataMap);
+    if (kv.key === 'general.alignment') alignment = checkAlignment(c, kv, at);
+    metadata.push(kv);
+    metadataMap.set(kv.key, kv);
+  }
+  return { metadata, metadataMap, alignment };
+}
+
+function readKV(c: Cursor, seen: ReadonlyMap<string, GgufKV>): GgufKV {
+  const at = c.pos;
+  c.context = {};
+  const key = c.string(GGUF_MAX_KEY_BYTES, 'key_length');
+  if (key === '') throw c.error('malformed', 'key_empty', 'a metadata key is empty', {}, at);
+  c.context = { key };
+  if (seen.has(key))
+    throw c.error('malformed', 'key_duplicate', `duplicate metadata key ${JSON.stringify(key)}`, {}, at);
+  const typeAt = c.pos;
+  const typeId = c.u32();
+  const type = GGUF_VALUE_TYPES[typeId];
+  if (type === undefined) {
+    throw c.error('malformed', 'value_type', `unknown metadata value type ${typeId}`, { type: typeId }, typeAt);
+  }
+  const value: GgufValue = typeId === T_ARRAY ? readArray(c) : readScalar(c, typeId);
+  return { key, type, value };
+}
+
+function readScalar(c: Cursor, typeId: number): GgufScalar {
+  const v = c.view;
+  const le = c.little;
+  c.ensure(VALUE_SIZES[typeId]!);
+  const p = c.pos;
+  switch (typeId) {
+    case 0:
+      c.pos += 1;
+      return v.getUint8(p);
+    case 1:
+      c.pos += 1;
+      return v.getInt8(p);
+    case 2:
+      c.pos += 2;
+      return v.getUint16(p, le);
+    case 3:
+      c.pos += 2;
+      return v.getInt16(p, le);
+    case 4:
+      c.pos += 4;
+      return v.getUint32(p, le);
+    case 5:
+      c.pos += 4;
+      return v.getInt32(p, le);
+    case 6:
+      c.pos += 4;
+      return v.getFloat32(p, le);
+    case T_BOOL:
+      return readBool(c);
+    case T_STRING:
+      return c.string(Number.POSITIVE_INFINITY, 'string_length');
+    case 10:
+      c.pos += 8;
+      return v.getBigUint64(p, le);
+    case 11:
+      c.pos += 8;
+      return v.getBigInt64(p, le);
+    default:
+      c.pos += 8;
+      return v.getFloat64(p, le);
+  }
+}
+
+/** Bools must be 0 or 1 (the spec's rule; ggml reads any non-zero byte as true, which cannot round-trip). */
+function readBool(c: Cursor): boolean {
+  const b = c.u8();
+  if (b > 1) throw c.error('malformed', 'bool_value', `a bool is ${b}, not 0 or 1`, { actual: b }, c.pos - 1);
+  return b === 1;
+}
+
+function readArray(c: Cursor): GgufValue {
+  const at = c.pos;
+  const itemTypeId = c.u32();
+  if (itemTypeId === T_ARRAY) throw c.error('unsupported', 'nested_array', 'nested arrays are not supported', {}, at);
+  const itemType = GGUF_VALUE_TYPES[itemTypeId];
+  if (itemType === undefined) {
+    throw c.error('malformed', 'value_type', `unknown array item type ${itemTypeId}`, { type: itemTypeId }, at);
+  }
+  const countAt = c.pos;
+  const count = c.size();
+  if (count * VALUE_SIZES[itemTypeId]! > c.remaining()) {
+    throw c.error(
+      'malformed',
+      'array_count',
+      'an array count cannot fit in the file',
+      {
+        actual: c.peekU64(countAt),
+        remaining: c.remaining(),
+      },
+      countAt,
+    );
+  }
+  return { itemType, items: readItems(c, itemTypeId, count) };
+}
+
+function readItems(c: Cursor, typeId: number, count: number): GgufScalar[] {
+  if (typeId === T_STRING) return readStrings(c, count);
+  const items: GgufScalar[] = [];
+  if (typeId === T_BOOL) {
+    for (let i = 0; i < count; i++) items.push(readBool(c));
+    return items;
+  }
+  const size = VALUE_SIZES[typeId]!;
+  c.ensure(count * size);
+  const v = c.view;
+  const le = c.little;
+  const start = c.pos;
+  const end = start + count * size;
+  c.pos = end;
+  switch (typeId) {
+    case 0:
+      for (let p = start; p < end; p++) items.push(v.getUint8(p));
+      break;
+    case 1:
+      for (let p = start; p < end; p++) items.push(v.getInt8(p));
+      break;
+    case 2:
+      for (let p = start; p < end; p += 2) items.push(v.getUint16(p, le));
+      break;
+    case 3:
+      for (let p = start; p < end; p += 2) items.push(v.getInt16(p, le));
+      break;
+    case 4:
+      for (let p = start; p < end; p += 4) items.push(v.getUint32(p, le));
+      break;
+    case 5:
+      for (let p = start; p < end; p += 4) items.push(v.getInt32(p, le));
+      break;
+    case 6:
+      for (let p = start; p < end; p += 4) items.push(v.getFloat32(p, le));
+      break;
+    case 10:
+      for (let p = start; p < end; p += 8) items.push(v.getBigUint64(p, le));
+      break;
+    case 11:
+      for (let p = start; p < end; p += 8) items.push(v.getBigInt64(p, le));
+      break;
+    default:
+      for (let p = start; p < end; p += 8) items.push(v.getFloat64(p, le));
+  }
+  return items;
+}
+
+/**
+ * Reads `count` strings. When the prefix runs out part-way, the request for more bytes is extrapolated
+ * from the strings read so far, so a large vocabulary costs one or two re-reads, not a doubling series.
+ */
+function readStrings(c: Cursor, count: number): string[] {
+  const items: string[] = [];
+  const start = c.pos;
+  try {
+    for (let i = 0; i < count; i++) items.push(c.string(Number.POSITIVE_INFINITY, 'string_length'));
+  } catch (err) {
+    if (!(err instanceof NeedMoreBytes) || items.length === 0) throw err;
+    const estimate = start + Math.ceil(((c.pos - start) / items.length) * count * 1.05);
+    throw new NeedMoreBytes(Math.min(Math.max(err.needed, estimate), c.fileSize, c.maxBytes));
+  }
+  return items;
+}
+
+/** `general.alignment` must be a u32, non-zero, a power of two (ggml's rules). */
+function checkAlignment(c: Cursor, kv: GgufKV, at: number): number {
+  if (kv.type !== 'uint32') {
+    throw c.error('malformed', 'alignment_type', `general.alignment is ${kv.type}, not uint32`, { type: kv.type }, at);
+  }
+  const a = kv.value as number;
+  if (a === 0 || (a & (a - 1)) !== 0) {
+    throw c.error(
+      'malformed',
+      'alignment_value',
+      `general.alignment ${a} is not a non-zero power of two`,
+      {
+        actual: a,
+      },
+      at,
+    );
+  }
+  return a;
+}
+
+interface RawTensorInfo {
+  name: string;
+  type: number;
+  dims: bigint[];
+  offset: bigint;
+  at: number;
+  elementCount: bigint;
+  byteLength: bigint;
+  paddedLength: bigint;
+  blockSize: number;
+  typeSize: number;
+  typeName: string;
+}
+
+function readTensorInfos(c: Cursor, count: number, alignment: number): RawTensorInfo[] {
+  const infos: RawTensorInfo[] = [];
+  const names = new Set<string>();
+  let expected = 0n;
+  for (let i = 0; i < count; i++) {
+    const at = c.pos;
+    c.context = { index: i };
+    const name = c.string(GGML_MAX_NAME - 1, 'tensor_name_length');
+    c.context = { tensor: name };
+    if (names.has(name)) throw c.error('malformed', 'tensor_name_duplicate', 'duplicate tensor name', {}, at);
+    names.add(name);
+    const nDimsAt = c.pos;
+    const nDims = c.u32();
+    if (nDims > GGML_MAX_DIMS) {
+      throw c.error(
+        'malformed',
+        'tensor_dims_count',
+        `a tensor has ${nDims} dimensions`,
+        {
+          limit: GGML_MAX_DIMS,
+          actual: nDims,
+        },
+        nDimsAt,
+      );
+    }
+    const dims: bigint[] = [];
+    for (let d = 0; d < nDims; d++) dims.push(c.u64());
+    const type = c.u32();
+    const offsetAt = c.pos;
+    const offset = c.u64();
+    const g = ggmlTensorGeometry(type, dims, { tensor: name, offset: at });
+    if (offset !== expected) {
+      throw c.error(
+        'malformed',
+        'tensor_offset',
+        'tensor offsets must follow tensor-info order, padded to the alignment',
+        {
+          expected,
+          actual: offset,
+        },
+        offsetAt,
+      );
+    }
+    const paddedLength = ggmlPad(g.byteLength, alignment);
+    expected += paddedLength;
+    infos.push({
+      name,
+      type,
+      dims,
+      offset,
+      at,
+      elementCount: g.elementCount,
+      byteLength: g.byteLength,
+      paddedLength,
+      blockSize: g.typeInfo.blockSize,
+      typeSize: g.typeInfo.typeSize,
+      typeName: g.typeInfo.name,
+    });
+  }
+  return infos;
+}
+
+/** Checks that every tensor and its padding lie in the file and nothing follows the last one. */
+function placeTensors(infos: RawTensorInfo[], dataStart: number, fileSize: number): GgufTensorInfo[] {
+  const size = BigInt(fileSize);
+  const start = BigInt(dataStart);
+  const truncated = (details: ErrorDetails) =>
+    ggufError('malformed', 'data_truncated', 'tensor data runs past the end of the file', { fileSize, ...details });
+  if (start > size) throw truncated({ offset: dataStart, dataStart });
+  const tensors: GgufTensorInfo[] = [];
+  let end = start;
+  for (const t of infos) {
+    end = start + t.offset + t.paddedLength;
+    if (end > size) throw truncated({ tensor: t.name, offset: t.at, needed: end });
+    tensors.push({
+      name: t.name,
+      type: t.type,
+      typeName: t.typeName,
+      dims: t.dims,
+      shape: t.dims.slice().reverse(),
+      offset: t.offset,
+      byteOffset: dataStart + Number(t.offset),
+      byteLength: Number(t.byteLength),
+      paddedLength: Number(t.paddedLength),
+      elementCount: t.elementCount,
+      blockSize: t.blockSize,
+      typeSize: t.typeSize,
+    });
+  }
+  if (end !== size) {
+    throw ggufError('malformed', 'trailing_bytes', 'bytes follow the padding of the last tensor', {
+      offset: Number(end),
+      fileSize,
+    });
+  }
+  return tensors;
+}

@@ -1,0 +1,63 @@
+/**
+ * Reading a GGUF header from a {@link ByteSource}, incrementally.
+ */
+import { TensorFSError, throwIfAborted, toTensorFSError } from '../errors.js';
+import type { ByteSource } from '../source.js';
+import { NeedMoreBytes } from './_cursor.js';
+import { maxHeaderBytesOption, parseGgufPrefix } from './parse-header.js';
+import type { GgufHeader, GgufParseOptions } from './types.js';
+
+/** First read: 1 MiB covers the header of most models (a 2,000-tensor header is about 200 KiB). */
+export const GGUF_INITIAL_READ_BYTES = 1024 * 1024;
+
+/**
+ * Reads and validates a GGUF header from `source`: first `min(size, 1 MiB)` bytes, then, while the header
+ * continues, larger prefixes (at least double, or an extrapolation when a long string array is cut) up to
+ * `maxHeaderBytes`. Tensor data is never read beyond what those prefixes happen to cover.
+ *
+ * @throws {TensorFSError} as {@link parseGgufHeader}; `io`/`cancelled` from the source or the signal.
+ */
+export async function readGgufHeader(source: ByteSource, options: GgufParseOptions = {}): Promise<GgufHeader> {
+  const fileSize = source.size;
+  if (options.fileSize !== undefined && options.fileSize !== fileSize) {
+    throw new TensorFSError('invalid_argument', 'fileSize differs from the source size', {
+      details: { fileSize: options.fileSize, size: fileSize },
+    });
+  }
+  const maxHeaderBytes = maxHeaderBytesOption(options);
+  let bytes = await readCopy(source, new Uint8Array(0), Math.min(fileSize, GGUF_INITIAL_READ_BYTES), options.signal);
+  for (;;) {
+    try {
+      return parseGgufPrefix(bytes, fileSize, maxHeaderBytes);
+    } catch (err) {
+      if (!(err instanceof NeedMoreBytes)) throw err;
+      const grown = Math.min(fileSize, Math.max(err.needed, Math.min(bytes.length * 2, maxHeaderBytes)));
+      bytes = await readCopy(source, bytes, grown, options.signal);
+    }
+  }
+}
+
+/** `prefix` extended to `length` bytes with the source's bytes after it (copied: sources may reuse buffers). */
+async function readCopy(
+  source: ByteSource,
+  prefix: Uint8Array,
+  length: number,
+  signal: AbortSignal | undefined,
+): Promise<Uint8Array> {
+  throwIfAborted(signal);
+  const out = new Uint8Array(length);
+  out.set(prefix);
+  let chunk: Uint8Array;
+  try {
+    chunk = await source.read(prefix.length, length - prefix.length, signal);
+  } catch (err) {
+    throw toTensorFSError(err, 'io');
+  }
+  if (chunk.length !== length - prefix.length) {
+    throw new TensorFSError('io', 'the source returned fewer bytes than asked', {
+      details: { offset: prefix.length, length: length - prefix.length, actual: chunk.length },
+    });
+  }
+  out.set(chunk, prefix.length);
+  return out;
+}
