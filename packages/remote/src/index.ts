@@ -1,1 +1,5 @@
+/**
+ * `@tensorfs/remote`: remote origins, fetch-missing and upload. Not implemented yet: exports nothing.
+ * @packageDocumentation
+ */
 export {};

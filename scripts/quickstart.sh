@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Quick start on a fresh machine: install (pinned pnpm, lockfile), build, then run the main job
+# on the committed sample model with the `tfs` command.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/ensure-pnpm.sh
+pnpm install --frozen-lockfile
+pnpm build
+tfs() { node packages/cli/dist/bin.js "$@"; }
+
+echo "+ tfs env"; tfs env
