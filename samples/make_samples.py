@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Generate the committed sample model under samples/tiny-model/ with the reference writers.
+"""Generate the committed sample model under samples/tiny-model/ with the reference writers, and
+samples/expected/: what `tfs inspect --json` must print for it, computed by the Python readers.
 
 Deterministic: a fixed numpy seed, fixed metadata, no timestamps. Re-running it must leave
 `git status` clean. Needs: numpy, safetensors (0.8), gguf  (python3 -m pip install safetensors gguf).
@@ -127,5 +128,45 @@ def main():
     write_json(os.path.join(d, "tokenizer", "vocab.json"), {"<unk>": 0, "<s>": 1, "</s>": 2, "hello": 3, "world": 4})
 
 
+def describe_safetensors(path):
+    """The `tfs inspect --json` form, computed independently with Python's json module."""
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(n))
+    meta = header.pop("__metadata__", None)
+    tensors = sorted(header.items(), key=lambda kv: tuple(kv[1]["data_offsets"]))
+    return {
+        "format": "safetensors", "header_size": n, "metadata": meta,
+        "tensors": [{"name": k, "dtype": v["dtype"], "shape": v["shape"], "data_offsets": v["data_offsets"]} for k, v in tensors],
+    }
+
+
+def describe_gguf(path):
+    """The `tfs inspect --json` form, computed with the gguf package's reader."""
+    r = gguf.GGUFReader(path)
+    meta = {}
+    for field in r.fields.values():
+        if field.name.startswith("GGUF."):
+            continue
+        meta[field.name] = field.contents()
+    return {
+        "format": "gguf", "version": int(r.fields["GGUF.version"].contents()), "endianness": "little",
+        "alignment": r.alignment, "data_start": r.data_offset, "metadata": meta,
+        "tensors": [{
+            "name": t.name, "type": t.tensor_type.name, "dims": [int(d) for d in t.shape],
+            "shape": [int(d) for d in reversed(t.shape)], "offset": int(t.data_offset - r.data_offset),
+            "byte_length": int(t.n_bytes),
+        } for t in r.tensors],
+    }
+
+
+def write_expected():
+    out = os.path.join(os.path.dirname(ROOT), "expected")
+    shutil.rmtree(out, ignore_errors=True)
+    write_json(os.path.join(out, "model.safetensors.json"), describe_safetensors(os.path.join(ROOT, "model.safetensors")))
+    write_json(os.path.join(out, "model.gguf.json"), describe_gguf(os.path.join(ROOT, "model.gguf")))
+
+
 if __name__ == "__main__":
     main()
+    write_expected()

@@ -8,4 +8,7 @@ pnpm install --frozen-lockfile
 pnpm build
 tfs() { node packages/cli/dist/bin.js "$@"; }
 
-echo "+ tfs env"; tfs env
+for f in samples/tiny-model/model.safetensors samples/tiny-model/model.gguf; do
+  echo "+ tfs inspect $f"
+  tfs inspect "$f"
+done

@@ -1,6 +1,7 @@
 import type { TfsCommand } from '../command.js';
 import { envCommand } from './env.js';
+import { inspectCommand } from './inspect.js';
 
 /** Every `tfs` command, in the order `tfs --help` lists them. */
 // biome-ignore lint/suspicious/noExplicitAny: commands differ in their argument types
-export const commands: TfsCommand<any>[] = [envCommand];
+export const commands: TfsCommand<any>[] = [inspectCommand, envCommand];

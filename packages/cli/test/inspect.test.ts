@@ -1,0 +1,72 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { SAMPLES, tfs } from './helpers.js';
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tfs-inspect-'));
+afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+function expected(name: string) {
+  return JSON.parse(fs.readFileSync(path.join(SAMPLES, 'expected', `${name}.json`), 'utf8'));
+}
+
+describe('tfs inspect', () => {
+  it('agrees with the Python reader on a safetensors file written by the reference writer', async () => {
+    const r = await tfs(['inspect', path.join(SAMPLES, 'tiny-model/model.safetensors'), '--json']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual(expected('model.safetensors'));
+  });
+
+  it('agrees with the gguf package on a GGUF file it wrote', async () => {
+    const r = await tfs(['inspect', path.join(SAMPLES, 'tiny-model/model.gguf'), '--json']);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual(expected('model.gguf'));
+  });
+
+  it('prints a readable table without --json', async () => {
+    const r = await tfs(['inspect', path.join(SAMPLES, 'tiny-model/model.safetensors')]);
+    expect(r.code).toBe(0);
+    const lines = r.stdout.trimEnd().split('\n');
+    expect(lines[0]).toBe('safetensors, header 632 bytes, 8 tensors, metadata: format=pt');
+    expect(lines[1]).toMatch(/^position_ids +I64 +\[1, 16\] +128 B$/);
+    expect(lines).toHaveLength(9);
+  });
+
+  it('exits with the family code and prints only the error on bad input', async () => {
+    const write = (name: string, bytes: Uint8Array) => {
+      const p = path.join(tmp, name);
+      fs.writeFileSync(p, bytes);
+      return p;
+    };
+    const header = new TextEncoder().encode('{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}}');
+    const prefix = new Uint8Array(8);
+    new DataView(prefix.buffer).setBigUint64(0, BigInt(header.length), true);
+    const short = write('short.safetensors', new Uint8Array([...prefix, ...header, 0, 0, 0, 0]));
+    const r = await tfs(['inspect', short]);
+    expect(r.code).toBe(3);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/^error\[malformed\]: .+\n$/);
+    const j = await tfs(['inspect', short, '--json']);
+    expect(j.code).toBe(3);
+    expect(JSON.parse(j.stderr).error.code).toBe('malformed');
+
+    const badGguf = write('bad.gguf', new Uint8Array([0x47, 0x47, 0x55, 0x46, 1, 0, 0, 0]));
+    expect((await tfs(['inspect', badGguf])).code).toBe(5); // GGUF v1 is unsupported
+
+    const missing = await tfs(['inspect', path.join(tmp, 'nope.safetensors')]);
+    expect(missing.code).toBe(6);
+    expect(missing.stderr).not.toContain(tmp); // no local paths in messages
+  });
+
+  it('rejects leading whitespace only under --strict', async () => {
+    const header = new TextEncoder().encode(' {}');
+    const prefix = new Uint8Array(8);
+    new DataView(prefix.buffer).setBigUint64(0, BigInt(header.length), true);
+    const p = path.join(tmp, 'ws.safetensors');
+    fs.writeFileSync(p, new Uint8Array([...prefix, ...header]));
+    expect((await tfs(['inspect', p])).code).toBe(0);
+    expect((await tfs(['inspect', p, '--strict'])).code).toBe(3);
+  });
+});
