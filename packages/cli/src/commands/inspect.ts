@@ -56,6 +56,8 @@ function bytes(n: number | string): string {
 /** Left-aligned columns, two spaces apart. */
 export function table(rows: string[][]): string[] {
   const widths: number[] = [];
-  for (const r of rows) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, c.length)));
+  for (const r of rows) {
+    for (const [i, c] of r.entries()) widths[i] = Math.max(widths[i] ?? 0, c.length);
+  }
   return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  '));
 }
