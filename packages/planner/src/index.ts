@@ -1,1 +1,17 @@
-export {};
+/**
+ * `@tensorfs/planner`: choose a profile from a file's bytes, cut it into records and hash them.
+ * Runs anywhere; the SHA-256 implementation is injected ({@link Hasher}).
+ * @packageDocumentation
+ */
+export type { Seams } from './cuts.js';
+export { type Hasher, type HashStream, nobleHasher } from './hasher.js';
+export {
+  type Plan,
+  type PlanJSON,
+  type PlannedRecord,
+  type PlanOptions,
+  type PlanProgress,
+  planAndHash,
+  planToJSON,
+} from './plan.js';
+export { canReadInto, type ReadIntoSource, readInto } from './read.js';

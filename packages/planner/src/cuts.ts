@@ -1,0 +1,124 @@
+import { MAX_PLAN_RECORDS, type PlanProfile, RECORD_GRID_BYTES, TensorFSError } from '@tensorfs/format';
+import type { TensorLayout } from './layout.js';
+
+/** Where a file is cut: records as parallel arrays of offsets and lengths, in file order. */
+export interface Cuts {
+  profile: PlanProfile;
+  offsets: number[];
+  lengths: number[];
+  /** Tensor name → inclusive record index span, for every tensor with at least one byte. */
+  tensors?: Map<string, [number, number]>;
+}
+
+/** Seams as the caller gives them: tensor name → byte offsets inside that tensor. */
+export type Seams = Readonly<Record<string, readonly number[]>>;
+
+/** `blob-v1`: the whole file as one record (none for an empty file). */
+export function blobCuts(size: number): Cuts {
+  return size === 0
+    ? { profile: 'blob-v1', offsets: [], lengths: [] }
+    : { profile: 'blob-v1', offsets: [0], lengths: [size] };
+}
+
+/** The number of records a region of `length` bytes takes on the 64 MiB grid. */
+function gridCount(length: number): number {
+  return Math.ceil(length / RECORD_GRID_BYTES);
+}
+
+/**
+ * The record count of a tensor layout without seams: header region, gaps and tensors, each on the
+ * grid from its own start. Used to decide the 1,000,000-record fallback before building anything.
+ */
+export function countTensorRecords(layout: TensorLayout, size: number): number {
+  let count = gridCount(layout.dataStart);
+  let cursor = layout.dataStart;
+  for (const t of layout.tensors) {
+    if (t.byteLength === 0) continue;
+    count += gridCount(t.byteOffset - cursor) + gridCount(t.byteLength);
+    cursor = t.byteOffset + t.byteLength;
+  }
+  return count + gridCount(size - cursor);
+}
+
+/**
+ * The cuts of a tensor profile (`safetensors-v1` / `gguf-v1`): the header region, then each
+ * non-empty tensor in data order, every byte not in a tensor (alignment padding, trailing bytes)
+ * as a region of its own; each region cut every 64 MiB from its own start, and a tensor first
+ * split at its seams.
+ * @throws {TensorFSError} `limit_exceeded` if seams push the plan past 1,000,000 records.
+ */
+export function tensorCuts(layout: TensorLayout, size: number, seams: Map<string, number[]>): Cuts {
+  const offsets: number[] = [];
+  const lengths: number[] = [];
+  const tensors = new Map<string, [number, number]>();
+  const region = (start: number, end: number): void => {
+    for (let at = start; at < end; at += RECORD_GRID_BYTES) {
+      if (offsets.length === MAX_PLAN_RECORDS) {
+        throw new TensorFSError('limit_exceeded', 'seams push the plan past the record bound', {
+          details: { rule: 'plan-records', limit: MAX_PLAN_RECORDS },
+        });
+      }
+      offsets.push(at);
+      lengths.push(Math.min(RECORD_GRID_BYTES, end - at));
+    }
+  };
+  region(0, layout.dataStart);
+  let cursor = layout.dataStart;
+  for (const t of layout.tensors) {
+    if (t.byteLength === 0) continue;
+    region(cursor, t.byteOffset);
+    const first = offsets.length;
+    let start = t.byteOffset;
+    for (const seam of seams.get(t.name) ?? []) {
+      region(start, t.byteOffset + seam);
+      start = t.byteOffset + seam;
+    }
+    const end = t.byteOffset + t.byteLength;
+    region(start, end);
+    tensors.set(t.name, [first, offsets.length - 1]);
+    cursor = end;
+  }
+  region(cursor, size);
+  return { profile: layout.profile, offsets, lengths, tensors };
+}
+
+/**
+ * Validates seams against a layout: every name is a non-empty tensor of the file and every offset
+ * an integer strictly inside it. Returns them sorted and de-duplicated.
+ * @throws {TensorFSError} `invalid_argument` (details `rule`, `tensor`, `actual`).
+ */
+export function checkSeams(seams: Seams | undefined, layout: TensorLayout | undefined): Map<string, number[]> {
+  const out = new Map<string, number[]>();
+  if (seams === undefined) return out;
+  if (typeof seams !== 'object' || seams === null) {
+    throw new TensorFSError('invalid_argument', 'seams must be an object of tensor name → offsets', {
+      details: { rule: 'seams-type' },
+    });
+  }
+  const lengths = new Map(layout?.tensors.map((t) => [t.name, t.byteLength]));
+  for (const [name, list] of Object.entries(seams)) {
+    const length = lengths.get(name);
+    if (length === undefined) {
+      throw new TensorFSError('invalid_argument', 'a seam names no tensor of this file', {
+        details: { rule: 'seam-tensor', tensor: name, profile: layout?.profile ?? 'blob-v1' },
+      });
+    }
+    if (!Array.isArray(list)) {
+      throw new TensorFSError('invalid_argument', 'seams of a tensor must be an array of offsets', {
+        details: { rule: 'seams-type', tensor: name },
+      });
+    }
+    for (const offset of list) {
+      if (!Number.isSafeInteger(offset) || offset <= 0 || offset >= length) {
+        throw new TensorFSError('invalid_argument', 'a seam must be an integer strictly inside its tensor', {
+          details: { rule: 'seam-offset', tensor: name, actual: offset, limit: length },
+        });
+      }
+    }
+    out.set(
+      name,
+      [...new Set(list)].sort((a, b) => a - b),
+    );
+  }
+  return out;
+}

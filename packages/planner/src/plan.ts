@@ -1,0 +1,310 @@
+import {
+  type ByteSource,
+  MAX_PLAN_RECORDS,
+  type ObjectId,
+  objectIdFromDigest,
+  type PlanProfile,
+  RECORD_GRID_BYTES,
+  type RecordRef,
+  TensorFSError,
+  throwIfAborted,
+  toTensorFSError,
+} from '@tensorfs/format';
+import { blobCuts, type Cuts, checkSeams, countTensorRecords, type Seams, tensorCuts } from './cuts.js';
+import { type Hasher, nobleHasher } from './hasher.js';
+import { detectLayout } from './layout.js';
+import { readInto } from './read.js';
+
+/** One record, as reported to {@link PlanOptions.onRecord}. */
+export interface PlannedRecord {
+  /** Position in the plan's record list. */
+  index: number;
+  /** Offset of the record's first byte in the file. */
+  offset: number;
+  length: number;
+  digest: ObjectId;
+}
+
+/** Progress of {@link planAndHash}: bytes hashed so far out of the file size. */
+export interface PlanProgress {
+  bytesDone: number;
+  bytesTotal: number;
+}
+
+/** Options of {@link planAndHash}. */
+export interface PlanOptions {
+  /**
+   * Tensor name → byte offsets inside that tensor where a cut must fall (e.g. where a fused qkv
+   * splits into q, k, v). Seams only move cut points; each seam segment is cut on the 64 MiB grid
+   * from its own start. A seam naming no non-empty tensor of the file, or an offset not strictly
+   * inside the tensor, is `invalid_argument` (so is any seam when the file is `blob-v1`).
+   */
+  seams?: Seams;
+  /** @default nobleHasher() */
+  hasher?: Hasher;
+  /** Aborts the plan with `cancelled`. */
+  signal?: AbortSignal;
+  /** Called in file order as bytes are hashed. */
+  onProgress?: (progress: PlanProgress) => void;
+  /**
+   * Buffers hashed at once. Memory is about `(concurrency + 1) × 64 MiB` for large files.
+   * @default hasher.parallelism ?? 1
+   */
+  concurrency?: number;
+  /**
+   * Called in record order as soon as each record's digest is known, with the exact bytes that
+   * were hashed (one or more pieces) when the record was buffered (≤ 64 MiB), or `null` for a
+   * larger `blob-v1` record (re-read it from the source). Awaited before those buffers are reused,
+   * and never called again after a failure. This is how a store admits objects reading each byte once.
+   */
+  onRecord?: (record: PlannedRecord, bytes: readonly Uint8Array[] | null) => void | Promise<void>;
+}
+
+/** A file cut into records and hashed. */
+export interface Plan {
+  profile: PlanProfile;
+  /** File size in bytes: the sum of the record lengths. */
+  size: number;
+  /** The records in file order; their concatenation is the file. */
+  records: RecordRef[];
+  /**
+   * Tensor profiles only: tensor name → inclusive `[first, last]` record index span, in data order.
+   * A tensor with no bytes has no record and no entry.
+   */
+  tensors?: Map<string, [number, number]>;
+}
+
+/** Bytes fed to a streaming hash per read when a `blob-v1` record is larger than a buffer. */
+const STREAM_CHUNK_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Chooses the profile of a file from its own bytes, cuts it into records and hashes them,
+ * reading the file once, sequentially, with bounded memory.
+ *
+ * `safetensors-v1` / `gguf-v1` when the file parses as one (header region, then every non-empty
+ * tensor on the 64 MiB grid, padding and trailing bytes as records of their own); `blob-v1` (one
+ * record, none if empty) for everything else, including files that fail to parse and tensor files
+ * that would need more than 1,000,000 records.
+ * @throws {TensorFSError} `invalid_argument` (bad seams or options), `limit_exceeded` (seams push
+ * the plan past 1,000,000 records), `cancelled`, `io` and the source's or hasher's own errors.
+ */
+export async function planAndHash(source: ByteSource, options: PlanOptions = {}): Promise<Plan> {
+  const { signal } = options;
+  try {
+    throwIfAborted(signal);
+    const size = checkSize(source.size);
+    const cuts = await chooseCuts(source, size, options.seams, signal);
+    const hasher = options.hasher ?? nobleHasher();
+    const concurrency = checkConcurrency(options.concurrency ?? hasher.parallelism ?? 1);
+    const digests = await hashCuts(source, cuts, { ...options, hasher, concurrency, size });
+    const records = cuts.lengths.map((length, i) => ({ digest: digests[i]!, length }));
+    return cuts.tensors
+      ? { profile: cuts.profile, size, records, tensors: cuts.tensors }
+      : { profile: cuts.profile, size, records };
+  } catch (err) {
+    if (signal?.aborted) throw new TensorFSError('cancelled', 'planning cancelled', { cause: signal.reason });
+    throw toTensorFSError(err);
+  }
+}
+
+async function chooseCuts(
+  source: ByteSource,
+  size: number,
+  seams: Seams | undefined,
+  signal?: AbortSignal,
+): Promise<Cuts> {
+  const layout = await detectLayout(source, signal);
+  const tensorPlan = layout !== undefined && countTensorRecords(layout, size) <= MAX_PLAN_RECORDS ? layout : undefined;
+  const checked = checkSeams(seams, tensorPlan);
+  return tensorPlan ? tensorCuts(tensorPlan, size, checked) : blobCuts(size);
+}
+
+function checkSize(size: number): number {
+  if (!Number.isSafeInteger(size) || size < 0) {
+    throw new TensorFSError('invalid_argument', 'source size must be an integer ≥ 0', { details: { actual: size } });
+  }
+  return size;
+}
+
+function checkConcurrency(n: number): number {
+  if (!Number.isSafeInteger(n) || n < 1 || n > 64) {
+    throw new TensorFSError('invalid_argument', 'concurrency must be an integer in 1…64', { details: { actual: n } });
+  }
+  return n;
+}
+
+interface HashContext extends PlanOptions {
+  hasher: Hasher;
+  concurrency: number;
+  size: number;
+}
+
+/** Digests of every cut, in order. */
+async function hashCuts(source: ByteSource, cuts: Cuts, ctx: HashContext): Promise<ObjectId[]> {
+  const bufferSize = Math.min(RECORD_GRID_BYTES, ctx.size);
+  if (cuts.lengths.length === 1 && cuts.lengths[0]! > bufferSize) {
+    return [await streamRecord(source, cuts.offsets[0]!, cuts.lengths[0]!, ctx)];
+  }
+  return hashBuffered(source, cuts, bufferSize, ctx);
+}
+
+/** A run of consecutive records read into one buffer. */
+interface Batch {
+  /** Index of the first record. */
+  first: number;
+  /** Number of records. */
+  count: number;
+  offset: number;
+  length: number;
+}
+
+/** Groups records into batches of at most `bufferSize` bytes (every record fits one buffer). */
+function* batches(cuts: Cuts, bufferSize: number): Generator<Batch> {
+  const { offsets, lengths } = cuts;
+  let i = 0;
+  while (i < lengths.length) {
+    const first = i;
+    const offset = offsets[i]!;
+    let length = lengths[i++]!;
+    while (i < lengths.length && length + lengths[i]! <= bufferSize) length += lengths[i++]!;
+    yield { first, count: i - first, offset, length };
+  }
+}
+
+interface Pending {
+  batch: Batch;
+  buffer: Uint8Array;
+  digests: Promise<Uint8Array[]>;
+}
+
+/**
+ * Reads batches sequentially into a pool of `concurrency + 1` buffers. The read of batch i+1 is
+ * issued before batch i is handed to the hasher, so reading overlaps hashing even when the hasher
+ * runs on this thread; up to `concurrency` batches hash at once.
+ */
+async function hashBuffered(source: ByteSource, cuts: Cuts, bufferSize: number, ctx: HashContext): Promise<ObjectId[]> {
+  const { hasher, signal } = ctx;
+  const ids: ObjectId[] = new Array(cuts.lengths.length);
+  const free: Uint8Array[] = [];
+  let allocated = 0;
+  const take = (): Uint8Array => {
+    const buffer = free.pop();
+    if (buffer) return buffer;
+    allocated++;
+    return hasher.allocate?.(bufferSize) ?? new Uint8Array(bufferSize);
+  };
+  const queue: Pending[] = [];
+  let done = 0;
+  const drain = async (): Promise<void> => {
+    const { batch, buffer, digests } = queue.shift()!;
+    const list = await digests;
+    throwIfAborted(signal);
+    for (let k = 0; k < batch.count; k++) {
+      const index = batch.first + k;
+      ids[index] = objectIdFromDigest(list[k]!);
+      if (ctx.onRecord) {
+        const offset = cuts.offsets[index]!;
+        const length = cuts.lengths[index]!;
+        const start = offset - batch.offset;
+        await ctx.onRecord({ index, offset, length, digest: ids[index] }, [buffer.subarray(start, start + length)]);
+      }
+    }
+    done += batch.length;
+    ctx.onProgress?.({ bytesDone: done, bytesTotal: ctx.size });
+    free.push(buffer);
+  };
+  const read = (batch: Batch): Promise<Uint8Array> => {
+    const buffer = take();
+    return quiet(readInto(source, batch.offset, buffer.subarray(0, batch.length), signal).then(() => buffer));
+  };
+  const it = batches(cuts, bufferSize);
+  let current = it.next();
+  let pendingRead = current.done ? undefined : read(current.value);
+  while (!current.done && pendingRead) {
+    const batch = current.value;
+    const buffer = await pendingRead;
+    throwIfAborted(signal);
+    current = it.next();
+    pendingRead = undefined;
+    if (!current.done) {
+      if (free.length === 0 && allocated > ctx.concurrency) await drain();
+      pendingRead = read(current.value);
+    }
+    queue.push({ batch, buffer, digests: quiet(hashBatch(hasher, cuts, batch, buffer, signal)) });
+    while (queue.length > ctx.concurrency) await drain();
+  }
+  while (queue.length > 0) await drain();
+  return ids;
+}
+
+function hashBatch(
+  hasher: Hasher,
+  cuts: Cuts,
+  batch: Batch,
+  buffer: Uint8Array,
+  signal?: AbortSignal,
+): Promise<Uint8Array[]> {
+  const jobs: Promise<Uint8Array>[] = [];
+  for (let k = 0; k < batch.count; k++) {
+    const start = cuts.offsets[batch.first + k]! - batch.offset;
+    jobs.push(hasher.digest([buffer.subarray(start, start + cuts.lengths[batch.first + k]!)], signal));
+  }
+  return Promise.all(jobs);
+}
+
+/** Hashes one record larger than a buffer with a streaming hash, double-buffered. */
+async function streamRecord(source: ByteSource, offset: number, length: number, ctx: HashContext): Promise<ObjectId> {
+  const { hasher, signal } = ctx;
+  const stream = hasher.stream();
+  const buffers = [0, 1].map(() => hasher.allocate?.(STREAM_CHUNK_BYTES) ?? new Uint8Array(STREAM_CHUNK_BYTES));
+  const chunk = (at: number, k: number): Promise<Uint8Array> => {
+    const target = buffers[k % 2]!.subarray(0, Math.min(STREAM_CHUNK_BYTES, offset + length - at));
+    return quiet(readInto(source, at, target, signal).then(() => target));
+  };
+  let k = 0;
+  let next: Promise<Uint8Array> | undefined = chunk(offset, 0);
+  for (let at = offset; next; k++) {
+    const bytes = await next;
+    throwIfAborted(signal);
+    at += bytes.length;
+    next = at < offset + length ? chunk(at, k + 1) : undefined;
+    await stream.update(bytes);
+    ctx.onProgress?.({ bytesDone: at - offset, bytesTotal: ctx.size });
+  }
+  const digest = objectIdFromDigest(await stream.digest());
+  await ctx.onRecord?.({ index: 0, offset, length, digest }, null);
+  return digest;
+}
+
+/** Marks a promise as handled (its failure is observed later, or made moot by an earlier one). */
+function quiet<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(() => {});
+  return promise;
+}
+
+/** The JSON form of a plan: `{"profile","size","records":[{"digest","length"}],"tensors":{name:[first,last]}}`. */
+export interface PlanJSON {
+  profile: PlanProfile;
+  size: number;
+  records: { digest: ObjectId; length: number }[];
+  tensors?: Record<string, [number, number]>;
+}
+
+/**
+ * The JSON form of a plan (`spec/v1/plan.schema.json`): `tensors` in data order, present only for
+ * tensor profiles.
+ */
+export function planToJSON(plan: Plan): PlanJSON {
+  const out: PlanJSON = {
+    profile: plan.profile,
+    size: plan.size,
+    records: plan.records.map(({ digest, length }) => ({ digest, length })),
+  };
+  if (plan.tensors) {
+    // A null-prototype object keeps any tensor name (`__proto__` included) as an own key.
+    const tensors: Record<string, [number, number]> = Object.create(null);
+    for (const [name, [first, last]] of plan.tensors) tensors[name] = [first, last];
+    out.tensors = tensors;
+  }
+  return out;
+}

@@ -1,0 +1,315 @@
+import { bytesSource, isTensorFSError, RECORD_GRID_BYTES } from '@tensorfs/format';
+import { type Hasher, nobleHasher, type Plan, type PlannedRecord, planAndHash, planToJSON } from '@tensorfs/planner';
+import { describe, expect, it } from 'vitest';
+import { ggufBytes, safetensorsBytes, seededBytes, sha256Id, testHasher, virtualSource } from './helpers.js';
+
+const hasher = testHasher();
+const MiB = 1024 * 1024;
+
+async function plan(bytes: Uint8Array, options: Parameters<typeof planAndHash>[1] = {}): Promise<Plan> {
+  return planAndHash(bytesSource(bytes), { hasher, ...options });
+}
+
+async function codeOf(promise: Promise<unknown>): Promise<{ code: string; details: Record<string, unknown> }> {
+  try {
+    await promise;
+  } catch (err) {
+    if (isTensorFSError(err)) return { code: err.code, details: { ...err.details } };
+    throw err;
+  }
+  throw new Error('did not throw');
+}
+
+/** The records a plan should have, from explicit [offset, length] cuts of `bytes`. */
+function expected(bytes: Uint8Array, cuts: [number, number][]) {
+  return cuts.map(([o, n]) => ({ digest: sha256Id(bytes.subarray(o, o + n)), length: n }));
+}
+
+describe('blob-v1', () => {
+  it('plans an unrecognised file as one record named by its SHA-256', async () => {
+    const bytes = seededBytes(1, 1000);
+    expect(await plan(bytes)).toEqual({ profile: 'blob-v1', size: 1000, records: expected(bytes, [[0, 1000]]) });
+  });
+
+  it('plans an empty file as zero records', async () => {
+    expect(await plan(new Uint8Array(0))).toEqual({ profile: 'blob-v1', size: 0, records: [] });
+  });
+
+  it('falls back to blob-v1 for truncated or corrupt tensor files, never an error', async () => {
+    const good = safetensorsBytes([{ name: 'a', data: seededBytes(2, 64) }]);
+    const cases = [
+      good.subarray(0, good.length - 1),
+      good.subarray(0, 4),
+      Uint8Array.from([...good.subarray(0, 8), 0x5b, ...good.subarray(9)]),
+      ggufBytes({}, [{ name: 'w', values: 4 }]).subarray(0, 30),
+      Uint8Array.from([0x47, 0x47, 0x55, 0x46, 9, 0, 0, 0]),
+    ];
+    for (const bytes of cases) {
+      const p = await plan(bytes);
+      expect(p.profile).toBe('blob-v1');
+      expect(p.records).toEqual(expected(bytes, [[0, bytes.length]]));
+    }
+  });
+
+  it('streams a blob larger than a buffer and reports it to onRecord without bytes', async () => {
+    const bytes = seededBytes(3, RECORD_GRID_BYTES + 12345);
+    const seen: [PlannedRecord, unknown][] = [];
+    const p = await plan(bytes, { onRecord: (r, b) => void seen.push([r, b]) });
+    expect(p.records).toEqual(expected(bytes, [[0, bytes.length]]));
+    expect(seen).toEqual([[{ index: 0, offset: 0, length: bytes.length, digest: p.records[0]!.digest }, null]]);
+  });
+
+  it('rejects seams on a blob-v1 file', async () => {
+    expect(await codeOf(plan(seededBytes(4, 100), { seams: { a: [1] } }))).toMatchObject({
+      code: 'invalid_argument',
+      details: { rule: 'seam-tensor', profile: 'blob-v1' },
+    });
+  });
+});
+
+describe('safetensors-v1', () => {
+  const a = seededBytes(10, 100);
+  const b = seededBytes(11, 3000);
+  const file = safetensorsBytes(
+    [
+      { name: 'a', data: a },
+      { name: 'empty', shape: [0, 4], data: new Uint8Array(0) },
+      { name: 'b', data: b },
+    ],
+    { format: 'pt' },
+  );
+  const dataStart = file.length - 3100;
+
+  it('cuts the header region, then one record per non-empty tensor in data order', async () => {
+    const p = await plan(file);
+    expect(p.profile).toBe('safetensors-v1');
+    expect(p.size).toBe(file.length);
+    expect(p.records).toEqual(
+      expected(file, [
+        [0, dataStart],
+        [dataStart, 100],
+        [dataStart + 100, 3000],
+      ]),
+    );
+    expect([...p.tensors!]).toEqual([
+      ['a', [1, 1]],
+      ['b', [2, 2]],
+    ]);
+    expect(p.records[1]!.digest).toBe(sha256Id(a));
+  });
+
+  it('gives the same plan with every hasher and concurrency', async () => {
+    const reference = await plan(file);
+    for (const concurrency of [1, 2, 5]) {
+      expect(await plan(file, { concurrency })).toEqual(reference);
+      expect(await plan(file, { concurrency, hasher: nobleHasher() })).toEqual(reference);
+    }
+  });
+
+  it('cuts a tensor over 64 MiB every 64 MiB from the tensor start, not the file start', async () => {
+    const big = seededBytes(12, RECORD_GRID_BYTES * 2 + 5);
+    const f = safetensorsBytes([
+      { name: 'small', data: seededBytes(13, 7) },
+      { name: 'big', data: big },
+    ]);
+    const start = f.length - big.length;
+    const p = await plan(f, { concurrency: 2 });
+    expect(p.records.map((r) => r.length)).toEqual([start - 7, 7, RECORD_GRID_BYTES, RECORD_GRID_BYTES, 5]);
+    expect(p.records.slice(2).map((r) => r.digest)).toEqual([
+      sha256Id(big.subarray(0, RECORD_GRID_BYTES)),
+      sha256Id(big.subarray(RECORD_GRID_BYTES, 2 * RECORD_GRID_BYTES)),
+      sha256Id(big.subarray(2 * RECORD_GRID_BYTES)),
+    ]);
+    expect(p.tensors!.get('big')).toEqual([2, 4]);
+  });
+
+  it('seams split a tensor and restart the grid, so fused and split forms share objects', async () => {
+    const q = seededBytes(20, 300);
+    const k = seededBytes(21, 200);
+    const v = seededBytes(22, 500);
+    const fused = safetensorsBytes([{ name: 'qkv', data: Uint8Array.from([...q, ...k, ...v]) }]);
+    const split = safetensorsBytes([
+      { name: 'q', data: q },
+      { name: 'k', data: k },
+      { name: 'v', data: v },
+    ]);
+    const pf = await plan(fused, { seams: { qkv: [500, 300, 300] } });
+    const ps = await plan(split);
+    expect(pf.records.slice(1)).toEqual(ps.records.slice(1));
+    expect(pf.tensors!.get('qkv')).toEqual([1, 3]);
+    // without seams the fused tensor is one object
+    expect((await plan(fused)).records).toHaveLength(2);
+  });
+
+  it('rejects seams that name no tensor or fall outside it', async () => {
+    for (const [seams, rule] of [
+      [{ nope: [1] }, 'seam-tensor'],
+      [{ empty: [1] }, 'seam-offset'],
+      [{ a: [0] }, 'seam-offset'],
+      [{ a: [100] }, 'seam-offset'],
+      [{ a: [1.5] }, 'seam-offset'],
+      [{ a: 5 }, 'seams-type'],
+    ] as const) {
+      expect(await codeOf(plan(file, { seams: seams as never }))).toMatchObject({
+        code: 'invalid_argument',
+        details: { rule },
+      });
+    }
+  });
+
+  it('calls onRecord in order with exactly the hashed bytes, and progress up to the size', async () => {
+    const f = safetensorsBytes([
+      { name: 'x', data: seededBytes(30, RECORD_GRID_BYTES - 10) },
+      { name: 'y', data: seededBytes(31, 50) },
+      { name: 'z', data: seededBytes(32, 30) },
+    ]);
+    const got: Uint8Array[] = [];
+    const indexes: number[] = [];
+    const progress: number[] = [];
+    const p = await plan(f, {
+      concurrency: 2,
+      onRecord: async (r, bytes) => {
+        await new Promise((resolve) => setTimeout(resolve, 1));
+        indexes.push(r.index);
+        expect(bytes).not.toBeNull();
+        const joined = Buffer.concat(bytes!);
+        expect(joined.length).toBe(r.length);
+        expect(sha256Id(joined)).toBe(r.digest);
+        got.push(Uint8Array.from(joined));
+      },
+      onProgress: ({ bytesDone, bytesTotal }) => {
+        expect(bytesTotal).toBe(f.length);
+        progress.push(bytesDone);
+      },
+    });
+    expect(indexes).toEqual([0, 1, 2, 3]);
+    expect(Buffer.concat(got).equals(Buffer.from(f))).toBe(true);
+    expect(progress.at(-1)).toBe(f.length);
+    expect([...progress].sort((x, y) => x - y)).toEqual(progress);
+    expect(p.records).toHaveLength(4);
+  });
+});
+
+describe('gguf-v1', () => {
+  it('cuts header, tensors and alignment padding; equal paddings are one object', async () => {
+    const w1 = seededBytes(40, 12);
+    const w2 = seededBytes(41, 40);
+    const w3 = seededBytes(42, 12);
+    const f = ggufBytes({ 'general.name': 'tiny' }, [
+      { name: 'w1', values: 3, data: w1 },
+      { name: 'w2', values: 10, data: w2 },
+      { name: 'w3', values: 3, data: w3 },
+    ]);
+    const dataStart = f.length - (32 + 64 + 32);
+    const p = await plan(f);
+    expect(p.profile).toBe('gguf-v1');
+    expect(p.records).toEqual(
+      expected(f, [
+        [0, dataStart],
+        [dataStart, 12],
+        [dataStart + 12, 20],
+        [dataStart + 32, 40],
+        [dataStart + 72, 24],
+        [dataStart + 96, 12],
+        [dataStart + 108, 20],
+      ]),
+    );
+    expect(p.records[2]!.digest).toBe(p.records[6]!.digest);
+    expect(p.records[2]!.digest).toBe(sha256Id(new Uint8Array(20)));
+    expect([...p.tensors!]).toEqual([
+      ['w1', [1, 1]],
+      ['w2', [3, 3]],
+      ['w3', [5, 5]],
+    ]);
+  });
+});
+
+describe('bounds', () => {
+  /** A safetensors prefix declaring one U8 tensor of `length` bytes; the data is virtual zeros. */
+  function hugeSource(length: number) {
+    let json = JSON.stringify({ t: { dtype: 'U8', shape: [length], data_offsets: [0, length] } });
+    while (json.length % 8 !== 0) json += ' ';
+    const prefix = new Uint8Array(8 + json.length);
+    new DataView(prefix.buffer).setBigUint64(0, BigInt(json.length), true);
+    prefix.set(new TextEncoder().encode(json), 8);
+    return virtualSource(prefix, prefix.length + length);
+  }
+
+  it('plans a file needing more than 1,000,000 records as blob-v1', async () => {
+    const source = hugeSource(RECORD_GRID_BYTES * 1_000_000);
+    // Seams are checked before any byte is hashed; the error names the profile the file got.
+    expect(await codeOf(planAndHash(source, { hasher, seams: { t: [1] } }))).toMatchObject({
+      code: 'invalid_argument',
+      details: { rule: 'seam-tensor', profile: 'blob-v1' },
+    });
+  });
+
+  it('plans exactly 1,000,000 records as a tensor file, and refuses seams that push past it', async () => {
+    const source = hugeSource(RECORD_GRID_BYTES * 999_999);
+    expect(await codeOf(planAndHash(source, { hasher, seams: { t: [1] } }))).toMatchObject({
+      code: 'limit_exceeded',
+      details: { rule: 'plan-records', limit: 1_000_000 },
+    });
+    const controller = new AbortController();
+    const seen: PlannedRecord[] = [];
+    const outcome = await codeOf(
+      planAndHash(source, {
+        hasher,
+        signal: controller.signal,
+        onRecord: (r) => {
+          seen.push(r);
+          if (r.index === 1) controller.abort();
+        },
+      }),
+    );
+    expect(outcome.code).toBe('cancelled');
+    expect(seen[0]!.length).toBeLessThan(RECORD_GRID_BYTES);
+    expect(seen[1]).toMatchObject({ index: 1, length: RECORD_GRID_BYTES, offset: seen[0]!.length });
+  });
+});
+
+describe('failures', () => {
+  it('turns an aborted signal into cancelled, before or during hashing', async () => {
+    const f = seededBytes(50, 3 * MiB);
+    expect((await codeOf(plan(f, { signal: AbortSignal.abort() }))).code).toBe('cancelled');
+    const controller = new AbortController();
+    const slow: Hasher = {
+      ...hasher,
+      digest: (pieces, signal) =>
+        new Promise((resolve, reject) => {
+          controller.abort();
+          signal?.addEventListener('abort', () => reject(new Error('aborted')));
+          void hasher.digest(pieces).then((d) => setTimeout(() => resolve(d), 50));
+        }),
+    };
+    expect((await codeOf(plan(f, { hasher: slow, signal: controller.signal }))).code).toBe('cancelled');
+  });
+
+  it('propagates source and hasher failures as TensorFSErrors', async () => {
+    const failing = { size: 10, read: async () => Promise.reject(new Error('disk on fire')) };
+    expect((await codeOf(planAndHash(failing, { hasher }))).code).toBe('internal');
+    const short = { size: 10, read: async () => new Uint8Array(3) };
+    expect((await codeOf(planAndHash(short, { hasher }))).code).toBe('io');
+    const broken: Hasher = { ...hasher, digest: async () => Promise.reject(new Error('boom')) };
+    expect((await codeOf(plan(seededBytes(1, 10), { hasher: broken }))).code).toBe('internal');
+    expect((await codeOf(plan(seededBytes(1, 10), { concurrency: 0 }))).code).toBe('invalid_argument');
+  });
+});
+
+describe('planToJSON', () => {
+  it('gives profile, size, records and tensors in data order (any tensor name as an own key)', async () => {
+    const f = safetensorsBytes([
+      { name: 'z', data: seededBytes(60, 5) },
+      { name: '__proto__', data: seededBytes(61, 6) },
+    ]);
+    const json = JSON.parse(JSON.stringify(planToJSON(await plan(f))));
+    expect(Object.keys(json)).toEqual(['profile', 'size', 'records', 'tensors']);
+    expect(Object.keys(json.tensors)).toEqual(['z', '__proto__']);
+    expect(Object.getOwnPropertyDescriptor(json.tensors, '__proto__')?.value).toEqual([2, 2]);
+    expect(planToJSON(await plan(new Uint8Array(3)))).toEqual({
+      profile: 'blob-v1',
+      size: 3,
+      records: [{ digest: sha256Id(new Uint8Array(3)), length: 3 }],
+    });
+  });
+});
