@@ -132,24 +132,39 @@ export function subInt(a: Int, b: Int): Int {
 export type ByteLengthRule = 'R13' | 'R14' | 'R15';
 
 /**
- * Byte length of a tensor, or the rule it breaks. Any zero dimension makes the element count 0
- * before any product is formed (so `[2^64−1, 2, 0]` is 0 bytes; the reference's left fold
+ * Element count of a shape, or R13 when it exceeds 2^64 − 1. Any zero dimension makes the count
+ * 0 before any product is formed (so `[2^64−1, 2, 0]` has 0 elements; the reference's left fold
  * would overflow on it). An empty shape is a scalar (1 element).
  * @internal
  */
-export function payloadByteLength(shape: readonly Int[], bits: number): Int | ByteLengthRule {
+export function elementCount(shape: readonly Int[]): Int | 'R13' {
   for (let i = 0; i < shape.length; i++) if (shape[i] === 0) return 0;
   let count: Int = 1;
   for (let i = 0; i < shape.length; i++) {
     count = mulInt(count, shape[i]!);
     if (typeof count === 'bigint' && count > U64_MAX) return 'R13';
   }
+  return count;
+}
+
+/**
+ * Byte length of `count` elements of `bits` each, or the rule it breaks (R13 passed through,
+ * R14 bit count above 2^64 − 1, R15 not a whole number of bytes).
+ * @internal
+ */
+export function byteLengthOfCount(count: Int | 'R13', bits: number): Int | ByteLengthRule {
+  if (count === 'R13') return count;
   const nbits = mulInt(count, bits);
   if (typeof nbits === 'bigint') {
     if (nbits > U64_MAX) return 'R14';
     return nbits % 8n === 0n ? toInt(nbits / 8n) : 'R15';
   }
   return nbits % 8 === 0 ? nbits / 8 : 'R15';
+}
+
+/** Byte length of a tensor of `shape` with `bits`-bit elements, or the rule it breaks. @internal */
+export function payloadByteLength(shape: readonly Int[], bits: number): Int | ByteLengthRule {
+  return byteLengthOfCount(elementCount(shape), bits);
 }
 
 /**

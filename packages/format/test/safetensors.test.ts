@@ -10,6 +10,7 @@ import {
   type SafetensorsParseOptions,
   safetensorsByteLength,
   safetensorsDtype,
+  writeSafetensorsHeader,
 } from '../src/index.js';
 import { caught, desc, expectError, file, rejected } from './safetensors-helpers.js';
 
@@ -462,6 +463,29 @@ describe('parseSafetensorsHeader: coverage and sizes (R12–R17)', () => {
   it('offsets beyond 2^53 never round: 2^53 + 1 stays exact in errors', () => {
     const e = fail(one(desc('U8', [2n ** 53n + 1n], 0, 2n ** 53n + 1n)));
     expectError(e, 'malformed', 'R17', { actual: 2n ** 53n + 1n });
+  });
+});
+
+describe('header size limit at its exact boundary', () => {
+  // The full 100,000,000-byte case allocates ~300 MB; it runs under TENSORFS_SLOW, and the same
+  // boundary runs by default at 1,000,000 through maxHeaderSize.
+  const limit = process.env.TENSORFS_SLOW ? MAX_SAFETENSORS_HEADER_SIZE : 1_000_000;
+  const options = limit === MAX_SAFETENSORS_HEADER_SIZE ? {} : { maxHeaderSize: limit };
+  it(`N = ${limit} is accepted, N = ${limit} + 1 is limit_exceeded (reader and writer)`, () => {
+    const value = 'x'.repeat(limit - '{"__metadata__":{"p":""}}'.length);
+    const { bytes } = writeSafetensorsHeader([], { metadata: { p: value }, ...options });
+    expect(bytes.length).toBe(8 + limit);
+    expect(parseSafetensorsHeader(bytes, options).headerSize).toBe(limit);
+    const over = new Uint8Array(bytes.length + 1).fill(0x20);
+    over.set(bytes);
+    new DataView(over.buffer).setUint32(0, limit + 1, true);
+    expectError(fail(over, options), 'limit_exceeded', 'R3', { limit, actual: limit + 1 });
+    expectError(
+      caught(() => writeSafetensorsHeader([], { metadata: { p: `${value}x` }, ...options })),
+      'limit_exceeded',
+      'R3',
+      { limit, actual: limit + 8 },
+    );
   });
 });
 

@@ -19,7 +19,7 @@ import { TensorFSError } from '../errors.js';
 export const MAX_JSON_DEPTH = 127;
 
 /** A JSON number that is not an integer of at most 20 digits, kept as its exact source text. */
-export class JsonNumber {
+export class JsonNumberText {
   /** The number exactly as written. */
   readonly text: string;
   constructor(text: string) {
@@ -29,9 +29,16 @@ export class JsonNumber {
 
 /**
  * An exact JSON value: integers of at most 20 digits are `bigint`, other numbers
- * {@link JsonNumber}, objects `Map`s (insertion order, duplicate keys rejected).
+ * {@link JsonNumberText}, objects `Map`s (insertion order, duplicate keys rejected).
  */
-export type JsonValue = null | boolean | string | bigint | JsonNumber | JsonValue[] | Map<string, JsonValue>;
+export type ExactJsonValue =
+  | null
+  | boolean
+  | string
+  | bigint
+  | JsonNumberText
+  | ExactJsonValue[]
+  | Map<string, ExactJsonValue>;
 
 const CHAR = {
   quote: 0x22,
@@ -49,6 +56,9 @@ const CHAR = {
   e: 0x65,
   E: 0x45,
 } as const;
+
+/** A backslash or a control character: what ends the fast path of a string. */
+const SPECIAL = /[\\\u0000-\u001f]/g;
 
 let decoder: TextDecoder | undefined;
 
@@ -136,6 +146,8 @@ export class JsonCursor {
   readonly text: string;
   private readonly origin: number;
   private readonly syntaxRule: string;
+  /** Cached result of {@link nextSpecial}. */
+  private special = -1;
 
   /**
    * @param text the decoded document
@@ -283,18 +295,23 @@ export class JsonCursor {
     const t = this.text;
     const start = this.pos;
     if (t.charCodeAt(start) !== CHAR.quote) this.fail(`expected ${what}`, rule);
-    let p = start + 1;
-    for (;;) {
-      const c = t.charCodeAt(p);
-      if (c === CHAR.quote) {
-        this.pos = p + 1;
-        return t.slice(start + 1, p);
-      }
-      if (c === CHAR.backslash) break;
-      if (!(c >= 0x20)) this.failInString(p);
-      p++;
-    }
-    return this.escapedString(start + 1, p);
+    const end = t.indexOf('"', start + 1);
+    if (end < 0 || this.nextSpecial(start + 1) < end) return this.escapedString(start + 1, start + 1);
+    this.pos = end + 1;
+    return t.slice(start + 1, end);
+  }
+
+  /**
+   * Index of the first backslash or control character at or after `from` (Infinity if none).
+   * Cached: the search only restarts once the cursor has passed the last hit, so all calls
+   * together scan the text once.
+   */
+  private nextSpecial(from: number): number {
+    if (this.special >= from) return this.special;
+    SPECIAL.lastIndex = from;
+    const m = SPECIAL.exec(this.text);
+    this.special = m === null ? Number.POSITIVE_INFINITY : m.index;
+    return this.special;
   }
 
   private failInString(p: number): never {
@@ -416,7 +433,7 @@ export class JsonCursor {
    * more than {@link MAX_JSON_DEPTH} fails under `depthRule`. Object keys are decoded and a
    * duplicate fails under `duplicateRule`.
    */
-  value(depth: number, depthRule: string, duplicateRule: string): JsonValue {
+  value(depth: number, depthRule: string, duplicateRule: string): ExactJsonValue {
     const c = this.peek();
     if (c === CHAR.quote) return this.string();
     if (c === CHAR.openBrace || c === CHAR.openBracket) {
@@ -432,8 +449,8 @@ export class JsonCursor {
     return this.fail(this.atEnd() ? 'unexpected end of JSON' : 'expected a JSON value');
   }
 
-  private objectValue(depth: number, depthRule: string, duplicateRule: string): Map<string, JsonValue> {
-    const out = new Map<string, JsonValue>();
+  private objectValue(depth: number, depthRule: string, duplicateRule: string): Map<string, ExactJsonValue> {
+    const out = new Map<string, ExactJsonValue>();
     if (!this.objectStart()) return out;
     do {
       const at = this.pos;
@@ -444,8 +461,8 @@ export class JsonCursor {
     return out;
   }
 
-  private arrayValue(depth: number, depthRule: string, duplicateRule: string): JsonValue[] {
-    const out: JsonValue[] = [];
+  private arrayValue(depth: number, depthRule: string, duplicateRule: string): ExactJsonValue[] {
+    const out: ExactJsonValue[] = [];
     if (!this.arrayStart(this.syntaxRule, 'value')) return out;
     do out.push(this.value(depth, depthRule, duplicateRule));
     while (this.arrayNext());
@@ -453,7 +470,7 @@ export class JsonCursor {
   }
 
   /** Any JSON number, lexically checked (RFC 8259 grammar). */
-  private number(): bigint | JsonNumber {
+  private number(): bigint | JsonNumberText {
     const t = this.text;
     const start = this.pos;
     let p = start;
@@ -481,7 +498,7 @@ export class JsonCursor {
     }
     this.pos = p;
     const text = t.slice(start, p);
-    return integer && p - intStart <= 20 ? BigInt(text) : new JsonNumber(text);
+    return integer && p - intStart <= 20 ? BigInt(text) : new JsonNumberText(text);
   }
 
   private digits(p: number): number {

@@ -5,9 +5,11 @@
  */
 import {
   BYTE_LENGTH_MESSAGES,
+  byteLengthOfCount,
   type DtypeInfo,
+  elementCount,
   type Int,
-  payloadByteLength,
+  SAFETENSORS_DTYPES,
   safetensorsDtype,
   subInt,
 } from '../dtypes.js';
@@ -24,17 +26,6 @@ const PREFIX_SIZE = 8;
 
 /** Depth of a tensor descriptor (the root object is depth 1). */
 const DESCRIPTOR_DEPTH = 2;
-
-/** A descriptor as parsed, before validation. */
-interface RawTensor {
-  name: string;
-  dtype: DtypeInfo;
-  shape: Int[];
-  begin: Int;
-  end: Int;
-  /** Code-unit position of the tensor's key, for error offsets. */
-  at: number;
-}
 
 /**
  * Parses and validates a safetensors header from bytes in memory.
@@ -100,13 +91,22 @@ export async function readSafetensorsHeader(
 }
 
 function resolveOptions(options: SafetensorsParseOptions): { strict: boolean; maxHeaderSize: number } {
-  const maxHeaderSize = options.maxHeaderSize ?? MAX_SAFETENSORS_HEADER_SIZE;
-  if (!Number.isSafeInteger(maxHeaderSize) || maxHeaderSize < 0 || maxHeaderSize > MAX_SAFETENSORS_HEADER_SIZE) {
+  return { strict: options.strict === true, maxHeaderSize: resolveMaxHeaderSize(options.maxHeaderSize) };
+}
+
+/**
+ * A `maxHeaderSize` option: default 100,000,000, may be lowered, never raised.
+ * @throws {TensorFSError} `invalid_argument` outside 0…100,000,000
+ * @internal
+ */
+export function resolveMaxHeaderSize(value: number | undefined): number {
+  const max = value ?? MAX_SAFETENSORS_HEADER_SIZE;
+  if (!Number.isSafeInteger(max) || max < 0 || max > MAX_SAFETENSORS_HEADER_SIZE) {
     throw new TensorFSError('invalid_argument', 'maxHeaderSize must be an integer in 0…100,000,000', {
-      details: { limit: MAX_SAFETENSORS_HEADER_SIZE, actual: maxHeaderSize },
+      details: { limit: MAX_SAFETENSORS_HEADER_SIZE, actual: max },
     });
   }
-  return { strict: options.strict === true, maxHeaderSize };
+  return max;
 }
 
 function checkSize(size: number, what: string): void {
@@ -170,7 +170,8 @@ function parseHeaderBody(header: Uint8Array, fileSize: number, strict: boolean):
   } else c.ws();
   if (c.atEnd()) c.fail('the header holds no JSON value');
   if (c.peek() !== 0x7b) c.fail('the header must be a JSON object');
-  const { metadata, tensors } = parseRoot(c, strict);
+  const parsed = new ParsedTensors();
+  const metadata = parseRoot(c, strict, parsed);
   if (strict) {
     while (c.peek() === 0x20) c.pos++;
     if (!c.atEnd()) c.fail('strict: only spaces (0x20) may follow the header object', 'S2');
@@ -178,12 +179,30 @@ function parseHeaderBody(header: Uint8Array, fileSize: number, strict: boolean):
     c.ws();
     if (!c.atEnd()) c.fail('trailing characters after the header object');
   }
-  return validate(c, tensors, metadata, header.length, fileSize);
+  return validate(c, parsed, metadata, header.length, fileSize);
 }
 
-function parseRoot(c: JsonCursor, strict: boolean): { metadata: Map<string, string> | null; tensors: RawTensor[] } {
-  const tensors: RawTensor[] = [];
-  const names = new Set<string>();
+/** Placeholder offsets of a tensor not yet validated (replaced before anyone sees it). */
+const UNVALIDATED: [bigint, bigint] = [0n, 0n];
+
+/**
+ * Descriptors as parsed, before validation: one slot per tensor in header order, in parallel
+ * arrays (the result objects are created once, here, and completed by {@link validate}).
+ */
+class ParsedTensors {
+  readonly infos: SafetensorsTensorInfo[] = [];
+  readonly byName = new Map<string, SafetensorsTensorInfo>();
+  readonly bits: number[] = [];
+  /** Element counts (R13 when the count overflows). */
+  readonly counts: (Int | 'R13')[] = [];
+  readonly begins: Int[] = [];
+  readonly ends: Int[] = [];
+  /** Code-unit position of each tensor's key, for error offsets. */
+  readonly keyPositions: number[] = [];
+}
+
+/** The root object; returns `__metadata__` and fills `parsed`. */
+function parseRoot(c: JsonCursor, strict: boolean, parsed: ParsedTensors): Map<string, string> | null {
   let metadata: Map<string, string> | null = null;
   let sawMetadata = false;
   if (c.objectStart()) {
@@ -195,13 +214,12 @@ function parseRoot(c: JsonCursor, strict: boolean): { metadata: Map<string, stri
         sawMetadata = true;
         metadata = parseMetadata(c);
       } else {
-        if (names.has(name)) c.fail('duplicate tensor name', 'S1', { tensor: name }, at);
-        names.add(name);
-        tensors.push(parseDescriptor(c, name, at, strict));
+        if (parsed.byName.has(name)) c.fail('duplicate tensor name', 'S1', { tensor: name }, at);
+        parseDescriptor(c, name, at, strict, parsed);
       }
     } while (c.objectNext());
   }
-  return { metadata, tensors };
+  return metadata;
 }
 
 /** R9: `__metadata__` is `null` or an object of strings (S1: no duplicate keys). */
@@ -223,164 +241,217 @@ function parseMetadata(c: JsonCursor): Map<string, string> | null {
 const FIELD_DTYPE = 0;
 const FIELD_SHAPE = 1;
 const FIELD_OFFSETS = 2;
-const FIELD_UNKNOWN = 3;
+const FIELD_NAMES = ['dtype', 'shape', 'data_offsets'];
 
-/** Which descriptor field a key names; literal fast paths, then the decoded key. */
-function descriptorField(c: JsonCursor): { field: number; key: string } {
-  if (c.eatLiteral('"dtype"')) return { field: FIELD_DTYPE, key: 'dtype' };
-  if (c.eatLiteral('"shape"')) return { field: FIELD_SHAPE, key: 'shape' };
-  if (c.eatLiteral('"data_offsets"')) return { field: FIELD_OFFSETS, key: 'data_offsets' };
+/**
+ * Which descriptor field the next key names: literal fast paths, then the decoded key (so
+ * escaped spellings such as `"\u0064type"` are the same field). Consumes the key.
+ */
+function descriptorField(c: JsonCursor): number | string {
+  if (c.eatLiteral('"dtype"')) return FIELD_DTYPE;
+  if (c.eatLiteral('"shape"')) return FIELD_SHAPE;
+  if (c.eatLiteral('"data_offsets"')) return FIELD_OFFSETS;
   const key = c.string();
-  const field =
-    key === 'dtype'
-      ? FIELD_DTYPE
-      : key === 'shape'
-        ? FIELD_SHAPE
-        : key === 'data_offsets'
-          ? FIELD_OFFSETS
-          : FIELD_UNKNOWN;
-  return { field, key };
+  const field = FIELD_NAMES.indexOf(key);
+  return field < 0 ? key : field;
 }
 
-/** R7, R8, R10, S1, S3: one tensor descriptor. */
-function parseDescriptor(c: JsonCursor, tensor: string, at: number, strict: boolean): RawTensor {
+/** Dimensions of the shape being parsed (reused, so parsing a shape allocates only its result). */
+const scratchShape: Int[] = [];
+
+/** R7, R8, R10, S1, S3: one tensor descriptor, appended to `parsed`. */
+function parseDescriptor(c: JsonCursor, name: string, at: number, strict: boolean, parsed: ParsedTensors): void {
   if (c.peek() !== 0x7b) {
-    c.fail('a tensor descriptor must be an object', c.startsValue() ? 'R7' : 'R6', { tensor });
+    c.fail('a tensor descriptor must be an object', c.startsValue() ? 'R7' : 'R6', { tensor: name });
   }
   let dtype: DtypeInfo | undefined;
-  let shape: Int[] | undefined;
-  let begin: Int | undefined;
-  let end: Int = 0;
+  let shape: bigint[] | undefined;
+  let count: Int | 'R13' = 0;
+  let begin: Int = -1;
+  let end: Int = -1;
   let unknown: Set<string> | undefined;
   if (c.objectStart()) {
     do {
       const keyAt = c.pos;
-      const { field, key } = descriptorField(c);
+      const field = descriptorField(c);
       c.colon();
-      const seen =
-        field === FIELD_DTYPE ? dtype : field === FIELD_SHAPE ? shape : field === FIELD_OFFSETS ? begin : undefined;
-      if (seen !== undefined) c.fail(`duplicate field "${key}"`, 'R7', { tensor }, keyAt);
-      if (field === FIELD_DTYPE) dtype = parseDtype(c, tensor);
-      else if (field === FIELD_SHAPE) shape = parseShape(c, tensor);
-      else if (field === FIELD_OFFSETS) [begin, end] = parseOffsets(c, tensor);
-      else {
-        if (strict) c.fail('strict: unknown descriptor field', 'S3', { tensor, field: key }, keyAt);
+      if (field === FIELD_DTYPE) {
+        if (dtype !== undefined) duplicateField(c, name, field, keyAt);
+        dtype = parseDtype(c, name);
+      } else if (field === FIELD_SHAPE) {
+        if (shape !== undefined) duplicateField(c, name, field, keyAt);
+        shape = parseShape(c, name);
+        count = elementCount(scratchShape);
+      } else if (field === FIELD_OFFSETS) {
+        if (begin !== -1) duplicateField(c, name, field, keyAt);
+        const start = c.pos;
+        if (c.arrayStart('R7', 'data_offsets')) {
+          begin = c.uint('R8', 'R7', 'an offset');
+          if (c.arrayNext()) end = c.uint('R8', 'R7', 'an offset');
+        }
+        if (end === -1 || c.arrayNext()) {
+          c.fail('data_offsets must hold exactly two integers', 'R7', { tensor: name }, start);
+        }
+      } else if (typeof field === 'string') {
+        if (strict) c.fail('strict: unknown descriptor field', 'S3', { tensor: name, field }, keyAt);
         unknown ??= new Set();
-        if (unknown.has(key)) c.fail('duplicate descriptor field', 'S1', { tensor, field: key }, keyAt);
-        unknown.add(key);
+        if (unknown.has(field)) c.fail('duplicate descriptor field', 'S1', { tensor: name, field }, keyAt);
+        unknown.add(field);
         c.value(DESCRIPTOR_DEPTH, 'R10', 'S1');
       }
     } while (c.objectNext());
   }
-  if (dtype === undefined || shape === undefined || begin === undefined) {
-    const missing = dtype === undefined ? 'dtype' : shape === undefined ? 'shape' : 'data_offsets';
-    return c.fail(`missing field "${missing}"`, 'R7', { tensor, field: missing }, at);
+  if (dtype === undefined || shape === undefined || begin === -1) {
+    const missing = FIELD_NAMES[dtype === undefined ? 0 : shape === undefined ? 1 : 2];
+    c.fail(`missing field "${missing}"`, 'R7', { tensor: name, field: missing }, at);
   }
-  return { name: tensor, dtype, shape, begin, end, at };
+  const info: SafetensorsTensorInfo = {
+    name,
+    dtype: dtype.name,
+    shape,
+    dataOffsets: UNVALIDATED,
+    byteOffset: 0,
+    byteLength: 0,
+  };
+  parsed.infos.push(info);
+  parsed.byName.set(name, info);
+  parsed.bits.push(dtype.bits);
+  parsed.counts.push(count);
+  parsed.begins.push(begin);
+  parsed.ends.push(end);
+  parsed.keyPositions.push(at);
 }
 
+function duplicateField(c: JsonCursor, tensor: string, field: number, at: number): never {
+  return c.fail(`duplicate field "${FIELD_NAMES[field]}"`, 'R7', { tensor }, at);
+}
+
+/** Quoted dtype names grouped by first letter, most common first, for the literal fast path. */
+const QUOTED_DTYPES: ReadonlyMap<number, readonly (readonly [string, DtypeInfo])[]> = /* @__PURE__ */ (() => {
+  const common = ['BF16', 'F16', 'F32', 'I64', 'U8', 'I32'];
+  const rank = (d: DtypeInfo) => {
+    const i = common.indexOf(d.name);
+    return i < 0 ? common.length + d.ordinal : i;
+  };
+  const groups = new Map<number, [string, DtypeInfo][]>();
+  for (const d of [...SAFETENSORS_DTYPES].sort((a, b) => rank(a) - rank(b))) {
+    const key = d.name.charCodeAt(0);
+    const group = groups.get(key) ?? [];
+    group.push([`"${d.name}"`, d]);
+    groups.set(key, group);
+  }
+  return groups;
+})();
+
 function parseDtype(c: JsonCursor, tensor: string): DtypeInfo {
+  const candidates = QUOTED_DTYPES.get(c.text.charCodeAt(c.pos + 1));
+  if (candidates !== undefined && c.peek() === 0x22) {
+    for (const [quoted, info] of candidates) if (c.eatLiteral(quoted)) return info;
+  }
   const at = c.pos;
   const name = c.string('R7', 'a dtype string');
   return safetensorsDtype(name) ?? c.fail('unknown dtype', 'R7', { tensor, dtype: name }, at);
 }
 
-function parseShape(c: JsonCursor, tensor: string): Int[] {
-  const shape: Int[] = [];
+/** Parses a shape into {@link scratchShape} and returns it as bigints. */
+function parseShape(c: JsonCursor, tensor: string): bigint[] {
+  scratchShape.length = 0;
   if (c.arrayStart('R7', `shape of "${tensor}"`)) {
-    do shape.push(c.uint('R8', 'R7', 'a dimension'));
+    do scratchShape.push(c.uint('R8', 'R7', 'a dimension'));
     while (c.arrayNext());
   }
+  const shape = new Array<bigint>(scratchShape.length);
+  for (let i = 0; i < scratchShape.length; i++) shape[i] = toBigIntCached(scratchShape[i]!);
   return shape;
 }
 
-function parseOffsets(c: JsonCursor, tensor: string): [Int, Int] {
-  const start = c.pos;
-  const bad = () => c.fail('data_offsets must hold exactly two integers', 'R7', { tensor }, start);
-  if (!c.arrayStart('R7', 'data_offsets')) bad();
-  const begin = c.uint('R8', 'R7', 'an offset');
-  if (!c.arrayNext()) bad();
-  const end = c.uint('R8', 'R7', 'an offset');
-  if (c.arrayNext()) bad();
-  return [begin, end];
+/** Dimensions below this come from a cache (BigInt creation costs more than a lookup). */
+const CACHED_BELOW = 65536;
+let bigintCache: bigint[] | undefined;
+
+function toBigIntCached(value: Int): bigint {
+  if (typeof value === 'bigint') return value;
+  if (value >= CACHED_BELOW) return BigInt(value);
+  bigintCache ??= new Array<bigint>(CACHED_BELOW);
+  let cached = bigintCache[value];
+  if (cached === undefined) bigintCache[value] = cached = BigInt(value);
+  return cached;
 }
 
-function byDataOffsets(a: RawTensor, b: RawTensor): number {
-  if (a.begin !== b.begin) return a.begin < b.begin ? -1 : 1;
-  if (a.end !== b.end) return a.end < b.end ? -1 : 1;
-  return 0;
+function compareInt(a: Int, b: Int): number {
+  return a === b ? 0 : a < b ? -1 : 1;
 }
 
-function isSorted(tensors: RawTensor[]): boolean {
-  for (let i = 1; i < tensors.length; i++) if (byDataOffsets(tensors[i - 1]!, tensors[i]!) > 0) return false;
-  return true;
+/** Header indices in data order: by (begin, end), ties in header order. */
+function dataOrder(p: ParsedTensors): number[] | null {
+  const { begins, ends } = p;
+  let sorted = true;
+  for (let i = 1; i < begins.length && sorted; i++) {
+    sorted = (compareInt(begins[i - 1]!, begins[i]!) || compareInt(ends[i - 1]!, ends[i]!)) <= 0;
+  }
+  if (sorted) return null;
+  const order = Array.from(begins, (_, i) => i);
+  return order.sort((a, b) => compareInt(begins[a]!, begins[b]!) || compareInt(ends[a]!, ends[b]!) || a - b);
 }
 
 /** R11–R17: data-order coverage, sizes and the exact end of the file. */
 function validate(
   c: JsonCursor,
-  raw: RawTensor[],
+  p: ParsedTensors,
   metadata: Map<string, string> | null,
   headerSize: number,
   fileSize: number,
 ): SafetensorsHeader {
-  // Array.prototype.sort is stable: ties keep header order.
-  const sorted = isSorted(raw) ? raw : raw.slice().sort(byDataOffsets);
+  const order = dataOrder(p);
   const dataStart = PREFIX_SIZE + headerSize;
-  const tensors: SafetensorsTensorInfo[] = new Array(sorted.length);
-  const byName = new Map<string, SafetensorsTensorInfo>();
+  const tensors = new Array<SafetensorsTensorInfo>(p.infos.length);
   let running: Int = 0;
-  for (let i = 0; i < sorted.length; i++) {
-    const t = sorted[i]!;
-    if (t.begin !== running || t.end < t.begin) {
-      tensorError(c, t, 'R12', 'data_offsets leave a gap, overlap or run backwards', {
+  let runningBig = 0n;
+  for (let k = 0; k < tensors.length; k++) {
+    const i = order === null ? k : order[k]!;
+    const begin = p.begins[i]!;
+    const end = p.ends[i]!;
+    if (begin !== running || end < begin) {
+      tensorError(c, p, i, 'R12', 'data_offsets leave a gap, overlap or run backwards', {
         expected: running,
-        actual: [t.begin, t.end],
+        actual: [begin, end],
       });
     }
-    running = t.end;
-    const length = payloadByteLength(t.shape, t.dtype.bits);
-    if (typeof length === 'string') tensorError(c, t, length, BYTE_LENGTH_MESSAGES[length]);
-    if (subInt(t.end, t.begin) !== length) {
-      tensorError(c, t, 'R16', 'data_offsets span differs from shape × dtype size', {
+    const length = byteLengthOfCount(p.counts[i]!, p.bits[i]!);
+    if (typeof length === 'string') tensorError(c, p, i, length, BYTE_LENGTH_MESSAGES[length]);
+    if (subInt(end, begin) !== length) {
+      tensorError(c, p, i, 'R16', 'data_offsets span differs from shape × dtype size', {
         expected: length,
-        actual: subInt(t.end, t.begin),
+        actual: subInt(end, begin),
       });
     }
-    const info: SafetensorsTensorInfo = {
-      name: t.name,
-      dtype: t.dtype.name,
-      shape: toBigInts(t.shape),
-      dataOffsets: [BigInt(t.begin), BigInt(t.end)],
-      byteOffset: dataStart + Number(t.begin),
-      byteLength: Number(length),
-    };
-    tensors[i] = info;
-    byName.set(t.name, info);
+    const endBig = end === begin ? runningBig : BigInt(end);
+    const info = p.infos[i]!;
+    info.dataOffsets = [runningBig, endBig];
+    info.byteOffset = dataStart + Number(begin);
+    info.byteLength = Number(length);
+    tensors[k] = info;
+    running = end;
+    runningBig = endBig;
   }
   if (running !== fileSize - dataStart) {
     throw new TensorFSError('malformed', 'tensors do not cover the data section exactly', {
       details: { rule: 'R17', offset: dataStart, expected: fileSize - dataStart, actual: running },
     });
   }
-  return { headerSize, dataStart, fileSize, metadata, tensors, byName };
+  return { headerSize, dataStart, fileSize, metadata, tensors, byName: p.byName };
 }
 
-/** Throws `malformed` for a tensor, at the byte offset of its key. */
+/** Throws `malformed` for tensor `i`, at the byte offset of its key. */
 function tensorError(
   c: JsonCursor,
-  t: RawTensor,
+  p: ParsedTensors,
+  i: number,
   rule: string,
   message: string,
   extra: Record<string, unknown> = {},
 ): never {
   throw new TensorFSError('malformed', message, {
-    details: { rule, tensor: t.name, offset: c.byteOffset(t.at), ...extra },
+    details: { rule, tensor: p.infos[i]!.name, offset: c.byteOffset(p.keyPositions[i]!), ...extra },
   });
-}
-
-function toBigInts(values: Int[]): bigint[] {
-  const out = new Array<bigint>(values.length);
-  for (let i = 0; i < values.length; i++) out[i] = BigInt(values[i]!);
-  return out;
 }

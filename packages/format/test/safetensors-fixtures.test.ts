@@ -1,0 +1,121 @@
+// Files written by the reference implementation (Python safetensors, see
+// fixtures/safetensors/make_fixtures.py) and what the reference reads back from them.
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import {
+  checkShardIndex,
+  describeSafetensors,
+  parseSafetensorsHeader,
+  parseShardIndex,
+  type SafetensorsHeader,
+  writeSafetensorsHeader,
+  writeShardIndex,
+} from '../src/index.js';
+import { caught, expectError } from './safetensors-helpers.js';
+
+const DIR = join(import.meta.dirname, 'fixtures', 'safetensors');
+
+interface FixtureTensor {
+  name: string;
+  dtype: string;
+  shape: string[];
+  data_offsets: [string, string];
+  sha256: string;
+}
+interface Fixture {
+  file: string;
+  sha256: string;
+  valid?: boolean;
+  header_size?: number;
+  metadata?: Record<string, string> | null;
+  tensors?: FixtureTensor[];
+  reproducible?: boolean;
+  total_size?: string;
+}
+
+const manifest = JSON.parse(readFileSync(join(DIR, 'fixtures.json'), 'utf8')) as { fixtures: Fixture[] };
+const read = (file: string) => new Uint8Array(readFileSync(join(DIR, file)));
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+const files = manifest.fixtures.filter((f) => f.file.endsWith('.safetensors'));
+
+describe('fixtures written by Python safetensors', () => {
+  it('covers valid, invalid, reproducible and non-reproducible files', () => {
+    expect(files.filter((f) => f.valid).length).toBeGreaterThanOrEqual(8);
+    expect(files.some((f) => f.valid === false)).toBe(true);
+    expect(files.some((f) => f.valid && !f.reproducible)).toBe(true);
+  });
+
+  for (const fixture of files) {
+    const bytes = read(fixture.file);
+    if (fixture.file !== 'multi-metadata.safetensors') {
+      it(`${fixture.file}: bytes are the committed ones`, () => expect(sha256(bytes)).toBe(fixture.sha256));
+    }
+    if (!fixture.valid) {
+      it(`${fixture.file}: rejected, as the reference rejects it`, () => {
+        expectError(
+          caught(() => parseSafetensorsHeader(bytes)),
+          'malformed',
+          'R6',
+        );
+      });
+      continue;
+    }
+    it(`${fixture.file}: our parse agrees with what the reference reads`, () => {
+      const h = parseSafetensorsHeader(bytes, { strict: true });
+      expect(h.headerSize).toBe(fixture.header_size);
+      expect(h.metadata === null ? null : Object.fromEntries(h.metadata)).toEqual(fixture.metadata);
+      expect(
+        h.tensors.map((t) => ({
+          name: t.name,
+          dtype: t.dtype,
+          shape: t.shape.map(String),
+          data_offsets: t.dataOffsets.map(String),
+          sha256: sha256(bytes.subarray(t.byteOffset, t.byteOffset + t.byteLength)),
+        })),
+      ).toEqual(fixture.tensors);
+      expect(describeSafetensors(h).tensors.map((t) => t.name)).toEqual(fixture.tensors!.map((t) => t.name));
+    });
+    if (fixture.reproducible) {
+      it(`${fixture.file}: our writer reproduces the header bytes exactly`, () => {
+        const h = parseSafetensorsHeader(bytes);
+        const input = h.tensors.map((t) => ({ name: t.name, dtype: t.dtype, shape: t.shape }));
+        // Shuffle the input: reference order must not depend on it.
+        const shuffled = [...input.filter((_, i) => i % 2 === 1), ...input.filter((_, i) => i % 2 === 0)];
+        const ours = writeSafetensorsHeader(shuffled, { metadata: h.metadata, order: 'reference' });
+        expect(ours.bytes).toEqual(bytes.subarray(0, h.dataStart));
+        expect(ours.tensors).toEqual(h.tensors);
+        expect(writeSafetensorsHeader(h.tensors, { metadata: h.metadata }).bytes).toEqual(
+          bytes.subarray(0, h.dataStart),
+        );
+      });
+    }
+  }
+
+  it('multi-metadata.safetensors: same tensors whatever the metadata order; ours is sorted', () => {
+    const bytes = read('multi-metadata.safetensors');
+    const h = parseSafetensorsHeader(bytes);
+    const ours = writeSafetensorsHeader(h.tensors, { metadata: h.metadata });
+    const again = parseSafetensorsHeader(ours.bytes, { fileSize: ours.bytes.length + 8 });
+    expect(again.tensors.map((t) => t.dataOffsets)).toEqual(h.tensors.map((t) => t.dataOffsets));
+    expect([...again.metadata!.keys()]).toEqual(['alpha', 'ctl\u0001', 'format', 'mid', 'nl\nx', 'zeta', 'é/😊']);
+  });
+});
+
+describe('sharded fixture (index written with json.dumps(indent=2, sort_keys=True))', () => {
+  const indexBytes = read('sharded/model.safetensors.index.json');
+  const index = parseShardIndex(indexBytes);
+  const headers = new Map<string, SafetensorsHeader>(
+    index.shards.map((s) => [s, parseSafetensorsHeader(read(`sharded/${s}`))]),
+  );
+  it('parses and cross-checks against the shards', () => {
+    const entry = manifest.fixtures.find((f) => f.file.endsWith('index.json'))!;
+    expect(index.totalSize).toBe(BigInt(entry.total_size!));
+    expect(index.shards).toEqual(['model-00002-of-00002.safetensors', 'model-00001-of-00002.safetensors']);
+    expect(() => checkShardIndex(index, headers)).not.toThrow();
+  });
+  it('our index writer reproduces the file byte for byte', () => {
+    expect(writeShardIndex({ weightMap: index.weightMap, metadata: index.metadata })).toEqual(indexBytes);
+  });
+});
