@@ -1,1 +1,14 @@
-export {};
+/** The local store: {@link Store} and the types of its API. */
+export { Store, DEFAULT_GRACE_MS } from './store.js';
+export type { StoreOptions, RootEntry, Usage, ExportOptions } from './store.js';
+export type { Lease, LeaseOptions } from './leases.js';
+export { DEFAULT_LEASE_TTL_MS } from './leases.js';
+export type { PutResult, Chunks } from './objects.js';
+export type { RecordRef, ReadOptions } from './read.js';
+export type { RefEntry } from './refs.js';
+export { validateRefName, MAX_REF_NAME } from './layout.js';
+export type { GcOptions, GcResult } from './gc.js';
+export type { VerifyOptions, VerifyResult } from './verify.js';
+export type { ImportOptions, ImportResult, Progress } from './import.js';
+export { registerReferenceKind } from './graph.js';
+export type { ReferenceKind, Child } from './graph.js';

@@ -1,0 +1,146 @@
+/**
+ * `metadata.sqlite3`: roots, leases, download-cache entries, quarantined objects and GC state.
+ * WAL mode, a busy timeout, and a schema versioned with `PRAGMA user_version` migrations.
+ *
+ * Existence of an object is never recorded here: it is always an fs stat of the object file, so no
+ * stale row can make a writer skip an object that GC has removed (storage.md §6.12).
+ */
+import Database from 'better-sqlite3';
+import { TensorFSError } from '@tensorfs/format';
+
+/** The better-sqlite3 connection type. */
+export type Db = Database.Database;
+
+/** How long a connection waits for another process's write transaction before `unavailable`. */
+export const BUSY_TIMEOUT_MS = 30_000;
+
+/** Each migration brings the schema from version `i` to `i + 1`. Never edit a shipped one; append. */
+const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE roots (
+    id TEXT PRIMARY KEY,
+    reason TEXT NOT NULL,
+    created_ms INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  CREATE TABLE leases (
+    id TEXT PRIMARY KEY,
+    purpose TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    created_ms INTEGER NOT NULL,
+    expires_ms INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  CREATE TABLE lease_objects (
+    lease_id TEXT NOT NULL REFERENCES leases(id) ON DELETE CASCADE,
+    object_id TEXT NOT NULL,
+    PRIMARY KEY (lease_id, object_id)
+  ) WITHOUT ROWID;
+  CREATE INDEX lease_objects_by_object ON lease_objects(object_id);
+  CREATE TABLE cache_entries (
+    id TEXT PRIMARY KEY,
+    size INTEGER NOT NULL,
+    origin TEXT NOT NULL,
+    last_access_ms INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  CREATE TABLE corrupt_objects (
+    id TEXT PRIMARY KEY,
+    found_ms INTEGER NOT NULL,
+    reason TEXT NOT NULL
+  ) WITHOUT ROWID;
+  CREATE TABLE gc_state (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+  ) WITHOUT ROWID;
+  INSERT INTO gc_state(key, value) VALUES ('epoch', '0');
+  `,
+];
+
+/** The schema version this build writes. */
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+/** Opens (and in read-write mode creates and migrates) the metadata database. */
+export function openDb(file: string, readOnly: boolean): Db {
+  let db: Db;
+  try {
+    db = new Database(file, { readonly: readOnly, fileMustExist: readOnly, timeout: BUSY_TIMEOUT_MS });
+  } catch (err) {
+    throw new TensorFSError('io', 'cannot open metadata.sqlite3', {
+      details: { op: 'open', path: 'metadata.sqlite3', errno: (err as { code?: string }).code },
+      cause: err,
+    });
+  }
+  try {
+    if (!readOnly) {
+      db.pragma('journal_mode = WAL');
+      // NORMAL in WAL mode survives a process crash; operations that must survive power loss
+      // (roots) switch to FULL around their commit (see durably()).
+      db.pragma('synchronous = NORMAL');
+    }
+    db.pragma('foreign_keys = ON');
+    migrate(db, readOnly);
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+  return db;
+}
+
+function migrate(db: Db, readOnly: boolean): void {
+  const version = db.pragma('user_version', { simple: true }) as number;
+  if (version > SCHEMA_VERSION) {
+    throw new TensorFSError('unsupported', 'metadata.sqlite3 was written by a newer TensorFS', {
+      details: { actual: version, limit: SCHEMA_VERSION },
+    });
+  }
+  if (version === SCHEMA_VERSION) return;
+  if (readOnly) {
+    throw new TensorFSError('unsupported', 'metadata.sqlite3 needs a migration; open the store read-write once', {
+      details: { actual: version, expected: SCHEMA_VERSION },
+    });
+  }
+  immediate(db, () => {
+    // Re-read under the write lock: another process may have migrated meanwhile.
+    const v = db.pragma('user_version', { simple: true }) as number;
+    for (let i = v; i < SCHEMA_VERSION; i++) db.exec(MIGRATIONS[i]!);
+    db.pragma(`user_version = ${SCHEMA_VERSION}`);
+  });
+}
+
+/**
+ * Runs `fn` in a `BEGIN IMMEDIATE` transaction: it holds the store's write lock across processes
+ * for its whole duration. `fn` must be synchronous so nothing else of this process interleaves.
+ */
+export function immediate<T>(db: Db, fn: () => T): T {
+  try {
+    return db.transaction(fn).immediate();
+  } catch (err) {
+    if ((err as { code?: string }).code === 'SQLITE_BUSY') {
+      throw new TensorFSError('unavailable', 'the store is busy (another process holds its write lock)', {
+        details: { limit: BUSY_TIMEOUT_MS },
+        cause: err,
+      });
+    }
+    throw err;
+  }
+}
+
+/** Like {@link immediate} but with `synchronous = FULL`, so the commit survives power loss. */
+export function durably<T>(db: Db, fn: () => T): T {
+  db.pragma('synchronous = FULL');
+  try {
+    return immediate(db, fn);
+  } finally {
+    db.pragma('synchronous = NORMAL');
+  }
+}
+
+/** The GC epoch: bumped by every operation that can make an object reachable (setRef, addRoot). */
+export function readEpoch(db: Db): number {
+  const row = db.prepare("SELECT value FROM gc_state WHERE key = 'epoch'").get() as { value: string };
+  return Number(row.value);
+}
+
+/** Bumps the GC epoch; call inside a write transaction. */
+export function bumpEpoch(db: Db): void {
+  db.prepare("UPDATE gc_state SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = 'epoch'").run();
+}

@@ -1,0 +1,146 @@
+/**
+ * Filesystem primitives with the durability steps of docs/store.md: unique exclusive temps,
+ * fsync of files and directories, atomic replacement. Every OS error becomes a TensorFSError.
+ */
+import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as fsp from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { dirname } from 'node:path';
+import { TensorFSError, isTensorFSError } from '@tensorfs/format';
+
+/** Directory fsync errors that mean "this filesystem cannot do that" (restic tolerates the same). */
+const DIR_SYNC_UNSUPPORTED = new Set(['EISDIR', 'EPERM', 'EINVAL', 'ENOTSUP', 'EBADF', 'EACCES']);
+
+/** Short host name used in temp names so a GC on this host can tell dead writers by pid. */
+export const HOST = hostname().replace(/[^A-Za-z0-9.-]/g, '_').slice(0, 64) || 'host';
+
+/**
+ * Turns a thrown OS error into `io` (or passes a TensorFSError through). `op` and `path` go into
+ * details; `path` must be store-relative, never absolute.
+ */
+export function ioError(err: unknown, op: string, path?: string): TensorFSError {
+  if (isTensorFSError(err)) return err;
+  const errno = (err as NodeJS.ErrnoException | undefined)?.code;
+  return new TensorFSError('io', `${op} failed${errno ? ` (${errno})` : ''}`, {
+    details: { op, ...(errno ? { errno } : {}), ...(path ? { path } : {}) },
+    cause: err,
+  });
+}
+
+/** The errno code of an error, if any. */
+export function errnoOf(err: unknown): string | undefined {
+  return (err as NodeJS.ErrnoException | undefined)?.code;
+}
+
+/** A unique temp file name: `<host>-<pid>-<random>.tmp` (the pid lets GC recognise dead writers). */
+export function tempName(): string {
+  return `${HOST}-${process.pid}-${randomBytes(8).toString('hex')}.tmp`;
+}
+
+/** Parses a temp name back into its host and pid, or null if it is not one of ours. */
+export function parseTempName(name: string): { host: string; pid: number } | null {
+  const m = /^(.+)-(\d+)-[0-9a-f]{16}\.tmp$/.exec(name);
+  return m ? { host: m[1]!, pid: Number(m[2]) } : null;
+}
+
+/** True if process `pid` is alive on this host. */
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return errnoOf(err) === 'EPERM';
+  }
+}
+
+/** fsyncs a directory so a new, renamed or removed entry survives power loss; tolerates filesystems that refuse. */
+export function fsyncDirSync(dir: string): void {
+  let fd: number;
+  try {
+    fd = fs.openSync(dir, 'r');
+  } catch (err) {
+    if (DIR_SYNC_UNSUPPORTED.has(errnoOf(err) ?? '')) return;
+    throw err;
+  }
+  try {
+    fs.fsyncSync(fd);
+  } catch (err) {
+    if (!DIR_SYNC_UNSUPPORTED.has(errnoOf(err) ?? '')) throw err;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** Async {@link fsyncDirSync}. */
+export async function fsyncDir(dir: string): Promise<void> {
+  let fh: fsp.FileHandle;
+  try {
+    fh = await fsp.open(dir, 'r');
+  } catch (err) {
+    if (DIR_SYNC_UNSUPPORTED.has(errnoOf(err) ?? '')) return;
+    throw err;
+  }
+  try {
+    await fh.sync();
+  } catch (err) {
+    if (!DIR_SYNC_UNSUPPORTED.has(errnoOf(err) ?? '')) throw err;
+  } finally {
+    await fh.close();
+  }
+}
+
+/**
+ * Creates `dir` and any missing parents, fsyncing the parent of each directory it created so the
+ * new entries are durable. `stop` bounds the walk (an existing ancestor, e.g. the store root).
+ */
+export async function mkdirDurable(dir: string): Promise<void> {
+  const created = await fsp.mkdir(dir, { recursive: true });
+  if (created === undefined) return;
+  // `created` is the first directory made; fsync its parent and every directory down to `dir`.
+  let d = dir;
+  const parents: string[] = [];
+  while (d.length >= created.length) {
+    parents.push(dirname(d));
+    if (d === created) break;
+    d = dirname(d);
+  }
+  for (const p of parents.reverse()) await fsyncDir(p);
+}
+
+/** Sync twin of {@link mkdirDurable}. */
+export function mkdirDurableSync(dir: string): void {
+  const created = fs.mkdirSync(dir, { recursive: true });
+  if (created === undefined) return;
+  let d = dir;
+  const parents: string[] = [];
+  while (d.length >= created.length) {
+    parents.push(dirname(d));
+    if (d === created) break;
+    d = dirname(d);
+  }
+  for (const p of parents.reverse()) fsyncDirSync(p);
+}
+
+/**
+ * Replaces `dest` atomically with `data`: an exclusive temp in `tmpDir` (same filesystem), fsync,
+ * rename over `dest`, fsync of `dest`'s directory. Synchronous so it can run inside an SQLite
+ * transaction without interleaving with other work of this process.
+ */
+export function replaceFileSync(tmpDir: string, dest: string, data: string | Uint8Array, mode = 0o644): void {
+  const tmp = `${tmpDir}/${tempName()}`;
+  const fd = fs.openSync(tmp, 'wx', mode);
+  try {
+    try {
+      fs.writeFileSync(fd, data);
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+    fs.renameSync(tmp, dest);
+  } catch (err) {
+    fs.rmSync(tmp, { force: true });
+    throw err;
+  }
+  fsyncDirSync(dirname(dest));
+}

@@ -1,0 +1,131 @@
+/**
+ * What an object references. A ref or root names a top object; its kind (recognised by its first
+ * bytes) says which objects it reaches. TFM1 manifests are built in; other packages register their
+ * kinds (e.g. the checkpoint header) with {@link registerReferenceKind} so GC and verify see them.
+ */
+import { type ObjectId, TensorFSError, decodeManifest, isTensorFSError } from '@tensorfs/format';
+import type { Objects } from './objects.js';
+
+/** One reference from an object to another. */
+export interface Child {
+  id: ObjectId;
+  /** The exact length the referencing object declares, when it declares one. */
+  length?: number;
+  /** True when the child is itself a referencing object to be walked (e.g. a nested manifest). */
+  follow?: boolean;
+}
+
+/** A kind of object that references others. */
+export interface ReferenceKind {
+  /** Short name for reports (e.g. `manifest`). */
+  readonly name: string;
+  /** Leading bytes that identify the kind. */
+  readonly magic: Uint8Array;
+  /** The objects these bytes reference; throws `malformed` if the bytes are not of this kind. */
+  children(bytes: Uint8Array): Child[];
+}
+
+const TFM1 = new TextEncoder().encode('TFM1');
+
+const kinds: ReferenceKind[] = [
+  {
+    name: 'manifest',
+    magic: TFM1,
+    children(bytes) {
+      const out: Child[] = [];
+      for (const e of decodeManifest(bytes).entries) {
+        if (e.kind === 'file') for (const r of e.records) out.push({ id: r.digest, length: r.length });
+      }
+      return out;
+    },
+  },
+];
+
+/** Registers another kind of referencing object (idempotent per name). */
+export function registerReferenceKind(kind: ReferenceKind): void {
+  if (kinds.some((k) => k.name === kind.name)) return;
+  if (kind.magic.length === 0) {
+    throw new TensorFSError('invalid_argument', 'a reference kind needs a non-empty magic', {
+      details: { kind: kind.name },
+    });
+  }
+  kinds.push(kind);
+}
+
+/** Longest registered magic, i.e. how many leading bytes to sniff. */
+export function magicLength(): number {
+  return kinds.reduce((n, k) => Math.max(n, k.magic.length), 0);
+}
+
+/** The registered kind whose magic starts `head`, if any. */
+export function kindOf(head: Uint8Array): ReferenceKind | undefined {
+  return kinds.find((k) => head.length >= k.magic.length && k.magic.every((b, i) => head[i] === b));
+}
+
+/** Outcome of walking from some top objects. */
+export interface Reach {
+  /** Every reachable object, with the length a referencing object declared (if any). */
+  objects: Map<ObjectId, number | undefined>;
+  /** Referenced but absent objects. */
+  missing: ObjectId[];
+  /** Top objects of a known kind whose bytes do not decode, or are quarantined. */
+  corrupt: ObjectId[];
+}
+
+/**
+ * Walks from `tops` (refs, roots): each top is sniffed, and walked if of a known kind; children
+ * are leaves unless marked `follow`. Missing and corrupt objects are collected, not thrown.
+ */
+export async function reach(objects: Objects, tops: Iterable<ObjectId>, signal?: AbortSignal): Promise<Reach> {
+  const out: Reach = { objects: new Map(), missing: [], corrupt: [] };
+  const missing = new Set<ObjectId>();
+  const queue: ObjectId[] = [];
+  const seenTop = new Set<ObjectId>();
+  for (const t of tops) {
+    if (!seenTop.has(t)) {
+      seenTop.add(t);
+      queue.push(t);
+    }
+  }
+  while (queue.length > 0) {
+    signal?.throwIfAborted();
+    const id = queue.pop()!;
+    if (!out.objects.has(id)) out.objects.set(id, undefined);
+    let children: Child[];
+    try {
+      children = await childrenOf(objects, id);
+    } catch (err) {
+      if (isTensorFSError(err) && err.code === 'not_found') missing.add(id);
+      else if (isTensorFSError(err) && (err.code === 'malformed' || err.code === 'corrupt')) out.corrupt.push(id);
+      else throw err;
+      continue;
+    }
+    for (const c of children) {
+      const prev = out.objects.get(c.id);
+      if (prev === undefined) out.objects.set(c.id, c.length);
+      if (c.follow && !seenTop.has(c.id)) {
+        seenTop.add(c.id);
+        queue.push(c.id);
+      }
+    }
+  }
+  for (const id of missing) out.missing.push(id);
+  return out;
+}
+
+/** Children of one object: sniff its head; decode it only if a kind matches. */
+export async function childrenOf(objects: Objects, id: ObjectId): Promise<Child[]> {
+  const { fh, size } = await objects.open(id);
+  let kind: ReferenceKind | undefined;
+  try {
+    const n = Math.min(size, magicLength());
+    const head = new Uint8Array(n);
+    if (n > 0) await fh.read(head, 0, n, 0);
+    kind = kindOf(head);
+  } finally {
+    await fh.close();
+  }
+  if (kind === undefined) return [];
+  const bytes = await objects.read(id, true);
+  return kind.children(bytes);
+}

@@ -1,0 +1,241 @@
+/**
+ * Import of a file or a folder. Each regular file is planned and hashed once by `planAndHash`
+ * (hashing on worker threads); every record's bytes arrive in `onRecord` exactly as hashed and are
+ * admitted from memory only if absent; a blob record too big to be held (bytes null) is copied
+ * from the file with hash-while-write and checked against the planner's digest.
+ *
+ * A folder may hold regular files, folders and relative symlinks that stay inside it. Anything
+ * else (sockets, devices, FIFOs, absolute or escaping symlinks) is refused: a snapshot that
+ * silently drops or rewrites entries would not be the tree the user imported. Empty folders are
+ * not recorded (a manifest lists files and symlinks).
+ */
+import * as fsp from 'node:fs/promises';
+import { basename, join, posix, relative, sep } from 'node:path';
+import {
+  type ByteSource,
+  type ManifestEntry,
+  type ObjectId,
+  TensorFSError,
+  checkRange,
+  throwIfAborted,
+} from '@tensorfs/format';
+import { planAndHash } from '@tensorfs/planner';
+import { createNodeHasher } from '../hash/index.js';
+import { errnoOf, ioError } from './fsutil.js';
+import type { Lease } from './leases.js';
+import type { Objects } from './objects.js';
+
+/** Progress of an import. */
+export interface Progress {
+  /** Files finished. */
+  files: number;
+  filesTotal: number;
+  /** Bytes planned and hashed so far. */
+  bytes: number;
+  bytesTotal: number;
+  /** Bytes of new objects written so far. */
+  bytesWritten: number;
+  /** The file being imported (tree-relative). */
+  path: string;
+}
+
+/** Options of {@link Store.importPath}. */
+export interface ImportOptions {
+  /** Ref to point at the snapshot once it is durable. Without it nothing roots the snapshot. */
+  name?: string;
+  signal?: AbortSignal;
+  onProgress?: (p: Progress) => void;
+  /** Hashing worker threads (default: one per core). */
+  threads?: number;
+}
+
+/** Result of {@link Store.importPath}. */
+export interface ImportResult {
+  /** The snapshot id (the manifest's digest). */
+  snapshot: ObjectId;
+  files: number;
+  bytes: number;
+  bytesWritten: number;
+  objectsWritten: number;
+}
+
+interface Found {
+  rel: string;
+  abs: string;
+  kind: 'file' | 'symlink';
+  size: number;
+  mode: number;
+}
+
+/** Entries of the tree at `abs` (a file gives one entry named by its basename). */
+export async function scanTree(abs: string): Promise<Found[]> {
+  let st: Awaited<ReturnType<typeof fsp.lstat>>;
+  try {
+    st = await fsp.lstat(abs);
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') throw new TensorFSError('not_found', 'nothing to import at this path', { details: { path: basename(abs) } });
+    throw ioError(err, 'stat', basename(abs));
+  }
+  if (st.isFile()) return [{ rel: basename(abs), abs, kind: 'file', size: st.size, mode: st.mode }];
+  if (!st.isDirectory()) {
+    throw new TensorFSError('unsupported', 'only a regular file or a folder can be imported', {
+      details: { path: basename(abs), rule: 'file_type' },
+    });
+  }
+  let names: string[];
+  try {
+    names = (await fsp.readdir(abs, { recursive: true })) as string[];
+  } catch (err) {
+    throw ioError(err, 'readdir', basename(abs));
+  }
+  const out: Found[] = [];
+  for (const name of names) {
+    const file = join(abs, name);
+    const rel = name.split(sep).join('/');
+    const s = await fsp.lstat(file).catch((err) => {
+      throw ioError(err, 'stat', rel);
+    });
+    if (s.isDirectory()) continue;
+    if (s.isFile()) out.push({ rel, abs: file, kind: 'file', size: s.size, mode: s.mode });
+    else if (s.isSymbolicLink()) out.push({ rel, abs: file, kind: 'symlink', size: 0, mode: s.mode });
+    else {
+      throw new TensorFSError('unsupported', 'the folder holds a special file (socket, device or FIFO)', {
+        details: { path: rel, rule: 'file_type' },
+      });
+    }
+  }
+  return out.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
+}
+
+/** Refuses a symlink target that is absolute or resolves outside the imported tree. */
+export function checkLinkTarget(rel: string, target: string): void {
+  const bad = (rule: string): never => {
+    throw new TensorFSError('invalid_argument', 'symlink must be relative and stay inside the imported folder', {
+      details: { path: rel, rule },
+    });
+  };
+  if (target.length === 0 || target.includes('\0')) bad('empty');
+  if (target.startsWith('/')) bad('absolute');
+  const resolved = posix.normalize(posix.join(posix.dirname(rel), target));
+  if (resolved === '..' || resolved.startsWith('../')) bad('escapes');
+}
+
+/** A ByteSource over an open file. */
+function fileSource(fh: fsp.FileHandle, size: number): ByteSource {
+  return {
+    size,
+    async read(offset, length) {
+      checkRange(offset, length, size);
+      const out = new Uint8Array(length);
+      let done = 0;
+      while (done < length) {
+        const { bytesRead } = await fh.read(out, done, length - done, offset + done);
+        if (bytesRead === 0) {
+          throw new TensorFSError('conflict', 'file shrank while being imported', { details: { offset: offset + done } });
+        }
+        done += bytesRead;
+      }
+      return out;
+    },
+  };
+}
+
+/** Streams `[offset, offset+length)` of an open file in 8 MiB chunks. */
+async function* fileRange(fh: fsp.FileHandle, offset: number, length: number): AsyncGenerator<Uint8Array> {
+  const step = 8 << 20;
+  for (let at = 0; at < length; at += step) {
+    const n = Math.min(step, length - at);
+    const buf = new Uint8Array(n);
+    let done = 0;
+    while (done < n) {
+      const { bytesRead } = await fh.read(buf, done, n - done, offset + at + done);
+      if (bytesRead === 0) throw new TensorFSError('conflict', 'file shrank while being imported', { details: { offset: offset + at + done } });
+      done += bytesRead;
+    }
+    yield buf;
+  }
+}
+
+/** Plans, hashes and admits every entry; returns the manifest entries and counts. */
+export async function importTree(
+  objects: Objects,
+  lease: Lease,
+  abs: string,
+  options: ImportOptions,
+): Promise<{ entries: ManifestEntry[]; files: number; bytes: number; bytesWritten: number; objectsWritten: number }> {
+  const found = await scanTree(abs);
+  const { signal, onProgress } = options;
+  const progress: Progress = {
+    files: 0,
+    filesTotal: found.length,
+    bytes: 0,
+    bytesTotal: found.reduce((n, f) => n + f.size, 0),
+    bytesWritten: 0,
+    path: '',
+  };
+  let objectsWritten = 0;
+  const entries: ManifestEntry[] = [];
+  const hasher = createNodeHasher({ threads: options.threads });
+  try {
+    for (const f of found) {
+      throwIfAborted(signal);
+      progress.path = f.rel;
+      if (f.kind === 'symlink') {
+        const target = await fsp.readlink(f.abs).catch((err) => {
+          throw ioError(err, 'readlink', f.rel);
+        });
+        checkLinkTarget(f.rel, target);
+        entries.push({ path: f.rel, kind: 'symlink', target });
+      } else {
+        const fh = await fsp.open(f.abs, 'r').catch((err) => {
+          throw ioError(err, 'open', f.rel);
+        });
+        try {
+          const size = (await fh.stat()).size;
+          const plan = await planAndHash(fileSource(fh, size), {
+            hasher,
+            signal,
+            onRecord: async (record, bytes) => {
+              const r =
+                bytes !== null
+                  ? await objects.putHashed(record.digest, bytes, lease.id, record.length)
+                  : await objects.putStream(fileRange(fh, record.offset, record.length), {
+                      expected: record.digest,
+                      expectedLength: record.length,
+                      lease: lease.id,
+                      signal,
+                    });
+              progress.bytes += record.length;
+              if (r.written) {
+                objectsWritten++;
+                progress.bytesWritten += r.length;
+              }
+              onProgress?.({ ...progress });
+            },
+          });
+          entries.push({
+            path: f.rel,
+            kind: 'file',
+            mode: f.mode & 0o111 ? 0o755 : 0o644,
+            size: plan.size,
+            profile: plan.profile,
+            records: plan.records.map((r) => ({ digest: r.digest, length: r.length })),
+          });
+        } finally {
+          await fh.close();
+        }
+      }
+      progress.files++;
+      onProgress?.({ ...progress });
+    }
+  } finally {
+    await hasher.close();
+  }
+  return {
+    entries,
+    files: found.length,
+    bytes: progress.bytesTotal,
+    bytesWritten: progress.bytesWritten,
+    objectsWritten,
+  };
+}

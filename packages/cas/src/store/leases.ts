@@ -1,0 +1,122 @@
+/**
+ * Leases: what an in-flight writer has admitted (or found present) but not yet made reachable from
+ * a ref or root. GC keeps every object of a live lease. A lease expires unless renewed; by default
+ * it renews itself every third of its TTL while the process lives, so a crashed writer's lease
+ * lapses and GC may then collect its orphans.
+ */
+import { randomBytes } from 'node:crypto';
+import { type ObjectId, TensorFSError } from '@tensorfs/format';
+import { type Db, immediate } from './db.js';
+import { HOST } from './fsutil.js';
+import { checkId } from './objects.js';
+
+/** Default lease lifetime without renewal. */
+export const DEFAULT_LEASE_TTL_MS = 10 * 60_000;
+
+/** Options of {@link Store.lease}. */
+export interface LeaseOptions {
+  /** Lifetime without renewal (default 10 minutes). */
+  ttlMs?: number;
+  /** Free text shown by tooling (e.g. `import model/`). */
+  purpose?: string;
+  /** Renew automatically every ttl/3 while the process lives (default true). */
+  keepAlive?: boolean;
+}
+
+/** A writer's claim on objects it has admitted but not yet rooted. */
+export interface Lease {
+  /** Random id (32 hex digits). */
+  readonly id: string;
+  /** Protects more objects; `conflict` if the lease has expired or was released. */
+  add(ids: readonly ObjectId[]): void;
+  /** Extends the lease by its TTL from now; `conflict` if it has already expired. */
+  renew(): Promise<void>;
+  /** Drops the lease and its claims (idempotent). */
+  release(): Promise<void>;
+}
+
+/** Throws `conflict` unless lease `id` exists and has not expired (call inside a transaction). */
+export function assertLeaseLive(db: Db, id: string): void {
+  const expires = db.prepare('SELECT expires_ms FROM leases WHERE id = ?').pluck().get(id) as number | undefined;
+  if (expires === undefined || expires <= Date.now()) {
+    throw new TensorFSError('conflict', 'lease expired or released', { details: { lease: id } });
+  }
+}
+
+/** A lease row in SQLite. */
+export class DbLease implements Lease {
+  readonly id = randomBytes(16).toString('hex');
+  private timer: NodeJS.Timeout | undefined;
+  private released = false;
+
+  constructor(
+    private readonly db: Db,
+    private readonly ttlMs: number,
+    purpose: string,
+    keepAlive: boolean,
+  ) {
+    if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0) {
+      throw new TensorFSError('invalid_argument', 'lease ttlMs must be a positive integer', {
+        details: { actual: ttlMs },
+      });
+    }
+    const now = Date.now();
+    immediate(db, () => {
+      db.prepare(
+        'INSERT INTO leases(id, purpose, host, pid, created_ms, expires_ms) VALUES (?, ?, ?, ?, ?, ?)',
+      ).run(this.id, purpose.slice(0, 200), HOST, process.pid, now, now + ttlMs);
+    });
+    if (keepAlive) {
+      this.timer = setInterval(() => {
+        this.renew().catch(() => this.stop());
+      }, Math.max(1, Math.floor(ttlMs / 3)));
+      this.timer.unref();
+    }
+  }
+
+  add(ids: readonly ObjectId[]): void {
+    for (const id of ids) checkId(id);
+    immediate(this.db, () => {
+      assertLeaseLive(this.db, this.id);
+      const ins = this.db.prepare('INSERT OR IGNORE INTO lease_objects(lease_id, object_id) VALUES (?, ?)');
+      for (const id of ids) ins.run(this.id, id);
+    });
+  }
+
+  async renew(): Promise<void> {
+    immediate(this.db, () => {
+      assertLeaseLive(this.db, this.id);
+      this.db.prepare('UPDATE leases SET expires_ms = ? WHERE id = ?').run(Date.now() + this.ttlMs, this.id);
+    });
+  }
+
+  async release(): Promise<void> {
+    this.stop();
+    if (this.released) return;
+    this.released = true;
+    immediate(this.db, () => {
+      this.db.prepare('DELETE FROM leases WHERE id = ?').run(this.id);
+    });
+  }
+
+  private stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+}
+
+/** Object ids claimed by live leases (GC marks them). */
+export function leasedObjects(db: Db, now = Date.now()): Set<ObjectId> {
+  const rows = db
+    .prepare(
+      'SELECT DISTINCT lo.object_id FROM lease_objects lo JOIN leases l ON l.id = lo.lease_id WHERE l.expires_ms > ?',
+    )
+    .pluck()
+    .all(now) as ObjectId[];
+  return new Set(rows);
+}
+
+/** Removes expired leases (their claims go with them). */
+export function pruneLeases(db: Db, now = Date.now()): number {
+  return immediate(db, () => db.prepare('DELETE FROM leases WHERE expires_ms <= ?').run(now).changes);
+}

@@ -1,0 +1,465 @@
+/**
+ * Object admission and reads (docs/store.md "Admission"): unique exclusive temp in `tmp/`, hash
+ * while writing, length and digest checked, fdatasync, publish with link() so an existing object
+ * wins, directory fsync. The dedup decision runs under the store's write lock so GC cannot unlink
+ * an object between "it is there" and "it is leased / freshened".
+ */
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as fsp from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  type ObjectId,
+  TensorFSError,
+  checkRange,
+  isObjectId,
+  objectIdFromDigest,
+  throwIfAborted,
+} from '@tensorfs/format';
+import { type Db, immediate } from './db.js';
+import { errnoOf, fsyncDir, ioError, mkdirDurable, tempName } from './fsutil.js';
+import { type Layout, objectDir, objectPath, objectRel } from './layout.js';
+
+/** Result of an admission. `written` is true when this call published the object. */
+export interface PutResult {
+  id: ObjectId;
+  length: number;
+  written: boolean;
+}
+
+/** Bytes in one buffer or several (concatenated). */
+export type Chunks = Uint8Array | readonly Uint8Array[];
+
+/** Flattens {@link Chunks} to a list. */
+export function chunkList(bytes: Chunks): readonly Uint8Array[] {
+  return bytes instanceof Uint8Array ? [bytes] : bytes;
+}
+
+/** SHA-256 id and total length of some chunks. */
+export function hashChunks(chunks: readonly Uint8Array[]): { id: ObjectId; length: number } {
+  const h = createHash('sha256');
+  let length = 0;
+  for (const c of chunks) {
+    h.update(c);
+    length += c.length;
+  }
+  return { id: objectIdFromDigest(h.digest()), length };
+}
+
+/** Throws `invalid_argument` unless `id` is a well-formed object id. */
+export function checkId(id: string): ObjectId {
+  if (!isObjectId(id)) {
+    throw new TensorFSError('invalid_argument', 'not an object id (expected sha256:<64 lowercase hex>)', {
+      details: { actual: String(id).slice(0, 80) },
+    });
+  }
+  return id;
+}
+
+/** A temp file being written; `abort()` removes it. */
+interface Temp {
+  path: string;
+  length: number;
+}
+
+/** Objects of one store: admission, existence, reads, quarantine. */
+export class Objects {
+  private readonly dirsReady = new Set<string>();
+  private readonly isQuarantinedStmt;
+
+  constructor(
+    readonly layout: Layout,
+    private readonly db: Db,
+    private readonly readOnly: boolean,
+  ) {
+    this.isQuarantinedStmt = db.prepare('SELECT 1 FROM corrupt_objects WHERE id = ?').pluck();
+  }
+
+  /** Absolute path of an object file. */
+  path(id: ObjectId): string {
+    return objectPath(this.layout, id);
+  }
+
+  /** True if the object file exists (and is not quarantined as corrupt). */
+  async has(id: ObjectId): Promise<boolean> {
+    checkId(id);
+    if (this.quarantined(id)) return false;
+    try {
+      await fsp.stat(this.path(id));
+      return true;
+    } catch (err) {
+      if (errnoOf(err) === 'ENOENT') return false;
+      throw ioError(err, 'stat', objectRel(id));
+    }
+  }
+
+  /** Synchronous existence check (for use under the write lock). */
+  existsSync(id: ObjectId): boolean {
+    if (this.quarantined(id)) return false;
+    try {
+      fs.statSync(this.path(id));
+      return true;
+    } catch (err) {
+      if (errnoOf(err) === 'ENOENT') return false;
+      throw ioError(err, 'stat', objectRel(id));
+    }
+  }
+
+  /** True if verify or a reader found this object corrupt and no good copy was admitted since. */
+  quarantined(id: ObjectId): boolean {
+    return this.isQuarantinedStmt.get(id) !== undefined;
+  }
+
+  /** Records a corrupt object so every later reader refuses it until a good copy is admitted. */
+  quarantine(id: ObjectId, reason: string): void {
+    if (this.readOnly) return;
+    immediate(this.db, () => {
+      this.db
+        .prepare('INSERT OR REPLACE INTO corrupt_objects(id, found_ms, reason) VALUES (?, ?, ?)')
+        .run(id, Date.now(), reason);
+    });
+  }
+
+  /** Size of a stored object; `not_found` if absent, `corrupt` if quarantined. */
+  async size(id: ObjectId): Promise<number> {
+    checkId(id);
+    this.refuseQuarantined(id);
+    try {
+      return (await fsp.stat(this.path(id))).size;
+    } catch (err) {
+      throw this.openError(err, id);
+    }
+  }
+
+  /**
+   * The dedup decision, under the write lock: registers `leaseId` on `id` first, then looks for a
+   * good copy (right length when `length` is given, not quarantined) and freshens its mtime so the
+   * GC grace period restarts. Returns the stored length, or -1 when the caller must write it.
+   */
+  present(id: ObjectId, leaseId: string | undefined, length?: number): number {
+    const file = this.path(id);
+    return immediate(this.db, () => {
+      if (leaseId !== undefined) this.leaseObjectStmt(leaseId, id);
+      let st: fs.Stats;
+      try {
+        st = fs.statSync(file);
+      } catch (err) {
+        if (errnoOf(err) === 'ENOENT') return -1;
+        throw ioError(err, 'stat', objectRel(id));
+      }
+      if (length !== undefined && st.size !== length) return -1;
+      if (this.isQuarantinedStmt.get(id) !== undefined) return -1;
+      const now = new Date();
+      try {
+        fs.utimesSync(file, now, now);
+      } catch (err) {
+        throw ioError(err, 'utimes', objectRel(id));
+      }
+      return st.size;
+    });
+  }
+
+  private leaseObjectStmt(leaseId: string, id: ObjectId): void {
+    const live = this.db.prepare('SELECT expires_ms FROM leases WHERE id = ?').pluck().get(leaseId) as
+      | number
+      | undefined;
+    if (live === undefined || live <= Date.now()) {
+      throw new TensorFSError('conflict', 'lease expired or released', { details: { lease: leaseId } });
+    }
+    this.db.prepare('INSERT OR IGNORE INTO lease_objects(lease_id, object_id) VALUES (?, ?)').run(leaseId, id);
+  }
+
+  /** Refuses writes on a read-only store. */
+  assertWritable(): void {
+    if (this.readOnly) {
+      throw new TensorFSError('denied', 'the store was opened read-only', { details: { rule: 'read_only' } });
+    }
+  }
+
+  /** Admits bytes held in memory: hash, check `expected`, then write only if absent. */
+  async put(bytes: Chunks, options: { expected?: ObjectId; lease?: string } = {}): Promise<PutResult> {
+    this.assertWritable();
+    const chunks = chunkList(bytes);
+    const { id, length } = hashChunks(chunks);
+    if (options.expected !== undefined && checkId(options.expected) !== id) {
+      throw new TensorFSError('corrupt', 'bytes do not hash to the expected id', {
+        details: { expected: options.expected, actual: id },
+      });
+    }
+    return this.putHashed(id, chunks, options.lease, length);
+  }
+
+  /**
+   * Admits bytes whose digest was computed over exactly these buffers by the caller (import's
+   * planner hashes each record once). Writes only if absent.
+   */
+  async putHashed(id: ObjectId, chunks: readonly Uint8Array[], lease?: string, length?: number): Promise<PutResult> {
+    const len = length ?? chunks.reduce((n, c) => n + c.length, 0);
+    if (this.present(id, lease, len) >= 0) return { id, length: len, written: false };
+    const tmp = await this.writeTemp(async (fh) => {
+      await writeAllv(fh, chunks);
+      return len;
+    });
+    return { id, length: len, written: await this.publish(tmp, id) };
+  }
+
+  /**
+   * Admits a stream: when `expected` is present already nothing is read; otherwise the stream is
+   * written to a temp while hashed, and length and digest are checked before publishing.
+   */
+  async putStream(
+    stream: AsyncIterable<Uint8Array>,
+    options: { expected?: ObjectId; expectedLength?: number; lease?: string; signal?: AbortSignal } = {},
+  ): Promise<PutResult> {
+    this.assertWritable();
+    const { expected, expectedLength, signal } = options;
+    if (expected !== undefined) {
+      checkId(expected);
+      const have = this.present(expected, options.lease, expectedLength);
+      if (have >= 0) return { id: expected, length: have, written: false };
+    }
+    const h = createHash('sha256');
+    const tmp = await this.writeTemp(async (fh) => {
+      let n = 0;
+      for await (const chunk of stream) {
+        throwIfAborted(signal);
+        n += chunk.length;
+        if (expectedLength !== undefined && n > expectedLength) {
+          throw new TensorFSError('corrupt', 'stream is longer than expected', {
+            details: { expected: expectedLength, actual: n, digest: expected },
+          });
+        }
+        h.update(chunk);
+        await writeAll(fh, chunk);
+      }
+      return n;
+    });
+    try {
+      const id = objectIdFromDigest(h.digest());
+      if (expectedLength !== undefined && tmp.length !== expectedLength) {
+        throw new TensorFSError('corrupt', 'stream is shorter than expected', {
+          details: { expected: expectedLength, actual: tmp.length, digest: expected },
+        });
+      }
+      if (expected !== undefined && id !== expected) {
+        throw new TensorFSError('corrupt', 'stream does not hash to the expected id', {
+          details: { expected, actual: id },
+        });
+      }
+      if (expected === undefined && this.present(id, options.lease, tmp.length) >= 0) {
+        await fsp.rm(tmp.path, { force: true });
+        return { id, length: tmp.length, written: false };
+      }
+      return { id, length: tmp.length, written: await this.publish(tmp, id) };
+    } catch (err) {
+      await fsp.rm(tmp.path, { force: true });
+      throw err;
+    }
+  }
+
+  /**
+   * Creates an exclusive temp (mode 0444), lets `fill` write it, fdatasyncs and closes it. On any
+   * failure the temp is removed and the error is `io` (or the TensorFSError `fill` threw).
+   */
+  async writeTemp(fill: (fh: fsp.FileHandle) => Promise<number>): Promise<Temp> {
+    const path = join(this.layout.tmp, tempName());
+    let fh: fsp.FileHandle;
+    try {
+      fh = await fsp.open(path, 'wx', 0o444);
+    } catch (err) {
+      throw ioError(err, 'create temp', 'tmp/');
+    }
+    try {
+      const length = await fill(fh);
+      await fh.datasync();
+      await fh.close();
+      return { path, length };
+    } catch (err) {
+      await fh.close().catch(() => {});
+      await fsp.rm(path, { force: true });
+      throw ioError(err, 'write temp', 'tmp/');
+    }
+  }
+
+  /**
+   * Publishes a complete, synced temp as object `id` with link(): an existing good object wins and
+   * is never touched; an existing object of the wrong length or quarantined is replaced by rename.
+   * Then the temp name is removed and the object directory fsynced. Returns true if this call
+   * published the bytes.
+   */
+  async publish(tmp: Temp, id: ObjectId): Promise<boolean> {
+    const dir = objectDir(this.layout, id);
+    const final = this.path(id);
+    let published = true;
+    try {
+      if (!this.dirsReady.has(dir)) {
+        await mkdirDurable(dir);
+        this.dirsReady.add(dir);
+      }
+      try {
+        await fsp.link(tmp.path, final);
+      } catch (err) {
+        if (errnoOf(err) !== 'EEXIST') throw err;
+        const st = await fsp.stat(final);
+        if (st.size === tmp.length && !this.quarantined(id)) {
+          published = false;
+        } else {
+          await fsp.rename(tmp.path, final);
+          this.clearQuarantine(id);
+        }
+      }
+      await fsp.rm(tmp.path, { force: true });
+      if (published) await fsyncDir(dir);
+      return published;
+    } catch (err) {
+      await fsp.rm(tmp.path, { force: true });
+      throw ioError(err, 'publish', objectRel(id));
+    }
+  }
+
+  /** Lifts a quarantine (a good copy was admitted, or verify rehashed the file and it matched). */
+  clearQuarantine(id: ObjectId): void {
+    if (this.readOnly) return;
+    immediate(this.db, () => {
+      this.db.prepare('DELETE FROM corrupt_objects WHERE id = ?').run(id);
+    });
+  }
+
+  private refuseQuarantined(id: ObjectId): void {
+    if (this.quarantined(id)) {
+      throw new TensorFSError('corrupt', 'object is quarantined as corrupt (run verify, re-admit a good copy)', {
+        details: { digest: id },
+      });
+    }
+  }
+
+  private openError(err: unknown, id: ObjectId): TensorFSError {
+    if (errnoOf(err) === 'ENOENT') {
+      return new TensorFSError('not_found', 'object not in the store', { details: { digest: id } });
+    }
+    return ioError(err, 'open', objectRel(id));
+  }
+
+  /** Size of the object file, or null if absent; ignores quarantine (for verify). */
+  async rawSize(id: ObjectId): Promise<number | null> {
+    try {
+      return (await fsp.stat(this.path(id))).size;
+    } catch (err) {
+      if (errnoOf(err) === 'ENOENT') return null;
+      throw ioError(err, 'stat', objectRel(id));
+    }
+  }
+
+  /** Opens an object for reading; `not_found`, `corrupt` (quarantined, unless `raw`) or `io`. */
+  async open(id: ObjectId, raw = false): Promise<{ fh: fsp.FileHandle; size: number }> {
+    checkId(id);
+    if (!raw) this.refuseQuarantined(id);
+    let fh: fsp.FileHandle;
+    try {
+      fh = await fsp.open(this.path(id), 'r');
+    } catch (err) {
+      throw this.openError(err, id);
+    }
+    try {
+      return { fh, size: (await fh.stat()).size };
+    } catch (err) {
+      await fh.close();
+      throw ioError(err, 'stat', objectRel(id));
+    }
+  }
+
+  /** A whole object; with `verify` it is rehashed and a mismatch is quarantined and `corrupt`. */
+  async read(id: ObjectId, verify: boolean): Promise<Uint8Array> {
+    const { fh, size } = await this.open(id);
+    let bytes: Uint8Array;
+    try {
+      bytes = await readExactly(fh, 0, size, id);
+    } finally {
+      await fh.close();
+    }
+    if (verify) this.checkDigest(id, [bytes]);
+    return bytes;
+  }
+
+  /** `length` bytes at `offset` of an object (range-checked against its size). */
+  async readRange(id: ObjectId, offset: number, length: number): Promise<Uint8Array> {
+    const { fh, size } = await this.open(id);
+    try {
+      checkRange(offset, length, size);
+      return await readExactly(fh, offset, length, id);
+    } finally {
+      await fh.close();
+    }
+  }
+
+  /** Throws `corrupt` (and quarantines) unless `chunks` hash to `id`. */
+  checkDigest(id: ObjectId, chunks: readonly Uint8Array[]): void {
+    const actual = hashChunks(chunks).id;
+    if (actual !== id) this.corrupt(id, 'digest', { actual });
+  }
+
+  /** Quarantines `id` and throws `corrupt`. */
+  corrupt(id: ObjectId, rule: 'digest' | 'length', details: Record<string, unknown> = {}): never {
+    this.quarantine(id, rule);
+    throw new TensorFSError('corrupt', `object ${rule === 'digest' ? 'does not match its digest' : 'has the wrong length'}`, {
+      details: { rule, digest: id, ...details },
+    });
+  }
+
+  /** Hashes a whole object file (streaming, bounded memory); `{id, length}` of what is on disk. */
+  async hashFile(id: ObjectId, signal?: AbortSignal, raw = false): Promise<{ actual: ObjectId; length: number }> {
+    const { fh } = await this.open(id, raw);
+    const h = createHash('sha256');
+    let length = 0;
+    try {
+      const buf = Buffer.allocUnsafe(8 << 20);
+      for (;;) {
+        throwIfAborted(signal);
+        const { bytesRead } = await fh.read(buf, 0, buf.length, length);
+        if (bytesRead === 0) break;
+        h.update(buf.subarray(0, bytesRead));
+        length += bytesRead;
+      }
+    } catch (err) {
+      throw ioError(err, 'read', objectRel(id));
+    } finally {
+      await fh.close();
+    }
+    return { actual: objectIdFromDigest(h.digest()), length };
+  }
+}
+
+/** Reads exactly `length` bytes at `offset`; a short read means the file shrank (`corrupt`). */
+export async function readExactly(fh: fsp.FileHandle, offset: number, length: number, id: ObjectId): Promise<Uint8Array> {
+  const out = new Uint8Array(length);
+  let done = 0;
+  try {
+    while (done < length) {
+      const { bytesRead } = await fh.read(out, done, length - done, offset + done);
+      if (bytesRead === 0) break;
+      done += bytesRead;
+    }
+  } catch (err) {
+    throw ioError(err, 'read', objectRel(id));
+  }
+  if (done !== length) {
+    throw new TensorFSError('corrupt', 'object is shorter than expected', {
+      details: { rule: 'length', digest: id, expected: offset + length, actual: offset + done },
+    });
+  }
+  return out;
+}
+
+/** Writes one buffer completely at the current position. */
+export async function writeAll(fh: fsp.FileHandle, chunk: Uint8Array): Promise<void> {
+  let off = 0;
+  while (off < chunk.length) {
+    const { bytesWritten } = await fh.write(chunk, off, chunk.length - off);
+    off += bytesWritten;
+  }
+}
+
+/** Writes several buffers completely at the current position. */
+export async function writeAllv(fh: fsp.FileHandle, chunks: readonly Uint8Array[]): Promise<void> {
+  for (const c of chunks) await writeAll(fh, c);
+}

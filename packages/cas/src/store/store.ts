@@ -1,0 +1,516 @@
+/**
+ * The {@link Store} class: one local content-addressed store on disk (DESIGN.md "Store on disk").
+ * See docs/store.md for the durability, lease and GC protocols.
+ */
+import * as fsp from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { basename, dirname, join, resolve } from 'node:path';
+import {
+  type ByteSource,
+  type Manifest,
+  type ObjectId,
+  TensorFSError,
+  decodeManifest,
+  encodeManifest,
+  isObjectId,
+  throwIfAborted,
+  validatePath,
+} from '@tensorfs/format';
+import { type Db, bumpEpoch, durably, immediate, openDb } from './db.js';
+import { errnoOf, fsyncDir, ioError, mkdirDurable } from './fsutil.js';
+import { type GcOptions, type GcResult, collect } from './gc.js';
+import { childrenOf, reach } from './graph.js';
+import { type ImportOptions, type ImportResult, importTree } from './import.js';
+import { type Layout, layoutOf, validateRefName } from './layout.js';
+import { DEFAULT_LEASE_TTL_MS, DbLease, type Lease, type LeaseOptions, assertLeaseLive } from './leases.js';
+import { type Chunks, Objects, type PutResult, checkId } from './objects.js';
+import { type ReadOptions, type RecordRef, recordsSource, writeRecordsFile } from './read.js';
+import { type RefEntry, listRefs, readRef, removeRef, writeRef } from './refs.js';
+import { type VerifyOptions, type VerifyResult, verifyStore } from './verify.js';
+import { listObjects } from './walk.js';
+
+/** Options of {@link Store.open}. */
+export interface StoreOptions {
+  /** Open without writing anything (no layout creation, no migrations); every mutation is `denied`. */
+  readOnly?: boolean;
+  /** GC grace period: unreachable objects younger than this are kept (default 1 hour). */
+  graceMs?: number;
+}
+
+/** A root: an object kept forever (with what it reaches) until removed. */
+export interface RootEntry {
+  id: ObjectId;
+  reason: string;
+  createdMs: number;
+}
+
+/** Storage figures of {@link Store.usage}. */
+export interface Usage {
+  /** Sum of the sizes of the files of every distinct snapshot named by a ref or root. */
+  logicalBytes: number;
+  /** Bytes of every object file in the store. */
+  storedBytes: number;
+  /** Object files in the store. */
+  objects: number;
+  /** logicalBytes / bytes of the objects those snapshots reach (1 when nothing is stored). */
+  dedupRatio: number;
+  /** Per ref: its snapshot's logical size and the bytes of the distinct objects it reaches. */
+  refs: { name: string; id: ObjectId; logicalBytes: number; storedBytes: number; objects: number }[];
+}
+
+/** Options of {@link Store.exportSnapshot} and {@link Store.exportFile}. */
+export interface ExportOptions extends ReadOptions {
+  signal?: AbortSignal;
+  /** Called as bytes are written. */
+  onProgress?: (p: { files: number; filesTotal: number; bytes: number; bytesTotal: number }) => void;
+}
+
+/** Default GC grace period. */
+export const DEFAULT_GRACE_MS = 3600_000;
+
+/** A local content-addressed store. */
+export class Store {
+  /** The store's root directory. */
+  readonly root: string;
+  private readonly layout: Layout;
+  private readonly db: Db;
+  private readonly objects: Objects;
+  private readonly readOnly: boolean;
+  private readonly graceMs: number;
+  private closed = false;
+
+  private constructor(layout: Layout, db: Db, options: StoreOptions) {
+    this.root = layout.root;
+    this.layout = layout;
+    this.db = db;
+    this.readOnly = options.readOnly ?? false;
+    this.graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
+    this.objects = new Objects(layout, db, this.readOnly);
+  }
+
+  /** `TENSORFS_HOME`, else `~/.cache/tensorfs`. */
+  static defaultRoot(): string {
+    const env = process.env.TENSORFS_HOME;
+    return env && env.length > 0 ? resolve(env) : join(homedir(), '.cache', 'tensorfs');
+  }
+
+  /**
+   * Opens the store at `root`. Read-write: creates the layout durably and `metadata.sqlite3` (WAL),
+   * then runs pending migrations. Read-only: the store must exist; nothing is written.
+   */
+  static async open(root: string, options: StoreOptions = {}): Promise<Store> {
+    if (options.graceMs !== undefined && (!Number.isSafeInteger(options.graceMs) || options.graceMs < 0)) {
+      throw new TensorFSError('invalid_argument', 'graceMs must be a non-negative integer', {
+        details: { actual: options.graceMs },
+      });
+    }
+    const layout = layoutOf(resolve(root));
+    if (options.readOnly) {
+      try {
+        await fsp.access(layout.db);
+      } catch {
+        throw new TensorFSError('not_found', 'no store at this path', { details: { rule: 'no_metadata' } });
+      }
+    } else {
+      try {
+        for (const d of [layout.objects, layout.tmp, layout.refs]) await mkdirDurable(d);
+      } catch (err) {
+        throw ioError(err, 'create store layout');
+      }
+    }
+    return new Store(layout, openDb(layout.db, options.readOnly ?? false), options);
+  }
+
+  /** Closes the metadata database. Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.db.close();
+  }
+
+  private live(): void {
+    if (this.closed) throw new TensorFSError('invalid_argument', 'the store is closed', { details: { rule: 'closed' } });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Objects
+
+  /** True if the object is stored (and not quarantined as corrupt). */
+  async has(id: ObjectId): Promise<boolean> {
+    this.live();
+    return this.objects.has(id);
+  }
+
+  /**
+   * Admits bytes held in memory. They are hashed (and compared with `expected`: `corrupt` on a
+   * mismatch); a present object costs that hash and no write. With a lease, the object is claimed
+   * before the existence check, so GC cannot take it until the lease ends.
+   */
+  async put(bytes: Chunks, options: { expected?: ObjectId; lease?: Lease } = {}): Promise<PutResult> {
+    this.live();
+    return this.objects.put(bytes, { expected: options.expected, lease: options.lease?.id });
+  }
+
+  /**
+   * Admits a stream, hashed while written to a temp; `expected` and `expectedLength` are checked
+   * before anything is published (`corrupt` otherwise). With `expected` already present, the
+   * stream is not read at all.
+   */
+  async putStream(
+    chunks: AsyncIterable<Uint8Array>,
+    options: { expected?: ObjectId; expectedLength?: number; lease?: Lease; signal?: AbortSignal } = {},
+  ): Promise<PutResult> {
+    this.live();
+    return this.objects.putStream(chunks, { ...options, lease: options.lease?.id });
+  }
+
+  /** Size in bytes of a stored object; `not_found` if absent. */
+  async objectSize(id: ObjectId): Promise<number> {
+    this.live();
+    return this.objects.size(id);
+  }
+
+  /** A whole object. `verify` rehashes it: a mismatch is quarantined and `corrupt`. */
+  async readObject(id: ObjectId, options: { verify?: boolean } = {}): Promise<Uint8Array> {
+    this.live();
+    return this.objects.read(id, options.verify ?? false);
+  }
+
+  /** `length` bytes at `offset` of an object. */
+  async readObjectRange(id: ObjectId, offset: number, length: number): Promise<Uint8Array> {
+    this.live();
+    return this.objects.readRange(id, offset, length);
+  }
+
+  /**
+   * Random access over a record list (a stored file). Every piece is length-checked against its
+   * record (`corrupt` otherwise); `verify` also rehashes each object before returning its bytes.
+   */
+  recordsSource(records: readonly RecordRef[], options: ReadOptions = {}): ByteSource {
+    this.live();
+    return recordsSource(this.objects, records, options);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Leases
+
+  /** Starts a lease: objects added to it (or admitted with it) are kept by GC until it ends. */
+  async lease(options: LeaseOptions = {}): Promise<Lease> {
+    this.live();
+    this.objects.assertWritable();
+    return new DbLease(this.db, options.ttlMs ?? DEFAULT_LEASE_TTL_MS, options.purpose ?? '', options.keepAlive ?? true);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Manifests and snapshots
+
+  /** Stores a TFM1 manifest as an object; its id is the snapshot id. */
+  async putManifest(m: Manifest, options: { lease?: Lease } = {}): Promise<ObjectId> {
+    this.live();
+    return (await this.objects.put(encodeManifest(m), { lease: options.lease?.id })).id;
+  }
+
+  /** Reads, verifies and decodes a manifest; `malformed` if the object is not one. */
+  async getManifest(id: ObjectId): Promise<Manifest> {
+    this.live();
+    return decodeManifest(await this.objects.read(checkId(id), true));
+  }
+
+  /**
+   * Imports a file or a folder as a snapshot: each file is planned and hashed once, new objects
+   * are admitted from the hashed bytes under a lease, then the manifest; with `name` the ref is
+   * set (after everything is durable). See {@link ImportOptions} for what a folder may hold.
+   */
+  async importPath(path: string, options: ImportOptions = {}): Promise<ImportResult> {
+    this.live();
+    this.objects.assertWritable();
+    if (options.name !== undefined) validateRefName(options.name);
+    const lease = await this.lease({ purpose: `import ${basename(path)}` });
+    try {
+      const result = await importTree(this.objects, lease, resolve(path), options);
+      const snapshot = await this.putManifest({ entries: result.entries }, { lease });
+      if (options.name !== undefined) await this.setRef(options.name, snapshot, { lease });
+      return {
+        snapshot,
+        files: result.files,
+        bytes: result.bytes,
+        bytesWritten: result.bytesWritten,
+        objectsWritten: result.objectsWritten,
+      };
+    } finally {
+      await lease.release();
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Refs
+
+  /** An object id passes through if stored; otherwise a ref name is read. `not_found` if neither. */
+  async resolve(refOrId: string): Promise<ObjectId> {
+    this.live();
+    if (isObjectId(refOrId)) {
+      if (await this.objects.has(refOrId)) return refOrId;
+      throw new TensorFSError('not_found', 'object not in the store', { details: { digest: refOrId } });
+    }
+    const id = await readRef(this.layout, refOrId);
+    if (id === null) throw new TensorFSError('not_found', 'no such ref', { details: { ref: refOrId } });
+    return id;
+  }
+
+  /** The id a ref names, or null. */
+  async getRef(name: string): Promise<ObjectId | null> {
+    this.live();
+    return readRef(this.layout, name);
+  }
+
+  /**
+   * Sets a ref with compare-and-swap: `expected` an id → the ref must hold it; `null` → it must
+   * not exist; omitted → unconditional. `conflict` otherwise. Under the lock, the target and
+   * everything it reaches must be stored (`not_found`), and `lease` (if given) must be live, so
+   * a ref never names anything GC may have taken.
+   */
+  async setRef(name: string, id: ObjectId, options: { expected?: ObjectId | null; lease?: Lease } = {}): Promise<void> {
+    this.live();
+    this.objects.assertWritable();
+    checkId(id);
+    if (options.expected !== undefined && options.expected !== null) checkId(options.expected);
+    const children = await this.closureOf(id);
+    writeRef(this.db, this.layout, name, id, options.expected, () => {
+      if (options.lease) assertLeaseLive(this.db, options.lease.id);
+      this.assertPresentSync(id, children);
+    });
+  }
+
+  /** Deletes a ref (compare-and-swap with `expected`); `not_found` if absent. */
+  async deleteRef(name: string, options: { expected?: ObjectId } = {}): Promise<void> {
+    this.live();
+    this.objects.assertWritable();
+    removeRef(this.db, this.layout, name, options.expected);
+  }
+
+  /** Every ref, sorted by name. */
+  async listRefs(): Promise<RefEntry[]> {
+    this.live();
+    return listRefs(this.layout);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Roots
+
+  /** Keeps `id` (and what it reaches) until {@link removeRoot}; it must be stored with its closure. */
+  async addRoot(id: ObjectId, reason: string): Promise<void> {
+    this.live();
+    this.objects.assertWritable();
+    checkId(id);
+    if (typeof reason !== 'string' || reason.length === 0 || reason.length > 500) {
+      throw new TensorFSError('invalid_argument', 'a root needs a reason of 1..500 characters', {
+        details: { actual: typeof reason === 'string' ? reason.length : typeof reason },
+      });
+    }
+    const children = await this.closureOf(id);
+    durably(this.db, () => {
+      this.assertPresentSync(id, children);
+      this.db
+        .prepare('INSERT INTO roots(id, reason, created_ms) VALUES (?, ?, ?) ON CONFLICT(id) DO UPDATE SET reason = excluded.reason')
+        .run(id, reason, Date.now());
+      bumpEpoch(this.db);
+    });
+  }
+
+  /** Stops keeping `id` as a root; `not_found` if it is not one. */
+  async removeRoot(id: ObjectId): Promise<void> {
+    this.live();
+    this.objects.assertWritable();
+    checkId(id);
+    const changes = durably(this.db, () => this.db.prepare('DELETE FROM roots WHERE id = ?').run(id).changes);
+    if (changes === 0) throw new TensorFSError('not_found', 'not a root', { details: { digest: id } });
+  }
+
+  /** Every root, oldest first. */
+  async listRoots(): Promise<RootEntry[]> {
+    this.live();
+    return (
+      this.db.prepare('SELECT id, reason, created_ms FROM roots ORDER BY created_ms, id').all() as {
+        id: ObjectId;
+        reason: string;
+        created_ms: number;
+      }[]
+    ).map((r) => ({ id: r.id, reason: r.reason, createdMs: r.created_ms }));
+  }
+
+  /** What `id` references (read and decoded now, outside the lock). */
+  private async closureOf(id: ObjectId): Promise<ObjectId[]> {
+    return (await childrenOf(this.objects, id)).map((c) => c.id);
+  }
+
+  /** Under the lock: `id` and `children` must all be stored, else `not_found`. */
+  private assertPresentSync(id: ObjectId, children: readonly ObjectId[]): void {
+    const absent = [id, ...children].filter((c) => !this.objects.existsSync(c));
+    if (absent.length > 0) {
+      throw new TensorFSError('not_found', 'objects referenced by this snapshot are missing from the store', {
+        details: { missing: absent.slice(0, 20), count: absent.length },
+      });
+    }
+  }
+
+  /** Ids named by refs and roots (GC and verify start there). */
+  private async tops(): Promise<ObjectId[]> {
+    const ids = new Set<ObjectId>((await listRefs(this.layout)).map((r) => r.id));
+    for (const r of this.db.prepare('SELECT id FROM roots').pluck().all() as ObjectId[]) ids.add(r);
+    return [...ids];
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Export
+
+  /** Rebuilds one file of a snapshot at `dest`, byte-exact and atomically. */
+  async exportFile(snapshot: ObjectId, path: string, dest: string, options: ExportOptions = {}): Promise<void> {
+    this.live();
+    validatePath(path);
+    const m = await this.getManifest(snapshot);
+    const entry = m.entries.find((e) => e.path === path);
+    if (!entry) throw new TensorFSError('not_found', 'no such path in the snapshot', { details: { path } });
+    if (entry.kind !== 'file') {
+      throw new TensorFSError('invalid_argument', 'not a regular file in the snapshot', { details: { path } });
+    }
+    await writeRecordsFile(this.objects, entry.records, resolve(dest), { ...options, mode: entry.mode });
+  }
+
+  /**
+   * Rebuilds a whole snapshot under `destDir` (created if missing): files atomically and
+   * byte-exact with their modes, symlinks as stored. An existing file at an entry's path is
+   * replaced; a path that would pass through a symlink or a non-directory is `conflict`.
+   */
+  async exportSnapshot(snapshot: ObjectId, destDir: string, options: ExportOptions = {}): Promise<{ files: number; bytes: number }> {
+    this.live();
+    const m = await this.getManifest(snapshot);
+    const root = resolve(destDir);
+    const filesTotal = m.entries.length;
+    const bytesTotal = m.entries.reduce((n, e) => n + (e.kind === 'file' ? e.size : 0), 0);
+    let files = 0;
+    let bytes = 0;
+    const report = () => options.onProgress?.({ files, filesTotal, bytes, bytesTotal });
+    try {
+      await fsp.mkdir(root, { recursive: true });
+    } catch (err) {
+      throw ioError(err, 'create export folder');
+    }
+    for (const e of m.entries) {
+      throwIfAborted(options.signal);
+      validatePath(e.path);
+      const dest = join(root, ...e.path.split('/'));
+      await ensureParents(root, e.path);
+      if (e.kind === 'file') {
+        await writeRecordsFile(this.objects, e.records, dest, {
+          ...options,
+          mode: e.mode,
+          onBytes: (n) => {
+            bytes += n;
+            report();
+          },
+        });
+      } else {
+        await replaceSymlink(e.target, dest);
+      }
+      files++;
+      report();
+    }
+    return { files, bytes };
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Maintenance
+
+  /** Checks every object reachable from refs and roots (see {@link VerifyOptions}). */
+  async verify(options: VerifyOptions = {}): Promise<VerifyResult> {
+    this.live();
+    return verifyStore(this.objects, await this.tops(), options);
+  }
+
+  /** Collects unreachable objects older than the grace period (see docs/store.md). */
+  async gc(options: GcOptions = {}): Promise<GcResult> {
+    this.live();
+    if (!options.dryRun) this.objects.assertWritable();
+    return collect(
+      { db: this.db, layout: this.layout, objects: this.objects, tops: () => this.tops() },
+      options.graceMs ?? this.graceMs,
+      options,
+    );
+  }
+
+  /** Logical vs stored bytes, overall and per ref. */
+  async usage(): Promise<Usage> {
+    this.live();
+    let storedBytes = 0;
+    let objects = 0;
+    const sizes = new Map<ObjectId, number>();
+    for await (const o of listObjects(this.layout)) {
+      storedBytes += o.size;
+      objects++;
+      sizes.set(o.id, o.size);
+    }
+    const refs: Usage['refs'] = [];
+    const logical = new Map<ObjectId, number>();
+    const reached = new Set<ObjectId>();
+    const entries: { name: string; id: ObjectId }[] = [...(await listRefs(this.layout))];
+    for (const r of (await this.listRoots())) entries.push({ name: `root:${r.reason}`, id: r.id });
+    for (const { name, id } of entries) {
+      const r = await reach(this.objects, [id]);
+      let own = 0;
+      for (const o of r.objects.keys()) {
+        own += sizes.get(o) ?? 0;
+        reached.add(o);
+      }
+      const lb = await this.logicalSize(id);
+      logical.set(id, lb);
+      if (!name.startsWith('root:')) refs.push({ name, id, logicalBytes: lb, storedBytes: own, objects: r.objects.size });
+    }
+    const logicalBytes = [...logical.values()].reduce((a, b) => a + b, 0);
+    let reachedBytes = 0;
+    for (const o of reached) reachedBytes += sizes.get(o) ?? 0;
+    return { logicalBytes, storedBytes, objects, dedupRatio: reachedBytes > 0 ? logicalBytes / reachedBytes : 1, refs };
+  }
+
+  private async logicalSize(id: ObjectId): Promise<number> {
+    try {
+      return (await this.getManifest(id)).entries.reduce((n, e) => n + (e.kind === 'file' ? e.size : 0), 0);
+    } catch {
+      return (await this.objects.rawSize(id)) ?? 0;
+    }
+  }
+}
+
+/** Creates the parent folders of `rel` under `root`, refusing to pass through a symlink or file. */
+async function ensureParents(root: string, rel: string): Promise<void> {
+  const parts = rel.split('/').slice(0, -1);
+  let dir = root;
+  for (const p of parts) {
+    dir = join(dir, p);
+    try {
+      const st = await fsp.lstat(dir);
+      if (!st.isDirectory()) {
+        throw new TensorFSError('conflict', 'export path passes through a non-directory', { details: { path: rel } });
+      }
+    } catch (err) {
+      if (errnoOf(err) !== 'ENOENT') throw ioError(err, 'export', rel);
+      try {
+        await fsp.mkdir(dir);
+      } catch (e) {
+        if (errnoOf(e) !== 'EEXIST') throw ioError(e, 'mkdir', rel);
+      }
+    }
+  }
+}
+
+/** Replaces `dest` with a symlink to `target` atomically (temp link + rename + dir fsync). */
+async function replaceSymlink(target: string, dest: string): Promise<void> {
+  const tmp = `${dest}.tfs-${process.pid}-${Math.random().toString(16).slice(2, 10)}.tmp`;
+  try {
+    await fsp.symlink(target, tmp);
+    await fsp.rename(tmp, dest);
+    await fsyncDir(dirname(dest));
+  } catch (err) {
+    await fsp.rm(tmp, { force: true });
+    throw ioError(err, 'symlink', basename(dest));
+  }
+}

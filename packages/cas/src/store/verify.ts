@@ -1,0 +1,82 @@
+/**
+ * Verify (restic `check` style): every object reachable from refs and roots must exist with the
+ * length its referrer declares; with `data` each one (or a random sample) is rehashed. Corrupt
+ * objects are quarantined, so readers refuse them (`corrupt`) until a good copy is admitted.
+ */
+import { type ObjectId, TensorFSError } from '@tensorfs/format';
+import { reach } from './graph.js';
+import type { Objects } from './objects.js';
+import { listObjects } from './walk.js';
+
+/** Options of {@link Store.verify}. */
+export interface VerifyOptions {
+  /** Rehash object bytes (default: lengths only). */
+  data?: boolean;
+  /** With `data`, rehash only this fraction (0 < sample ≤ 1) of the objects, chosen at random. */
+  sample?: number;
+  /** Also check objects nothing references (default: only reachable ones). */
+  all?: boolean;
+  signal?: AbortSignal;
+  /** Called after each object with the counts so far. */
+  onProgress?: (p: { objects: number; bytes: number }) => void;
+}
+
+/** Findings of a verify. */
+export interface VerifyResult {
+  /** Objects checked. */
+  objects: number;
+  /** Their bytes (as found on disk). */
+  bytes: number;
+  /** Objects whose bytes were rehashed. */
+  rehashed: number;
+  /** Referenced objects that are absent. */
+  missing: ObjectId[];
+  /** Objects with wrong bytes or length, or referencing objects that do not decode. */
+  corrupt: ObjectId[];
+  /** Refs and roots walked. */
+  tops: number;
+}
+
+/** Runs a verify over `tops` (ref and root targets). */
+export async function verifyStore(objects: Objects, tops: ObjectId[], options: VerifyOptions): Promise<VerifyResult> {
+  const { data = false, sample = 1, all = false, signal, onProgress } = options;
+  if (!(sample > 0 && sample <= 1)) {
+    throw new TensorFSError('invalid_argument', 'sample must be in (0, 1]', { details: { actual: sample } });
+  }
+  const r = await reach(objects, tops, signal);
+  const targets = new Map(r.objects);
+  if (all) for await (const o of listObjects(objects.layout, signal)) if (!targets.has(o.id)) targets.set(o.id, undefined);
+  const missing = new Set(r.missing);
+  const corrupt = new Set(r.corrupt);
+  const out: VerifyResult = { objects: 0, bytes: 0, rehashed: 0, missing: [], corrupt: [], tops: tops.length };
+  for (const [id, declared] of targets) {
+    signal?.throwIfAborted();
+    if (missing.has(id) || corrupt.has(id)) continue;
+    const size = await objects.rawSize(id);
+    if (size === null) {
+      missing.add(id);
+      continue;
+    }
+    out.objects++;
+    out.bytes += size;
+    if (declared !== undefined && size !== declared) {
+      objects.quarantine(id, 'length');
+      corrupt.add(id);
+    } else if (data && (sample === 1 || Math.random() < sample)) {
+      out.rehashed++;
+      const { actual } = await objects.hashFile(id, signal, true);
+      if (actual !== id) {
+        objects.quarantine(id, 'digest');
+        corrupt.add(id);
+      } else if (objects.quarantined(id)) {
+        objects.clearQuarantine(id);
+      }
+    } else if (objects.quarantined(id)) {
+      corrupt.add(id);
+    }
+    onProgress?.({ objects: out.objects, bytes: out.bytes });
+  }
+  out.missing = [...missing].sort();
+  out.corrupt = [...corrupt].sort();
+  return out;
+}

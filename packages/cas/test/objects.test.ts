@@ -1,0 +1,155 @@
+import { readFileSync, readdirSync, statSync, writeFileSync, chmodSync } from 'node:fs';
+import { join } from 'node:path';
+import { Store } from '@tensorfs/cas';
+import { describe, expect, it } from 'vitest';
+import { bytesOf, idOf, rejectsCode, same, tempDir } from './helpers.js';
+
+function objectFile(root: string, id: string): string {
+  const hex = id.slice(7);
+  return join(root, 'objects', 'sha256', hex.slice(0, 2), hex.slice(2, 4), hex);
+}
+
+describe('Store.open', () => {
+  it('creates the layout and a WAL metadata database, and reopens', async () => {
+    const root = join(tempDir(), 'store');
+    const s = await Store.open(root);
+    for (const d of ['objects/sha256', 'tmp', 'refs']) expect(statSync(join(root, d)).isDirectory()).toBe(true);
+    expect(readFileSync(join(root, 'metadata.sqlite3')).subarray(0, 15).toString()).toBe('SQLite format 3');
+    await s.close();
+    const again = await Store.open(root);
+    expect(await again.listRefs()).toEqual([]);
+    await again.close();
+  });
+
+  it('read-only: a missing store is not_found and every mutation is denied', async () => {
+    const root = tempDir();
+    await rejectsCode(Store.open(join(root, 'none'), { readOnly: true }), 'not_found');
+    const rw = await Store.open(root);
+    const { id } = await rw.put(bytesOf(10));
+    await rw.close();
+    const ro = await Store.open(root, { readOnly: true });
+    expect(await ro.readObject(id)).toEqual(bytesOf(10));
+    await rejectsCode(ro.put(bytesOf(11)), 'denied');
+    await rejectsCode(ro.setRef('main', id), 'denied');
+    await rejectsCode(ro.gc(), 'denied');
+    await ro.close();
+  });
+
+  it('defaultRoot honours TENSORFS_HOME', () => {
+    const prev = process.env.TENSORFS_HOME;
+    process.env.TENSORFS_HOME = '/x/y';
+    expect(Store.defaultRoot()).toBe('/x/y');
+    delete process.env.TENSORFS_HOME;
+    expect(Store.defaultRoot()).toMatch(/\.cache\/tensorfs$/);
+    if (prev !== undefined) process.env.TENSORFS_HOME = prev;
+  });
+});
+
+describe('objects', () => {
+  it('admits bytes under their SHA-256, read-only, and a present object costs no write', async () => {
+    const root = tempDir();
+    const s = await Store.open(root);
+    const data = bytesOf(100_000, 3);
+    const r = await s.put(data);
+    expect(r).toEqual({ id: idOf(data), length: data.length, written: true });
+    const file = objectFile(root, r.id);
+    const st = statSync(file);
+    expect(st.mode & 0o777).toBe(0o444);
+    const again = await s.put([data.subarray(0, 10), data.subarray(10)]);
+    expect(again).toEqual({ id: r.id, length: data.length, written: false });
+    expect(statSync(file).ino).toBe(st.ino);
+    expect(readdirSync(join(root, 'tmp'))).toEqual([]);
+    expect(await s.has(r.id)).toBe(true);
+    expect(await s.objectSize(r.id)).toBe(data.length);
+    expect(same(await s.readObject(r.id, { verify: true }), data)).toBe(true);
+    expect(await s.readObjectRange(r.id, 5, 7)).toEqual(data.subarray(5, 12));
+    await rejectsCode(s.readObjectRange(r.id, data.length - 1, 2), 'invalid_argument');
+    await s.close();
+  });
+
+  it('refuses bytes that do not match `expected`, and bad ids', async () => {
+    const s = await Store.open(tempDir());
+    const e = await rejectsCode(s.put(bytesOf(5), { expected: idOf(bytesOf(6)) }), 'corrupt');
+    expect(e.details.actual).toBe(idOf(bytesOf(5)));
+    expect(await s.has(idOf(bytesOf(5)))).toBe(false);
+    await rejectsCode(s.has('sha256:XYZ' as never), 'invalid_argument');
+    await rejectsCode(s.objectSize(idOf(bytesOf(7))), 'not_found');
+    await rejectsCode(s.readObject(idOf(bytesOf(7))), 'not_found');
+    await s.close();
+  });
+
+  it('putStream checks length and digest before publishing and leaves no temp', async () => {
+    const root = tempDir();
+    const s = await Store.open(root);
+    const data = bytesOf(3 << 20, 9);
+    async function* chunks() {
+      for (let i = 0; i < data.length; i += 1 << 20) yield data.subarray(i, i + (1 << 20));
+    }
+    await rejectsCode(s.putStream(chunks(), { expected: idOf(data), expectedLength: data.length - 1 }), 'corrupt');
+    await rejectsCode(s.putStream(chunks(), { expected: idOf(bytesOf(1)) }), 'corrupt');
+    await rejectsCode(s.putStream(chunks(), { expectedLength: data.length + 1 }), 'corrupt');
+    expect(readdirSync(join(root, 'tmp'))).toEqual([]);
+    expect(await s.has(idOf(data))).toBe(false);
+    expect(await s.putStream(chunks(), { expected: idOf(data), expectedLength: data.length })).toEqual({
+      id: idOf(data),
+      length: data.length,
+      written: true,
+    });
+    let pulled = 0;
+    async function* counted() {
+      pulled++;
+      yield data;
+    }
+    expect((await s.putStream(counted(), { expected: idOf(data) })).written).toBe(false);
+    expect(pulled).toBe(0);
+    expect((await s.putStream(counted())).written).toBe(false);
+    await s.close();
+  });
+
+  it('many concurrent admissions of one object all succeed and publish it once', async () => {
+    const root = tempDir();
+    const stores = await Promise.all([Store.open(root), Store.open(root)]);
+    const data = bytesOf(1 << 20, 4);
+    const results = await Promise.all(Array.from({ length: 8 }, (_, i) => stores[i % 2]!.put(data)));
+    expect(new Set(results.map((r) => r.id))).toEqual(new Set([idOf(data)]));
+    expect(results.filter((r) => r.written).length).toBe(1);
+    expect(readdirSync(join(root, 'tmp'))).toEqual([]);
+    expect(same(readFileSync(objectFile(root, idOf(data))), data)).toBe(true);
+    for (const s of stores) await s.close();
+  });
+
+  it('a flipped byte is refused on verified reads and quarantined; a good copy heals it', async () => {
+    const root = tempDir();
+    const s = await Store.open(root);
+    const data = bytesOf(4096, 5);
+    const { id } = await s.put(data);
+    const file = objectFile(root, id);
+    chmodSync(file, 0o644);
+    const bad = Buffer.from(data);
+    bad[100] ^= 1;
+    writeFileSync(file, bad);
+    await rejectsCode(s.readObject(id, { verify: true }), 'corrupt');
+    await rejectsCode(s.readObject(id), 'corrupt');
+    expect(await s.has(id)).toBe(false);
+    expect((await s.put(data)).written).toBe(true);
+    expect(await s.readObject(id, { verify: true })).toEqual(data);
+    await s.close();
+  });
+
+  it('recordsSource reads across records and length-checks every piece', async () => {
+    const s = await Store.open(tempDir());
+    const parts = [bytesOf(10, 1), bytesOf(0, 1), bytesOf(300, 2), bytesOf(7, 3)];
+    const records = [];
+    for (const p of parts) records.push({ digest: (await s.put(p)).id, length: p.length });
+    const whole = Buffer.concat(parts);
+    const src = s.recordsSource(records, { verify: true });
+    expect(src.size).toBe(whole.length);
+    for (const [off, len] of [[0, 317], [5, 10], [9, 2], [310, 7], [316, 1], [317, 0], [0, 0]] as const) {
+      expect(Buffer.from(await src.read(off, len))).toEqual(whole.subarray(off, off + len));
+    }
+    await rejectsCode(src.read(300, 18), 'invalid_argument');
+    const lying = s.recordsSource([{ digest: records[2]!.digest, length: 301 }]);
+    await rejectsCode(lying.read(0, 1), 'corrupt');
+    await s.close();
+  });
+});
