@@ -44,7 +44,10 @@ export function randomOf(n: number): Uint8Array {
 }
 
 /** Asserts that `p` rejects with a TensorFSError of `code`; returns the error. */
-export async function rejectsCode(p: Promise<unknown>, code: string): Promise<{ code: string; details: Record<string, unknown> }> {
+export async function rejectsCode(
+  p: Promise<unknown>,
+  code: string,
+): Promise<{ code: string; details: Record<string, unknown> }> {
   try {
     await p;
   } catch (err) {

@@ -126,7 +126,7 @@ describe('objects', () => {
     const file = objectFile(root, id);
     chmodSync(file, 0o644);
     const bad = Buffer.from(data);
-    bad[100] ^= 1;
+    bad[100]! ^= 1;
     writeFileSync(file, bad);
     await rejectsCode(s.readObject(id, { verify: true }), 'corrupt');
     await rejectsCode(s.readObject(id), 'corrupt');
@@ -144,7 +144,15 @@ describe('objects', () => {
     const whole = Buffer.concat(parts);
     const src = s.recordsSource(records, { verify: true });
     expect(src.size).toBe(whole.length);
-    for (const [off, len] of [[0, 317], [5, 10], [9, 2], [310, 7], [316, 1], [317, 0], [0, 0]] as const) {
+    for (const [off, len] of [
+      [0, 317],
+      [5, 10],
+      [9, 2],
+      [310, 7],
+      [316, 1],
+      [317, 0],
+      [0, 0],
+    ] as const) {
       expect(Buffer.from(await src.read(off, len))).toEqual(whole.subarray(off, off + len));
     }
     await rejectsCode(src.read(300, 18), 'invalid_argument');

@@ -39,7 +39,21 @@ describe('refs', () => {
   });
 
   it('validates names: no escape from refs/, no temp or lock names', () => {
-    for (const bad of ['', '/abs', 'a/../b', '..', 'a//b', 'a/', '.hidden', 'x.lock', 'x.tmp', 'sp ace', 'a\\b', 'é', 'a'.repeat(201)]) {
+    for (const bad of [
+      '',
+      '/abs',
+      'a/../b',
+      '..',
+      'a//b',
+      'a/',
+      '.hidden',
+      'x.lock',
+      'x.tmp',
+      'sp ace',
+      'a\\b',
+      'é',
+      'a'.repeat(201),
+    ]) {
       expect(() => validateRefName(bad), bad).toThrow(expect.objectContaining({ code: 'invalid_argument' }));
     }
     for (const ok of ['main', 'local/example', 'org/model-v1.2_x', '_x']) expect(validateRefName(ok)).toBe(ok);
@@ -57,7 +71,7 @@ describe('refs', () => {
           kind: 'file',
           mode: 0o644,
           size: 200,
-          profile: 'blob-v1',
+          profile: 'safetensors-v1',
           records: [
             { digest: idOf(present), length: 100 },
             { digest: idOf(bytesOf(100, 2)), length: 100 },
@@ -80,9 +94,11 @@ describe('refs', () => {
   it('compare-and-swap is race-free across connections: exactly one of N racers wins', async () => {
     const root = tempDir();
     const stores = await Promise.all(Array.from({ length: 4 }, () => Store.open(root)));
-    const ids = [];
+    const ids: string[] = [];
     for (let i = 0; i < 4; i++) ids.push((await stores[0]!.put(bytesOf(8, i + 10))).id);
-    const outcomes = await Promise.allSettled(stores.map((s, i) => s.setRef('race', ids[i]!, { expected: null })));
+    const outcomes = await Promise.allSettled(
+      stores.map((s, i) => s.setRef('race', ids[i]! as `sha256:${string}`, { expected: null })),
+    );
     expect(outcomes.filter((o) => o.status === 'fulfilled').length).toBe(1);
     for (const o of outcomes) if (o.status === 'rejected') expect((o.reason as { code: string }).code).toBe('conflict');
     const winner = outcomes.findIndex((o) => o.status === 'fulfilled');

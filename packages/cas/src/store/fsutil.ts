@@ -13,7 +13,10 @@ import { TensorFSError, isTensorFSError } from '@tensorfs/format';
 const DIR_SYNC_UNSUPPORTED = new Set(['EISDIR', 'EPERM', 'EINVAL', 'ENOTSUP', 'EBADF', 'EACCES']);
 
 /** Short host name used in temp names so a GC on this host can tell dead writers by pid. */
-export const HOST = hostname().replace(/[^A-Za-z0-9.-]/g, '_').slice(0, 64) || 'host';
+export const HOST =
+  hostname()
+    .replace(/[^A-Za-z0-9.-]/g, '_')
+    .slice(0, 64) || 'host';
 
 /**
  * Turns a thrown OS error into `io` (or passes a TensorFSError through). `op` and `path` go into

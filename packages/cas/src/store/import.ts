@@ -10,7 +10,7 @@
  * not recorded (a manifest lists files and symlinks).
  */
 import * as fsp from 'node:fs/promises';
-import { basename, join, posix, relative, sep } from 'node:path';
+import { basename, join, sep } from 'node:path';
 import {
   type ByteSource,
   type ManifestEntry,
@@ -18,6 +18,7 @@ import {
   TensorFSError,
   checkRange,
   throwIfAborted,
+  validateSymlinkTarget,
 } from '@tensorfs/format';
 import { planAndHash } from '@tensorfs/planner';
 import { createNodeHasher } from '../hash/index.js';
@@ -73,7 +74,8 @@ export async function scanTree(abs: string): Promise<Found[]> {
   try {
     st = await fsp.lstat(abs);
   } catch (err) {
-    if (errnoOf(err) === 'ENOENT') throw new TensorFSError('not_found', 'nothing to import at this path', { details: { path: basename(abs) } });
+    if (errnoOf(err) === 'ENOENT')
+      throw new TensorFSError('not_found', 'nothing to import at this path', { details: { path: basename(abs) } });
     throw ioError(err, 'stat', basename(abs));
   }
   if (st.isFile()) return [{ rel: basename(abs), abs, kind: 'file', size: st.size, mode: st.mode }];
@@ -107,34 +109,28 @@ export async function scanTree(abs: string): Promise<Found[]> {
   return out.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
 }
 
-/** Refuses a symlink target that is absolute or resolves outside the imported tree. */
-export function checkLinkTarget(rel: string, target: string): void {
-  const bad = (rule: string): never => {
-    throw new TensorFSError('invalid_argument', 'symlink must be relative and stay inside the imported folder', {
-      details: { path: rel, rule },
-    });
+/** A byte source over an open file that can also read straight into the planner's buffers. */
+function fileSource(
+  fh: fsp.FileHandle,
+  size: number,
+): ByteSource & { readInto: (offset: number, target: Uint8Array) => Promise<void> } {
+  const readInto = async (offset: number, target: Uint8Array): Promise<void> => {
+    checkRange(offset, target.length, size);
+    let done = 0;
+    while (done < target.length) {
+      const { bytesRead } = await fh.read(target, done, target.length - done, offset + done);
+      if (bytesRead === 0) {
+        throw new TensorFSError('conflict', 'file shrank while being imported', { details: { offset: offset + done } });
+      }
+      done += bytesRead;
+    }
   };
-  if (target.length === 0 || target.includes('\0')) bad('empty');
-  if (target.startsWith('/')) bad('absolute');
-  const resolved = posix.normalize(posix.join(posix.dirname(rel), target));
-  if (resolved === '..' || resolved.startsWith('../')) bad('escapes');
-}
-
-/** A ByteSource over an open file. */
-function fileSource(fh: fsp.FileHandle, size: number): ByteSource {
   return {
     size,
-    async read(offset, length) {
-      checkRange(offset, length, size);
+    readInto,
+    async read(offset: number, length: number): Promise<Uint8Array> {
       const out = new Uint8Array(length);
-      let done = 0;
-      while (done < length) {
-        const { bytesRead } = await fh.read(out, done, length - done, offset + done);
-        if (bytesRead === 0) {
-          throw new TensorFSError('conflict', 'file shrank while being imported', { details: { offset: offset + done } });
-        }
-        done += bytesRead;
-      }
+      await readInto(offset, out);
       return out;
     },
   };
@@ -149,7 +145,10 @@ async function* fileRange(fh: fsp.FileHandle, offset: number, length: number): A
     let done = 0;
     while (done < n) {
       const { bytesRead } = await fh.read(buf, done, n - done, offset + at + done);
-      if (bytesRead === 0) throw new TensorFSError('conflict', 'file shrank while being imported', { details: { offset: offset + at + done } });
+      if (bytesRead === 0)
+        throw new TensorFSError('conflict', 'file shrank while being imported', {
+          details: { offset: offset + at + done },
+        });
       done += bytesRead;
     }
     yield buf;
@@ -184,7 +183,7 @@ export async function importTree(
         const target = await fsp.readlink(f.abs).catch((err) => {
           throw ioError(err, 'readlink', f.rel);
         });
-        checkLinkTarget(f.rel, target);
+        validateSymlinkTarget(f.rel, target);
         entries.push({ path: f.rel, kind: 'symlink', target });
       } else {
         const fh = await fsp.open(f.abs, 'r').catch((err) => {

@@ -4,7 +4,7 @@ export type { StoreOptions, RootEntry, Usage, ExportOptions } from './store.js';
 export type { Lease, LeaseOptions } from './leases.js';
 export { DEFAULT_LEASE_TTL_MS } from './leases.js';
 export type { PutResult, Chunks } from './objects.js';
-export type { RecordRef, ReadOptions } from './read.js';
+export type { ReadOptions } from './read.js';
 export type { RefEntry } from './refs.js';
 export { validateRefName, MAX_REF_NAME } from './layout.js';
 export type { GcOptions, GcResult } from './gc.js';

@@ -62,14 +62,22 @@ export class DbLease implements Lease {
     }
     const now = Date.now();
     immediate(db, () => {
-      db.prepare(
-        'INSERT INTO leases(id, purpose, host, pid, created_ms, expires_ms) VALUES (?, ?, ?, ?, ?, ?)',
-      ).run(this.id, purpose.slice(0, 200), HOST, process.pid, now, now + ttlMs);
+      db.prepare('INSERT INTO leases(id, purpose, host, pid, created_ms, expires_ms) VALUES (?, ?, ?, ?, ?, ?)').run(
+        this.id,
+        purpose.slice(0, 200),
+        HOST,
+        process.pid,
+        now,
+        now + ttlMs,
+      );
     });
     if (keepAlive) {
-      this.timer = setInterval(() => {
-        this.renew().catch(() => this.stop());
-      }, Math.max(1, Math.floor(ttlMs / 3)));
+      this.timer = setInterval(
+        () => {
+          this.renew().catch(() => this.stop());
+        },
+        Math.max(1, Math.floor(ttlMs / 3)),
+      );
       this.timer.unref();
     }
   }

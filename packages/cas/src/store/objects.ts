@@ -401,9 +401,13 @@ export class Objects {
   /** Quarantines `id` and throws `corrupt`. */
   corrupt(id: ObjectId, rule: 'digest' | 'length', details: Record<string, unknown> = {}): never {
     this.quarantine(id, rule);
-    throw new TensorFSError('corrupt', `object ${rule === 'digest' ? 'does not match its digest' : 'has the wrong length'}`, {
-      details: { rule, digest: id, ...details },
-    });
+    throw new TensorFSError(
+      'corrupt',
+      `object ${rule === 'digest' ? 'does not match its digest' : 'has the wrong length'}`,
+      {
+        details: { rule, digest: id, ...details },
+      },
+    );
   }
 
   /** Hashes a whole object file (streaming, bounded memory); `{id, length}` of what is on disk. */
@@ -430,7 +434,12 @@ export class Objects {
 }
 
 /** Reads exactly `length` bytes at `offset`; a short read means the file shrank (`corrupt`). */
-export async function readExactly(fh: fsp.FileHandle, offset: number, length: number, id: ObjectId): Promise<Uint8Array> {
+export async function readExactly(
+  fh: fsp.FileHandle,
+  offset: number,
+  length: number,
+  id: ObjectId,
+): Promise<Uint8Array> {
   const out = new Uint8Array(length);
   let done = 0;
   try {

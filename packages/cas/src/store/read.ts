@@ -7,16 +7,17 @@
 import { createHash } from 'node:crypto';
 import * as fsp from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { type ByteSource, type ObjectId, TensorFSError, checkRange, throwIfAborted } from '@tensorfs/format';
+import {
+  type ByteSource,
+  type ObjectId,
+  type RecordRef,
+  TensorFSError,
+  checkRange,
+  throwIfAborted,
+} from '@tensorfs/format';
 import { errnoOf, fsyncDir, ioError } from './fsutil.js';
 import { objectRel } from './layout.js';
 import { type Objects, checkId, readExactly } from './objects.js';
-
-/** One record of a stored file: the object and its exact length. */
-export interface RecordRef {
-  readonly digest: ObjectId;
-  readonly length: number;
-}
 
 /** Options for reads over records. */
 export interface ReadOptions {
@@ -119,7 +120,10 @@ export async function writeRecordsFile(
 ): Promise<number> {
   offsetsOf(records);
   const dir = dirname(dest);
-  const tmp = join(dir, `.${basename(dest).slice(0, 100)}.tfs-${process.pid}-${Math.random().toString(16).slice(2, 10)}.tmp`);
+  const tmp = join(
+    dir,
+    `.${basename(dest).slice(0, 100)}.tfs-${process.pid}-${Math.random().toString(16).slice(2, 10)}.tmp`,
+  );
   let fh: fsp.FileHandle;
   try {
     fh = await fsp.open(tmp, 'wx', 0o600);

@@ -9,6 +9,7 @@ import {
   type ByteSource,
   type Manifest,
   type ObjectId,
+  type RecordRef,
   TensorFSError,
   decodeManifest,
   encodeManifest,
@@ -16,7 +17,7 @@ import {
   throwIfAborted,
   validatePath,
 } from '@tensorfs/format';
-import { type Db, bumpEpoch, durably, immediate, openDb } from './db.js';
+import { type Db, bumpEpoch, durably, openDb } from './db.js';
 import { errnoOf, fsyncDir, ioError, mkdirDurable } from './fsutil.js';
 import { type GcOptions, type GcResult, collect } from './gc.js';
 import { childrenOf, reach } from './graph.js';
@@ -24,7 +25,7 @@ import { type ImportOptions, type ImportResult, importTree } from './import.js';
 import { type Layout, layoutOf, validateRefName } from './layout.js';
 import { DEFAULT_LEASE_TTL_MS, DbLease, type Lease, type LeaseOptions, assertLeaseLive } from './leases.js';
 import { type Chunks, Objects, type PutResult, checkId } from './objects.js';
-import { type ReadOptions, type RecordRef, recordsSource, writeRecordsFile } from './read.js';
+import { type ReadOptions, recordsSource, writeRecordsFile } from './read.js';
 import { type RefEntry, listRefs, readRef, removeRef, writeRef } from './refs.js';
 import { type VerifyOptions, type VerifyResult, verifyStore } from './verify.js';
 import { listObjects } from './walk.js';
@@ -129,7 +130,8 @@ export class Store {
   }
 
   private live(): void {
-    if (this.closed) throw new TensorFSError('invalid_argument', 'the store is closed', { details: { rule: 'closed' } });
+    if (this.closed)
+      throw new TensorFSError('invalid_argument', 'the store is closed', { details: { rule: 'closed' } });
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -198,7 +200,12 @@ export class Store {
   async lease(options: LeaseOptions = {}): Promise<Lease> {
     this.live();
     this.objects.assertWritable();
-    return new DbLease(this.db, options.ttlMs ?? DEFAULT_LEASE_TTL_MS, options.purpose ?? '', options.keepAlive ?? true);
+    return new DbLease(
+      this.db,
+      options.ttlMs ?? DEFAULT_LEASE_TTL_MS,
+      options.purpose ?? '',
+      options.keepAlive ?? true,
+    );
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -311,7 +318,9 @@ export class Store {
     durably(this.db, () => {
       this.assertPresentSync(id, children);
       this.db
-        .prepare('INSERT INTO roots(id, reason, created_ms) VALUES (?, ?, ?) ON CONFLICT(id) DO UPDATE SET reason = excluded.reason')
+        .prepare(
+          'INSERT INTO roots(id, reason, created_ms) VALUES (?, ?, ?) ON CONFLICT(id) DO UPDATE SET reason = excluded.reason',
+        )
         .run(id, reason, Date.now());
       bumpEpoch(this.db);
     });
@@ -381,7 +390,11 @@ export class Store {
    * byte-exact with their modes, symlinks as stored. An existing file at an entry's path is
    * replaced; a path that would pass through a symlink or a non-directory is `conflict`.
    */
-  async exportSnapshot(snapshot: ObjectId, destDir: string, options: ExportOptions = {}): Promise<{ files: number; bytes: number }> {
+  async exportSnapshot(
+    snapshot: ObjectId,
+    destDir: string,
+    options: ExportOptions = {},
+  ): Promise<{ files: number; bytes: number }> {
     this.live();
     const m = await this.getManifest(snapshot);
     const root = resolve(destDir);
@@ -453,7 +466,7 @@ export class Store {
     const logical = new Map<ObjectId, number>();
     const reached = new Set<ObjectId>();
     const entries: { name: string; id: ObjectId }[] = [...(await listRefs(this.layout))];
-    for (const r of (await this.listRoots())) entries.push({ name: `root:${r.reason}`, id: r.id });
+    for (const r of await this.listRoots()) entries.push({ name: `root:${r.reason}`, id: r.id });
     for (const { name, id } of entries) {
       const r = await reach(this.objects, [id]);
       let own = 0;
@@ -463,7 +476,8 @@ export class Store {
       }
       const lb = await this.logicalSize(id);
       logical.set(id, lb);
-      if (!name.startsWith('root:')) refs.push({ name, id, logicalBytes: lb, storedBytes: own, objects: r.objects.size });
+      if (!name.startsWith('root:'))
+        refs.push({ name, id, logicalBytes: lb, storedBytes: own, objects: r.objects.size });
     }
     const logicalBytes = [...logical.values()].reduce((a, b) => a + b, 0);
     let reachedBytes = 0;

@@ -45,7 +45,8 @@ export async function verifyStore(objects: Objects, tops: ObjectId[], options: V
   }
   const r = await reach(objects, tops, signal);
   const targets = new Map(r.objects);
-  if (all) for await (const o of listObjects(objects.layout, signal)) if (!targets.has(o.id)) targets.set(o.id, undefined);
+  if (all)
+    for await (const o of listObjects(objects.layout, signal)) if (!targets.has(o.id)) targets.set(o.id, undefined);
   const missing = new Set(r.missing);
   const corrupt = new Set(r.corrupt);
   const out: VerifyResult = { objects: 0, bytes: 0, rehashed: 0, missing: [], corrupt: [], tops: tops.length };

@@ -1,0 +1,107 @@
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { afterEach, describe, expect, it } from 'vitest';
+import { defaultRefName } from '../src/commands/store.js';
+import { run } from '../src/index.js';
+
+const dirs: string[] = [];
+function temp(): string {
+  const d = mkdtempSync(join(tmpdir(), 'tfs-cli-'));
+  dirs.push(d);
+  return d;
+}
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+async function tfs(store: string, ...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  let out = '';
+  let err = '';
+  stdout.on('data', (d) => (out += d));
+  stderr.on('data', (d) => (err += d));
+  const code = await run([...argv, '--store', store], { stdout, stderr, env: {} });
+  return { code, out, err };
+}
+
+async function json(store: string, ...argv: string[]) {
+  const r = await tfs(store, ...argv, '--json');
+  expect(r.code, r.err).toBe(0);
+  return JSON.parse(r.out);
+}
+
+describe('tfs store commands', () => {
+  it('import, ls, ref, export, verify, gc and du end to end', async () => {
+    const store = join(temp(), 'store');
+    const src = join(temp(), 'my model');
+    mkdirSync(join(src, 'sub'), { recursive: true });
+    const big = new Uint8Array(1 << 20).map((_, i) => (i * 7) & 0xff);
+    writeFileSync(join(src, 'w.bin'), big);
+    writeFileSync(join(src, 'sub', 'c.json'), '{}');
+
+    const imp = await json(store, 'import', src);
+    expect(imp).toMatchObject({ ref: 'local/my_model', files: 2, bytes: big.length + 2 });
+    expect(imp.snapshot).toMatch(/^sha256:[0-9a-f]{64}$/);
+    const again = await json(store, 'import', src, '--name', 'other');
+    expect(again).toMatchObject({ snapshot: imp.snapshot, bytesWritten: 0, objectsWritten: 0 });
+
+    expect((await json(store, 'ls')).refs).toEqual([
+      { name: 'local/my_model', id: imp.snapshot },
+      { name: 'other', id: imp.snapshot },
+    ]);
+    const listing = await json(store, 'ls', 'other');
+    expect(listing.entries.map((e: { path: string }) => e.path)).toEqual(['sub/c.json', 'w.bin']);
+    expect((await tfs(store, 'ls')).out).toContain('local/my_model');
+
+    expect(await json(store, 'ref', 'get', 'other')).toEqual({ name: 'other', id: imp.snapshot });
+    expect((await tfs(store, 'ref', 'get', 'nope')).code).toBe(6);
+    expect((await tfs(store, 'ref', 'set', 'x', 'other', '--expected', 'none')).code).toBe(0);
+    expect((await tfs(store, 'ref', 'set', 'x', 'other', '--expected', 'none')).code).toBe(7);
+    expect((await tfs(store, 'ref', 'set', '../x', 'other')).code).toBe(2);
+    expect((await tfs(store, 'ref', 'rm', 'x')).code).toBe(0);
+    expect((await tfs(store, 'ref', 'rm', 'x')).code).toBe(6);
+
+    const out = join(temp(), 'out');
+    expect(await json(store, 'export', 'other', out, '--verify')).toMatchObject({ files: 2, bytes: big.length + 2 });
+    expect(Buffer.compare(readFileSync(join(out, 'w.bin')), Buffer.from(big))).toBe(0);
+
+    expect(await json(store, 'verify', '--data')).toMatchObject({ missing: [], corrupt: [] });
+    expect(await json(store, 'du')).toMatchObject({ logicalBytes: big.length + 2 });
+    expect(await json(store, 'gc', '--dry-run', '--grace', '0')).toMatchObject({ removed: 0, dryRun: true });
+
+    const record = listing.entries.find((e: { path: string }) => e.path === 'w.bin');
+    expect(record.records).toBe(1);
+    const m = await json(store, 'ls', imp.snapshot);
+    expect(m.snapshot).toBe(imp.snapshot);
+    // flip a byte in the big object: verify --data exits 4 (corrupt) and names it
+    const { Store } = await import('@tensorfs/cas');
+    const s = await Store.open(store);
+    const manifest = await s.getManifest(imp.snapshot);
+    await s.close();
+    const entry = manifest.entries.find((e) => e.path === 'w.bin');
+    if (entry?.kind !== 'file') throw new Error('w.bin missing');
+    const hex = entry.records[0]!.digest.slice(7);
+    const file = join(store, 'objects', 'sha256', hex.slice(0, 2), hex.slice(2, 4), hex);
+    chmodSync(file, 0o644);
+    const bad = Buffer.from(big);
+    bad[12345]! ^= 1;
+    writeFileSync(file, bad);
+    const v = await tfs(store, 'verify', '--data', '--json');
+    expect(v.code).toBe(4);
+    expect(JSON.parse(v.out).corrupt).toEqual([entry.records[0]!.digest]);
+    expect((await tfs(store, 'export', 'other', join(temp(), 'o2'))).code).toBe(4);
+  });
+
+  it('names imports after the base name, made ref-safe', () => {
+    expect(defaultRefName('/x/Llama 3.1 (8B)')).toBe('local/Llama_3.1__8B_');
+    expect(defaultRefName('/x/.hidden')).toBe('local/hidden');
+    expect(defaultRefName('/x/a.lock')).toBe('local/a_lock');
+  });
+
+  it('read-only commands on a missing store are not_found', async () => {
+    expect((await tfs(join(temp(), 'none'), 'ls')).code).toBe(6);
+  });
+});
