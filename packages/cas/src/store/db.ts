@@ -6,7 +6,7 @@
  * stale row can make a writer skip an object that GC has removed (storage.md §6.12).
  */
 import Database from 'better-sqlite3';
-import { TensorFSError } from '@tensorfs/format';
+import { TensorFSError, isTensorFSError } from '@tensorfs/format';
 
 /** The better-sqlite3 connection type. */
 export type Db = Database.Database;
@@ -64,10 +64,7 @@ export function openDb(file: string, readOnly: boolean): Db {
   try {
     db = new Database(file, { readonly: readOnly, fileMustExist: readOnly, timeout: BUSY_TIMEOUT_MS });
   } catch (err) {
-    throw new TensorFSError('io', 'cannot open metadata.sqlite3', {
-      details: { op: 'open', path: 'metadata.sqlite3', errno: (err as { code?: string }).code },
-      cause: err,
-    });
+    throw sqliteError(err, 'open');
   }
   try {
     if (!readOnly) {
@@ -78,11 +75,33 @@ export function openDb(file: string, readOnly: boolean): Db {
     }
     db.pragma('foreign_keys = ON');
     migrate(db, readOnly);
+    // A read-only open is lazy: touch the schema now so an unreadable store fails here.
+    db.prepare('SELECT count(*) FROM gc_state').get();
   } catch (err) {
     db.close();
-    throw err;
+    throw sqliteError(err, 'open');
   }
   return db;
+}
+
+/**
+ * An SQLite failure as a TensorFSError: `unavailable` when another process holds the lock past
+ * the busy timeout, else `io` (e.g. a read-only or full filesystem: SQLite cannot create its
+ * `-wal`/`-shm` files). TensorFSErrors pass through.
+ */
+export function sqliteError(err: unknown, op: string): TensorFSError {
+  if (isTensorFSError(err)) return err;
+  const code = (err as { code?: string }).code;
+  if (code === 'SQLITE_BUSY') {
+    return new TensorFSError('unavailable', 'the store is busy (another process holds its write lock)', {
+      details: { limit: BUSY_TIMEOUT_MS },
+      cause: err,
+    });
+  }
+  return new TensorFSError('io', `metadata.sqlite3: ${op} failed${code ? ` (${code})` : ''}`, {
+    details: { op, path: 'metadata.sqlite3', ...(code ? { errno: code } : {}) },
+    cause: err,
+  });
 }
 
 function migrate(db: Db, readOnly: boolean): void {
@@ -114,13 +133,7 @@ export function immediate<T>(db: Db, fn: () => T): T {
   try {
     return db.transaction(fn).immediate();
   } catch (err) {
-    if ((err as { code?: string }).code === 'SQLITE_BUSY') {
-      throw new TensorFSError('unavailable', 'the store is busy (another process holds its write lock)', {
-        details: { limit: BUSY_TIMEOUT_MS },
-        cause: err,
-      });
-    }
-    throw err;
+    throw sqliteError(err, 'transaction');
   }
 }
 

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { type ObjectId, TensorFSError } from '@tensorfs/format';
 import { type Db, immediate } from './db.js';
-import { HOST } from './fsutil.js';
+import { HOST, pidAlive } from './fsutil.js';
 import { checkId } from './objects.js';
 
 /** Default lease lifetime without renewal. */
@@ -124,7 +124,19 @@ export function leasedObjects(db: Db, now = Date.now()): Set<ObjectId> {
   return new Set(rows);
 }
 
-/** Removes expired leases (their claims go with them). */
+/**
+ * Removes expired leases and leases of dead processes on this host (their claims go with them):
+ * a killed importer's orphans become collectable at once instead of after its TTL.
+ */
 export function pruneLeases(db: Db, now = Date.now()): number {
-  return immediate(db, () => db.prepare('DELETE FROM leases WHERE expires_ms <= ?').run(now).changes);
+  return immediate(db, () => {
+    const local = db.prepare('SELECT id, pid FROM leases WHERE host = ? AND pid != ?').all(HOST, process.pid) as {
+      id: string;
+      pid: number;
+    }[];
+    const del = db.prepare('DELETE FROM leases WHERE id = ?');
+    let n = 0;
+    for (const l of local) if (!pidAlive(l.pid)) n += del.run(l.id).changes;
+    return n + db.prepare('DELETE FROM leases WHERE expires_ms <= ?').run(now).changes;
+  });
 }

@@ -1,0 +1,61 @@
+/**
+ * Failing writes: a full filesystem (a 2 MiB tmpfs, mounted when this process may mount) and a
+ * read-only one give `io` and leave no half object, no temp and no dangling ref. Where mounting is
+ * not permitted, the same guarantees are checked with an injected failure (tmp/ made unusable).
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Store } from '@tensorfs/cas';
+import { describe, expect, it } from 'vitest';
+import { bytesOf, idOf, rejectsCode, tempDir } from './helpers.js';
+
+function tryMount(dir: string, size: string): boolean {
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function objectFile(root: string, id: string): string {
+  const hex = id.slice(7);
+  return join(root, 'objects', 'sha256', hex.slice(0, 2), hex.slice(2, 4), hex);
+}
+
+describe('failing writes', () => {
+  it('a full or read-only filesystem gives io, with no half object and no dangling ref', async () => {
+    const root = tempDir();
+    const mounted = tryMount(root, '2m');
+    try {
+      const s = await Store.open(root);
+      const small = bytesOf(1000, 1);
+      await s.setRef('small', (await s.put(small)).id);
+      const big = bytesOf(3 << 20, 2);
+      if (!mounted) {
+        // Injected failure: temps cannot be created.
+        rmSync(join(root, 'tmp'), { recursive: true });
+        writeFileSync(join(root, 'tmp'), '');
+      }
+      const e = await rejectsCode(s.put(big), 'io');
+      expect(e.details.errno).toBe(mounted ? 'ENOSPC' : 'ENOTDIR');
+      const src = tempDir();
+      mkdirSync(join(src, 'm'));
+      writeFileSync(join(src, 'm', 'w.bin'), big);
+      await rejectsCode(s.importPath(join(src, 'm'), { name: 'big' }), 'io');
+      expect(await s.getRef('big')).toBeNull();
+      expect(existsSync(objectFile(root, idOf(big)))).toBe(false);
+      if (mounted) expect(readdirSync(join(root, 'tmp'))).toEqual([]);
+      expect((await s.verify({ data: true })).corrupt).toEqual([]);
+      await s.close();
+      if (mounted) {
+        execFileSync('mount', ['-o', 'remount,ro', root]);
+        await rejectsCode(Store.open(root), 'io');
+        await rejectsCode(Store.open(root, { readOnly: true }), 'io');
+      }
+    } finally {
+      if (mounted) execFileSync('umount', [root]);
+    }
+  });
+});
