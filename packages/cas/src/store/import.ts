@@ -24,7 +24,7 @@ import { planAndHash } from '@tensorfs/planner';
 import { createNodeHasher } from '../hash/index.js';
 import { errnoOf, ioError } from './fsutil.js';
 import type { Lease } from './leases.js';
-import type { Objects } from './objects.js';
+import { type Objects, type PutResult, writeAllv } from './objects.js';
 
 /** Progress of an import. */
 export interface Progress {
@@ -175,6 +175,13 @@ export async function importTree(
   let objectsWritten = 0;
   const entries: ManifestEntry[] = [];
   const hasher = createNodeHasher({ threads: options.threads });
+  const counted = (r: PutResult): void => {
+    if (r.written) {
+      objectsWritten++;
+      progress.bytesWritten += r.length;
+    }
+  };
+  const flushes = new Flushes();
   try {
     for (const f of found) {
       throwIfAborted(signal);
@@ -195,20 +202,28 @@ export async function importTree(
             hasher,
             signal,
             onRecord: async (record, bytes) => {
-              const r =
-                bytes !== null
-                  ? await objects.putHashed(record.digest, bytes, lease.id, record.length)
-                  : await objects.putStream(fileRange(fh, record.offset, record.length), {
-                      expected: record.digest,
-                      expectedLength: record.length,
-                      lease: lease.id,
-                      signal,
-                    });
-              progress.bytes += record.length;
-              if (r.written) {
-                objectsWritten++;
-                progress.bytesWritten += r.length;
+              if (bytes === null) {
+                counted(
+                  await objects.putStream(fileRange(fh, record.offset, record.length), {
+                    expected: record.digest,
+                    expectedLength: record.length,
+                    lease: lease.id,
+                    signal,
+                  }),
+                );
+              } else if (objects.present(record.digest, lease.id, record.length) < 0) {
+                // Write the temp now (the planner reuses these buffers once we return), but let
+                // its fdatasync and publish run while the planner reads and hashes on.
+                const tmp = await objects.fillTemp(async (out) => {
+                  await writeAllv(out, bytes);
+                  return record.length;
+                });
+                await flushes.add(async () => {
+                  const published = await objects.publish(await objects.syncTemp(tmp), record.digest);
+                  counted({ id: record.digest, length: record.length, written: published });
+                });
               }
+              progress.bytes += record.length;
               onProgress?.({ ...progress });
             },
           });
@@ -227,7 +242,9 @@ export async function importTree(
       progress.files++;
       onProgress?.({ ...progress });
     }
+    await flushes.drain();
   } finally {
+    await flushes.settle();
     await hasher.close();
   }
   return {
@@ -237,4 +254,39 @@ export async function importTree(
     bytesWritten: progress.bytesWritten,
     objectsWritten,
   };
+}
+
+/** Temps being synced and published in the background, at most {@link Flushes.MAX} at once. */
+class Flushes {
+  static readonly MAX = 4;
+  private readonly running = new Set<Promise<void>>();
+  private failure: unknown;
+
+  /** Starts `job`; waits first while {@link Flushes.MAX} are running. Rethrows an earlier failure. */
+  async add(job: () => Promise<void>): Promise<void> {
+    this.check();
+    while (this.running.size >= Flushes.MAX) await Promise.race(this.running);
+    this.check();
+    const p: Promise<void> = job()
+      .catch((err) => {
+        this.failure ??= err;
+      })
+      .finally(() => this.running.delete(p));
+    this.running.add(p);
+  }
+
+  /** Waits for every job; throws the first failure. */
+  async drain(): Promise<void> {
+    await this.settle();
+    this.check();
+  }
+
+  /** Waits for every job, ignoring failures (cleanup path). */
+  async settle(): Promise<void> {
+    while (this.running.size > 0) await Promise.all(this.running);
+  }
+
+  private check(): void {
+    if (this.failure !== undefined) throw this.failure;
+  }
 }

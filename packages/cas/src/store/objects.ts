@@ -56,10 +56,15 @@ export function checkId(id: string): ObjectId {
   return id;
 }
 
-/** A temp file being written; `abort()` removes it. */
-interface Temp {
+/** A complete, synced temp file. */
+export interface Temp {
   path: string;
   length: number;
+}
+
+/** A temp file written but not yet synced (its handle still open). */
+export interface OpenTemp extends Temp {
+  fh: fsp.FileHandle;
 }
 
 /** Objects of one store: admission, existence, reads, quarantine. */
@@ -262,6 +267,11 @@ export class Objects {
    * failure the temp is removed and the error is `io` (or the TensorFSError `fill` threw).
    */
   async writeTemp(fill: (fh: fsp.FileHandle) => Promise<number>): Promise<Temp> {
+    return this.syncTemp(await this.fillTemp(fill));
+  }
+
+  /** Like {@link writeTemp} but leaves the temp open and unsynced: finish it with {@link syncTemp}. */
+  async fillTemp(fill: (fh: fsp.FileHandle) => Promise<number>): Promise<OpenTemp> {
     const path = join(this.layout.tmp, tempName());
     let fh: fsp.FileHandle;
     try {
@@ -270,14 +280,24 @@ export class Objects {
       throw ioError(err, 'create temp', 'tmp/');
     }
     try {
-      const length = await fill(fh);
-      await fh.datasync();
-      await fh.close();
-      return { path, length };
+      return { path, length: await fill(fh), fh };
     } catch (err) {
       await fh.close().catch(() => {});
       await fsp.rm(path, { force: true });
       throw ioError(err, 'write temp', 'tmp/');
+    }
+  }
+
+  /** fdatasyncs and closes an open temp; on failure removes it (`io`). */
+  async syncTemp(tmp: OpenTemp): Promise<Temp> {
+    try {
+      await tmp.fh.datasync();
+      await tmp.fh.close();
+      return { path: tmp.path, length: tmp.length };
+    } catch (err) {
+      await tmp.fh.close().catch(() => {});
+      await fsp.rm(tmp.path, { force: true });
+      throw ioError(err, 'sync temp', 'tmp/');
     }
   }
 
