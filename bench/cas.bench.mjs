@@ -2,7 +2,7 @@
 // safetensors file generated in a temp dir (1 GiB; 4 GiB more with TENSORFS_BENCH_BIG=1 for the
 // peak-memory case). Warm page cache: every input is read once before it is measured.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -85,14 +85,26 @@ try {
     rmSync(root, { recursive: true, force: true });
     return t;
   });
-  report('import 1 GiB safetensors, new store', fresh.ms, 'openssl dgst -sha256', openssl, `${mibps(size, fresh.ms)} MiB/s, wrote ${(fresh.r.bytesWritten / MiB).toFixed(0)} MiB`);
+  report(
+    'import 1 GiB safetensors, new store',
+    fresh.ms,
+    'openssl dgst -sha256',
+    openssl,
+    `${mibps(size, fresh.ms)} MiB/s, wrote ${(fresh.r.bytesWritten / MiB).toFixed(0)} MiB`,
+  );
 
   // 2. Re-import into a store that has it: hash only, 0 bytes written.
   const root = join(dir, 'store');
   const store = await Store.open(root);
   await store.importPath(file, { name: 'base' });
   const again = await median(3, () => timed(() => store.importPath(file, { name: 'base' })));
-  report('re-import 1 GiB (all objects present)', again.ms, 'openssl dgst -sha256', openssl, `wrote ${again.r.bytesWritten} bytes`);
+  report(
+    're-import 1 GiB (all objects present)',
+    again.ms,
+    'openssl dgst -sha256',
+    openssl,
+    `wrote ${again.r.bytesWritten} bytes`,
+  );
   if (again.r.bytesWritten !== 0) throw new Error('re-import wrote bytes');
 
   // 3. A fine-tune changing 10% of the tensors stores only those tensors.
@@ -101,7 +113,13 @@ try {
   warm(tuned);
   const ft = await timed(() => store.importPath(tuned, { name: 'tuned' }));
   const usage = await store.usage();
-  report('import fine-tune (10% of tensors changed)', ft.ms, 'openssl dgst -sha256', openssl, `wrote ${(ft.r.bytesWritten / MiB).toFixed(1)} MiB of ${(size / MiB).toFixed(0)} (expected ${((changed.size * TENSOR) / MiB).toFixed(0)}); dedup ratio ${usage.dedupRatio.toFixed(2)}x (logical ${(usage.logicalBytes / MiB).toFixed(0)} MiB, stored ${(usage.storedBytes / MiB).toFixed(0)} MiB)`);
+  report(
+    'import fine-tune (10% of tensors changed)',
+    ft.ms,
+    'openssl dgst -sha256',
+    openssl,
+    `wrote ${(ft.r.bytesWritten / MiB).toFixed(1)} MiB of ${(size / MiB).toFixed(0)} (expected ${((changed.size * TENSOR) / MiB).toFixed(0)}); dedup ratio ${usage.dedupRatio.toFixed(2)}x (logical ${(usage.logicalBytes / MiB).toFixed(0)} MiB, stored ${(usage.storedBytes / MiB).toFixed(0)} MiB)`,
+  );
 
   // 4. Export against cp (same filesystem, warm objects).
   const snapshot = await store.resolve('base');
@@ -141,11 +159,20 @@ try {
       const ms = performance.now() - t0;
       await s.close();
       console.log(JSON.stringify({ ms, maxRss: process.resourceUsage().maxRSS * 1024 }));`;
-    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', cwd: process.cwd() });
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      cwd: process.cwd(),
+    });
     if (r.status !== 0) throw new Error(r.stderr);
     const { ms, maxRss } = JSON.parse(r.stdout.trim().split('\n').at(-1));
     const ssl = await timeCommand('openssl', ['dgst', '-sha256', big], { runs: 1, warmup: 0 });
-    report('import 4 GiB safetensors, new store', ms, 'openssl dgst -sha256', ssl, `peak RSS ${(maxRss / MiB).toFixed(0)} MiB (target < 300 MiB)`);
+    report(
+      'import 4 GiB safetensors, new store',
+      ms,
+      'openssl dgst -sha256',
+      ssl,
+      `peak RSS ${(maxRss / MiB).toFixed(0)} MiB (target < 300 MiB)`,
+    );
   } else {
     console.log('import 4 GiB (peak RSS): skipped, set TENSORFS_BENCH_BIG=1');
   }
