@@ -23,6 +23,8 @@ export {
   MANIFEST_VERSION,
   MAX_MANIFEST_ENTRIES,
   manifestId,
+  type ManifestJSON,
+  manifestToJSON,
   type RecordRef,
   sortManifestEntries,
   TFM1_MAGIC,

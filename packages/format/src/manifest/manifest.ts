@@ -137,6 +137,31 @@ export async function manifestId(
   return objectIdFromDigest(await sha256(bytes));
 }
 
+/** The JSON form of a manifest (`spec/v1/manifest.schema.json`). */
+export interface ManifestJSON {
+  version: typeof MANIFEST_VERSION;
+  entries: ManifestEntry[];
+}
+
+/** The JSON form of a manifest: `{"version": 1, "entries": [...]}` with fields in a fixed order. */
+export function manifestToJSON(manifest: Manifest): ManifestJSON {
+  return {
+    version: MANIFEST_VERSION,
+    entries: manifest.entries.map((e) =>
+      e.kind === 'symlink'
+        ? { path: e.path, kind: e.kind, target: e.target }
+        : {
+            path: e.path,
+            kind: e.kind,
+            mode: e.mode,
+            size: e.size,
+            profile: e.profile,
+            records: e.records.map(({ digest, length }) => ({ digest, length })),
+          },
+    ),
+  };
+}
+
 /** Sorts entries into manifest order (by the UTF-8 bytes of their paths), returning a new array. */
 export function sortManifestEntries<T extends { path: string }>(entries: readonly T[]): T[] {
   return entries

@@ -1,0 +1,62 @@
+/**
+ * The v1 golden manifest vectors (vectors/v1/manifests.json, encoded by vectors/generate.py's own
+ * canonical CBOR encoder and hashed with Python's hashlib).
+ */
+import {
+  decodeManifest,
+  encodeManifest,
+  fromHex,
+  isTensorFSError,
+  type Manifest,
+  manifestToJSON,
+  toHex,
+} from '@tensorfs/format';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+
+const root = new URL('../../../', import.meta.url);
+const vectors: {
+  valid: { name: string; manifest: { version: 1 } & Manifest; hex: string; id: string }[];
+  invalid: { name: string; hex: string; code: string; rule: string }[];
+} = JSON.parse(readFileSync(new URL('vectors/v1/manifests.json', root), 'utf8'));
+const schema = JSON.parse(readFileSync(new URL('spec/v1/manifest.schema.json', root), 'utf8'));
+const validate = new Ajv2020({ strict: true, allErrors: true }).compile(schema);
+
+describe('v1 manifest vectors', () => {
+  it.each(vectors.valid.map((v) => [v.name, v] as const))('%s encodes, decodes and hashes exactly', (_name, v) => {
+    const bytes = encodeManifest({ entries: v.manifest.entries });
+    expect(toHex(bytes)).toBe(v.hex);
+    expect(`sha256:${createHash('sha256').update(bytes).digest('hex')}`).toBe(v.id);
+    const back = decodeManifest(fromHex(v.hex));
+    expect(manifestToJSON(back)).toEqual(v.manifest);
+    expect(validate(v.manifest), JSON.stringify(validate.errors)).toBe(true);
+  });
+
+  it.each(vectors.invalid.map((v) => [v.name, v] as const))('%s is rejected', (_name, v) => {
+    let got: unknown;
+    try {
+      decodeManifest(fromHex(v.hex));
+    } catch (err) {
+      got = isTensorFSError(err) ? { code: err.code, rule: err.details.rule } : err;
+    }
+    expect(got).toEqual({ code: v.code, rule: v.rule });
+  });
+
+  it('the schema rejects what the shape rules forbid', () => {
+    const good = vectors.valid.find((v) => v.name === 'every-kind')!.manifest;
+    const file = good.entries.find((e) => e.kind === 'file')!;
+    const bad = [
+      { version: 2, entries: [] },
+      { version: 1, entries: [{ ...file, mode: 0o600 }] },
+      { version: 1, entries: [{ ...file, path: '../x' }] },
+      { version: 1, entries: [{ ...file, path: '/x' }] },
+      { version: 1, entries: [{ ...file, path: 'a//b' }] },
+      { version: 1, entries: [{ ...file, mtime: 0 }] },
+      { version: 1, entries: [{ path: 'l', kind: 'symlink', target: '/etc' }] },
+      { version: 1, entries: [{ path: 'd', kind: 'dir' }] },
+    ];
+    for (const m of bad) expect(validate(m), JSON.stringify(m)).toBe(false);
+  });
+});

@@ -1,0 +1,364 @@
+#!/usr/bin/env python3
+"""Generates the TensorFS v1 golden vectors (plans and TFM1 manifests).
+
+Independent of the TypeScript code under test: the files are written by the reference Python
+writers (`safetensors`, `gguf`), the cuts are computed here from the spec's rules
+(spec/v1/planner.md), every digest is Python's hashlib, and the manifests are encoded by the small
+canonical CBOR encoder below (spec/v1/manifest.md).
+
+    python3 vectors/generate.py        # rewrites vectors/v1/ (deterministic: run twice, no diff)
+
+Large inputs are not committed: a vector with "generated" gives the committed prefix (header)
+file plus the tensor data as seeded byte runs (see `seeded_bytes`), which the tests regenerate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+import sys
+from pathlib import Path
+
+import numpy as np
+import gguf
+from safetensors.numpy import save as st_save
+
+OUT = Path(__file__).resolve().parent / "v1"
+FILES = OUT / "files"
+GRID = 64 * 1024 * 1024
+MAX_RECORDS = 1_000_000
+
+
+# --------------------------------------------------------------------------------------------
+# Seeded bytes (mirrored by the tests): little-endian u32 words fmix32(seed * 0x9e3779b9 + j)
+
+
+def seeded_bytes(seed: int, n: int) -> bytes:
+    words = (n + 3) // 4
+    with np.errstate(over="ignore"):
+        h = (np.arange(words, dtype=np.uint64) + ((seed * 0x9E3779B9) & 0xFFFFFFFF)) & 0xFFFFFFFF
+        h = h.astype(np.uint32)
+        h ^= h >> np.uint32(16)
+        h = (h.astype(np.uint64) * 0x85EBCA6B & 0xFFFFFFFF).astype(np.uint32)
+        h ^= h >> np.uint32(13)
+        h = (h.astype(np.uint64) * 0xC2B2AE35 & 0xFFFFFFFF).astype(np.uint32)
+        h ^= h >> np.uint32(16)
+    return h.astype("<u4").tobytes()[:n]
+
+
+# --------------------------------------------------------------------------------------------
+# The planner rules, written from the spec
+
+
+def sha(b: bytes) -> str:
+    return "sha256:" + hashlib.sha256(b).hexdigest()
+
+
+def grid(start: int, end: int) -> list[tuple[int, int]]:
+    return [(at, min(GRID, end - at)) for at in range(start, end, GRID)]
+
+
+def safetensors_layout(data: bytes):
+    """(data_start, [(name, offset, length)] in data order) or None if not safetensors."""
+    try:
+        n = struct.unpack("<Q", data[:8])[0]
+        header = json.loads(data[8 : 8 + n].decode("utf-8"))
+    except Exception:
+        return None
+    start = 8 + n
+    tensors = []
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        b, e = info["data_offsets"]
+        tensors.append((name, start + b, e - b))
+    tensors.sort(key=lambda t: t[1])
+    covered = sum(t[2] for t in tensors)
+    if start + covered != len(data):
+        return None
+    return start, tensors
+
+
+def gguf_layout(path: Path):
+    try:
+        r = gguf.GGUFReader(path)
+    except Exception:
+        return None
+    tensors = sorted(((t.name, int(t.data_offset), int(t.n_bytes)) for t in r.tensors), key=lambda t: t[1])
+    return int(r.data_offset), tensors
+
+
+def plan(path: Path, seams: dict[str, list[int]] | None = None) -> dict:
+    data = path.read_bytes()
+    if data[:4] == b"GGUF":
+        layout, profile = gguf_layout(path), "gguf-v1"
+    else:
+        layout, profile = safetensors_layout(data), "safetensors-v1"
+    if layout is None:
+        cuts = [(0, len(data))] if data else []
+        return {"profile": "blob-v1", "size": len(data), "records": records(data, cuts)}
+    start, tensors = layout
+    cuts = grid(0, start)
+    spans = {}
+    cursor = start
+    for name, off, length in tensors:
+        if length == 0:
+            continue
+        cuts += grid(cursor, off)
+        first = len(cuts)
+        seg = off
+        for s in sorted(set((seams or {}).get(name, []))):
+            cuts += grid(seg, off + s)
+            seg = off + s
+        cuts += grid(seg, off + length)
+        spans[name] = [first, len(cuts) - 1]
+        cursor = off + length
+    cuts += grid(cursor, len(data))
+    assert len(cuts) <= MAX_RECORDS
+    return {"profile": profile, "size": len(data), "records": records(data, cuts), "tensors": spans}
+
+
+def records(data: bytes, cuts) -> list[dict]:
+    return [{"digest": sha(data[o : o + n]), "length": n} for o, n in cuts]
+
+
+# --------------------------------------------------------------------------------------------
+# Canonical CBOR (RFC 8949 §4.2.1), just what TFM1 needs
+
+
+def cbor_head(major: int, arg: int) -> bytes:
+    if arg < 24:
+        return bytes([major << 5 | arg])
+    for info, fmt in ((24, ">B"), (25, ">H"), (26, ">I"), (27, ">Q")):
+        if arg < 1 << (8 * struct.calcsize(fmt)):
+            return bytes([major << 5 | info]) + struct.pack(fmt, arg)
+    raise ValueError(arg)
+
+
+def cbor(v) -> bytes:
+    if isinstance(v, bool):
+        return b"\xf5" if v else b"\xf4"
+    if isinstance(v, int):
+        return cbor_head(0, v) if v >= 0 else cbor_head(1, -1 - v)
+    if isinstance(v, bytes):
+        return cbor_head(2, len(v)) + v
+    if isinstance(v, str):
+        b = v.encode("utf-8")
+        return cbor_head(3, len(b)) + b
+    if isinstance(v, list):
+        return cbor_head(4, len(v)) + b"".join(cbor(x) for x in v)
+    if isinstance(v, dict):
+        items = sorted((cbor(k), cbor(x)) for k, x in v.items())
+        return cbor_head(5, len(items)) + b"".join(k + x for k, x in items)
+    raise TypeError(type(v))
+
+
+def tfm1(manifest: dict) -> bytes:
+    def entry(e):
+        if e["kind"] == "symlink":
+            return {"kind": "symlink", "path": e["path"], "target": e["target"]}
+        return {
+            "kind": "file",
+            "mode": e["mode"],
+            "path": e["path"],
+            "profile": e["profile"],
+            "records": [[bytes.fromhex(r["digest"][7:]), r["length"]] for r in e["records"]],
+            "size": e["size"],
+        }
+
+    entries = sorted(manifest["entries"], key=lambda e: e["path"].encode("utf-8"))
+    assert [e["path"] for e in entries] == [e["path"] for e in manifest["entries"]], "entries must be sorted"
+    return b"TFM1" + cbor({"version": 1, "entries": [entry(e) for e in entries]})
+
+
+# --------------------------------------------------------------------------------------------
+# Inputs
+
+
+def write(name: str, data: bytes) -> Path:
+    p = FILES / name
+    p.write_bytes(data)
+    return p
+
+
+def st_file(name: str, tensors: dict[str, np.ndarray], metadata=None) -> Path:
+    return write(name, st_save(tensors, metadata=metadata))
+
+
+def gguf_file(name: str, tensors: list[tuple[str, np.ndarray]], kvs: dict[str, str]) -> Path:
+    p = FILES / name
+    w = gguf.GGUFWriter(p, "llama")
+    for k, v in kvs.items():
+        w.add_string(k, v)
+    for tname, arr in tensors:
+        w.add_tensor(tname, arr)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return p
+
+
+def arr(seed: int, n: int, dtype) -> np.ndarray:
+    size = np.dtype(dtype).itemsize
+    return np.frombuffer(seeded_bytes(seed, n * size), dtype=dtype).copy()
+
+
+def main() -> None:
+    FILES.mkdir(parents=True, exist_ok=True)
+    for old in FILES.iterdir():
+        old.unlink()
+    vectors = []
+
+    def add(name, path, note, seams=None, generated=None):
+        v = {"name": name, "note": note, "file": path.name}
+        if seams:
+            v["seams"] = seams
+        if generated:
+            v["generated"] = generated
+        v["plan"] = plan(path, seams)
+        vectors.append(v)
+
+    add("blob-text", write("hello.txt", b"hello, tensorfs\n"), "an unrecognised file is one blob-v1 record")
+    add("empty", write("empty.bin", b""), "an empty file is blob-v1 with no records")
+
+    st = st_file(
+        "basic.safetensors",
+        {
+            "embed.weight": arr(1, 96, np.float32).reshape(8, 12),
+            "norm.weight": arr(2, 12, np.float16),
+            "empty": np.zeros((0, 3), dtype=np.float32),
+            "step": np.array([7], dtype=np.int64),
+            "qkv.weight": arr(3, 90, np.uint8).reshape(9, 10),
+        },
+        metadata={"format": "pt"},
+    )
+    add("safetensors-basic", st, "header record, then one record per non-empty tensor in data order; "
+        "the zero-size tensor has no record and no span")
+    add("safetensors-seams", st, "seams cut a tensor (here qkv at 30 and 60) without moving bytes",
+        seams={"qkv.weight": [60, 30]})
+    split = st_file(
+        "split.safetensors",
+        {"q.weight": np.frombuffer(st_bytes_of(st, "qkv.weight")[0:30], np.uint8).copy(),
+         "k.weight": np.frombuffer(st_bytes_of(st, "qkv.weight")[30:60], np.uint8).copy(),
+         "v.weight": np.frombuffer(st_bytes_of(st, "qkv.weight")[60:90], np.uint8).copy()},
+    )
+    add("safetensors-split", split, "the split form of qkv: its three objects are the seamed fused tensor's")
+
+    data = st.read_bytes()
+    add("safetensors-truncated", write("truncated.safetensors", data[:-1]),
+        "a safetensors file missing its last byte is blob-v1, never an error")
+    bad = bytearray(data)
+    bad[8] = ord("[")
+    add("safetensors-bad-json", write("bad-json.safetensors", bytes(bad)),
+        "a header that is not a JSON object makes the file blob-v1")
+
+    gg = gguf_file(
+        "basic.gguf",
+        [
+            ("tok_embd.weight", arr(10, 3 * 8, np.float32).reshape(8, 3)),
+            ("blk.0.attn_norm.weight", arr(11, 3, np.float32)),
+            ("blk.0.ffn.weight", arr(12, 10, np.float16)),
+            ("output_norm.weight", arr(13, 3, np.float32)),
+        ],
+        {"general.name": "tiny"},
+    )
+    add("gguf-basic", gg, "header region, tensors, and alignment padding as records of their own; "
+        "the two 20-byte paddings are one object")
+    add("gguf-truncated", write("truncated.gguf", gg.read_bytes()[:100]),
+        "a truncated GGUF file is blob-v1")
+
+    # The 64 MiB split, generated at test time: committed prefix + seeded tensor data.
+    small, big = 1000, GRID + 4096
+    big_tensors = {"a": np.frombuffer(seeded_bytes(21, small), np.uint8).copy(),
+                   "big": np.frombuffer(seeded_bytes(22, big), np.uint8).copy()}
+    full = st_save(big_tensors)
+    data_start = len(full) - small - big
+    head = write("big-split.prefix.safetensors", full[:data_start])
+    tmp = FILES / "big-split.tmp"
+    tmp.write_bytes(full)
+    generated = {"prefix": head.name, "data": [{"seed": 21, "length": small}, {"seed": 22, "length": big}]}
+    order = safetensors_layout(full)[1]
+    assert [t[0] for t in order] == ["a", "big"], order
+    add("safetensors-64mib-split", tmp, "a tensor over 64 MiB is cut every 64 MiB from its own start",
+        generated=generated)
+    add("safetensors-64mib-seams", tmp, "each seam segment restarts the 64 MiB grid",
+        seams={"big": [1000, GRID + 2000]}, generated=generated)
+    for v in vectors:
+        if v["file"] == tmp.name:
+            v["file"] = None
+    tmp.unlink()
+
+    (OUT / "plans.json").write_text(json.dumps(vectors, indent=2, ensure_ascii=False) + "\n")
+    write_manifests(vectors)
+    write_hashes()
+
+
+def st_bytes_of(path: Path, name: str) -> bytes:
+    data = path.read_bytes()
+    start, tensors = safetensors_layout(data)
+    for n, off, length in tensors:
+        if n == name:
+            return data[off : off + length]
+    raise KeyError(name)
+
+
+def write_manifests(plans: list[dict]) -> None:
+    by = {v["name"]: v["plan"] for v in plans}
+
+    def file(path, name, mode=0o644):
+        p = by[name]
+        return {"path": path, "kind": "file", "mode": mode, "size": p["size"], "profile": p["profile"],
+                "records": p["records"]}
+
+    every_kind = {
+        "version": 1,
+        "entries": [
+            file(".gitattributes", "blob-text"),
+            {"path": "current", "kind": "symlink", "target": "models/model.safetensors"},
+            file("empty.bin", "empty"),
+            file("models/big.safetensors", "safetensors-64mib-split"),
+            {"path": "models/latest.gguf", "kind": "symlink", "target": "../weights/tiny.gguf"},
+            file("models/model.safetensors", "safetensors-basic"),
+            file("run.sh", "blob-text", 0o755),
+            {"path": "weights/huge.bin", "kind": "file", "mode": 0o644, "size": 5 * 2**30 + 3,
+             "profile": "blob-v1", "records": [{"digest": sha(b"not the real bytes"), "length": 5 * 2**30 + 3}]},
+            file("weights/tiny.gguf", "gguf-basic"),
+            file("z\u00e9/\u4e2d\u6587.bin", "blob-text"),
+        ],
+    }
+    manifests = []
+    for name, note, m in [
+        ("empty", "no entries", {"version": 1, "entries": []}),
+        ("every-kind", "every entry kind and profile, both modes, an empty file, a blob over 4 GiB, "
+         "symlinks, nested and non-ASCII paths", every_kind),
+    ]:
+        b = tfm1(m)
+        manifests.append({"name": name, "note": note, "manifest": m, "hex": b.hex(), "id": sha(b)})
+
+    good = tfm1({"version": 1, "entries": []})
+    invalid = [
+        ("bad-magic", b"TFM2" + good[4:], "malformed", "magic"),
+        ("non-shortest-int", good[:-1] + b"\x18\x01", "malformed", "cbor-non-shortest"),
+        ("unsorted-keys", b"TFM1" + b"\xa2" + cbor("version") + cbor(1) + cbor("entries") + cbor([]),
+         "malformed", "cbor-key-order"),
+        ("version-2", b"TFM1" + cbor({"version": 2, "entries": []}), "unsupported", "version"),
+        ("trailing-byte", good + b"\x00", "malformed", "cbor-trailing"),
+        ("unknown-key", b"TFM1" + cbor({"version": 1, "entries": [], "created": 0}), "malformed", "unknown-key"),
+        ("indefinite-array", b"TFM1" + b"\xa2" + cbor("entries") + b"\x9f\xff" + cbor("version") + cbor(1),
+         "malformed", "cbor-head"),
+    ]
+    rejects = [{"name": n, "hex": b.hex(), "code": c, "rule": r} for n, b, c, r in invalid]
+    (OUT / "manifests.json").write_text(
+        json.dumps({"valid": manifests, "invalid": rejects}, indent=2, ensure_ascii=False) + "\n")
+
+
+def write_hashes() -> None:
+    lines = [f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.name}" for p in sorted(FILES.iterdir())]
+    (OUT / "files.sha256").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
