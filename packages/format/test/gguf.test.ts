@@ -155,6 +155,39 @@ describe('parseGgufHeader on a hand-built file', () => {
     ]);
   });
 
+  it('describes 64-bit values, non-finite floats, arrays in full and a `__proto__` key', () => {
+    const metadata: GgufKV[] = [
+      { key: '__proto__', type: 'uint64', value: (1n << 53n) - 1n },
+      { key: 'big', type: 'int64', value: -(1n << 60n) },
+      { key: 'nan', type: 'float32', value: Number.NaN },
+      { key: 'inf', type: 'array', value: { itemType: 'float64', items: [Number.POSITIVE_INFINITY, -0.5] } },
+      { key: 'many', type: 'array', value: { itemType: 'string', items: Array.from({ length: 5000 }, String) } },
+    ];
+    const h = writeGgufHeader({
+      endianness: 'big',
+      metadata,
+      tensors: [{ name: 'huge', type: 'Q4_0', dims: [1n << 54n, 0n] }],
+    }).header;
+    const d = JSON.parse(JSON.stringify(describeGguf(h)));
+    expect(Object.keys(d.metadata)).toEqual(['__proto__', 'big', 'nan', 'inf', 'many']);
+    expect(Object.getOwnPropertyDescriptor(d.metadata, '__proto__')?.value).toBe(2 ** 53 - 1);
+    expect(d.metadata.big).toBe('-1152921504606846976');
+    expect(d.metadata.nan).toBe('NaN');
+    expect(d.metadata.inf).toEqual(['Infinity', -0.5]);
+    expect(d.metadata.many).toHaveLength(5000);
+    expect(d.endianness).toBe('big');
+    expect(d.tensors).toEqual([
+      {
+        name: 'huge',
+        type: 'Q4_0',
+        dims: ['18014398509481984', 0],
+        shape: [0, '18014398509481984'],
+        offset: 0,
+        byte_length: 0,
+      },
+    ]);
+  });
+
   it('accepts version 2 and a file with no tensors (padding still required)', () => {
     const v2 = new RawGguf().header(0, 1, 2).kvStr('k', 'v').pad().done();
     expect(parseGgufHeader(v2)).toMatchObject({ version: 2, tensors: [], dataStart: 64, fileSize: 64 });
@@ -401,6 +434,20 @@ function hostileCases(): Case[] {
       extra: { tensor: 't' },
     },
     {
+      name: 'NUL in a key',
+      bytes: new RawGguf().header(0, 1).kvU32('a\u0000b', 1).pad().done(),
+      code: 'malformed',
+      rule: 'key_nul',
+      offset: 24,
+    },
+    {
+      name: 'NUL in a tensor name',
+      bytes: oneTensor('a\u0000b', [1], 0),
+      code: 'malformed',
+      rule: 'tensor_name_nul',
+      offset: 24,
+    },
+    {
       name: '5 dims',
       bytes: oneTensor('t', [1, 1, 1, 1, 1], 0),
       code: 'malformed',
@@ -645,6 +692,9 @@ describe('readGgufHeader', () => {
     await expect(readGgufHeader(bytesSource(bytes), { fileSize: 5 })).rejects.toMatchObject({
       code: 'invalid_argument',
     });
+    await expect(readGgufHeader(bytesSource(bytes), { initialReadBytes: 0 })).rejects.toMatchObject({
+      code: 'invalid_argument',
+    });
     const failing = { size: 100, read: async () => Promise.reject(new Error('disk on fire')) };
     await expect(readGgufHeader(failing)).rejects.toMatchObject({ code: 'io' });
     const short = { size: 100, read: async () => new Uint8Array(3) };
@@ -755,6 +805,108 @@ describe('writer round trip', () => {
     expect(file.subarray(h.tensors[1]!.byteOffset)).toEqual(
       Uint8Array.from({ length: 32 }, (_, i) => (i < 18 ? 0xee : 0)),
     );
+  });
+});
+
+describe('writer errors', () => {
+  const write = (metadata: GgufKV[], tensors: { name: string; type: number | string; dims: number[] }[] = []) =>
+    catchError(() => writeGgufHeader({ metadata, tensors }));
+  const kv = (type: GgufKV['type'], value: unknown): GgufKV => ({ key: 'k', type, value: value as GgufKV['value'] });
+
+  it('refuses values that do not fit their type, naming the key', () => {
+    for (const [type, value] of [
+      ['uint8', 256],
+      ['int8', -129],
+      ['uint16', 1.5],
+      ['int32', 2 ** 31],
+      ['uint32', -1],
+      ['uint64', -1n],
+      ['int64', 1n << 63n],
+      ['uint64', 2 ** 60],
+      ['float32', '1'],
+      ['bool', 1],
+      ['string', 5],
+      ['string', 'lone \ud800'],
+    ] as const) {
+      const e = write([kv(type, value)]);
+      expect(e.code).toBe('invalid_argument');
+      expect(e.details).toMatchObject({ key: 'k' });
+    }
+    const e = write([kv('array', { itemType: 'int8', items: [1, 300] })]);
+    expect(e.details).toMatchObject({ rule: 'value', key: 'k', index: 1 });
+    expect(write([kv('array', { itemType: 'array', items: [] })]).details.rule).toBe('nested_array');
+    expect(write([kv('array', [1, 2])]).details.rule).toBe('value');
+  });
+
+  it('refuses what the reader would reject, as invalid_argument with the reader rule', () => {
+    const cases: [GgufKV[], { name: string; type: number | string; dims: number[] }[], string][] = [
+      [[kv('uint32', 1), kv('uint32', 2)], [], 'key_duplicate'],
+      [[{ key: '', type: 'uint32', value: 1 }], [], 'key_empty'],
+      [[{ key: 'general.alignment', type: 'uint32', value: 3 }], [], 'alignment_value'],
+      [[{ key: 'general.alignment', type: 'int32', value: 32 }], [], 'alignment_type'],
+      [[], [{ name: 'x'.repeat(64), type: 0, dims: [1] }], 'tensor_name_length'],
+      [
+        [],
+        [
+          { name: 't', type: 0, dims: [1] },
+          { name: 't', type: 0, dims: [1] },
+        ],
+        'tensor_name_duplicate',
+      ],
+      [[], [{ name: 't', type: 'Q4_K', dims: [100] }], 'tensor_block_alignment'],
+      [[], [{ name: 't', type: 0, dims: [1, 1, 1, 1, 1] }], 'tensor_dims_count'],
+      [[], [{ name: 't', type: 0, dims: [-1] }], 'tensor_dim_range'],
+      [[], [{ name: 't', type: 'nope', dims: [1] }], 'tensor_type_unknown'],
+      [[], [{ name: 't', type: 0, dims: [1.5] }], 'tensor_dim_range'],
+    ];
+    for (const [metadata, tensors, rule] of cases) {
+      const e = write(metadata, tensors);
+      expect([e.code, e.details.rule]).toEqual(['invalid_argument', rule]);
+    }
+    expect(write([], [{ name: 't', type: 4, dims: [32] }]).code).toBe('unsupported');
+  });
+
+  it('checks the alignment option against general.alignment and appends it when missing', () => {
+    const withKey = [{ key: 'general.alignment', type: 'uint32', value: 64 } as GgufKV];
+    expect(writeGgufHeader({ metadata: withKey, tensors: [], alignment: 64 }).header.alignment).toBe(64);
+    expect(catchError(() => writeGgufHeader({ metadata: withKey, tensors: [], alignment: 16 })).details.rule).toBe(
+      'alignment_value',
+    );
+    const added = writeGgufHeader({ metadata: [kv('uint8', 1)], tensors: [], alignment: 16 }).header;
+    expect(added.metadata.map((m) => [m.key, m.value])).toEqual([
+      ['k', 1],
+      ['general.alignment', 16],
+    ]);
+    expect(added.dataStart % 16).toBe(0);
+    const raw = writeGgufHeader({ metadata: [kv('uint8', 1)], tensors: [] });
+    const block = raw.bytes.subarray(24, 24 + raw.header.metadataBlock.length);
+    const viaRaw = writeGgufHeader({ metadata: { raw: block, count: 1 }, tensors: [], alignment: 16 });
+    expect(viaRaw.bytes).toEqual(writeGgufHeader({ metadata: [kv('uint8', 1)], tensors: [], alignment: 16 }).bytes);
+    expect(writeGgufHeader({ metadata: [kv('uint8', 1)], tensors: [], alignment: 32 }).header.metadata).toHaveLength(1);
+  });
+
+  it('refuses a raw block that does not hold exactly `count` KVs, or is in the other byte order', () => {
+    const { bytes, header } = writeGgufHeader({
+      metadata: [kv('uint8', 1), { key: 'j', type: 'uint8', value: 2 }],
+      tensors: [],
+    });
+    const block = bytes.subarray(24, 24 + header.metadataBlock.length);
+    expect(catchError(() => writeGgufHeader({ metadata: { raw: block, count: 1 }, tensors: [] })).details.rule).toBe(
+      'metadata_raw',
+    );
+    expect(catchError(() => writeGgufHeader({ metadata: { raw: block, count: 3 }, tensors: [] })).code).toBe(
+      'invalid_argument',
+    );
+    expect(
+      catchError(() => writeGgufHeader({ endianness: 'big', metadata: { raw: block, count: 2 }, tensors: [] })).code,
+    ).toBe('invalid_argument');
+  });
+
+  it('refuses tensor data of the wrong length', () => {
+    const e = catchError(() =>
+      writeGguf({ metadata: [], tensors: [{ name: 't', type: 'F32', dims: [2], data: new Uint8Array(7) }] }),
+    );
+    expect([e.code, e.details.rule, e.details.tensor]).toEqual(['invalid_argument', 'tensor_data_length', 't']);
   });
 });
 

@@ -73,9 +73,15 @@ export function maxHeaderBytesOption(options: GgufParseOptions): number {
 
 /**
  * @internal Parses a prefix of a file of `fileSize` bytes; throws {@link NeedMoreBytes} when the prefix is
- * too short (the caller reads more and calls again).
+ * too short (the caller reads more and calls again with a longer prefix of the same file and the same
+ * `progress`, which keeps the KVs already read).
  */
-export function parseGgufPrefix(bytes: Uint8Array, fileSize: number, maxHeaderBytes: number): GgufHeader {
+export function parseGgufPrefix(
+  bytes: Uint8Array,
+  fileSize: number,
+  maxHeaderBytes: number,
+  progress?: GgufMetadata,
+): GgufHeader {
   const probe = new Cursor(bytes, true, fileSize, maxHeaderBytes);
   probe.ensure(4);
   for (let i = 0; i < 4; i++) {
@@ -103,7 +109,7 @@ export function parseGgufPrefix(bytes: Uint8Array, fileSize: number, maxHeaderBy
   checkCount(c, tensorCount, MIN_TENSOR_INFO_BYTES, 'tensor_count', 8, kvCount * MIN_KV_BYTES);
 
   const metadataStart = c.pos;
-  const { metadata, metadataMap, alignment } = readMetadata(c, kvCount);
+  const { metadata, metadataMap, alignment } = readMetadata(c, kvCount, progress ?? emptyMetadata(metadataStart));
   const metadataEnd = c.pos;
   const infos = readTensorInfos(c, tensorCount, alignment);
   const infoEnd = c.pos;
@@ -156,26 +162,38 @@ function checkCount(c: Cursor, count: number, minBytes: number, rule: string, at
   }
 }
 
-/** @internal The parsed KVs and the alignment they set. */
+/**
+ * @internal KVs read so far, the alignment they set and where the last complete one ends. A reader that
+ * must fetch more bytes passes it back in, so the KVs already read are not parsed again.
+ */
 export interface GgufMetadata {
   metadata: GgufKV[];
   metadataMap: Map<string, GgufKV>;
   alignment: number;
+  /** Offset just after the last complete KV. */
+  end: number;
 }
 
-/** @internal Reads `count` KVs at the cursor (also used by the writer to check a verbatim block). */
-export function readMetadata(c: Cursor, count: number): GgufMetadata {
-  const metadata: GgufKV[] = [];
-  const metadataMap = new Map<string, GgufKV>();
-  let alignment = GGUF_DEFAULT_ALIGNMENT;
-  for (let i = 0; i < count; i++) {
+/** @internal No KVs read yet; the first starts at `start`. */
+export function emptyMetadata(start: number): GgufMetadata {
+  return { metadata: [], metadataMap: new Map(), alignment: GGUF_DEFAULT_ALIGNMENT, end: start };
+}
+
+/**
+ * @internal Reads KVs until `count` are in `m`, starting at `m.end` (also used by the writer to check a
+ * verbatim block). `m` is updated after each complete KV.
+ */
+export function readMetadata(c: Cursor, count: number, m: GgufMetadata): GgufMetadata {
+  c.pos = m.end;
+  for (let i = m.metadata.length; i < count; i++) {
     const at = c.pos;
-    const kv = readKV(c, metadataMap);
-    if (kv.key === 'general.alignment') alignment = checkAlignment(c, kv, at);
-    metadata.push(kv);
-    metadataMap.set(kv.key, kv);
+    const kv = readKV(c, m.metadataMap);
+    if (kv.key === 'general.alignment') m.alignment = checkAlignment(c, kv, at);
+    m.metadata.push(kv);
+    m.metadataMap.set(kv.key, kv);
+    m.end = c.pos;
   }
-  return { metadata, metadataMap, alignment };
+  return m;
 }
 
 function readKV(c: Cursor, seen: ReadonlyMap<string, GgufKV>): GgufKV {
@@ -184,6 +202,8 @@ function readKV(c: Cursor, seen: ReadonlyMap<string, GgufKV>): GgufKV {
   const key = c.string(GGUF_MAX_KEY_BYTES, 'key_length');
   if (key === '') throw c.error('malformed', 'key_empty', 'a metadata key is empty', {}, at);
   c.context = { key };
+  // ggml compares keys as C strings: "a\0b" would collide with "a".
+  if (key.includes('\0')) throw c.error('malformed', 'key_nul', 'a metadata key contains NUL', {}, at);
   if (seen.has(key))
     throw c.error('malformed', 'key_duplicate', `duplicate metadata key ${JSON.stringify(key)}`, {}, at);
   const typeAt = c.pos;
@@ -379,6 +399,8 @@ function readTensorInfos(c: Cursor, count: number, alignment: number): RawTensor
     c.context = { index: i };
     const name = c.string(GGML_MAX_NAME - 1, 'tensor_name_length');
     c.context = { tensor: name };
+    // ggml keeps names as C strings: "a\0b" would become "a".
+    if (name.includes('\0')) throw c.error('malformed', 'tensor_name_nul', 'a tensor name contains NUL', {}, at);
     if (names.has(name)) throw c.error('malformed', 'tensor_name_duplicate', 'duplicate tensor name', {}, at);
     names.add(name);
     const nDimsAt = c.pos;

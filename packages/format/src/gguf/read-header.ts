@@ -4,16 +4,17 @@
 import { TensorFSError, throwIfAborted, toTensorFSError } from '../errors.js';
 import type { ByteSource } from '../source.js';
 import { NeedMoreBytes } from './_cursor.js';
-import { maxHeaderBytesOption, parseGgufPrefix } from './parse-header.js';
+import { emptyMetadata, GGUF_FIXED_HEADER_BYTES, maxHeaderBytesOption, parseGgufPrefix } from './parse-header.js';
 import type { GgufHeader, GgufParseOptions } from './types.js';
 
 /** First read: 1 MiB covers the header of most models (a 2,000-tensor header is about 200 KiB). */
 export const GGUF_INITIAL_READ_BYTES = 1024 * 1024;
 
 /**
- * Reads and validates a GGUF header from `source`: first `min(size, 1 MiB)` bytes, then, while the header
+ * Reads and validates a GGUF header from `source`: first `min(size, initialReadBytes)` bytes, then, while the header
  * continues, larger prefixes (at least double, or an extrapolation when a long string array is cut) up to
- * `maxHeaderBytes`. Tensor data is never read beyond what those prefixes happen to cover.
+ * `maxHeaderBytes`; KVs already parsed are kept across re-reads. Tensor data is never read beyond what
+ * those prefixes happen to cover.
  *
  * @throws {TensorFSError} as {@link parseGgufHeader}; `io`/`cancelled` from the source or the signal.
  */
@@ -25,10 +26,17 @@ export async function readGgufHeader(source: ByteSource, options: GgufParseOptio
     });
   }
   const maxHeaderBytes = maxHeaderBytesOption(options);
-  let bytes = await readCopy(source, new Uint8Array(0), Math.min(fileSize, GGUF_INITIAL_READ_BYTES), options.signal);
+  const first = options.initialReadBytes ?? GGUF_INITIAL_READ_BYTES;
+  if (!Number.isSafeInteger(first) || first < 1) {
+    throw new TensorFSError('invalid_argument', 'initialReadBytes must be a positive integer', {
+      details: { initialReadBytes: first },
+    });
+  }
+  let bytes = await readCopy(source, new Uint8Array(0), Math.min(fileSize, first), options.signal);
+  const progress = emptyMetadata(GGUF_FIXED_HEADER_BYTES);
   for (;;) {
     try {
-      return parseGgufPrefix(bytes, fileSize, maxHeaderBytes);
+      return parseGgufPrefix(bytes, fileSize, maxHeaderBytes, progress);
     } catch (err) {
       if (!(err instanceof NeedMoreBytes)) throw err;
       const grown = Math.min(fileSize, Math.max(err.needed, Math.min(bytes.length * 2, maxHeaderBytes)));

@@ -136,6 +136,12 @@ export interface GgufParseOptions {
    * @default 134217728 (128 MiB; a 260k-token vocabulary takes about 5 MiB)
    */
   maxHeaderBytes?: number;
+  /**
+   * Size of {@link readGgufHeader}'s first read (later reads grow from it). A remote source may want a
+   * smaller first request; any value gives the same result.
+   * @default 1048576 (1 MiB)
+   */
+  initialReadBytes?: number;
   /** Aborts {@link readGgufHeader} between reads. */
   signal?: AbortSignal;
 }

@@ -5,7 +5,7 @@ import { type ErrorDetails, isTensorFSError, TensorFSError } from '../errors.js'
 import { Cursor, ggufError } from './_cursor.js';
 import { ggmlPad, ggmlTensorGeometry } from './geometry.js';
 import { ggmlTypeByName } from './ggml-types.js';
-import { parseGgufHeader, readMetadata } from './parse-header.js';
+import { emptyMetadata, parseGgufHeader, readMetadata } from './parse-header.js';
 import {
   GGUF_VALUE_TYPES,
   type GgufArray,
@@ -161,7 +161,7 @@ function writeHeader(options: GgufWriteOptions): GgufWriteResult {
     const type = tensorType(t.type, index);
     const dims = t.dims.map((d, dim) => toDim(d, index, dim));
     const g = ggmlTensorGeometry(type, dims, { tensor: t.name, index });
-    w.string(t.name, { tensor: t.name, index });
+    w.string(t.name, undefined, index);
     w.u32(dims.length);
     for (const d of dims) w.u64(d);
     w.u32(type);
@@ -199,7 +199,7 @@ function writeMetadata(
   // alignment a verbatim block sets.
   const block = w.view(start);
   const c = new Cursor(block, w.little, block.length, block.length);
-  const parsed = readMetadata(c, count);
+  const parsed = readMetadata(c, count, emptyMetadata(0));
   if (c.pos !== block.length) {
     throw invalid('metadata_raw', `the raw metadata block holds more than ${count} KVs`, {
       expected: c.pos,
@@ -216,60 +216,67 @@ function writeMetadata(
   const kv: GgufKV = { key: 'general.alignment', type: 'uint32', value: wanted };
   writeKV(w, kv);
   const c2 = new Cursor(w.view(start + block.length), w.little, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
-  return { count: count + 1, alignment: readMetadata(c2, 1).alignment };
+  return { count: count + 1, alignment: readMetadata(c2, 1, emptyMetadata(0)).alignment };
 }
 
 function writeKV(w: ByteWriter, kv: GgufKV): void {
   if (typeof kv !== 'object' || kv === null || typeof kv.key !== 'string') {
     throw invalid('value', 'a metadata entry must be { key, type, value }', {});
   }
-  const details = { key: kv.key };
-  w.string(kv.key, details);
+  const key = kv.key;
+  w.string(key, key);
   const typeId = GGUF_VALUE_TYPES.indexOf(kv.type);
-  if (typeId < 0) throw invalid('value_type', `unknown value type ${String(kv.type)}`, details);
+  if (typeId < 0) throw invalid('value_type', `unknown value type ${String(kv.type)}`, { key });
   w.u32(typeId);
   if (kv.type !== 'array') {
-    writeScalar(w, kv.type, kv.value as GgufScalar, details);
+    writeScalar(w, kv.type, kv.value as GgufScalar, key, -1);
     return;
   }
   const arr = kv.value as GgufArray;
   if (typeof arr !== 'object' || arr === null || !Array.isArray(arr.items)) {
-    throw invalid('value', 'an array value must be { itemType, items: [] }', details);
+    throw invalid('value', 'an array value must be { itemType, items: [] }', { key });
   }
   const itemTypeId = GGUF_VALUE_TYPES.indexOf(arr.itemType);
   if (itemTypeId < 0 || arr.itemType === 'array') {
-    throw invalid(arr.itemType === 'array' ? 'nested_array' : 'value_type', 'invalid array item type', details);
+    throw invalid(arr.itemType === 'array' ? 'nested_array' : 'value_type', 'invalid array item type', { key });
   }
   w.u32(itemTypeId);
-  w.u64(BigInt(arr.items.length));
-  for (const [index, item] of arr.items.entries()) writeScalar(w, arr.itemType, item, { ...details, index });
+  const items = arr.items;
+  w.u64(BigInt(items.length));
+  for (let i = 0; i < items.length; i++) writeScalar(w, arr.itemType, items[i]!, key, i);
 }
 
-function writeScalar(w: ByteWriter, type: GgufValueType, v: GgufScalar, details: ErrorDetails): void {
-  const bad = () => invalid('value', `a metadata value does not fit ${type}`, { ...details, type });
+/** Writes one value of `type`; `index` is the array position (-1 for a scalar), for error details only. */
+function writeScalar(w: ByteWriter, type: GgufValueType, v: GgufScalar, key: string, index: number): void {
+  if (type === 'string') {
+    if (typeof v !== 'string') throw notFit(type, key, index);
+    w.string(v, key, index);
+    return;
+  }
   const ints = INT_RANGES[type];
   if (ints) {
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < ints[0] || v > ints[1]) throw bad();
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < ints[0] || v > ints[1]) throw notFit(type, key, index);
     w.int(type, v);
     return;
   }
   const bigs = BIG_RANGES[type];
   if (bigs) {
     const b = typeof v === 'number' && Number.isSafeInteger(v) ? BigInt(v) : v;
-    if (typeof b !== 'bigint' || b < bigs[0] || b > bigs[1]) throw bad();
+    if (typeof b !== 'bigint' || b < bigs[0] || b > bigs[1]) throw notFit(type, key, index);
     w.big(type === 'int64', b);
     return;
   }
-  if (type === 'float32' || type === 'float64') {
-    if (typeof v !== 'number') throw bad();
-    w.float(type === 'float64', v);
-  } else if (type === 'bool') {
-    if (typeof v !== 'boolean') throw bad();
+  if (type === 'bool') {
+    if (typeof v !== 'boolean') throw notFit(type, key, index);
     w.u8(v ? 1 : 0);
-  } else {
-    if (typeof v !== 'string') throw bad();
-    w.string(v, details);
+    return;
   }
+  if (typeof v !== 'number') throw notFit(type, key, index);
+  w.float(type === 'float64', v);
+}
+
+function notFit(type: GgufValueType, key: string, index: number): TensorFSError {
+  return invalid('value', `a metadata value does not fit ${type}`, index < 0 ? { key, type } : { key, type, index });
 }
 
 function tensorType(type: number | string, index: number): number {
@@ -358,14 +365,20 @@ class ByteWriter {
     else this.dv.setFloat32(at, v, this.little);
   }
 
-  /** A gguf_string; strings with lone surrogates are refused (they have no UTF-8 form). */
-  string(s: string, details: ErrorDetails): void {
+  /**
+   * A gguf_string, encoded straight into the buffer. Strings with lone surrogates are refused (they have
+   * no UTF-8 form). `key` / `index` only feed error details (no key: a tensor name at `index`).
+   */
+  string(s: string, key?: string, index = -1): void {
     if (typeof s !== 'string' || LONE_SURROGATE.test(s)) {
-      throw invalid('utf8', 'a string is not well-formed Unicode', details);
+      const where = key === undefined ? { tensor: String(s), index } : index < 0 ? { key } : { key, index };
+      throw invalid('utf8', 'a string is not well-formed Unicode', where);
     }
-    const bytes = ENCODER.encode(s);
-    this.u64(BigInt(bytes.length));
-    this.bytes(bytes);
+    const at = this.reserve(8 + s.length * 3);
+    const { written } = ENCODER.encodeInto(s, this.buf.subarray(at + 8));
+    this.length = at + 8 + written;
+    this.dv.setUint32(this.little ? at : at + 4, written, this.little);
+    this.dv.setUint32(this.little ? at + 4 : at, 0, this.little);
   }
 
   bytes(b: Uint8Array): void {
@@ -374,7 +387,8 @@ class ByteWriter {
   }
 
   zeros(n: number): void {
-    this.reserve(n); // fresh capacity is zero-filled and never written before
+    const at = this.reserve(n);
+    this.buf.fill(0, at, at + n);
   }
 
   view(from: number): Uint8Array {
