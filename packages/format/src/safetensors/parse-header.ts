@@ -310,8 +310,9 @@ function parseDescriptor(c: JsonCursor, name: string, at: number, strict: boolea
     dtype: dtype.name,
     shape,
     dataOffsets: UNVALIDATED,
-    byteOffset: 0,
-    byteLength: 0,
+    // NaN, not 0: the fields start as doubles, so storing large offsets later never migrates the object shape.
+    byteOffset: Number.NaN,
+    byteLength: Number.NaN,
   };
   parsed.infos.push(info);
   parsed.byName.set(name, info);
@@ -346,7 +347,10 @@ const QUOTED_DTYPES: ReadonlyMap<number, readonly (readonly [string, DtypeInfo])
 function parseDtype(c: JsonCursor, tensor: string): DtypeInfo {
   const candidates = QUOTED_DTYPES.get(c.text.charCodeAt(c.pos + 1));
   if (candidates !== undefined && c.peek() === 0x22) {
-    for (const [quoted, info] of candidates) if (c.eatLiteral(quoted)) return info;
+    for (let i = 0; i < candidates.length; i++) {
+      const candidate = candidates[i]!;
+      if (c.eatLiteral(candidate[0])) return candidate[1];
+    }
   }
   const at = c.pos;
   const name = c.string('R7', 'a dtype string');
@@ -356,7 +360,8 @@ function parseDtype(c: JsonCursor, tensor: string): DtypeInfo {
 /** Parses a shape into {@link scratchShape} and returns it as bigints. */
 function parseShape(c: JsonCursor, tensor: string): bigint[] {
   scratchShape.length = 0;
-  if (c.arrayStart('R7', `shape of "${tensor}"`)) {
+  if (c.peek() !== 0x5b) c.fail('shape must be an array', 'R7', { tensor });
+  if (c.arrayStart('R7', 'shape')) {
     do scratchShape.push(c.uint('R8', 'R7', 'a dimension'));
     while (c.arrayNext());
   }
