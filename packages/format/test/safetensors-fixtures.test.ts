@@ -119,3 +119,27 @@ describe('sharded fixture (index written with json.dumps(indent=2, sort_keys=Tru
     expect(writeShardIndex({ weightMap: index.weightMap, metadata: index.metadata })).toEqual(indexBytes);
   });
 });
+
+describe('the repository sample model (samples/, written by the reference writers)', () => {
+  const root = join(import.meta.dirname, '..', '..', '..', 'samples');
+  const model = new Uint8Array(readFileSync(join(root, 'tiny-model', 'model.safetensors')));
+  it('describeSafetensors gives exactly the expected inspect --json', () => {
+    const expected = JSON.parse(readFileSync(join(root, 'expected', 'model.safetensors.json'), 'utf8'));
+    expect(describeSafetensors(parseSafetensorsHeader(model, { strict: true }))).toEqual(expected);
+  });
+  it('our writer reproduces its header', () => {
+    const h = parseSafetensorsHeader(model);
+    expect(writeSafetensorsHeader(h.tensors, { metadata: h.metadata, order: 'reference' }).bytes).toEqual(
+      model.subarray(0, h.dataStart),
+    );
+  });
+  it('the two-shard text encoder checks out against its index', () => {
+    const dir = join(root, 'tiny-model', 'diffusers', 'text_encoder');
+    const index = parseShardIndex(new Uint8Array(readFileSync(join(dir, 'model.safetensors.index.json'))));
+    const headers = new Map(
+      index.shards.map((s) => [s, parseSafetensorsHeader(new Uint8Array(readFileSync(join(dir, s))))] as const),
+    );
+    expect(() => checkShardIndex(index, headers)).not.toThrow();
+    expect(index.totalSize).toBe(224n);
+  });
+});
