@@ -136,6 +136,30 @@ describe('objects', () => {
     await s.close();
   });
 
+  it('streams an object in chunks; verify withholds the last chunk of a corrupt object', async () => {
+    const root = tempDir();
+    const s = await Store.open(root);
+    const data = bytesOf(10_000, 8);
+    const { id } = await s.put(data);
+    const got: Uint8Array[] = [];
+    for await (const c of s.objectStream(id, { chunkSize: 4096, verify: true })) got.push(c);
+    expect(got.map((c) => c.length)).toEqual([4096, 4096, 1808]);
+    expect(same(Buffer.concat(got), data)).toBe(true);
+    const file = objectFile(root, id);
+    chmodSync(file, 0o644);
+    const bad = Buffer.from(data);
+    bad[9999]! ^= 4;
+    writeFileSync(file, bad);
+    const seen: number[] = [];
+    const drain = async () => {
+      for await (const c of s.objectStream(id, { chunkSize: 4096, verify: true })) seen.push(c.length);
+    };
+    await rejectsCode(drain(), 'corrupt');
+    expect(seen).toEqual([4096, 4096]);
+    await rejectsCode(s.readObject(id), 'corrupt');
+    await s.close();
+  });
+
   it('recordsSource reads across records and length-checks every piece', async () => {
     const s = await Store.open(tempDir());
     const parts = [bytesOf(10, 1), bytesOf(0, 1), bytesOf(300, 2), bytesOf(7, 3)];

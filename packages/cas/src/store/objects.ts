@@ -401,6 +401,42 @@ export class Objects {
     return bytes;
   }
 
+  /**
+   * An object as a stream of chunks (at most `chunkSize` bytes each). With `verify` the object is
+   * hashed as it streams and the last chunk is held back until the digest matched, so a consumer
+   * that commits only at the end never commits wrong bytes (`corrupt` instead).
+   */
+  async *stream(
+    id: ObjectId,
+    options: { verify?: boolean; chunkSize?: number; signal?: AbortSignal } = {},
+  ): AsyncGenerator<Uint8Array> {
+    const chunkSize = options.chunkSize ?? 8 << 20;
+    if (!Number.isSafeInteger(chunkSize) || chunkSize < 1) {
+      throw new TensorFSError('invalid_argument', 'chunkSize must be a positive integer', {
+        details: { actual: chunkSize },
+      });
+    }
+    const { fh, size } = await this.open(id);
+    const h = options.verify ? createHash('sha256') : undefined;
+    try {
+      let held: Uint8Array | undefined;
+      for (let at = 0; at < size; at += chunkSize) {
+        throwIfAborted(options.signal);
+        const chunk = await readExactly(fh, at, Math.min(chunkSize, size - at), id);
+        h?.update(chunk);
+        if (held) yield held;
+        held = chunk;
+      }
+      if (h) {
+        const actual = objectIdFromDigest(h.digest());
+        if (actual !== id) this.corrupt(id, 'digest', { actual });
+      }
+      if (held) yield held;
+    } finally {
+      await fh.close();
+    }
+  }
+
   /** `length` bytes at `offset` of an object (range-checked against its size). */
   async readRange(id: ObjectId, offset: number, length: number): Promise<Uint8Array> {
     const { fh, size } = await this.open(id);

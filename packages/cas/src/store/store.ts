@@ -178,6 +178,18 @@ export class Store {
     return this.objects.read(id, options.verify ?? false);
   }
 
+  /**
+   * An object as a stream of chunks (default 8 MiB). `verify` hashes it on the way and withholds
+   * the last chunk until the digest matched (`corrupt` otherwise).
+   */
+  objectStream(
+    id: ObjectId,
+    options: { verify?: boolean; chunkSize?: number; signal?: AbortSignal } = {},
+  ): AsyncIterable<Uint8Array> {
+    this.live();
+    return this.objects.stream(id, options);
+  }
+
   /** `length` bytes at `offset` of an object. */
   async readObjectRange(id: ObjectId, offset: number, length: number): Promise<Uint8Array> {
     this.live();
