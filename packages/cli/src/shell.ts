@@ -36,7 +36,6 @@ export async function runCommands(
     .strict()
     .strictCommands()
     .demandCommand(1, 'Name a command; `tfs --help` lists them.')
-    .recommendCommands()
     .version('version', 'Show the version', VERSION)
     .alias('version', 'V')
     .help('help')

@@ -1,12 +1,14 @@
 import type { TfsCommand } from '../command.js';
 import { envCommand } from './env.js';
 import { inspectCommand } from './inspect.js';
+import { planCommand } from './plan.js';
 import { duCommand, exportCommand, gcCommand, importCommand, lsCommand, refCommand, verifyCommand } from './store.js';
 
 /** Every `tfs` command, in the order `tfs --help` lists them. */
 // biome-ignore lint/suspicious/noExplicitAny: commands differ in their argument types
 export const commands: TfsCommand<any>[] = [
   inspectCommand,
+  planCommand,
   importCommand,
   lsCommand,
   refCommand,
