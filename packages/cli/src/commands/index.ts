@@ -3,6 +3,7 @@ import { envCommand } from './env.js';
 import { inspectCommand } from './inspect.js';
 import { planCommand } from './plan.js';
 import { duCommand, exportCommand, gcCommand, importCommand, lsCommand, refCommand, verifyCommand } from './store.js';
+import { catCommand, composeCommand, tensorsCommand } from './tensors.js';
 
 /** Every `tfs` command, in the order `tfs --help` lists them. */
 // biome-ignore lint/suspicious/noExplicitAny: commands differ in their argument types
@@ -16,5 +17,8 @@ export const commands: TfsCommand<any>[] = [
   verifyCommand,
   gcCommand,
   duCommand,
+  tensorsCommand,
+  catCommand,
+  composeCommand,
   envCommand,
 ];

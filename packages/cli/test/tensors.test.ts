@@ -1,0 +1,152 @@
+import { createHash } from 'node:crypto';
+import * as fsp from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { PassThrough } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { Store } from '@tensorfs/cas';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { run } from '../src/index.js';
+
+const FIXTURES = fileURLToPath(new URL('../../tensors/test/fixtures/', import.meta.url));
+
+interface Ran {
+  code: number;
+  stdout: Buffer;
+  stderr: string;
+}
+
+async function tfs(argv: string[], storeDir: string): Promise<Ran> {
+  const out = new PassThrough();
+  const err = new PassThrough();
+  const chunks: Buffer[] = [];
+  let stderr = '';
+  out.on('data', (d: Buffer) => chunks.push(d));
+  err.on('data', (d) => (stderr += d));
+  const code = await run([...argv, '--store', storeDir], { stdout: out, stderr: err, env: {} });
+  return { code, stdout: Buffer.concat(chunks), stderr };
+}
+
+const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
+
+describe('tfs tensors / cat / compose', () => {
+  let dir: string;
+  let storeDir: string;
+  let expected: Record<string, { name: string; dtype: string; shape: number[]; length: number; sha256: string }[]>;
+
+  beforeAll(async () => {
+    dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'tensorfs-cli-tensors-'));
+    storeDir = path.join(dir, 'store');
+    const tree = path.join(dir, 'tree');
+    await fsp.mkdir(tree);
+    await fsp.copyFile(path.join(FIXTURES, 'tiny.safetensors'), path.join(tree, 'm.safetensors'));
+    await fsp.copyFile(path.join(FIXTURES, 'tiny.gguf'), path.join(tree, 'm.gguf'));
+    const store = await Store.open(storeDir);
+    await store.importPath(tree, { name: 'local/m', threads: 1 });
+    await store.close();
+    expected = JSON.parse(await fsp.readFile(path.join(FIXTURES, 'expected.json'), 'utf8'));
+  });
+  afterAll(() => fsp.rm(dir, { recursive: true, force: true }));
+
+  it('tfs tensors --json lists name, dtype, shape, bytes and objects of every tensor', async () => {
+    const r = await tfs(['tensors', 'local/m', '--json'], storeDir);
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout.toString());
+    const byKey = new Map(out.tensors.map((x: { file: string; name: string }) => [`${x.file}:${x.name}`, x]));
+    for (const [file, list] of [
+      ['m.safetensors', expected['tiny.safetensors']!],
+      ['m.gguf', expected['tiny.gguf']!],
+    ] as const) {
+      for (const e of list) {
+        expect(byKey.get(`${file}:${e.name}`)).toEqual({
+          file,
+          name: e.name,
+          dtype: e.dtype,
+          shape: e.shape,
+          bytes: e.length,
+          objects: e.length === 0 ? [] : [`sha256:${e.sha256}`],
+          aligned: true,
+        });
+      }
+    }
+    const human = await tfs(['tensors', 'local/m', '--file', 'm.gguf'], storeDir);
+    expect(human.code).toBe(0);
+    expect(human.stdout.toString()).toContain('output.weight');
+    expect(human.stdout.toString()).toContain('Q4_K');
+    expect(human.stdout.toString()).not.toContain('embed.weight');
+  });
+
+  it('tfs cat writes the raw bytes to stdout, or atomically to a file', async () => {
+    const e = expected['tiny.safetensors']!.find((x) => x.name === 'embed.weight')!;
+    const r = await tfs(['cat', 'local/m', 'embed.weight'], storeDir);
+    expect(r.code).toBe(0);
+    expect(sha(r.stdout)).toBe(e.sha256);
+    const dest = path.join(dir, 'embed.bin');
+    const w = await tfs(['cat', 'local/m', 'embed.weight', '-o', dest, '--verify'], storeDir);
+    expect(w.code).toBe(0);
+    expect(sha(await fsp.readFile(dest))).toBe(e.sha256);
+    expect((await fsp.readdir(dir)).filter((f) => f.includes('.tfs-'))).toEqual([]);
+  });
+
+  it('tfs cat of a missing tensor fails with not_found and writes no file', async () => {
+    const dest = path.join(dir, 'none.bin');
+    const r = await tfs(['cat', 'local/m', 'no.such', '-o', dest, '--json'], storeDir);
+    expect(r.code).not.toBe(0);
+    expect(JSON.parse(r.stderr).error.code).toBe('not_found');
+    await expect(fsp.access(dest)).rejects.toThrow();
+  });
+
+  it('tfs compose renames and drops tensors into a new ref', async () => {
+    const map = path.join(dir, 'map.json');
+    await fsp.writeFile(map, JSON.stringify({ 'embed.weight': 'tok_embeddings.weight' }));
+    const r = await tfs(
+      [
+        'compose',
+        'local/m',
+        '--file',
+        'm.safetensors',
+        '--rekey',
+        map,
+        '--trim',
+        'layer.0.attn.*',
+        '--name',
+        'local/c',
+        '--json',
+      ],
+      storeDir,
+    );
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout.toString());
+    expect(out.ref).toBe('local/c');
+    expect(out.tensors).toBe(expected['tiny.safetensors']!.length - 2);
+    const list = JSON.parse(
+      (await tfs(['tensors', 'local/c', '--file', 'm.safetensors', '--json'], storeDir)).stdout.toString(),
+    );
+    const names = list.tensors.map((x: { name: string }) => x.name);
+    expect(names).toContain('tok_embeddings.weight');
+    expect(names.some((n: string) => n.startsWith('layer.0.attn.'))).toBe(false);
+    // The target ref must not exist yet.
+    const again = await tfs(
+      ['compose', 'local/m', '--file', 'm.safetensors', '--trim', 'mask', '--name', 'local/c'],
+      storeDir,
+    );
+    expect(again.code).not.toBe(0);
+    expect(again.stderr).toContain('error[conflict]');
+    // Several tensor files and no --file: say which.
+    const which = await tfs(['compose', 'local/m', '--trim', 'mask', '--name', 'local/d'], storeDir);
+    expect(which.stderr).toContain('error[invalid_argument]');
+  });
+
+  it('tfs compose refuses names that collide', async () => {
+    const map = path.join(dir, 'collide.json');
+    await fsp.writeFile(map, JSON.stringify({ mask: 'positions' }));
+    const r = await tfs(
+      ['compose', 'local/m', '--file', 'm.safetensors', '--rekey', map, '--name', 'local/x'],
+      storeDir,
+    );
+    expect(r.stderr).toContain('error[invalid_argument]');
+    const store = await Store.open(storeDir);
+    expect(await store.getRef('local/x')).toBeNull();
+    await store.close();
+  });
+});

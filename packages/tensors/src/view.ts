@@ -1,0 +1,246 @@
+import type { Store } from '@tensorfs/cas';
+import { canReadInto, readInto } from '@tensorfs/planner';
+import {
+  type ByteSource,
+  type ObjectId,
+  type RecordRef,
+  TensorFSError,
+  isTensorFSError,
+  throwIfAborted,
+  toTensorFSError,
+} from '@tensorfs/format';
+
+/** The container a tensor lives in. */
+export type TensorFormat = 'safetensors' | 'gguf';
+
+/** Options of every tensor read. */
+export interface ReadOptions {
+  /**
+   * Rehash every object read and fail with `corrupt` on a digest mismatch (one SHA-256 per byte,
+   * about 1.1 GiB/s a core). Lengths are always checked.
+   * @default false
+   */
+  verify?: boolean;
+  /** Cancels the read (`cancelled`). */
+  signal?: AbortSignal;
+}
+
+/** One tensor of a stored safetensors or GGUF file, read straight from the store's objects. */
+export interface TensorView {
+  /** The tensor's name in its file. */
+  readonly name: string;
+  /** The snapshot path of the file holding the tensor's bytes (the shard, for a sharded model). */
+  readonly file: string;
+  /** The container format of that file. */
+  readonly format: TensorFormat;
+  /** The safetensors dtype (`F32`, `BF16`, ...) or the ggml type name (`F16`, `Q4_K`, ...). */
+  readonly dtype: string;
+  /** The shape, row-major (outermost dimension first), for GGUF too. */
+  readonly shape: readonly bigint[];
+  /** Elements per block (1 for plain dtypes; 32 or 256 for ggml block types). */
+  readonly blockSize: number;
+  /** Bytes per block (the element size for plain dtypes; may be fractional for sub-byte safetensors dtypes). */
+  readonly typeSize: number;
+  /** Where the tensor's bytes start in its file. */
+  readonly byteOffset: number;
+  /** The tensor's length in bytes. */
+  readonly byteLength: number;
+  /**
+   * True when the tensor's bytes are exactly a run of whole records (the planner's tensor-aligned
+   * profiles): its objects are its own and {@link TensorView.digests} lists them. False for files
+   * stored whole (`blob-v1`) or cut on another grid: reads then go through byte ranges of the records.
+   */
+  readonly aligned: boolean;
+  /** The tensor's records, in order (empty when not {@link TensorView.aligned}, or for an empty tensor). */
+  readonly records: readonly RecordRef[];
+  /** The tensor's objects, in order (the digests of {@link TensorView.records}). */
+  readonly digests: readonly ObjectId[];
+  /**
+   * The tensor's bytes, one `Uint8Array` per object in order (pieces of at most 64 MiB for a tensor
+   * that is not aligned). Every piece is length-checked before it is yielded.
+   * @throws {TensorFSError} `not_found` (an object is missing), `corrupt` (wrong length, or digest with `verify`), `cancelled`.
+   */
+  pieces(options?: ReadOptions): AsyncIterable<Uint8Array>;
+  /** The tensor's bytes in one buffer. A tensor of one object is returned without a copy. */
+  read(options?: ReadOptions): Promise<Uint8Array>;
+  /**
+   * Reads the tensor's bytes into `buffer` at `offset` and returns the filled subarray.
+   * @throws {TensorFSError} `invalid_argument` if the buffer is too small.
+   */
+  readInto(buffer: Uint8Array, offset?: number, options?: ReadOptions): Promise<Uint8Array>;
+}
+
+/** The largest piece a tensor that is not record-aligned is read in. */
+export const RANGE_PIECE_BYTES = 64 * 1024 * 1024;
+
+/** `length` cut into windows of at most {@link RANGE_PIECE_BYTES}. */
+function windows(length: number): number[] {
+  const out: number[] = [];
+  for (let at = 0; at < length; at += RANGE_PIECE_BYTES) out.push(Math.min(RANGE_PIECE_BYTES, length - at));
+  return out;
+}
+
+/** What a view needs of the file it belongs to. @internal */
+export interface ViewFile {
+  readonly store: Store;
+  readonly path: string;
+  readonly format: TensorFormat;
+  /**
+   * A byte source over the file's whole record list, shared by the file's views (so an object
+   * rehashed under `verify` is rehashed once, not once per tensor).
+   */
+  source(verify: boolean): ByteSource;
+}
+
+/** The facts of one tensor, before it is bound to a file. @internal */
+export interface ViewFacts {
+  readonly name: string;
+  readonly dtype: string;
+  readonly shape: readonly bigint[];
+  readonly blockSize: number;
+  readonly typeSize: number;
+  readonly byteOffset: number;
+  readonly byteLength: number;
+  /** The span's records, or `null` when the tensor is not record-aligned. */
+  readonly records: readonly RecordRef[] | null;
+}
+
+/** A {@link TensorView} over a stored file. @internal */
+export class StoredTensorView implements TensorView {
+  readonly name: string;
+  readonly file: string;
+  readonly format: TensorFormat;
+  readonly dtype: string;
+  readonly shape: readonly bigint[];
+  readonly blockSize: number;
+  readonly typeSize: number;
+  readonly byteOffset: number;
+  readonly byteLength: number;
+  readonly aligned: boolean;
+  readonly records: readonly RecordRef[];
+  readonly digests: readonly ObjectId[];
+
+  constructor(
+    private readonly owner: ViewFile,
+    facts: ViewFacts,
+  ) {
+    this.name = facts.name;
+    this.file = owner.path;
+    this.format = owner.format;
+    this.dtype = facts.dtype;
+    this.shape = Object.freeze([...facts.shape]);
+    this.blockSize = facts.blockSize;
+    this.typeSize = facts.typeSize;
+    this.byteOffset = facts.byteOffset;
+    this.byteLength = facts.byteLength;
+    this.aligned = facts.records !== null;
+    this.records = Object.freeze([...(facts.records ?? [])]);
+    this.digests = Object.freeze(this.records.map((r) => r.digest));
+  }
+
+  pieces(options: ReadOptions = {}): AsyncIterable<Uint8Array> {
+    return this.aligned ? this.objectPieces(options) : this.rangePieces(options);
+  }
+
+  async read(options: ReadOptions = {}): Promise<Uint8Array> {
+    if (this.aligned && this.records.length === 1) {
+      for await (const piece of this.objectPieces(options)) return piece;
+    }
+    return this.readInto(new Uint8Array(this.byteLength), 0, options);
+  }
+
+  async readInto(buffer: Uint8Array, offset = 0, options: ReadOptions = {}): Promise<Uint8Array> {
+    if (!Number.isSafeInteger(offset) || offset < 0 || offset + this.byteLength > buffer.length) {
+      throw new TensorFSError('invalid_argument', 'the buffer is too small for the tensor', {
+        details: { tensor: this.name, limit: buffer.length - offset, actual: this.byteLength, offset },
+      });
+    }
+    // Memory stays bounded by one object (or one 64 MiB window) whatever the tensor's size. A
+    // store source with its own `readInto` fills the buffer directly; otherwise an aligned tensor
+    // is read object by object (one read ahead) and copied, the fewest copies the store allows.
+    const source = this.owner.source(options.verify ?? false);
+    let done = 0;
+    if (this.aligned && !canReadInto(source)) {
+      for await (const piece of this.objectPieces(options)) {
+        buffer.set(piece, offset + done);
+        done += piece.length;
+      }
+    } else {
+      const lengths = this.aligned ? this.records.map((r) => r.length) : windows(this.byteLength);
+      for (const length of lengths) {
+        throwIfAborted(options.signal);
+        const target = buffer.subarray(offset + done, offset + done + length);
+        await this.wrap(() => readInto(source, this.byteOffset + done, target, options.signal));
+        done += length;
+      }
+    }
+    if (done !== this.byteLength) throw this.shortRead(done);
+    return buffer.subarray(offset, offset + done);
+  }
+
+  /** One piece per record, reading one record ahead of the consumer. */
+  private async *objectPieces(options: ReadOptions): AsyncGenerator<Uint8Array> {
+    const { records } = this;
+    let next = records.length > 0 ? this.readRecord(records[0]!, options) : null;
+    for (let i = 0; i < records.length; i++) {
+      const current = next!;
+      next = i + 1 < records.length ? this.readRecord(records[i + 1]!, options) : null;
+      // A consumer that stops early must not leave an unhandled rejection behind.
+      next?.catch(() => {});
+      yield await current;
+    }
+  }
+
+  /** Byte ranges of the file's records, in pieces of at most {@link RANGE_PIECE_BYTES}. */
+  private async *rangePieces(options: ReadOptions): AsyncGenerator<Uint8Array> {
+    const source = this.owner.source(options.verify ?? false);
+    let done = 0;
+    for (const length of windows(this.byteLength)) {
+      throwIfAborted(options.signal);
+      const bytes = await this.wrap(() => source.read(this.byteOffset + done, length, options.signal));
+      if (bytes.length !== length) throw this.shortRead(done + bytes.length);
+      // A source may reuse its buffer on the next read: hand out a copy.
+      yield bytes.slice();
+      done += length;
+    }
+  }
+
+  private async readRecord(record: RecordRef, options: ReadOptions): Promise<Uint8Array> {
+    throwIfAborted(options.signal);
+    const bytes = await this.wrap(() =>
+      this.owner.store.readObject(record.digest, { verify: options.verify ?? false }),
+    );
+    if (bytes.length !== record.length) {
+      throw new TensorFSError('corrupt', 'a stored object does not have its recorded length', {
+        details: {
+          rule: 'object-length',
+          tensor: this.name,
+          path: this.file,
+          digest: record.digest,
+          expected: record.length,
+          actual: bytes.length,
+        },
+      });
+    }
+    return bytes;
+  }
+
+  /** Runs a store read, adding this tensor and file to the details of any failure. */
+  private async wrap<T>(read: () => Promise<T>): Promise<T> {
+    try {
+      return await read();
+    } catch (error) {
+      const base = isTensorFSError(error) ? error : toTensorFSError(error, 'io');
+      throw new TensorFSError(base.code, `${base.message} (tensor ${JSON.stringify(this.name)})`, {
+        details: { ...base.details, tensor: this.name, path: this.file },
+        cause: error,
+      });
+    }
+  }
+
+  private shortRead(actual: number): TensorFSError {
+    return new TensorFSError('corrupt', 'the stored bytes of a tensor are shorter than its header says', {
+      details: { rule: 'tensor-length', tensor: this.name, path: this.file, expected: this.byteLength, actual },
+    });
+  }
+}

@@ -1,0 +1,169 @@
+import type { ManifestFileEntry } from '@tensorfs/format';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { commit, openTensors, rekey, TensorWriter, trim } from '../src/index.js';
+import { codeOf, expectedTensors, importTree, listObjects, sha256, type TestStore, tempStore } from './helpers.js';
+
+describe('compose: rekey and trim share every tensor object', () => {
+  let t: TestStore;
+  beforeEach(async () => {
+    t = await tempStore();
+    await importTree(t, { 'm.safetensors': 'tiny.safetensors', 'm.gguf': 'tiny.gguf' }, 'base');
+  });
+  afterEach(() => t.close());
+
+  /** The objects `fn` adds to the store. */
+  async function added(fn: () => Promise<unknown>): Promise<Set<string>> {
+    const before = await listObjects(t.root);
+    await fn();
+    return new Set([...(await listObjects(t.root))].filter((x) => !before.has(x)));
+  }
+
+  it('rekey of a safetensors file costs one header object and one manifest', async () => {
+    const source = await openTensors(t.store, 'base', { file: 'm.safetensors' });
+    let result: Awaited<ReturnType<typeof rekey>> | undefined;
+    const fresh = await added(async () => {
+      result = await rekey(
+        t.store,
+        'base',
+        'm.safetensors',
+        { 'embed.weight': 'tok.weight', mask: 'attn_mask' },
+        { ref: 'renamed' },
+      );
+    });
+    expect(fresh).toEqual(new Set([result!.header.slice(7), result!.snapshot.slice(7)]));
+    const renamed = await openTensors(t.store, 'renamed', { file: 'm.safetensors' });
+    expect(renamed.names()).toEqual(
+      source.names().map((n) => ({ 'embed.weight': 'tok.weight', mask: 'attn_mask' })[n] ?? n),
+    );
+    for (const view of source) {
+      const name = view.name === 'embed.weight' ? 'tok.weight' : view.name === 'mask' ? 'attn_mask' : view.name;
+      const moved = renamed.get(name);
+      expect(moved.digests).toEqual(view.digests);
+      expect([moved.byteOffset, moved.dtype, moved.shape]).toEqual([view.byteOffset, view.dtype, view.shape]);
+    }
+    // The metadata is kept and the untouched file is the same entry.
+    const header = renamed.header('m.safetensors');
+    expect(header.format === 'safetensors' && header.header.metadata).toEqual(new Map([['format', 'pt']]));
+    const baseGguf = (await openTensors(t.store, 'base', { file: 'm.gguf' })).entry('m.gguf');
+    expect((await openTensors(t.store, 'renamed', { file: 'm.gguf' })).entry('m.gguf')).toEqual(baseGguf);
+    expect(result!.base).toBe(source.snapshot);
+  });
+
+  it('trim by names, pattern and predicate drops exactly those tensors and shares the rest', async () => {
+    const expected = (await expectedTensors())['tiny.safetensors']!;
+    let r1: Awaited<ReturnType<typeof trim>> | undefined;
+    const fresh = await added(async () => {
+      r1 = await trim(t.store, 'base', 'm.safetensors', ['mask', 'positions'], { ref: 't1' });
+    });
+    expect(fresh.size).toBe(2);
+    const t1 = await openTensors(t.store, 't1', { file: 'm.safetensors' });
+    expect(t1.names().sort()).toEqual(
+      expected
+        .map((e) => e.name)
+        .filter((n) => n !== 'mask' && n !== 'positions')
+        .sort(),
+    );
+    for (const e of expected.filter((x) => t1.has(x.name))) {
+      expect(sha256(await t1.get(e.name).read({ verify: true }))).toBe(e.sha256);
+    }
+    expect(r1!.entry.records.length).toBe(t1.entry('m.safetensors').records.length);
+
+    await trim(t.store, 'base', 'm.safetensors', /^layer\.0\.attn\./, { ref: 't2' });
+    const t2 = await openTensors(t.store, 't2', { file: 'm.safetensors' });
+    expect(t2.names().some((n) => n.startsWith('layer.0.attn.'))).toBe(false);
+    expect(t2.size).toBe(expected.length - 2);
+
+    await trim(t.store, 'base', 'm.gguf', (name) => name.startsWith('blk.'), { ref: 't3' });
+    const t3 = await openTensors(t.store, 't3', { file: 'm.gguf' });
+    expect(t3.names()).toEqual(['token_embd.weight', 'output.weight']);
+    const src = await openTensors(t.store, 'base', { file: 'm.gguf' });
+    expect(t3.get('output.weight').digests).toEqual(src.get('output.weight').digests);
+    expect(t3.ggufHeader('m.gguf').metadata.raw).toEqual(src.ggufHeader('m.gguf').metadata.raw);
+  });
+
+  it('rekey of a GGUF file keeps the metadata block verbatim', async () => {
+    const fresh = await added(() =>
+      rekey(t.store, 'base', 'm.gguf', new Map([['output.weight', 'lm_head.weight']]), { ref: 'g' }),
+    );
+    expect(fresh.size).toBe(2);
+    const src = await openTensors(t.store, 'base', { file: 'm.gguf' });
+    const out = await openTensors(t.store, 'g', { file: 'm.gguf' });
+    expect(out.ggufHeader('m.gguf')).toEqual(src.ggufHeader('m.gguf'));
+    expect(out.get('lm_head.weight').digests).toEqual(src.get('output.weight').digests);
+  });
+
+  it('names that collide after rekey are invalid_argument and nothing is written', async () => {
+    const before = await listObjects(t.root);
+    expect(await codeOf(() => rekey(t.store, 'base', 'm.safetensors', { mask: 'positions' }, { ref: 'x' }))).toBe(
+      'invalid_argument',
+    );
+    expect(
+      await codeOf(() => rekey(t.store, 'base', 'm.safetensors', { mask: 'same', positions: 'same' }, { ref: 'x' })),
+    ).toBe('invalid_argument');
+    expect(await codeOf(() => rekey(t.store, 'base', 'm.safetensors', { nope: 'x' }))).toBe('not_found');
+    expect(await codeOf(() => trim(t.store, 'base', 'm.safetensors', ['nope']))).toBe('not_found');
+    expect(await codeOf(() => rekey(t.store, 'base', 'm.gguf', { 'output.weight': 'x'.repeat(70) }))).toBe(
+      'invalid_argument',
+    );
+    expect(await listObjects(t.root)).toEqual(before);
+    expect(await t.store.getRef('x')).toBeNull();
+  });
+
+  it('moves a ref by compare-and-swap: a ref moved meanwhile is conflict', async () => {
+    const base = await t.store.resolve('base');
+    await rekey(t.store, 'base', 'm.safetensors', { mask: 'm2' }, { ref: 'base' });
+    expect(await t.store.resolve('base')).not.toBe(base);
+    expect(
+      await codeOf(() => rekey(t.store, base, 'm.safetensors', { mask: 'm3' }, { ref: 'base', expected: base })),
+    ).toBe('conflict');
+  });
+});
+
+describe('commit', () => {
+  let t: TestStore;
+  beforeEach(async () => {
+    t = await tempStore();
+  });
+  afterEach(() => t.close());
+
+  it('adds, replaces and removes entries of a base snapshot', async () => {
+    const base = await importTree(
+      t,
+      { 'a.safetensors': 'tiny.safetensors', 'b.gguf': 'tiny.gguf', 'c.txt': new Uint8Array([1]) },
+      'main',
+    );
+    const w = new TensorWriter(t.store, 'a.safetensors');
+    await w.add('only', 'U8', [3], new Uint8Array([1, 2, 3]));
+    const entry = await w.finish();
+    const r = await commit(t.store, { base: 'main', put: [entry], remove: ['c.txt'], ref: 'main' });
+    await w.close();
+    expect(r.base).toBe(base);
+    expect(r.manifest.entries.map((e) => e.path)).toEqual(['a.safetensors', 'b.gguf']);
+    expect(await t.store.resolve('main')).toBe(r.snapshot);
+    const set = await openTensors(t.store, 'main');
+    expect(Array.from(await set.get('only').read())).toEqual([1, 2, 3]);
+    expect(set.get('token_embd.weight').file).toBe('b.gguf');
+  });
+
+  it('refuses missing objects, unknown paths and double claims; a moved ref is conflict', async () => {
+    await importTree(t, { 'a.safetensors': 'tiny.safetensors' }, 'main');
+    const ghost: ManifestFileEntry = {
+      path: 'ghost.bin',
+      kind: 'file',
+      mode: 0o644,
+      size: 3,
+      profile: 'blob-v1',
+      records: [{ digest: `sha256:${'ab'.repeat(32)}`, length: 3 }],
+    };
+    expect(await codeOf(() => commit(t.store, { base: 'main', put: [ghost] }))).toBe('not_found');
+    expect(await codeOf(() => commit(t.store, { base: 'main', remove: ['nope'] }))).toBe('not_found');
+    expect(await codeOf(() => commit(t.store, { base: 'main', remove: ['a.safetensors', 'a.safetensors'] }))).toBe(
+      'invalid_argument',
+    );
+    const first = await commit(t.store, { base: 'main', remove: ['a.safetensors'], ref: 'side', expected: null });
+    expect(
+      await codeOf(() => commit(t.store, { base: 'main', remove: ['a.safetensors'], ref: 'side', expected: null })),
+    ).toBe('conflict');
+    expect(await t.store.resolve('side')).toBe(first.snapshot);
+  });
+});
