@@ -614,6 +614,33 @@ describe('the hostile corpus', () => {
     expect(catchError(() => parseGgufHeader(many, { maxHeaderBytes: 200 })).code).toBe('limit_exceeded');
   });
 
+  it('caps the items of all metadata arrays together (maxArrayItems), across re-reads too', async () => {
+    const arr = (key: string, n: number): GgufKV => ({
+      key,
+      type: 'array',
+      value: { itemType: 'uint8', items: new Array(n).fill(7) },
+    });
+    const file = writeGguf({ metadata: [arr('a', 6), arr('b', 4)], tensors: [] });
+    expect(parseGgufHeader(file, { maxArrayItems: 10 }).metadata).toHaveLength(2);
+    const e = catchError(() => parseGgufHeader(file, { maxArrayItems: 9 }));
+    expect([e.code, e.details.rule, e.details.key, e.details.limit, e.details.actual]).toEqual([
+      'limit_exceeded',
+      'array_items',
+      'b',
+      3,
+      4n,
+    ]);
+    for (const initialReadBytes of [1, 40, 70]) {
+      await expect(readGgufHeader(bytesSource(file), { maxArrayItems: 9, initialReadBytes })).rejects.toMatchObject({
+        details: e.details,
+      });
+      expect((await readGgufHeader(bytesSource(file), { maxArrayItems: 10, initialReadBytes })).metadata).toEqual(
+        parseGgufHeader(file).metadata,
+      );
+    }
+    expect(catchError(() => parseGgufHeader(file, { maxArrayItems: -1 })).code).toBe('invalid_argument');
+  });
+
   it('accepts alignments 1 and 64 (non-zero powers of two), placing data accordingly', () => {
     for (const alignment of [1, 64]) {
       const g = new RawGguf().header(1, 1).kvU32('general.alignment', alignment).tensor('t', [3], 0, 0);

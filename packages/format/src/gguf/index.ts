@@ -13,6 +13,7 @@ export {
 } from './geometry.js';
 export { GGML_TYPES, type GgmlTypeInfo, ggmlType, ggmlTypeByName } from './ggml-types.js';
 export {
+  DEFAULT_MAX_ARRAY_ITEMS,
   DEFAULT_MAX_HEADER_BYTES,
   GGUF_FIXED_HEADER_BYTES,
   GGUF_MAX_KEY_BYTES,

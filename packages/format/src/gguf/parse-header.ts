@@ -16,6 +16,12 @@ import {
 
 /** Default cap on the header size (fixed header + KVs + tensor infos). */
 export const DEFAULT_MAX_HEADER_BYTES = 128 * 1024 * 1024;
+/**
+ * Default cap on the items of all metadata arrays together. A u8 or bool item takes 1 byte on disk
+ * and a JS array slot of 8, so without it a 128 MiB header could demand a 1 GiB array; real files
+ * stay near 1.5M items (a 262k-token vocabulary with scores, types and merges).
+ */
+export const DEFAULT_MAX_ARRAY_ITEMS = 16 * 1024 * 1024;
 /** Size of magic + version + tensor count + KV count (v2/v3). */
 export const GGUF_FIXED_HEADER_BYTES = 24;
 /** Longest key accepted, in bytes (the GGUF spec's limit; ggml does not check it). */
@@ -51,7 +57,7 @@ export function parseGgufHeader(bytes: Uint8Array, options: GgufParseOptions = {
     });
   }
   try {
-    return parseGgufPrefix(bytes, fileSize, maxHeaderBytesOption(options));
+    return parseGgufPrefix(bytes, fileSize, limitsOption(options));
   } catch (err) {
     if (!(err instanceof NeedMoreBytes)) throw err;
     throw new TensorFSError('invalid_argument', 'the bytes given end before the GGUF header does', {
@@ -60,15 +66,27 @@ export function parseGgufHeader(bytes: Uint8Array, options: GgufParseOptions = {
   }
 }
 
-/** @internal Validates `maxHeaderBytes`. */
-export function maxHeaderBytesOption(options: GgufParseOptions): number {
-  const max = options.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES;
-  if (!Number.isSafeInteger(max) || max < GGUF_FIXED_HEADER_BYTES) {
+/** @internal The reader's caps. */
+export interface GgufLimits {
+  maxHeaderBytes: number;
+  maxArrayItems: number;
+}
+
+/** @internal The caps of `options`, validated. */
+export function limitsOption(options: GgufParseOptions): GgufLimits {
+  const maxHeaderBytes = options.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES;
+  const maxArrayItems = options.maxArrayItems ?? DEFAULT_MAX_ARRAY_ITEMS;
+  if (!Number.isSafeInteger(maxHeaderBytes) || maxHeaderBytes < GGUF_FIXED_HEADER_BYTES) {
     throw new TensorFSError('invalid_argument', 'maxHeaderBytes must be an integer of at least 24', {
-      details: { maxHeaderBytes: max },
+      details: { maxHeaderBytes },
     });
   }
-  return max;
+  if (!Number.isSafeInteger(maxArrayItems) || maxArrayItems < 0) {
+    throw new TensorFSError('invalid_argument', 'maxArrayItems must be a non-negative integer', {
+      details: { maxArrayItems },
+    });
+  }
+  return { maxHeaderBytes, maxArrayItems };
 }
 
 /**
@@ -79,9 +97,10 @@ export function maxHeaderBytesOption(options: GgufParseOptions): number {
 export function parseGgufPrefix(
   bytes: Uint8Array,
   fileSize: number,
-  maxHeaderBytes: number,
+  limits: GgufLimits,
   progress?: GgufMetadata,
 ): GgufHeader {
+  const { maxHeaderBytes } = limits;
   const probe = new Cursor(bytes, true, fileSize, maxHeaderBytes);
   probe.ensure(4);
   for (let i = 0; i < 4; i++) {
@@ -109,7 +128,8 @@ export function parseGgufPrefix(
   checkCount(c, tensorCount, MIN_TENSOR_INFO_BYTES, 'tensor_count', 8, kvCount * MIN_KV_BYTES);
 
   const metadataStart = c.pos;
-  const { metadata, metadataMap, alignment } = readMetadata(c, kvCount, progress ?? emptyMetadata(metadataStart));
+  const m = progress ?? emptyMetadata(metadataStart, limits.maxArrayItems);
+  const { metadata, metadataMap, alignment } = readMetadata(c, kvCount, m);
   const metadataEnd = c.pos;
   const infos = readTensorInfos(c, tensorCount, alignment);
   const infoEnd = c.pos;
@@ -172,11 +192,19 @@ export interface GgufMetadata {
   alignment: number;
   /** Offset just after the last complete KV. */
   end: number;
+  /** Array items the remaining KVs may still hold (the `maxArrayItems` budget). */
+  itemsLeft: number;
 }
 
-/** @internal No KVs read yet; the first starts at `start`. */
-export function emptyMetadata(start: number): GgufMetadata {
-  return { metadata: [], metadataMap: new Map(), alignment: GGUF_DEFAULT_ALIGNMENT, end: start };
+/** @internal No KVs read yet; the first starts at `start`; arrays may hold `maxArrayItems` in all. */
+export function emptyMetadata(start: number, maxArrayItems: number): GgufMetadata {
+  return {
+    metadata: [],
+    metadataMap: new Map(),
+    alignment: GGUF_DEFAULT_ALIGNMENT,
+    end: start,
+    itemsLeft: maxArrayItems,
+  };
 }
 
 /**
@@ -187,16 +215,17 @@ export function readMetadata(c: Cursor, count: number, m: GgufMetadata): GgufMet
   c.pos = m.end;
   for (let i = m.metadata.length; i < count; i++) {
     const at = c.pos;
-    const kv = readKV(c, m.metadataMap);
+    const kv = readKV(c, m);
     if (kv.key === 'general.alignment') m.alignment = checkAlignment(c, kv, at);
     m.metadata.push(kv);
     m.metadataMap.set(kv.key, kv);
     m.end = c.pos;
+    if (typeof kv.value === 'object') m.itemsLeft -= kv.value.items.length;
   }
   return m;
 }
 
-function readKV(c: Cursor, seen: ReadonlyMap<string, GgufKV>): GgufKV {
+function readKV(c: Cursor, m: GgufMetadata): GgufKV {
   const at = c.pos;
   c.context = {};
   const key = c.string(GGUF_MAX_KEY_BYTES, 'key_length');
@@ -204,7 +233,7 @@ function readKV(c: Cursor, seen: ReadonlyMap<string, GgufKV>): GgufKV {
   c.context = { key };
   // ggml compares keys as C strings: "a\0b" would collide with "a".
   if (key.includes('\0')) throw c.error('malformed', 'key_nul', 'a metadata key contains NUL', {}, at);
-  if (seen.has(key))
+  if (m.metadataMap.has(key))
     throw c.error('malformed', 'key_duplicate', `duplicate metadata key ${JSON.stringify(key)}`, {}, at);
   const typeAt = c.pos;
   const typeId = c.u32();
@@ -212,7 +241,7 @@ function readKV(c: Cursor, seen: ReadonlyMap<string, GgufKV>): GgufKV {
   if (type === undefined) {
     throw c.error('malformed', 'value_type', `unknown metadata value type ${typeId}`, { type: typeId }, typeAt);
   }
-  const value: GgufValue = typeId === T_ARRAY ? readArray(c) : readScalar(c, typeId);
+  const value: GgufValue = typeId === T_ARRAY ? readArray(c, m.itemsLeft) : readScalar(c, typeId);
   return { key, type, value };
 }
 
@@ -266,7 +295,7 @@ function readBool(c: Cursor): boolean {
   return b === 1;
 }
 
-function readArray(c: Cursor): GgufValue {
+function readArray(c: Cursor, itemsLeft: number): GgufValue {
   const at = c.pos;
   const itemTypeId = c.u32();
   if (itemTypeId === T_ARRAY) throw c.error('unsupported', 'nested_array', 'nested arrays are not supported', {}, at);
@@ -284,6 +313,18 @@ function readArray(c: Cursor): GgufValue {
       {
         actual: c.peekU64(countAt),
         remaining: c.remaining(),
+      },
+      countAt,
+    );
+  }
+  if (count > itemsLeft) {
+    throw c.error(
+      'limit_exceeded',
+      'array_items',
+      'metadata arrays hold more items than the configured maximum',
+      {
+        actual: c.peekU64(countAt),
+        limit: itemsLeft,
       },
       countAt,
     );

@@ -4,7 +4,7 @@
 import { TensorFSError, throwIfAborted, toTensorFSError } from '../errors.js';
 import type { ByteSource } from '../source.js';
 import { NeedMoreBytes } from './_cursor.js';
-import { emptyMetadata, GGUF_FIXED_HEADER_BYTES, maxHeaderBytesOption, parseGgufPrefix } from './parse-header.js';
+import { emptyMetadata, GGUF_FIXED_HEADER_BYTES, limitsOption, parseGgufPrefix } from './parse-header.js';
 import type { GgufHeader, GgufParseOptions } from './types.js';
 
 /** First read: 1 MiB covers the header of most models (a 2,000-tensor header is about 200 KiB). */
@@ -25,7 +25,8 @@ export async function readGgufHeader(source: ByteSource, options: GgufParseOptio
       details: { fileSize: options.fileSize, size: fileSize },
     });
   }
-  const maxHeaderBytes = maxHeaderBytesOption(options);
+  const limits = limitsOption(options);
+  const { maxHeaderBytes } = limits;
   const first = options.initialReadBytes ?? GGUF_INITIAL_READ_BYTES;
   if (!Number.isSafeInteger(first) || first < 1) {
     throw new TensorFSError('invalid_argument', 'initialReadBytes must be a positive integer', {
@@ -33,10 +34,10 @@ export async function readGgufHeader(source: ByteSource, options: GgufParseOptio
     });
   }
   let bytes = await readCopy(source, new Uint8Array(0), Math.min(fileSize, first), options.signal);
-  const progress = emptyMetadata(GGUF_FIXED_HEADER_BYTES);
+  const progress = emptyMetadata(GGUF_FIXED_HEADER_BYTES, limits.maxArrayItems);
   for (;;) {
     try {
-      return parseGgufPrefix(bytes, fileSize, maxHeaderBytes, progress);
+      return parseGgufPrefix(bytes, fileSize, limits, progress);
     } catch (err) {
       if (!(err instanceof NeedMoreBytes)) throw err;
       const grown = Math.min(fileSize, Math.max(err.needed, Math.min(bytes.length * 2, maxHeaderBytes)));

@@ -137,6 +137,11 @@ export interface GgufParseOptions {
    */
   maxHeaderBytes?: number;
   /**
+   * Most items all metadata arrays may hold together; beyond it `limit_exceeded` (rule `array_items`).
+   * @default 16777216 (a 262k-token vocabulary with scores, types and merges is about 1.5M)
+   */
+  maxArrayItems?: number;
+  /**
    * Size of {@link readGgufHeader}'s first read (later reads grow from it). A remote source may want a
    * smaller first request; any value gives the same result.
    * @default 1048576 (1 MiB)

@@ -173,7 +173,11 @@ function writeHeader(options: GgufWriteOptions): GgufWriteResult {
   const fileSize = BigInt(dataStart) + offset;
   if (fileSize > MAX_SAFE) throw invalid('file_size', 'the file would exceed 2^53 - 1 bytes', { actual: fileSize });
   const bytes = w.finish();
-  const header = parseGgufHeader(bytes, { fileSize: Number(fileSize), maxHeaderBytes: Number.MAX_SAFE_INTEGER });
+  const header = parseGgufHeader(bytes, {
+    fileSize: Number(fileSize),
+    maxHeaderBytes: Number.MAX_SAFE_INTEGER,
+    maxArrayItems: Number.MAX_SAFE_INTEGER,
+  });
   return { bytes, tensors: header.tensors, header };
 }
 
@@ -199,7 +203,7 @@ function writeMetadata(
   // alignment a verbatim block sets.
   const block = w.view(start);
   const c = new Cursor(block, w.little, block.length, block.length);
-  const parsed = readMetadata(c, count, emptyMetadata(0));
+  const parsed = readMetadata(c, count, emptyMetadata(0, Number.MAX_SAFE_INTEGER));
   if (c.pos !== block.length) {
     throw invalid('metadata_raw', `the raw metadata block holds more than ${count} KVs`, {
       expected: c.pos,
@@ -216,7 +220,7 @@ function writeMetadata(
   const kv: GgufKV = { key: 'general.alignment', type: 'uint32', value: wanted };
   writeKV(w, kv);
   const c2 = new Cursor(w.view(start + block.length), w.little, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
-  return { count: count + 1, alignment: readMetadata(c2, 1, emptyMetadata(0)).alignment };
+  return { count: count + 1, alignment: readMetadata(c2, 1, emptyMetadata(0, Number.MAX_SAFE_INTEGER)).alignment };
 }
 
 function writeKV(w: ByteWriter, kv: GgufKV): void {
