@@ -2,7 +2,7 @@ import * as fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { ManifestFileEntry, RecordRef } from '@tensorfs/format';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { commit, openTensors } from '../src/index.js';
+import { commit, openTensors, TensorWriter } from '../src/index.js';
 import {
   codeOf,
   expectedTensors,
@@ -157,6 +157,26 @@ describe('reads over damaged or hostile snapshots', () => {
       expect(view.digests).toEqual([]);
       expect(sha256(await view.read({ verify: true }))).toBe(e.sha256);
     }
+    // Inheriting views that own no objects copies their bytes onto the planner's grid: the result
+    // is exactly the file a planned import gives.
+    const writer = new TensorWriter(t.store, 'old.safetensors', { metadata: { format: 'pt' } });
+    for (const view of set) await writer.inherit(view);
+    const copied = await writer.finish();
+    await writer.close();
+    const planned = await importTree(t, { 'old.safetensors': 'tiny.safetensors' });
+    expect(copied).toEqual((await t.store.getManifest(planned)).entries[0]);
+  });
+
+  it('follows a symlink to the file inside the snapshot', async () => {
+    await importTree(t, { 'real/m.safetensors': 'tiny.safetensors' }, 'm');
+    await commit(t.store, {
+      base: 'm',
+      put: [{ path: 'link.safetensors', kind: 'symlink', target: 'real/m.safetensors' }],
+      ref: 'm',
+    });
+    const set = await openTensors(t.store, 'm', { file: 'link.safetensors' });
+    expect(set.files.map((f) => f.path)).toEqual(['real/m.safetensors']);
+    expect((await set.get('positions').read()).length).toBe(96);
   });
 
   it('leaves out (and lists) a whole-stored .safetensors that does not parse; by file it is malformed', async () => {
