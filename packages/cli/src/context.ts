@@ -1,7 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
-import { jsonInteger } from '@tensorfs/format';
+import { JsonNumberText, jsonInteger } from '@tensorfs/format';
 import { Progress } from './progress.js';
 
 /** Where a command writes and what it was given globally. */
@@ -68,6 +68,7 @@ export function toJson(value: unknown, indent?: number): string {
     (_key, v: unknown) => {
       if (typeof v === 'bigint') return jsonInteger(v);
       if (v instanceof Map) return Object.fromEntries(v);
+      if (v instanceof JsonNumberText) return Number(v.text);
       return v;
     },
     indent,

@@ -69,4 +69,34 @@ describe('tfs inspect', () => {
     expect((await tfs(['inspect', p])).code).toBe(0);
     expect((await tfs(['inspect', p, '--strict'])).code).toBe(3);
   });
+
+  it('validates a sharded checkpoint through its index and its shards', async () => {
+    const index = path.join(SAMPLES, 'tiny-model/diffusers/text_encoder/model.safetensors.index.json');
+    const r = await tfs(['inspect', index, '--json']);
+    expect(r.code).toBe(0);
+    const d = JSON.parse(r.stdout);
+    const src = JSON.parse(fs.readFileSync(index, 'utf8'));
+    expect(d.format).toBe('safetensors-index');
+    expect(d.total_size).toBe(src.metadata.total_size);
+    expect(d.weight_map).toEqual(src.weight_map);
+    expect(d.shards.map((s: { file: string }) => s.file)).toEqual([
+      'model-00001-of-00002.safetensors',
+      'model-00002-of-00002.safetensors',
+    ]);
+
+    // A copy whose index lies about total_size, names a missing shard, or escapes the folder.
+    const dir = fs.mkdtempSync(path.join(tmp, 'shards-'));
+    for (const f of fs.readdirSync(path.dirname(index)))
+      fs.copyFileSync(path.join(path.dirname(index), f), path.join(dir, f));
+    const lie = { ...src, metadata: { total_size: src.metadata.total_size + 1 } };
+    fs.writeFileSync(path.join(dir, 'lie.safetensors.index.json'), JSON.stringify(lie));
+    const bad = await tfs(['inspect', path.join(dir, 'lie.safetensors.index.json'), '--json']);
+    expect(bad.code).toBe(3);
+    expect(JSON.parse(bad.stderr).error.details.rule).toBe('I6');
+    fs.rmSync(path.join(dir, 'model-00002-of-00002.safetensors'));
+    expect((await tfs(['inspect', path.join(dir, 'model.safetensors.index.json')])).code).toBe(6);
+    const escaping = { weight_map: { a: '../model-00001-of-00002.safetensors' } };
+    fs.writeFileSync(path.join(dir, 'escape.safetensors.index.json'), JSON.stringify(escaping));
+    expect((await tfs(['inspect', path.join(dir, 'escape.safetensors.index.json')])).code).toBe(3);
+  });
 });

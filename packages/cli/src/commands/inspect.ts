@@ -1,5 +1,18 @@
-import { describeGguf, describeSafetensors, readGgufHeader, readSafetensorsHeader } from '@tensorfs/format';
+import path from 'node:path';
+import {
+  checkShardIndex,
+  describeGguf,
+  describeSafetensors,
+  isTensorFSError,
+  MAX_SHARD_INDEX_SIZE,
+  parseShardIndex,
+  readGgufHeader,
+  readSafetensorsHeader,
+  type SafetensorsHeader,
+  TensorFSError,
+} from '@tensorfs/format';
 import { defineCommand } from '../command.js';
+import type { CommandContext } from '../context.js';
 import { openFileSource } from '../files.js';
 import { formatBytes } from '../progress.js';
 
@@ -8,10 +21,15 @@ const GGUF_MAGIC = [0x47, 0x47, 0x55, 0x46]; // "GGUF"
 /** `tfs inspect <file>`: validate a safetensors or GGUF file and print its header. */
 export const inspectCommand = defineCommand<{ file: string; strict: boolean }>({
   command: 'inspect <file>',
-  describe: 'Validate a .safetensors or .gguf file and print its header (reads the header only)',
+  describe:
+    'Validate a .safetensors or .gguf file (or a sharded *.safetensors.index.json with its shards) and print its header',
   builder: (y) =>
     y
-      .positional('file', { type: 'string', demandOption: true, describe: 'a .safetensors or .gguf file' })
+      .positional('file', {
+        type: 'string',
+        demandOption: true,
+        describe: 'a .safetensors, .gguf or .safetensors.index.json file',
+      })
       .option('strict', {
         type: 'boolean',
         default: false,
@@ -20,9 +38,11 @@ export const inspectCommand = defineCommand<{ file: string; strict: boolean }>({
   handler: async (args, ctx) => {
     const source = await openFileSource(args.file);
     try {
-      const head = await source.read(0, Math.min(4, source.size));
-      const isGguf = head.length === 4 && GGUF_MAGIC.every((b, i) => head[i] === b);
-      if (isGguf) {
+      const head = await source.read(0, Math.min(8, source.size));
+      const isGguf = head.length >= 4 && GGUF_MAGIC.every((b, i) => head[i] === b);
+      if (!isGguf && looksLikeJson(head)) {
+        await inspectIndex(args.file, await source.read(0, source.size), args.strict, ctx);
+      } else if (isGguf) {
         const d = describeGguf(await readGgufHeader(source));
         ctx.result(d, () => [
           `gguf v${d.version} ${d.endianness}-endian, alignment ${d.alignment}, data at ${d.data_start}, ${Object.keys(d.metadata).length} metadata keys, ${d.tensors.length} tensors`,
@@ -48,6 +68,58 @@ export const inspectCommand = defineCommand<{ file: string; strict: boolean }>({
     }
   },
 });
+
+/**
+ * A shard index is JSON text; a safetensors file starts with a little-endian u64 whose high
+ * bytes are zero for any header under the size limit, so a NUL in the first 8 bytes (or fewer
+ * than 8 bytes) means "not JSON".
+ */
+function looksLikeJson(head: Uint8Array): boolean {
+  if (head.length < 8 || head.includes(0)) return false;
+  const first = head.find((b) => b !== 0x20 && b !== 0x09 && b !== 0x0a && b !== 0x0d);
+  return first === 0x7b; // '{'
+}
+
+async function inspectIndex(file: string, bytes: Uint8Array, strict: boolean, ctx: CommandContext): Promise<void> {
+  if (bytes.length > MAX_SHARD_INDEX_SIZE) {
+    throw new TensorFSError('limit_exceeded', 'shard index larger than the limit', {
+      details: { limit: MAX_SHARD_INDEX_SIZE, actual: bytes.length },
+    });
+  }
+  const index = parseShardIndex(bytes);
+  const headers = new Map<string, SafetensorsHeader>();
+  for (const shard of index.shards) {
+    // Shard names are validated as plain basenames by parseShardIndex, so this stays in the folder.
+    const source = await openFileSource(path.join(path.dirname(file), shard));
+    try {
+      headers.set(shard, await readSafetensorsHeader(source, { strict }));
+    } catch (err) {
+      throw withShard(err, shard);
+    } finally {
+      await source.close();
+    }
+  }
+  checkShardIndex(index, headers);
+  const shards = [...headers].map(([shard, h]) => ({ file: shard, ...describeSafetensors(h) }));
+  const d = {
+    format: 'safetensors-index',
+    metadata: index.metadata,
+    total_size: index.totalSize,
+    weight_map: index.weightMap,
+    shards,
+  };
+  ctx.result(d, () => [
+    `safetensors index, ${index.weightMap.size} tensors in ${shards.length} shards${index.totalSize === null ? '' : `, total_size ${index.totalSize}`}`,
+    ...table(shards.flatMap((s) => s.tensors.map((t) => [t.name, t.dtype, `[${t.shape.join(', ')}]`, s.file]))),
+  ]);
+}
+
+function withShard(err: unknown, shard: string): unknown {
+  if (isTensorFSError(err) && err.details.shard === undefined) {
+    return new TensorFSError(err.code, `${shard}: ${err.message}`, { details: { ...err.details, shard }, cause: err });
+  }
+  return err;
+}
 
 function bytes(n: number | string): string {
   return typeof n === 'number' ? formatBytes(n) : `${n} B`;
