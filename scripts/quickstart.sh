@@ -20,5 +20,18 @@ tfs ls local/tiny-model
 tfs export local/tiny-model "$out/tiny-model"
 diff -r samples/tiny-model "$out/tiny-model"
 echo "read back byte-exact: $(find "$out/tiny-model" -type f | wc -l) files"
+tfs tensors local/tiny-model --file model.safetensors
+tfs cat local/tiny-model embed.weight --file model.safetensors --verify -o "$out/embed.weight.bin"
+same=$(node -e '
+  const fs = require("fs");
+  const f = fs.readFileSync("samples/tiny-model/model.safetensors");
+  const n = Number(f.readBigUInt64LE(0));
+  const h = JSON.parse(f.subarray(8, 8 + n));
+  const [b, e] = h["embed.weight"].data_offsets;
+  const want = f.subarray(8 + n + b, 8 + n + e);
+  process.stdout.write(Buffer.compare(want, fs.readFileSync(process.argv[1])) === 0 ? "equal" : "DIFFERENT");
+' "$out/embed.weight.bin")
+echo "embed.weight read from the store: $same to the bytes in the original file"
+[ "$same" = equal ]
 tfs verify --data
 tfs du
