@@ -1,9 +1,16 @@
 import type { Lease, Store } from '@tensorfs/cas';
-import { type ManifestFileEntry, type ObjectId, TensorFSError } from '@tensorfs/format';
+import {
+  type ManifestFileEntry,
+  type ObjectId,
+  sortManifestEntries,
+  TensorFSError,
+  writeShardIndex,
+} from '@tensorfs/format';
 import { type CommitResult, commit } from './commit.js';
-import { openTensors } from './open.js';
+import { INDEX_SUFFIX, openTensors, type TensorSet } from './open.js';
+import { dirname, joinPath, SnapshotTree } from './snapshot.js';
 import type { TensorView } from './view.js';
-import { TensorWriter, type TensorWriterOptions } from './writer.js';
+import { TensorWriter } from './writer.js';
 
 /** Options of {@link rekey} and {@link trim}. */
 export interface ComposeOptions {
@@ -25,10 +32,13 @@ export interface ComposeOptions {
 
 /** What a composition made. */
 export interface ComposeResult extends CommitResult {
-  /** The new entry of the composed file. */
-  readonly entry: ManifestFileEntry;
-  /** The new header object (the entry's first record). */
-  readonly header: ObjectId;
+  /**
+   * The entries written, in path order: each changed file (its first record is its new header
+   * object) and, for a sharded model, the rewritten shard index. Unchanged files are not rewritten.
+   */
+  readonly entries: readonly ManifestFileEntry[];
+  /** Shards left without tensors, removed from the snapshot (and from the index). */
+  readonly removed: readonly string[];
 }
 
 /** A selection of tensors: exact names (each must exist), a pattern, or a predicate. */
@@ -43,14 +53,18 @@ export interface ComposeChanges {
 }
 
 /**
- * Drops and renames tensors of one `.safetensors` or `.gguf` file of a committed snapshot. The file
- * keeps its layout and metadata: the result costs one new header object and one manifest, and every
- * kept tensor keeps its objects. Every check runs before anything is written.
+ * Drops and renames tensors of one `.safetensors` or `.gguf` file of a committed snapshot, or of a
+ * whole sharded model (`file` is its `*.safetensors.index.json`). Each file keeps its layout and
+ * metadata: the result costs one new header object per changed file (plus the rewritten shard index
+ * of a sharded model, when a shard or the index is composed) and one manifest; every kept tensor
+ * keeps its objects. A shard left without tensors is removed. Every check runs before anything is
+ * written.
  *
  * @param snapshot - a ref name or snapshot id.
- * @throws {TensorFSError} `not_found` (snapshot, file, or a listed name not in the file),
- *   `invalid_argument` (two tensors would share a name, or a name the format refuses),
- *   `unsupported` (a shard index: compose its shards), `conflict` (the ref moved).
+ * @param file - a `.safetensors` or `.gguf` file, a shard of a sharded model, or its index.
+ * @throws {TensorFSError} `not_found` (snapshot, file, or a listed name not in the target),
+ *   `invalid_argument` (two tensors of the file or model would share a name, a name the format
+ *   refuses, a sharded model left without tensors), `conflict` (the ref moved).
  */
 export async function compose(
   store: Store,
@@ -151,7 +165,11 @@ interface Placement {
   readonly name: string;
 }
 
-/** Opens `file`, plans its new tensor list (validating it before anything is written), writes, commits. */
+/**
+ * Opens the target (a file, a shard of an index, or an index and all its shards), plans the new
+ * tensor lists (validating everything before a byte is written), writes one header per changed
+ * file (and the shard index when there is one), and commits.
+ */
 async function composeWith(
   store: Store,
   snapshot: string,
@@ -159,46 +177,151 @@ async function composeWith(
   options: ComposeOptions,
   plan: (views: readonly TensorView[]) => Placement[],
 ): Promise<ComposeResult> {
-  if (file.endsWith('.safetensors.index.json')) {
-    throw new TensorFSError('unsupported', 'compose one shard at a time; shard indexes are not rewritten', {
-      details: { path: file },
+  const signal = options.signal ? { signal: options.signal } : {};
+  const tree = await SnapshotTree.load(store, snapshot);
+  const isIndex = file.endsWith(INDEX_SUFFIX);
+  const path = isIndex ? file : tree.file(file).path;
+  const index = isIndex ? file : await indexNaming(store, tree, path, options.signal);
+  const set = await openTensors(store, tree.id, { file: index ?? path, ...signal });
+  const targets = isIndex ? set.files.map((f) => f.path) : [path];
+  const views = [...set];
+  const placements = plan(views.filter((v) => targets.includes(v.file)));
+  if (index !== null) checkAcrossShards(views, targets, placements, index);
+
+  const lease = options.lease ?? (await store.lease({ purpose: `compose ${file}` }));
+  // Without a ref, only the lease keeps the new snapshot: leave it to expire rather than release it.
+  let keepLease = options.lease !== undefined;
+  try {
+    const put: ManifestFileEntry[] = [];
+    const remove: string[] = [];
+    for (const target of targets) {
+      const mine = placements.filter((p) => p.view.file === target);
+      const before = views.filter((v) => v.file === target);
+      if (mine.length === before.length && mine.every((p, i) => p.name === before[i]!.name)) continue;
+      if (mine.length === 0 && index !== null) remove.push(target);
+      else put.push(await rewriteFile(store, set, target, mine, lease, options.signal));
+    }
+    if (index !== null && (put.length > 0 || remove.length > 0)) {
+      put.push(await rewriteIndex(store, set, tree.file(index), views, targets, placements, lease));
+    }
+    const result = await commit(store, {
+      base: tree.id,
+      put,
+      remove,
+      lease,
+      ...(options.ref !== undefined ? { ref: options.ref } : {}),
+      ...(options.expected !== undefined
+        ? { expected: options.expected }
+        : options.ref !== undefined && options.ref === snapshot
+          ? { expected: tree.id }
+          : {}),
+      ...signal,
+    });
+    keepLease ||= options.ref === undefined;
+    return { ...result, entries: sortManifestEntries(put), removed: remove };
+  } finally {
+    if (!keepLease) await lease.release();
+  }
+}
+
+/** The shard index beside `path` that names it as a shard, if any. */
+async function indexNaming(
+  store: Store,
+  tree: SnapshotTree,
+  path: string,
+  signal?: AbortSignal,
+): Promise<string | null> {
+  for (const entry of tree.files()) {
+    if (!entry.path.endsWith(INDEX_SUFFIX) || dirname(entry.path) !== dirname(path)) continue;
+    const set = await openTensors(store, tree.id, { file: entry.path, ...(signal ? { signal } : {}) });
+    if (set.files.some((f) => f.path === path)) return entry.path;
+  }
+  return null;
+}
+
+/**
+ * A new name must not be taken by a tensor of another shard of the same model, and the model must
+ * keep at least one tensor (its index needs one).
+ */
+function checkAcrossShards(
+  views: readonly TensorView[],
+  targets: readonly string[],
+  placements: readonly Placement[],
+  index: string,
+): void {
+  const others = new Map(views.filter((v) => !targets.includes(v.file)).map((v) => [v.name, v.file]));
+  if (others.size === 0 && placements.length === 0) {
+    throw new TensorFSError('invalid_argument', 'a sharded model cannot lose all its tensors', {
+      details: { path: index },
     });
   }
-  const set = await openTensors(store, snapshot, { file, ...(options.signal ? { signal: options.signal } : {}) });
-  const path = set.files[0]!.path;
+  for (const p of placements) {
+    const other = others.get(p.name);
+    if (other !== undefined) {
+      throw new TensorFSError('invalid_argument', 'another shard of the model already has a tensor of this name', {
+        details: { tensor: p.name, from: p.view.name, path: other, index },
+      });
+    }
+  }
+}
+
+/** Writes one file's new header around its kept tensors' objects. */
+async function rewriteFile(
+  store: Store,
+  set: TensorSet,
+  path: string,
+  placements: readonly Placement[],
+  lease: Lease,
+  signal: AbortSignal | undefined,
+): Promise<ManifestFileEntry> {
   const source = set.header(path);
-  const placements = plan([...set]);
-  const writerOptions: TensorWriterOptions = {
+  const writer = new TensorWriter(store, path, {
+    lease,
     mode: set.entry(path).mode as 0o644 | 0o755,
-    ...(options.lease ? { lease: options.lease } : {}),
-    ...(options.signal ? { signal: options.signal } : {}),
+    ...(signal ? { signal } : {}),
     ...(source.format === 'gguf'
       ? { ggufHeader: set.ggufHeader(path) }
       : source.header.metadata !== null
         ? { metadata: source.header.metadata }
         : {}),
-  };
-  const writer = new TensorWriter(store, path, writerOptions);
-  // Without a ref, only the lease keeps the new snapshot: leave it to expire rather than release it.
-  let keepLease = false;
-  try {
-    for (const { view, name } of placements) await writer.inherit(view, { name });
-    const entry = await writer.finish();
-    const result = await commit(store, {
-      base: set.snapshot,
-      put: [entry],
-      lease: writer.lease,
-      ...(options.ref !== undefined ? { ref: options.ref } : {}),
-      ...(options.expected !== undefined
-        ? { expected: options.expected }
-        : options.ref !== undefined && options.ref === snapshot
-          ? { expected: set.snapshot }
-          : {}),
-      ...(options.signal ? { signal: options.signal } : {}),
-    });
-    keepLease = options.ref === undefined;
-    return { ...result, entry, header: entry.records[0]!.digest };
-  } finally {
-    if (!keepLease) await writer.close();
+  });
+  for (const { view, name } of placements) await writer.inherit(view, { name });
+  return writer.finish();
+}
+
+/** The shard index with the new names, without dropped tensors, and `total_size` recomputed. */
+async function rewriteIndex(
+  store: Store,
+  set: TensorSet,
+  entry: ManifestFileEntry,
+  views: readonly TensorView[],
+  targets: readonly string[],
+  placements: readonly Placement[],
+  lease: Lease,
+): Promise<ManifestFileEntry> {
+  const parsed = set.shardIndex(entry.path);
+  const dir = dirname(entry.path);
+  const renamed = new Map(placements.map((p) => [`${p.view.file}\0${p.view.name}`, p.name]));
+  const sizes = new Map(views.map((v) => [`${v.file}\0${v.name}`, v.byteLength]));
+  const weightMap = new Map<string, string>();
+  let total = 0n;
+  for (const [name, shard] of parsed.weightMap) {
+    const key = `${joinPath(dir, shard)}\0${name}`;
+    const kept = targets.includes(joinPath(dir, shard)) ? renamed.get(key) : name;
+    if (kept === undefined) continue;
+    weightMap.set(kept, shard);
+    total += BigInt(sizes.get(key) ?? 0);
   }
+  const metadata = parsed.metadata === null ? null : new Map<string, unknown>(parsed.metadata);
+  if (metadata !== null && parsed.totalSize !== null) metadata.set('total_size', total);
+  const bytes = writeShardIndex({ weightMap, metadata });
+  const { id } = await store.put([bytes], { lease });
+  return {
+    path: entry.path,
+    kind: 'file',
+    mode: entry.mode,
+    size: bytes.length,
+    profile: 'blob-v1',
+    records: [{ digest: id, length: bytes.length }],
+  };
 }

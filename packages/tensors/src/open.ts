@@ -7,6 +7,7 @@ import {
   type RecordRef,
   type ObjectId,
   type SafetensorsHeader,
+  type SafetensorsShardIndex,
   TensorFSError,
   checkShardIndex,
   MAX_SHARD_INDEX_SIZE,
@@ -102,6 +103,8 @@ export interface TensorSet extends Iterable<TensorView> {
   ggufHeader(file: string): GgufTemplate;
   /** The manifest entry of an opened file. @throws {TensorFSError} `not_found` */
   entry(file: string): ManifestFileEntry;
+  /** The parsed shard index of an opened index (shard names are relative to its directory). @throws {TensorFSError} `not_found` */
+  shardIndex(index: string): SafetensorsShardIndex;
 }
 
 /** Profiles whose records are cut at tensor boundaries. */
@@ -110,7 +113,8 @@ const ALIGNED_PROFILES: ReadonlySet<string> = new Set(['safetensors-v1', 'gguf-v
 /** The codes of a header that does not parse (as opposed to a store failure). */
 const UNPARSABLE: ReadonlySet<string> = new Set(['malformed', 'unsupported', 'limit_exceeded']);
 
-const INDEX_SUFFIX = '.safetensors.index.json';
+/** How a safetensors shard index is named. @internal */
+export const INDEX_SUFFIX = '.safetensors.index.json';
 
 /**
  * Opens the tensors of a snapshot. Only headers are read: the header record of each tensor file
@@ -163,6 +167,8 @@ class FileOpener {
   readonly indexes: string[] = [];
   /** For each index path, the shard paths it covers. */
   readonly shardsOf = new Map<string, string[]>();
+  /** For each index path, the parsed index. */
+  readonly parsedIndexes = new Map<string, SafetensorsShardIndex>();
   readonly skipped: SkippedFile[] = [];
 
   constructor(
@@ -236,6 +242,7 @@ class FileOpener {
     checkShardIndex(index, headers);
     this.indexes.push(path);
     this.shardsOf.set(path, shards);
+    this.parsedIndexes.set(path, index);
   }
 
   private async openSafetensors(
@@ -375,6 +382,7 @@ class StoredTensorSet implements TensorSet {
   private readonly byFile: ReadonlyMap<string, OpenedFile>;
   private readonly byName = new Map<string, StoredTensorView[]>();
   private readonly shardsOf: ReadonlyMap<string, readonly string[]>;
+  private readonly parsedIndexes: ReadonlyMap<string, SafetensorsShardIndex>;
   private readonly ordered: StoredTensorView[] = [];
 
   constructor(
@@ -387,6 +395,7 @@ class StoredTensorSet implements TensorSet {
     this.indexes = [...opener.indexes].sort(compareText);
     this.skipped = opener.skipped;
     this.shardsOf = opener.shardsOf;
+    this.parsedIndexes = opener.parsedIndexes;
     for (const file of files) {
       for (const view of file.views) {
         this.ordered.push(view);
@@ -446,6 +455,16 @@ class StoredTensorSet implements TensorSet {
 
   entry(file: string): ManifestFileEntry {
     return this.opened(file).entry;
+  }
+
+  shardIndex(index: string): SafetensorsShardIndex {
+    const parsed = this.parsedIndexes.get(index);
+    if (parsed === undefined) {
+      throw new TensorFSError('not_found', 'no such shard index in the opened set', {
+        details: { path: index, snapshot: this.snapshot },
+      });
+    }
+    return parsed;
   }
 
   private opened(file: string): OpenedFile {

@@ -30,7 +30,8 @@ describe('compose: rekey and trim share every tensor object', () => {
         { ref: 'renamed' },
       );
     });
-    expect(fresh).toEqual(new Set([result!.header.slice(7), result!.snapshot.slice(7)]));
+    expect(result!.entries.map((e) => e.path)).toEqual(['m.safetensors']);
+    expect(fresh).toEqual(new Set([result!.entries[0]!.records[0]!.digest.slice(7), result!.snapshot.slice(7)]));
     const renamed = await openTensors(t.store, 'renamed', { file: 'm.safetensors' });
     expect(renamed.names()).toEqual(
       source.names().map((n) => ({ 'embed.weight': 'tok.weight', mask: 'attn_mask' })[n] ?? n),
@@ -66,7 +67,7 @@ describe('compose: rekey and trim share every tensor object', () => {
     for (const e of expected.filter((x) => t1.has(x.name))) {
       expect(sha256(await t1.get(e.name).read({ verify: true }))).toBe(e.sha256);
     }
-    expect(r1!.entry.records.length).toBe(t1.entry('m.safetensors').records.length);
+    expect(r1!.entries[0]!.records.length).toBe(t1.entry('m.safetensors').records.length);
 
     await trim(t.store, 'base', 'm.safetensors', /^layer\.0\.attn\./, { ref: 't2' });
     const t2 = await openTensors(t.store, 't2', { file: 'm.safetensors' });
@@ -116,6 +117,62 @@ describe('compose: rekey and trim share every tensor object', () => {
     expect(
       await codeOf(() => rekey(t.store, base, 'm.safetensors', { mask: 'm3' }, { ref: 'base', expected: base })),
     ).toBe('conflict');
+  });
+});
+
+describe('compose: sharded models keep their index consistent', () => {
+  let t: TestStore;
+  const SHARDED = {
+    'model-00001-of-00002.safetensors': 'sharded/model-00001-of-00002.safetensors',
+    'model-00002-of-00002.safetensors': 'sharded/model-00002-of-00002.safetensors',
+    'model.safetensors.index.json': 'sharded/model.safetensors.index.json',
+  };
+  const INDEX = 'model.safetensors.index.json';
+  beforeEach(async () => {
+    t = await tempStore();
+    await importTree(t, SHARDED, 'base');
+  });
+  afterEach(() => t.close());
+
+  async function indexJson(ref: string) {
+    const set = await openTensors(t.store, ref, { file: INDEX });
+    return { set, index: set.shardIndex(INDEX) };
+  }
+
+  it('rekey of one shard rewrites that shard header and the index, nothing else', async () => {
+    const before = await listObjects(t.root);
+    const r = await rekey(t.store, 'base', 'model-00001-of-00002.safetensors', { 'a.weight': 'a.w' }, { ref: 'r' });
+    const fresh = [...(await listObjects(t.root))].filter((x) => !before.has(x));
+    expect(r.entries.map((e) => e.path)).toEqual(['model-00001-of-00002.safetensors', INDEX]);
+    expect(fresh.length).toBe(3); // shard header, index, manifest
+    const { set, index } = await indexJson('r');
+    expect(index.weightMap.get('a.w')).toBe('model-00001-of-00002.safetensors');
+    expect(index.weightMap.has('a.weight')).toBe(false);
+    expect(index.totalSize).toBe((await indexJson('base')).index.totalSize);
+    const base = await openTensors(t.store, 'base');
+    expect(set.get('a.w').digests).toEqual(base.get('a.weight').digests);
+    expect((await openTensors(t.store, 'r')).size).toBe(4);
+  });
+
+  it('trim through the index drops tensors in any shard, removes an emptied shard, recomputes total_size', async () => {
+    const r = await trim(t.store, 'base', INDEX, ['b.weight', 'c.weight'], { ref: 'r' });
+    expect(r.removed).toEqual(['model-00002-of-00002.safetensors']);
+    expect(r.entries.map((e) => e.path)).toEqual([INDEX]);
+    const { set, index } = await indexJson('r');
+    expect(set.files.map((f) => f.path)).toEqual(['model-00001-of-00002.safetensors']);
+    expect([...index.weightMap.keys()].sort()).toEqual(['a.bias', 'a.weight']);
+    expect(index.totalSize).toBe(BigInt(set.get('a.bias').byteLength + set.get('a.weight').byteLength));
+    const manifest = await t.store.getManifest(r.snapshot);
+    expect(manifest.entries.map((e) => e.path)).toEqual(['model-00001-of-00002.safetensors', INDEX]);
+  });
+
+  it('refuses a new name another shard has, and a model left without tensors; nothing is written', async () => {
+    const before = await listObjects(t.root);
+    expect(
+      await codeOf(() => rekey(t.store, 'base', 'model-00001-of-00002.safetensors', { 'a.bias': 'b.weight' })),
+    ).toBe('invalid_argument');
+    expect(await codeOf(() => trim(t.store, 'base', INDEX, /./))).toBe('invalid_argument');
+    expect(await listObjects(t.root)).toEqual(before);
   });
 });
 

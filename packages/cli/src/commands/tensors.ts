@@ -185,19 +185,23 @@ export const composeCommand = defineCommand<{
         expected: args.name === args.ref ? snapshot : null,
         signal: ctx.signal,
       });
-      const tensors = (await openTensors(store, result.snapshot, { file: result.entry.path })).size;
+      const tensors = (await openTensors(store, result.snapshot, { file, signal: ctx.signal })).size;
+      const written = result.entries.map((e) => ({ path: e.path, header: e.records[0]?.digest ?? null }));
       ctx.result(
         {
           snapshot: result.snapshot,
           ref: args.name,
           base: result.base,
-          file: result.entry.path,
-          header: result.header,
+          file,
           tensors,
+          written,
+          removed: result.removed,
         },
         () => [
           `${args.name} -> ${result.snapshot}`,
-          `${result.entry.path}: ${tensors} tensors, new header ${result.header}`,
+          `${file}: ${tensors} tensors`,
+          ...written.map((w) => `  wrote ${w.path} (${w.header})`),
+          ...result.removed.map((r) => `  removed ${r}`),
         ],
       );
     });
