@@ -1,6 +1,7 @@
 // planAndHash of a 1 GiB safetensors file (36 tensors, four of them over 64 MiB) against
 // `openssl dgst -sha256` of the same file, warm page cache, same run.
 import { createNodeHasher } from '@tensorfs/cas';
+import { decodeManifest, encodeManifest } from '@tensorfs/format';
 import { planAndHash } from '@tensorfs/planner';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -9,7 +10,7 @@ import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { mibps, report } from './lib.mjs';
+import { mibps, report, time } from './lib.mjs';
 
 const MiB = 1024 * 1024;
 
@@ -101,4 +102,26 @@ try {
   await source.close();
 } finally {
   rmSync(dir, { recursive: true, force: true });
+}
+
+// TFM1 encode/decode of a 10,000-file, 100,000-record manifest against JSON of the same manifest.
+{
+  const entries = [];
+  for (let i = 0; i < 10_000; i++) {
+    const records = Array.from({ length: 10 }, (_, k) => ({
+      digest: `sha256:${(i * 10 + k).toString(16).padStart(64, '0')}`,
+      length: 1_000_000,
+    }));
+    const path = `shard-${String(i).padStart(5, '0')}/model.safetensors`;
+    entries.push({ path, kind: 'file', mode: 0o644, size: 10_000_000, profile: 'safetensors-v1', records });
+  }
+  const manifest = { entries };
+  const bytes = encodeManifest(manifest);
+  const json = JSON.stringify(manifest);
+  const enc = await time(() => encodeManifest(manifest), { runs: 5 });
+  const encJson = await time(() => JSON.stringify(manifest), { runs: 5 });
+  report('encodeManifest 100k records (validated)', enc, 'JSON.stringify', encJson, `${bytes.length} bytes`);
+  const dec = await time(() => decodeManifest(bytes), { runs: 5 });
+  const decJson = await time(() => JSON.parse(json), { runs: 5 });
+  report('decodeManifest 100k records (strict)', dec, 'JSON.parse', decJson, `${json.length} JSON bytes`);
 }

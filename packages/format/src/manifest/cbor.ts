@@ -38,6 +38,12 @@ export interface CborDecodeOptions {
    * @default 64
    */
   maxDepth?: number;
+  /**
+   * Return byte strings as views into `bytes` instead of copies (faster for many small byte
+   * strings; the views alias the input).
+   * @default false
+   */
+  views?: boolean;
 }
 
 /** The default nesting bound of {@link decodeCbor}. */
@@ -81,28 +87,34 @@ class Writer {
   /** The head of an item: major type and argument in the shortest form. */
   head(major: number, arg: number | bigint): void {
     const m = major << 5;
-    const v = BigInt(arg);
-    if (v < 24n) {
-      this.byte(m | Number(v));
+    if (typeof arg === 'number' && arg <= 0xffffffff) {
+      this.reserve(5);
+      const b = this.buf;
+      if (arg < 24) {
+        b[this.len++] = m | arg;
+      } else if (arg < 0x100) {
+        b[this.len++] = m | 24;
+        b[this.len++] = arg;
+      } else if (arg < 0x10000) {
+        b[this.len++] = m | 25;
+        b[this.len++] = arg >>> 8;
+        b[this.len++] = arg & 0xff;
+      } else {
+        b[this.len++] = m | 26;
+        b[this.len++] = arg >>> 24;
+        b[this.len++] = (arg >>> 16) & 0xff;
+        b[this.len++] = (arg >>> 8) & 0xff;
+        b[this.len++] = arg & 0xff;
+      }
       return;
     }
-    if (v < 0x100n) {
-      this.byte(m | 24);
-      this.byte(Number(v));
-    } else if (v < 0x10000n) {
-      this.byte(m | 25);
-      this.be(v, 2);
-    } else if (v < 0x100000000n) {
-      this.byte(m | 26);
-      this.be(v, 4);
-    } else {
-      this.byte(m | 27);
-      this.be(v, 8);
+    const v = BigInt(arg);
+    if (v <= 0xffffffffn) {
+      this.head(major, Number(v));
+      return;
     }
-  }
-
-  private be(v: bigint, n: number): void {
-    for (let i = n - 1; i >= 0; i--) this.byte(Number((v >> BigInt(i * 8)) & 0xffn));
+    this.byte(m | 27);
+    for (let i = 7; i >= 0; i--) this.byte(Number((v >> BigInt(i * 8)) & 0xffn));
   }
 
   result(): Uint8Array {
@@ -117,11 +129,17 @@ class Writer {
  */
 export function encodeCbor(value: CborValue): Uint8Array {
   const w = new Writer();
-  encodeItem(w, value, new Set());
+  encodeItem(w, value, { open: new Set(), keys: new Map() });
   return w.result();
 }
 
-function encodeItem(w: Writer, value: unknown, open: Set<object>): void {
+/** State of one encoding: containers being encoded (cycle check) and encoded map keys (reused). */
+interface EncodeContext {
+  open: Set<object>;
+  keys: Map<CborKey, Uint8Array>;
+}
+
+function encodeItem(w: Writer, value: unknown, ctx: EncodeContext): void {
   if (typeof value === 'number') {
     encodeNumber(w, value);
     return;
@@ -152,27 +170,33 @@ function encodeItem(w: Writer, value: unknown, open: Set<object>): void {
   if (typeof value !== 'object') {
     invalid(`cannot encode a ${typeof value}`, 'cbor-type');
   }
+  const { open } = ctx;
   if (open.has(value)) {
     invalid('cannot encode a cyclic structure', 'cbor-cycle');
   }
   open.add(value);
   if (Array.isArray(value)) {
     w.head(4, value.length);
-    for (const item of value) encodeItem(w, item, open);
+    for (const item of value) encodeItem(w, item, ctx);
   } else {
-    encodeMap(w, value instanceof Map ? [...value.entries()] : Object.entries(value), open);
+    encodeMap(w, value instanceof Map ? [...value.entries()] : Object.entries(value), ctx);
   }
   open.delete(value);
 }
 
-function encodeMap(w: Writer, entries: [unknown, unknown][], open: Set<object>): void {
+function encodeMap(w: Writer, entries: [unknown, unknown][], ctx: EncodeContext): void {
   const keyed = entries.map(([k, v]) => {
     if (typeof k !== 'string' && typeof k !== 'number' && typeof k !== 'bigint') {
       invalid('map keys must be text strings or integers', 'cbor-key-type');
     }
-    const kw = new Writer();
-    encodeItem(kw, k, open);
-    return { key: kw.result(), value: v };
+    let key = ctx.keys.get(k);
+    if (key === undefined) {
+      const kw = new Writer();
+      encodeItem(kw, k, ctx);
+      key = kw.result();
+      ctx.keys.set(k, key);
+    }
+    return { key, value: v };
   });
   keyed.sort((a, b) => compareBytes(a.key, b.key));
   for (let i = 1; i < keyed.length; i++) {
@@ -181,11 +205,15 @@ function encodeMap(w: Writer, entries: [unknown, unknown][], open: Set<object>):
   w.head(5, keyed.length);
   for (const { key, value } of keyed) {
     w.bytes(key);
-    encodeItem(w, value, open);
+    encodeItem(w, value, ctx);
   }
 }
 
 function encodeNumber(w: Writer, v: number): void {
+  if (Number.isSafeInteger(v)) {
+    encodeSafeInteger(w, v);
+    return;
+  }
   if (Number.isInteger(v) && v >= -TWO_64 && v < TWO_64) {
     encodeInteger(w, BigInt(v));
     return;
@@ -213,6 +241,11 @@ function encodeNumber(w: Writer, v: number): void {
   dv.setFloat64(0, v);
   w.byte(0xfb);
   w.bytes(new Uint8Array(dv.buffer));
+}
+
+function encodeSafeInteger(w: Writer, v: number): void {
+  if (v >= 0) w.head(0, v);
+  else w.head(1, -1 - v);
 }
 
 function encodeInteger(w: Writer, v: bigint): void {
@@ -284,7 +317,7 @@ function invalid(message: string, rule: string): never {
  * end, trailing bytes, or nesting deeper than `maxDepth`.
  */
 export function decodeCbor(bytes: Uint8Array, options: CborDecodeOptions = {}): CborValue {
-  const reader = new Reader(bytes, options.maxDepth ?? CBOR_MAX_DEPTH);
+  const reader = new Reader(bytes, options.maxDepth ?? CBOR_MAX_DEPTH, options.views === true);
   const value = reader.item(0);
   if (reader.pos !== bytes.length) {
     reader.fail('trailing bytes after the CBOR item', 'cbor-trailing', reader.pos);
@@ -299,6 +332,7 @@ class Reader {
   constructor(
     private readonly bytes: Uint8Array,
     private readonly maxDepth: number,
+    private readonly views: boolean,
   ) {
     this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   }
@@ -312,13 +346,13 @@ class Reader {
   }
 
   /** Reads a head; returns the major type and argument, rejecting non-shortest forms. */
-  private head(): { major: number; info: number; arg: bigint; at: number } {
+  private head(): { major: number; info: number; arg: number | bigint; at: number } {
     const at = this.pos;
     this.need(1, at);
     const initial = this.bytes[this.pos++]!;
     const major = initial >> 5;
     const info = initial & 0x1f;
-    if (info < 24) return { major, info, arg: BigInt(info), at };
+    if (info < 24) return { major, info, arg: info, at };
     if (info > 27) {
       this.fail(
         info === 31 ? 'indefinite lengths are not canonical' : 'reserved additional information',
@@ -326,40 +360,48 @@ class Reader {
         at,
       );
     }
-    if (major === 7) return { major, info, arg: 0n, at };
+    if (major === 7) return { major, info, arg: 0, at };
     const n = 1 << (info - 24);
     this.need(n, at);
-    let arg: bigint;
-    if (n === 1) arg = BigInt(this.view.getUint8(this.pos));
-    else if (n === 2) arg = BigInt(this.view.getUint16(this.pos));
-    else if (n === 4) arg = BigInt(this.view.getUint32(this.pos));
-    else arg = this.view.getBigUint64(this.pos);
+    let arg: number | bigint;
+    let min: number;
+    if (n === 1) {
+      arg = this.view.getUint8(this.pos);
+      min = 24;
+    } else if (n === 2) {
+      arg = this.view.getUint16(this.pos);
+      min = 0x100;
+    } else if (n === 4) {
+      arg = this.view.getUint32(this.pos);
+      min = 0x10000;
+    } else {
+      const big = this.view.getBigUint64(this.pos);
+      arg = big <= MAX_SAFE ? Number(big) : big;
+      min = 0x100000000;
+    }
     this.pos += n;
-    const min = n === 1 ? 24n : 1n << BigInt(4 * n);
     if (arg < min) this.fail('integer or length not in its shortest form', 'cbor-non-shortest', at);
     return { major, info, arg, at };
   }
 
   /** A length argument as a number, bounded by the bytes that remain (each element takes ≥ `unit` bytes). */
-  private length(arg: bigint, unit: number, at: number): number {
-    if (arg * BigInt(unit) > BigInt(this.bytes.length - this.pos)) {
+  private length(arg: number | bigint, unit: number, at: number): number {
+    if (typeof arg === 'bigint' || arg * unit > this.bytes.length - this.pos) {
       this.fail('CBOR length runs past the end of the input', 'cbor-truncated', at);
     }
-    return Number(arg);
+    return arg;
   }
 
   item(depth: number): CborValue {
     const { major, info, arg, at } = this.head();
     switch (major) {
       case 0:
-        return arg <= MAX_SAFE ? Number(arg) : arg;
-      case 1: {
-        const v = -1n - arg;
-        return v >= -MAX_SAFE ? Number(v) : v;
-      }
+        return arg;
+      case 1:
+        return typeof arg === 'number' && arg < Number.MAX_SAFE_INTEGER ? -1 - arg : -1n - BigInt(arg);
       case 2: {
         const n = this.length(arg, 1, at);
-        const out = this.bytes.slice(this.pos, this.pos + n);
+        const out = this.views ? this.bytes.subarray(this.pos, this.pos + n) : this.bytes.slice(this.pos, this.pos + n);
         this.pos += n;
         return out;
       }
