@@ -123,3 +123,35 @@ describe('createNodeHasher', () => {
     expect(out.trim()).toBe(sha(new Uint8Array(1 << 20)));
   });
 });
+
+describe('buffer reuse', () => {
+  it('gives released buffers back to the next allocate of the same size', async () => {
+    const h = createNodeHasher({ threads: 2 });
+    const a = h.allocate!(1024);
+    h.release!(a);
+    h.release!(a);
+    expect(h.allocate!(1024)).toBe(a);
+    expect(h.allocate!(1024)).not.toBe(a);
+    expect(h.allocate!(2048).length).toBe(2048);
+    await h.close();
+  });
+
+  it('lets consecutive plans reuse their read buffers', async () => {
+    const h = createNodeHasher({ threads: 2 });
+    const allocate = h.allocate!.bind(h);
+    let fresh = 0;
+    h.allocate = (size) => {
+      const b = allocate(size);
+      fresh += b.every((x) => x === 0) ? 1 : 0;
+      return b;
+    };
+    const file = new Uint8Array(randomBytes(2_000_000));
+    const first = await planAndHash(bytesSource(file), { hasher: h });
+    const afterFirst = fresh;
+    const second = await planAndHash(bytesSource(file), { hasher: h });
+    expect(second).toEqual(first);
+    expect(afterFirst).toBeGreaterThan(0);
+    expect(fresh).toBe(afterFirst);
+    await h.close();
+  });
+});

@@ -32,6 +32,11 @@ export interface Hasher {
    * @default `new Uint8Array(size)`
    */
   allocate?(size: number): Uint8Array;
+  /**
+   * Gives back a buffer from {@link Hasher.allocate} that the planner no longer uses, so the next
+   * plan can reuse it instead of allocating (and faulting in) fresh memory.
+   */
+  release?(buffer: Uint8Array): void;
 }
 
 /**

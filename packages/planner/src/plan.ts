@@ -186,12 +186,13 @@ async function hashBuffered(source: ByteSource, cuts: Cuts, bufferSize: number, 
   const { hasher, signal } = ctx;
   const ids: ObjectId[] = new Array(cuts.lengths.length);
   const free: Uint8Array[] = [];
-  let allocated = 0;
+  const owned: Uint8Array[] = [];
   const take = (): Uint8Array => {
     const buffer = free.pop();
     if (buffer) return buffer;
-    allocated++;
-    return hasher.allocate?.(bufferSize) ?? new Uint8Array(bufferSize);
+    const fresh = hasher.allocate?.(bufferSize) ?? new Uint8Array(bufferSize);
+    owned.push(fresh);
+    return fresh;
   };
   const queue: Pending[] = [];
   let done = 0;
@@ -227,13 +228,15 @@ async function hashBuffered(source: ByteSource, cuts: Cuts, bufferSize: number, 
     current = it.next();
     pendingRead = undefined;
     if (!current.done) {
-      if (free.length === 0 && allocated > ctx.concurrency) await drain();
+      if (free.length === 0 && owned.length > ctx.concurrency) await drain();
       pendingRead = read(current.value);
     }
     queue.push({ batch, buffer, digests: quiet(hashBatch(hasher, cuts, batch, buffer, signal)) });
     while (queue.length > ctx.concurrency) await drain();
   }
   while (queue.length > 0) await drain();
+  // Only after success: after a failure a worker may still be hashing from these buffers.
+  for (const buffer of owned) hasher.release?.(buffer);
   return ids;
 }
 
@@ -272,6 +275,7 @@ async function streamRecord(source: ByteSource, offset: number, length: number, 
     ctx.onProgress?.({ bytesDone: at - offset, bytesTotal: ctx.size });
   }
   const digest = objectIdFromDigest(await stream.digest());
+  for (const buffer of buffers) hasher.release?.(buffer);
   await ctx.onRecord?.({ index: 0, offset, length, digest }, null);
   return digest;
 }

@@ -35,7 +35,8 @@ export interface NodeHasher extends Hasher {
 /**
  * SHA-256 with `node:crypto` (about 1.1 GiB/s a core). With `threads > 1`, read buffers from
  * `allocate()` are backed by a `SharedArrayBuffer`, so a worker hashes them without a copy
- * (other pieces are copied once into the message). Idle workers never keep the process alive.
+ * (other pieces are copied once into the message). Buffers given back with `release()` are
+ * reused by later plans (up to `threads + 2` of each size). Idle workers never keep the process alive.
  * @throws {TensorFSError} `invalid_argument` for a bad thread count.
  */
 export function createNodeHasher(options: NodeHasherOptions = {}): NodeHasher {
@@ -47,6 +48,9 @@ export function createNodeHasher(options: NodeHasherOptions = {}): NodeHasher {
   }
   const inlineBelow = options.inlineBelow ?? 256 * 1024;
   const pool = threads > 1 ? new WorkerPool(threads) : undefined;
+  // Released read buffers by size, reused by the next plan (a fresh 64 MiB buffer costs its page faults).
+  const spare = new Map<number, Uint8Array[]>();
+  const maxSpare = threads + 2;
   return {
     parallelism: threads,
     async digest(pieces: readonly Uint8Array[], signal?: AbortSignal): Promise<Uint8Array> {
@@ -57,9 +61,18 @@ export function createNodeHasher(options: NodeHasherOptions = {}): NodeHasher {
     },
     stream: nodeStream,
     allocate(size: number): Uint8Array {
+      const reused = spare.get(size)?.pop();
+      if (reused) return reused;
       return pool ? new Uint8Array(new SharedArrayBuffer(size)) : new Uint8Array(size);
     },
+    release(buffer: Uint8Array): void {
+      const list = spare.get(buffer.length) ?? [];
+      if (list.length >= maxSpare || list.includes(buffer)) return;
+      list.push(buffer);
+      spare.set(buffer.length, list);
+    },
     async close(): Promise<void> {
+      spare.clear();
       await pool?.close();
     },
   };
