@@ -14,6 +14,7 @@ import {
 const TREE = {
   'tiny.safetensors': 'tiny.safetensors',
   'tiny.gguf': 'tiny.gguf',
+  'be.gguf': 'tiny-be.gguf',
   'shards/model-00001-of-00002.safetensors': 'sharded/model-00001-of-00002.safetensors',
   'shards/model-00002-of-00002.safetensors': 'sharded/model-00002-of-00002.safetensors',
   'shards/model.safetensors.index.json': 'sharded/model.safetensors.index.json',
@@ -24,6 +25,7 @@ const TREE = {
 const IN_TREE: Record<string, string> = {
   'tiny.safetensors': 'tiny.safetensors',
   'tiny.gguf': 'tiny.gguf',
+  'tiny-be.gguf': 'be.gguf',
   'sharded/model-00001-of-00002.safetensors': 'shards/model-00001-of-00002.safetensors',
   'sharded/model-00002-of-00002.safetensors': 'shards/model-00002-of-00002.safetensors',
 };
@@ -43,13 +45,15 @@ describe('openTensors over a snapshot', () => {
 
   it('lists every tensor file and index, in path order, and nothing else', () => {
     expect(set.files.map((f) => [f.path, f.format, f.profile, f.aligned])).toEqual([
+      ['be.gguf', 'gguf', 'gguf-v1', true],
       ['shards/model-00001-of-00002.safetensors', 'safetensors', 'safetensors-v1', true],
       ['shards/model-00002-of-00002.safetensors', 'safetensors', 'safetensors-v1', true],
       ['tiny.gguf', 'gguf', 'gguf-v1', true],
       ['tiny.safetensors', 'safetensors', 'safetensors-v1', true],
     ]);
     expect(set.indexes).toEqual(['shards/model.safetensors.index.json']);
-    expect(set.files[0]!.index).toBe('shards/model.safetensors.index.json');
+    expect(set.files[1]!.index).toBe('shards/model.safetensors.index.json');
+    expect(set.files[0]!.index).toBeUndefined();
     expect(set.skipped).toEqual([]);
     expect(set.size).toBe(Object.values(expected).reduce((n, l) => n + l.length, 0));
   });
@@ -92,9 +96,9 @@ describe('openTensors over a snapshot', () => {
   });
 
   it('gives GGUF block geometry and the ggml type names', () => {
-    const q8 = set.get('blk.0.attn_q.weight');
+    const q8 = set.get('blk.0.attn_q.weight', 'tiny.gguf');
     expect([q8.dtype, q8.blockSize, q8.typeSize, q8.shape]).toEqual(['Q8_0', 32, 34, [2n, 32n]]);
-    const q4k = set.get('output.weight');
+    const q4k = set.get('output.weight', 'be.gguf');
     expect([q4k.dtype, q4k.blockSize, q4k.typeSize, q4k.byteLength]).toEqual(['Q4_K', 256, 144, 144]);
     const f32 = set.get('embed.weight');
     expect([f32.blockSize, f32.typeSize]).toEqual([1, 4]);
@@ -112,6 +116,7 @@ describe('openTensors over a snapshot', () => {
     }
     const template = set.ggufHeader('tiny.gguf');
     expect([template.version, template.endianness, template.alignment]).toEqual([3, 'little', 32]);
+    expect(set.ggufHeader('be.gguf').endianness).toBe('big');
     expect(template.metadata.count).toBe(gg.format === 'gguf' ? gg.header.metadata.length : -1);
   });
 

@@ -78,6 +78,10 @@ describe('TensorWriter: byte-exact round trips', () => {
     await roundTrip('tiny.gguf', 'tiny.gguf');
   });
 
+  it('reproduces a big-endian GGUF file (tensor bytes stay as stored)', async () => {
+    await roundTrip('tiny-be.gguf', 'be.gguf');
+  });
+
   it('reproduces a file of our canonical writer with several metadata keys', async () => {
     const tensors = [
       { name: 'z', dtype: 'F32', shape: [3n, 5n], data: noise(60, 3) },
