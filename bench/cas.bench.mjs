@@ -2,7 +2,7 @@
 // safetensors file generated in a temp dir (1 GiB; 4 GiB more with TENSORFS_BENCH_BIG=1 for the
 // peak-memory case). Warm page cache: every input is read once before it is measured.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -55,11 +55,36 @@ function warm(file) {
   execFileSync('cat', [file], { stdio: ['ignore', 'ignore', 'inherit'], maxBuffer: 0 });
 }
 
+/** Wall and CPU time (all threads of this process, hashing workers included) of `fn`. */
 async function timed(fn) {
+  const c0 = process.cpuUsage();
   const t0 = performance.now();
   const r = await fn();
-  return { ms: performance.now() - t0, r };
+  const c = process.cpuUsage(c0);
+  return { ms: performance.now() - t0, cpu: (c.user + c.system) / 1000, r };
 }
+
+/** CPU ms of this process's finished children (Linux /proc: cutime + cstime, 100 Hz ticks). */
+function childCpuMs() {
+  const f = readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ');
+  return (Number(f[13]) + Number(f[14])) * 10;
+}
+
+/** Median wall and CPU ms of `openssl dgst -sha256 file` over 3 runs. */
+function opensslTimes(file) {
+  const runs = [];
+  for (let i = 0; i < 3; i++) {
+    const c0 = childCpuMs();
+    const t0 = performance.now();
+    execFileSync('openssl', ['dgst', '-sha256', file], { stdio: ['ignore', 'ignore', 'inherit'] });
+    runs.push({ ms: performance.now() - t0, cpu: childCpuMs() - c0 });
+  }
+  const mid = (k) => runs.map((r) => r[k]).sort((a, b) => a - b)[1];
+  return { ms: mid('ms'), cpu: mid('cpu') };
+}
+
+const cpuNote = (ours, base) =>
+  `CPU ${ours.cpu.toFixed(0)} ms vs ${base.cpu.toFixed(0)} ms (${(ours.cpu / base.cpu).toFixed(2)}x)`;
 
 async function median(n, fn) {
   const runs = [];
@@ -74,7 +99,8 @@ try {
   const file = writeSafetensors('base.safetensors', COUNT, TENSOR);
   const size = COUNT * TENSOR;
   warm(file);
-  const openssl = await timeCommand('openssl', ['dgst', '-sha256', file], { runs: 3 });
+  const ssl = opensslTimes(file);
+  const openssl = ssl.ms;
 
   // 1. Import into a fresh store (hash on every core, write every object).
   const fresh = await median(3, async () => {
@@ -90,7 +116,7 @@ try {
     fresh.ms,
     'openssl dgst -sha256',
     openssl,
-    `${mibps(size, fresh.ms)} MiB/s, wrote ${(fresh.r.bytesWritten / MiB).toFixed(0)} MiB`,
+    `${mibps(size, fresh.ms)} MiB/s, wrote ${(fresh.r.bytesWritten / MiB).toFixed(0)} MiB; ${cpuNote(fresh, ssl)}`,
   );
 
   // 2. Re-import into a store that has it: hash only, 0 bytes written.
@@ -103,7 +129,7 @@ try {
     again.ms,
     'openssl dgst -sha256',
     openssl,
-    `wrote ${again.r.bytesWritten} bytes`,
+    `wrote ${again.r.bytesWritten} bytes; ${cpuNote(again, ssl)}`,
   );
   if (again.r.bytesWritten !== 0) throw new Error('re-import wrote bytes');
 
@@ -118,7 +144,7 @@ try {
     ft.ms,
     'openssl dgst -sha256',
     openssl,
-    `wrote ${(ft.r.bytesWritten / MiB).toFixed(1)} MiB of ${(size / MiB).toFixed(0)} (expected ${((changed.size * TENSOR) / MiB).toFixed(0)}); dedup ratio ${usage.dedupRatio.toFixed(2)}x (logical ${(usage.logicalBytes / MiB).toFixed(0)} MiB, stored ${(usage.storedBytes / MiB).toFixed(0)} MiB)`,
+    `${cpuNote(ft, ssl)}; wrote ${(ft.r.bytesWritten / MiB).toFixed(1)} MiB of ${(size / MiB).toFixed(0)} (expected ${((changed.size * TENSOR) / MiB).toFixed(0)}); dedup ratio ${usage.dedupRatio.toFixed(2)}x (logical ${(usage.logicalBytes / MiB).toFixed(0)} MiB, stored ${(usage.storedBytes / MiB).toFixed(0)} MiB)`,
   );
 
   // 4. Export against cp (same filesystem, warm objects).
@@ -153,12 +179,16 @@ try {
     warm(big);
     const bigRoot = mkdtempSync(join(dir, 'big-'));
     const script = `import { Store } from '@tensorfs/cas';
+      import { readFileSync } from 'node:fs';
       const s = await Store.open(${JSON.stringify(bigRoot)});
       const t0 = performance.now();
       await s.importPath(${JSON.stringify(big)});
       const ms = performance.now() - t0;
       await s.close();
-      console.log(JSON.stringify({ ms, maxRss: process.resourceUsage().maxRSS * 1024 }));`;
+      // VmHWM is this process image's peak RSS (getrusage's maxRSS would include the parent's,
+      // inherited across fork + exec on Linux).
+      const hwm = /VmHWM:\\s+(\\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
+      console.log(JSON.stringify({ ms, maxRss: hwm ? Number(hwm[1]) * 1024 : process.resourceUsage().maxRSS * 1024 }));`;
     const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
       encoding: 'utf8',
       cwd: process.cwd(),

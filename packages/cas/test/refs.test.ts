@@ -1,4 +1,4 @@
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Store, validateRefName } from '@tensorfs/cas';
 import { encodeManifest } from '@tensorfs/format';
@@ -19,6 +19,8 @@ describe('refs', () => {
     expect(e.details).toMatchObject({ ref: 'local/example', expected: b, actual: a });
     await s.setRef('local/example', b, { expected: a });
     await s.setRef('main', a);
+    writeFileSync(join(root, 'refs', '.DS_Store'), 'junk');
+    writeFileSync(join(root, 'refs', 'local', 'example~'), 'junk');
     expect(await s.getRef('local/example')).toBe(b);
     expect(await s.resolve('local/example')).toBe(b);
     expect(await s.resolve(a)).toBe(a);
@@ -29,6 +31,8 @@ describe('refs', () => {
     await rejectsCode(s.deleteRef('main', { expected: b }), 'conflict');
     await s.deleteRef('main', { expected: a });
     await s.deleteRef('local/example');
+    rmSync(join(root, 'refs', '.DS_Store'));
+    rmSync(join(root, 'refs', 'local'), { recursive: true });
     await rejectsCode(s.deleteRef('main'), 'not_found');
     await rejectsCode(s.resolve('main'), 'not_found');
     await rejectsCode(s.resolve(idOf(bytesOf(3))), 'not_found');

@@ -64,6 +64,16 @@ export function validateRefName(name: string): string {
   return name;
 }
 
+/** True if `name` is a valid ref name (see {@link validateRefName}). */
+export function isRefName(name: string): boolean {
+  try {
+    validateRefName(name);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Parses one ref file's content (`<id>\n`); `corrupt` if it is not exactly that. */
 export function parseRefContent(name: string, text: string): ObjectId {
   if (!text.endsWith('\n') || text.indexOf('\n') !== text.length - 1) {

@@ -10,7 +10,7 @@ import { dirname, join, relative, sep } from 'node:path';
 import { type ObjectId, TensorFSError } from '@tensorfs/format';
 import { type Db, bumpEpoch, immediate } from './db.js';
 import { errnoOf, fsyncDirSync, ioError, mkdirDurableSync, replaceFileSync } from './fsutil.js';
-import { type Layout, parseRefContent, validateRefName } from './layout.js';
+import { type Layout, isRefName, parseRefContent, validateRefName } from './layout.js';
 
 /** A ref and the id it names. */
 export interface RefEntry {
@@ -131,6 +131,7 @@ export async function listRefs(layout: Layout): Promise<RefEntry[]> {
   for (const e of entries) {
     if (!e.isFile()) continue;
     const name = relative(layout.refs, join(e.parentPath, e.name)).split(sep).join('/');
+    if (!isRefName(name)) continue; // a stray file (editor backup, OS metadata) is not a ref
     const id = await readRef(layout, name);
     if (id !== null) out.push({ name, id });
   }
