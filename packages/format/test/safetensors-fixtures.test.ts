@@ -143,3 +143,48 @@ describe('the repository sample model (samples/, written by the reference writer
     expect(index.totalSize).toBe(224n);
   });
 });
+
+describe('hostile corpus with the reference verdicts (fixtures/safetensors/make_hostile.py)', () => {
+  const corpus = JSON.parse(readFileSync(join(DIR, 'hostile.json'), 'utf8')) as {
+    cases: { name: string; hex: string; reference: string; tensorfs: string | null; divergence: string | null }[];
+  };
+  it('has cases for every rule', () => {
+    const rules = new Set(corpus.cases.map((c) => c.tensorfs));
+    for (const r of [
+      'R1',
+      'R3',
+      'R4',
+      'R5',
+      'R6',
+      'R7',
+      'R8',
+      'R9',
+      'R10',
+      'R12',
+      'R13',
+      'R14',
+      'R15',
+      'R16',
+      'R17',
+      'S1',
+    ]) {
+      expect(rules.has(r), r).toBe(true);
+    }
+  });
+  for (const c of corpus.cases) {
+    it(`${c.name}: ${c.tensorfs ?? 'accepted'}; reference ${c.reference === 'ok' ? 'accepts' : 'rejects'}`, () => {
+      const bytes = new Uint8Array(Buffer.from(c.hex, 'hex'));
+      let rule: string | null = null;
+      try {
+        parseSafetensorsHeader(bytes);
+      } catch (error) {
+        rule = caught(() => {
+          throw error;
+        }).details.rule as string;
+      }
+      expect(rule).toBe(c.tensorfs);
+      // Same verdict as the reference, except where a documented divergence says otherwise.
+      expect((rule === null) === (c.reference === 'ok')).toBe(c.divergence === null);
+    });
+  }
+});
