@@ -18,7 +18,7 @@ import {
   safetensorsDtype,
   throwIfAborted,
 } from '@tensorfs/format';
-import { RecordLayout, recordsLength } from './records.js';
+import { RecordLayout } from './records.js';
 import { SnapshotTree, dirname, joinPath } from './snapshot.js';
 import { StoredTensorView, type TensorFormat, type TensorView, type ViewFacts, type ViewFile } from './view.js';
 
@@ -187,10 +187,10 @@ class FileOpener {
         details: { path: entry.path, profile: entry.profile },
       });
     }
-    const size = recordsLength(entry.records);
-    if (size !== entry.size) {
+    const layout = new RecordLayout(entry.records);
+    if (layout.size !== entry.size) {
       throw new TensorFSError('corrupt', 'a file entry size disagrees with its records', {
-        details: { rule: 'entry-size', path: entry.path, expected: entry.size, actual: size },
+        details: { rule: 'entry-size', path: entry.path, expected: entry.size, actual: layout.size },
       });
     }
     const planned = ALIGNED_PROFILES.has(entry.profile);
@@ -199,8 +199,8 @@ class FileOpener {
     const source = this.store.recordsSource(entry.records, { verify: planned });
     const opened =
       format === 'safetensors'
-        ? await this.openSafetensors(entry, source, planned, index)
-        : await this.openGguf(entry, source, planned, index);
+        ? await this.openSafetensors(entry, layout, source, planned, index)
+        : await this.openGguf(entry, layout, source, planned, index);
     this.opened.set(entry.path, opened);
     return opened;
   }
@@ -247,12 +247,12 @@ class FileOpener {
 
   private async openSafetensors(
     entry: ManifestFileEntry,
+    layout: RecordLayout,
     source: ByteSource,
     planned: boolean,
     index: string | undefined,
   ): Promise<OpenedFile> {
     const header = await readSafetensorsHeader(source, this.signal ? { signal: this.signal } : {});
-    const layout = new RecordLayout(entry.records);
     const facts = header.tensors.map(
       (t): ViewFacts => ({
         name: t.name,
@@ -271,12 +271,12 @@ class FileOpener {
 
   private async openGguf(
     entry: ManifestFileEntry,
+    layout: RecordLayout,
     source: ByteSource,
     planned: boolean,
     index: string | undefined,
   ): Promise<OpenedFile> {
     const header = await readGgufHeader(source, this.signal ? { signal: this.signal } : {});
-    const layout = new RecordLayout(entry.records);
     const facts = header.tensors.map(
       (t): ViewFacts => ({
         name: t.name,

@@ -15,12 +15,22 @@ export class RecordLayout {
   /** `starts[i]` is the file offset of record `i`; `starts[n]` is the file size. */
   private readonly starts: Float64Array;
 
+  /** @throws {TensorFSError} `corrupt` if a length is not a non-negative integer; `limit_exceeded` past 2^53 − 1 bytes. */
   constructor(readonly records: readonly RecordRef[]) {
     this.starts = new Float64Array(records.length + 1);
     let at = 0;
     for (let i = 0; i < records.length; i++) {
+      const record = records[i]!;
+      if (!Number.isSafeInteger(record.length) || record.length < 0) {
+        throw new TensorFSError('corrupt', 'a record length is not a non-negative integer', {
+          details: { rule: 'record-length', digest: record.digest, actual: record.length },
+        });
+      }
       this.starts[i] = at;
-      at += records[i]!.length;
+      at += record.length;
+    }
+    if (!Number.isSafeInteger(at)) {
+      throw new TensorFSError('limit_exceeded', 'a file is larger than 2^53 - 1 bytes', { details: { actual: at } });
     }
     this.starts[records.length] = at;
   }
@@ -61,21 +71,4 @@ export class RecordLayout {
     }
     return -1;
   }
-}
-
-/** Sum of record lengths; `corrupt` if a length is not a non-negative safe integer. */
-export function recordsLength(records: readonly RecordRef[]): number {
-  let total = 0;
-  for (const record of records) {
-    if (!Number.isSafeInteger(record.length) || record.length < 0) {
-      throw new TensorFSError('corrupt', 'a record length is not a non-negative integer', {
-        details: { rule: 'record-length', digest: record.digest, actual: record.length },
-      });
-    }
-    total += record.length;
-  }
-  if (!Number.isSafeInteger(total)) {
-    throw new TensorFSError('limit_exceeded', 'a file is larger than 2^53 - 1 bytes', { details: { actual: total } });
-  }
-  return total;
 }

@@ -116,11 +116,6 @@ export class TensorWriter {
     return this.held;
   }
 
-  /** The tensors added so far, in order. */
-  get tensorNames(): string[] {
-    return this.tensors.map((t) => t.name);
-  }
-
   /**
    * Adds a tensor from its bytes. The bytes must be exactly what the dtype and shape need (for GGUF
    * block types: `elements / blockSize * typeSize`); they are checked as they arrive.

@@ -1,7 +1,7 @@
 import { isTensorFSError, type ObjectId, type RecordRef } from '@tensorfs/format';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { RecordLayout, recordsLength } from '../src/records.js';
+import { RecordLayout } from '../src/records.js';
 import { joinPath } from '../src/snapshot.js';
 
 const id = (n: number): ObjectId => `sha256:${n.toString(16).padStart(64, '0')}`;
@@ -53,11 +53,11 @@ describe('RecordLayout', () => {
   });
 
   it('sums record lengths and refuses a bad one as corrupt', () => {
-    expect(recordsLength(records([1, 2, 3]))).toBe(6);
-    expect(recordsLength([])).toBe(0);
+    expect(new RecordLayout(records([1, 2, 3])).size).toBe(6);
+    expect(new RecordLayout([]).size).toBe(0);
     for (const bad of [-1, 1.5, Number.NaN]) {
       try {
-        recordsLength(records([1, bad]));
+        new RecordLayout(records([1, bad]));
         expect.unreachable();
       } catch (error) {
         expect(isTensorFSError(error) && error.code).toBe('corrupt');
