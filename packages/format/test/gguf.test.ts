@@ -722,6 +722,8 @@ describe('readGgufHeader', () => {
     await expect(readGgufHeader(bytesSource(bytes), { initialReadBytes: 0 })).rejects.toMatchObject({
       code: 'invalid_argument',
     });
+    const nan = { size: Number.NaN, read: async () => new Uint8Array(0) };
+    await expect(readGgufHeader(nan)).rejects.toMatchObject({ code: 'invalid_argument' });
     const failing = { size: 100, read: async () => Promise.reject(new Error('disk on fire')) };
     await expect(readGgufHeader(failing)).rejects.toMatchObject({ code: 'io' });
     const short = { size: 100, read: async () => new Uint8Array(3) };

@@ -20,6 +20,11 @@ export const GGUF_INITIAL_READ_BYTES = 1024 * 1024;
  */
 export async function readGgufHeader(source: ByteSource, options: GgufParseOptions = {}): Promise<GgufHeader> {
   const fileSize = source.size;
+  if (!Number.isSafeInteger(fileSize) || fileSize < 0) {
+    throw new TensorFSError('invalid_argument', 'the source size must be a non-negative integer', {
+      details: { size: fileSize },
+    });
+  }
   if (options.fileSize !== undefined && options.fileSize !== fileSize) {
     throw new TensorFSError('invalid_argument', 'fileSize differs from the source size', {
       details: { fileSize: options.fileSize, size: fileSize },

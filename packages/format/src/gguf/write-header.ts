@@ -5,7 +5,7 @@ import { type ErrorDetails, isTensorFSError, TensorFSError } from '../errors.js'
 import { Cursor, ggufError } from './_cursor.js';
 import { ggmlPad, ggmlTensorGeometry } from './geometry.js';
 import { ggmlTypeByName } from './ggml-types.js';
-import { emptyMetadata, parseGgufHeader, readMetadata } from './parse-header.js';
+import { emptyMetadata, type GgufLimits, type GgufMetadata, parseGgufPrefix, readMetadata } from './parse-header.js';
 import {
   GGUF_VALUE_TYPES,
   type GgufArray,
@@ -154,8 +154,9 @@ function writeHeader(options: GgufWriteOptions): GgufWriteResult {
   w.u64(BigInt(options.tensors.length));
   const countAt = w.length;
   w.u64(0n);
-  const { count, alignment } = writeMetadata(w, options.metadata, options.alignment);
-  w.patchU64(countAt, BigInt(count));
+  const metadata = writeMetadata(w, options.metadata, options.alignment);
+  const { alignment } = metadata;
+  w.patchU64(countAt, BigInt(metadata.metadata.length));
   let offset = 0n;
   for (const [index, t] of options.tensors.entries()) {
     const type = tensorType(t.type, index);
@@ -173,19 +174,24 @@ function writeHeader(options: GgufWriteOptions): GgufWriteResult {
   const fileSize = BigInt(dataStart) + offset;
   if (fileSize > MAX_SAFE) throw invalid('file_size', 'the file would exceed 2^53 - 1 bytes', { actual: fileSize });
   const bytes = w.finish();
-  const header = parseGgufHeader(bytes, {
-    fileSize: Number(fileSize),
-    maxHeaderBytes: Number.MAX_SAFE_INTEGER,
-    maxArrayItems: Number.MAX_SAFE_INTEGER,
-  });
+  // Read the finished header back (resuming after the KVs already checked): the tensor rules, offsets and
+  // geometry come from the reader itself, so the writer cannot emit a header the reader rejects.
+  const header = parseGgufPrefix(bytes, Number(fileSize), NO_LIMITS, metadata);
   return { bytes, tensors: header.tensors, header };
 }
 
+/** The writer applies none of the reader's caps. */
+const NO_LIMITS: GgufLimits = { maxHeaderBytes: Number.MAX_SAFE_INTEGER, maxArrayItems: Number.MAX_SAFE_INTEGER };
+
+/**
+ * Writes the KVs and parses them back with the reader (the same key, duplicate, UTF-8 and alignment
+ * rules; the alignment a verbatim block sets). Returns the parsed KVs, which the final parse resumes from.
+ */
 function writeMetadata(
   w: ByteWriter,
   metadata: GgufWriteOptions['metadata'],
   wanted: number | undefined,
-): { count: number; alignment: number } {
+): GgufMetadata {
   const start = w.length;
   let count: number;
   if (Array.isArray(metadata)) {
@@ -199,28 +205,27 @@ function writeMetadata(
     w.bytes(raw);
     count = rawCount;
   }
-  // Parse what was written: the same key, duplicate, UTF-8 and alignment rules as reading, and the
-  // alignment a verbatim block sets.
-  const block = w.view(start);
-  const c = new Cursor(block, w.little, block.length, block.length);
-  const parsed = readMetadata(c, count, emptyMetadata(0, Number.MAX_SAFE_INTEGER));
-  if (c.pos !== block.length) {
+  const end = w.length;
+  const parsed = readMetadata(
+    new Cursor(w.view(0), w.little, end, end),
+    count,
+    emptyMetadata(start, NO_LIMITS.maxArrayItems),
+  );
+  if (parsed.end !== end) {
     throw invalid('metadata_raw', `the raw metadata block holds more than ${count} KVs`, {
-      expected: c.pos,
-      actual: block.length,
+      expected: parsed.end - start,
+      actual: end - start,
     });
   }
-  if (wanted === undefined || wanted === parsed.alignment) return { count, alignment: parsed.alignment };
+  if (wanted === undefined || wanted === parsed.alignment) return parsed;
   if (parsed.metadataMap.has('general.alignment')) {
     throw invalid('alignment_value', 'the alignment option differs from general.alignment', {
       expected: parsed.alignment,
       actual: wanted,
     });
   }
-  const kv: GgufKV = { key: 'general.alignment', type: 'uint32', value: wanted };
-  writeKV(w, kv);
-  const c2 = new Cursor(w.view(start + block.length), w.little, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
-  return { count: count + 1, alignment: readMetadata(c2, 1, emptyMetadata(0, Number.MAX_SAFE_INTEGER)).alignment };
+  writeKV(w, { key: 'general.alignment', type: 'uint32', value: wanted });
+  return readMetadata(new Cursor(w.view(0), w.little, w.length, w.length), count + 1, parsed);
 }
 
 function writeKV(w: ByteWriter, kv: GgufKV): void {
