@@ -29,6 +29,8 @@ if (mode === 'cycle') {
     const k = i % srcs.length;
     const r = await store.importPath(srcs[k], { name: `${prefix}/${i}`, threads: 1 });
     say(`committed ${prefix}/${i} ${r.snapshot} ${k}`);
+    // Garbage for the concurrent GC to collect: an object nothing references or leases.
+    await store.put(new TextEncoder().encode(`orphan ${prefix} ${i} ${process.pid}`));
   }
 } else if (mode === 'gc') {
   for (let i = 0; i < Number(rest[0]); i++) {

@@ -1,6 +1,7 @@
 import {
   lstatSync,
   mkdirSync,
+  rmSync,
   readFileSync,
   readlinkSync,
   statSync,
@@ -54,7 +55,13 @@ describe('import and export', () => {
       'sub/up.bin': '../model.bin',
     });
 
-    const again = await s.importPath(src);
+    writeFileSync(join(src, 'new.txt'), 'x');
+    await rejectsCode(s.importPath(src, { name: 'local/tree', expected: null }), 'conflict');
+    const moved = await s.importPath(src, { name: 'local/tree', expected: r.snapshot });
+    expect(await s.getRef('local/tree')).toBe(moved.snapshot);
+    rmSync(join(src, 'new.txt'));
+    const again = await s.importPath(src, { name: 'local/tree', expected: moved.snapshot });
+    expect(await s.getRef('local/tree')).toBe(r.snapshot);
     expect(again.snapshot).toBe(r.snapshot);
     expect(again.bytesWritten).toBe(0);
     expect(again.objectsWritten).toBe(0);

@@ -45,7 +45,8 @@ describe('tfs store commands', () => {
     const imp = await json(store, 'import', src);
     expect(imp).toMatchObject({ ref: 'local/my_model', files: 2, bytes: big.length + 2 });
     expect(imp.snapshot).toMatch(/^sha256:[0-9a-f]{64}$/);
-    const again = await json(store, 'import', src, '--name', 'other');
+    expect((await tfs(store, 'import', src, '--expected', 'none')).code).toBe(7);
+    const again = await json(store, 'import', src, '--name', 'other', '--expected', 'none');
     expect(again).toMatchObject({ snapshot: imp.snapshot, bytesWritten: 0, objectsWritten: 0 });
 
     expect((await json(store, 'ls')).refs).toEqual([

@@ -44,6 +44,11 @@ export interface Progress {
 export interface ImportOptions {
   /** Ref to point at the snapshot once it is durable. Without it nothing roots the snapshot. */
   name?: string;
+  /**
+   * Compare-and-swap for `name`: the id the ref must hold now, or `null` if it must not exist
+   * (`conflict` otherwise; the objects stay, unreferenced, for GC). Default: unconditional.
+   */
+  expected?: ObjectId | null;
   signal?: AbortSignal;
   onProgress?: (p: Progress) => void;
   /** Hashing worker threads (default: one per core). */

@@ -248,7 +248,9 @@ export class Store {
     try {
       const result = await importTree(this.objects, lease, resolve(path), options);
       const snapshot = await this.putManifest({ entries: result.entries }, { lease });
-      if (options.name !== undefined) await this.setRef(options.name, snapshot, { lease });
+      if (options.name !== undefined) {
+        await this.setRef(options.name, snapshot, { lease, expected: options.expected });
+      }
       return {
         snapshot,
         files: result.files,

@@ -28,22 +28,25 @@ export function defaultRefName(file: string): string {
   return `local/${(base.replace(/\.(lock|tmp)$/, '_$1') || 'import').slice(0, 150)}`;
 }
 
-export const importCommand = defineCommand<{ path: string; name?: string; threads?: number }>({
+export const importCommand = defineCommand<{ path: string; name?: string; threads?: number; expected?: string }>({
   command: 'import <path>',
   describe: 'Import a file or a folder as a snapshot and name it with a ref',
   builder: (y) =>
     y
       .positional('path', { type: 'string', demandOption: true, describe: 'file or folder to import' })
       .option('name', { type: 'string', describe: 'ref to set (default: local/<base name>)' })
-      .option('threads', { type: 'number', describe: 'hashing threads (default: one per core)' }) as Argv<
-      { path: string; name?: string; threads?: number } & GlobalArgs
-    >,
+      .option('threads', { type: 'number', describe: 'hashing threads (default: one per core)' })
+      .option('expected', {
+        type: 'string',
+        describe: 'id the ref must hold now, or `none` (must not exist); else exit 7 (conflict)',
+      }) as Argv<{ path: string; name?: string; threads?: number; expected?: string } & GlobalArgs>,
   handler: async (args, ctx) => {
     const name = args.name ?? defaultRefName(args.path);
     const bar = ctx.progress('import');
     const r = await withStore(ctx, false, (s) =>
       s.importPath(args.path, {
         name,
+        expected: parseExpected(args.expected),
         threads: args.threads,
         signal: ctx.signal,
         onProgress: (p) => bar.update(p.bytes, p.bytesTotal),
