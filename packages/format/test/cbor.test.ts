@@ -120,7 +120,13 @@ describe('canonical CBOR encoding', () => {
     }
     const cyclic: CborValue[] = [];
     cyclic.push(cyclic);
-    expect(() => encodeCbor(cyclic)).toThrow(expect.objectContaining({ code: 'invalid_argument' }));
+    expect(() => encodeCbor(cyclic)).toThrow(
+      expect.objectContaining({ code: 'invalid_argument', details: { rule: 'cbor-depth' } }),
+    );
+    // What the encoder accepts, the default decoder accepts: 64 levels encode, 65 do not.
+    const nest = (n: number): CborValue => (n === 0 ? 0 : [nest(n - 1)]);
+    expect(decodeCbor(encodeCbor(nest(64)))).toEqual(nest(64));
+    expect(() => encodeCbor(nest(65))).toThrow(expect.objectContaining({ details: { rule: 'cbor-depth' } }));
     const dup = new Map<string | number, CborValue>([
       [1, 1],
       [1n as unknown as number, 2],

@@ -125,21 +125,21 @@ class Writer {
 /**
  * Encodes a value as canonical CBOR.
  * @throws {TensorFSError} `invalid_argument` for values outside the data model (undefined, functions,
- * integers beyond 64 bits, duplicate map keys, lone surrogates in strings, cycles).
+ * integers beyond 64 bits, duplicate map keys, lone surrogates in strings, nesting deeper than
+ * {@link CBOR_MAX_DEPTH} — which is also how a cycle shows up).
  */
 export function encodeCbor(value: CborValue): Uint8Array {
   const w = new Writer();
-  encodeItem(w, value, { open: new Set(), keys: new Map() });
+  encodeItem(w, value, { keys: new Map() }, 0);
   return w.result();
 }
 
-/** State of one encoding: containers being encoded (cycle check) and encoded map keys (reused). */
+/** State of one encoding: encoded map keys, reused across the maps of one value. */
 interface EncodeContext {
-  open: Set<object>;
   keys: Map<CborKey, Uint8Array>;
 }
 
-function encodeItem(w: Writer, value: unknown, ctx: EncodeContext): void {
+function encodeItem(w: Writer, value: unknown, ctx: EncodeContext, depth: number): void {
   if (typeof value === 'number') {
     encodeNumber(w, value);
     return;
@@ -170,21 +170,18 @@ function encodeItem(w: Writer, value: unknown, ctx: EncodeContext): void {
   if (typeof value !== 'object') {
     invalid(`cannot encode a ${typeof value}`, 'cbor-type');
   }
-  const { open } = ctx;
-  if (open.has(value)) {
-    invalid('cannot encode a cyclic structure', 'cbor-cycle');
+  if (depth >= CBOR_MAX_DEPTH) {
+    invalid(`nesting deeper than ${CBOR_MAX_DEPTH} (or a cycle)`, 'cbor-depth');
   }
-  open.add(value);
   if (Array.isArray(value)) {
     w.head(4, value.length);
-    for (const item of value) encodeItem(w, item, ctx);
+    for (const item of value) encodeItem(w, item, ctx, depth + 1);
   } else {
-    encodeMap(w, value instanceof Map ? [...value.entries()] : Object.entries(value), ctx);
+    encodeMap(w, value instanceof Map ? [...value.entries()] : Object.entries(value), ctx, depth);
   }
-  open.delete(value);
 }
 
-function encodeMap(w: Writer, entries: [unknown, unknown][], ctx: EncodeContext): void {
+function encodeMap(w: Writer, entries: [unknown, unknown][], ctx: EncodeContext, depth: number): void {
   const keyed = entries.map(([k, v]) => {
     if (typeof k !== 'string' && typeof k !== 'number' && typeof k !== 'bigint') {
       invalid('map keys must be text strings or integers', 'cbor-key-type');
@@ -192,7 +189,7 @@ function encodeMap(w: Writer, entries: [unknown, unknown][], ctx: EncodeContext)
     let key = ctx.keys.get(k);
     if (key === undefined) {
       const kw = new Writer();
-      encodeItem(kw, k, ctx);
+      encodeItem(kw, k, ctx, depth + 1);
       key = kw.result();
       ctx.keys.set(k, key);
     }
@@ -205,7 +202,7 @@ function encodeMap(w: Writer, entries: [unknown, unknown][], ctx: EncodeContext)
   w.head(5, keyed.length);
   for (const { key, value } of keyed) {
     w.bytes(key);
-    encodeItem(w, value, ctx);
+    encodeItem(w, value, ctx, depth + 1);
   }
 }
 
