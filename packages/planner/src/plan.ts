@@ -48,7 +48,7 @@ export interface PlanOptions {
   onProgress?: (progress: PlanProgress) => void;
   /**
    * Buffers hashed at once. Memory is about `(concurrency + 1) × 64 MiB` for large files.
-   * @default hasher.parallelism ?? 1
+   * @default min(hasher.parallelism ?? 1, 8) (at most 9 × 64 MiB of buffers unless asked for more)
    */
   concurrency?: number;
   /**
@@ -74,6 +74,9 @@ export interface Plan {
   tensors?: Map<string, [number, number]>;
 }
 
+/** The default concurrency never exceeds this, whatever the hasher's thread count (memory bound). */
+const DEFAULT_MAX_CONCURRENCY = 8;
+
 /** Bytes fed to a streaming hash per read when a `blob-v1` record is larger than a buffer. */
 const STREAM_CHUNK_BYTES = 16 * 1024 * 1024;
 
@@ -95,7 +98,9 @@ export async function planAndHash(source: ByteSource, options: PlanOptions = {})
     const size = checkSize(source.size);
     const cuts = await chooseCuts(source, size, options.seams, signal);
     const hasher = options.hasher ?? nobleHasher();
-    const concurrency = checkConcurrency(options.concurrency ?? hasher.parallelism ?? 1);
+    const concurrency = checkConcurrency(
+      options.concurrency ?? Math.min(hasher.parallelism ?? 1, DEFAULT_MAX_CONCURRENCY),
+    );
     const digests = await hashCuts(source, cuts, { ...options, hasher, concurrency, size });
     const records = cuts.lengths.map((length, i) => ({ digest: digests[i]!, length }));
     return cuts.tensors

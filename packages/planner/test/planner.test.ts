@@ -268,6 +268,38 @@ describe('bounds', () => {
   });
 });
 
+describe('memory', () => {
+  it('keeps at most min(parallelism, 8) + 1 buffers by default, and concurrency + 1 when asked', async () => {
+    const length = RECORD_GRID_BYTES * 20;
+    let json = JSON.stringify({ t: { dtype: 'U8', shape: [length], data_offsets: [0, length] } });
+    while (json.length % 8 !== 0) json += ' ';
+    const prefix = new Uint8Array(8 + json.length);
+    new DataView(prefix.buffer).setBigUint64(0, BigInt(json.length), true);
+    prefix.set(new TextEncoder().encode(json), 8);
+    const header = virtualSource(prefix, prefix.length + length);
+    // The data pass reads into the planner's own (zeroed) buffers: nothing to copy for zeros.
+    const source = { ...header, readInto: async () => {} };
+    for (const [concurrency, most] of [
+      [undefined, 9],
+      [2, 3],
+    ] as const) {
+      let buffers = 0;
+      const wide: Hasher = {
+        ...hasher,
+        parallelism: 100,
+        allocate: (n) => {
+          buffers++;
+          return new Uint8Array(n);
+        },
+        digest: async () => new Uint8Array(32),
+      };
+      const plan = await planAndHash(source, { hasher: wide, ...(concurrency ? { concurrency } : {}) });
+      expect(plan.records).toHaveLength(21);
+      expect(buffers).toBe(most);
+    }
+  });
+});
+
 describe('failures', () => {
   it('turns an aborted signal into cancelled, before or during hashing', async () => {
     const f = seededBytes(50, 3 * MiB);
