@@ -6,20 +6,36 @@ import type { GgufArray, GgufHeader, GgufScalar, GgufValue } from './types.js';
 
 /** JSON form of a GGUF header, as printed by `tfs inspect --json`. */
 export interface GgufDescription {
+  /** Always `gguf`. */
   format: 'gguf';
+  /** GGUF version. */
   version: 2 | 3;
+  /** Byte order of the file. */
   endianness: 'little' | 'big';
+  /** Data alignment in bytes. */
   alignment: number;
+  /** Absolute offset of the data section. */
   data_start: number | string;
+  /** Every KV by key, in file order (values as described on {@link describeGguf}). */
   metadata: Record<string, unknown>;
-  tensors: {
-    name: string;
-    type: string;
-    dims: (number | string)[];
-    shape: (number | string)[];
-    offset: number | string;
-    byte_length: number | string;
-  }[];
+  /** Every tensor, in tensor-info (= data) order. */
+  tensors: GgufTensorDescription[];
+}
+
+/** One tensor in {@link GgufDescription}. */
+export interface GgufTensorDescription {
+  /** Tensor name. */
+  name: string;
+  /** ggml type name (`F32`, `Q4_K`...). */
+  type: string;
+  /** Dimensions in ggml order (`ne[0]` first). */
+  dims: (number | string)[];
+  /** Dimensions in row-major order (reversed `dims`). */
+  shape: (number | string)[];
+  /** Offset relative to `data_start`. */
+  offset: number | string;
+  /** Exact data bytes, without padding. */
+  byte_length: number | string;
 }
 
 /**

@@ -36,9 +36,9 @@ export interface GgufRawMetadata {
 
 /** Options of {@link writeGgufHeader}. */
 export interface GgufWriteOptions {
-  /** @default 3 */
+  /** GGUF version to write. @default 3 */
   version?: 2 | 3;
-  /** @default 'little' */
+  /** Byte order to write. @default 'little' */
   endianness?: 'little' | 'big';
   /**
    * Data alignment. `general.alignment` in the metadata always governs; if given here it must agree with
@@ -71,6 +71,7 @@ export interface GgufWriteFileTensor extends GgufWriteTensor {
 
 /** Options of {@link writeGguf}. */
 export interface GgufWriteFileOptions extends Omit<GgufWriteOptions, 'tensors'> {
+  /** Tensors with their data, in data order. */
   tensors: readonly GgufWriteFileTensor[];
 }
 
