@@ -134,13 +134,14 @@ export type ByteLengthRule = 'R13' | 'R14' | 'R15';
 /**
  * Element count of a shape, or R13 when it exceeds 2^64 − 1. Any zero dimension makes the count
  * 0 before any product is formed (so `[2^64−1, 2, 0]` has 0 elements; the reference's left fold
- * would overflow on it). An empty shape is a scalar (1 element).
+ * would overflow on it). An empty shape is a scalar (1 element). Only the first `length`
+ * dimensions are read.
  * @internal
  */
-export function elementCount(shape: readonly Int[]): Int | 'R13' {
-  for (let i = 0; i < shape.length; i++) if (shape[i] === 0) return 0;
+export function elementCount(shape: readonly Int[], length = shape.length): Int | 'R13' {
+  for (let i = 0; i < length; i++) if (shape[i] === 0) return 0;
   let count: Int = 1;
-  for (let i = 0; i < shape.length; i++) {
+  for (let i = 0; i < length; i++) {
     count = mulInt(count, shape[i]!);
     if (typeof count === 'bigint' && count > U64_MAX) return 'R13';
   }

@@ -187,4 +187,31 @@ describe('hostile corpus with the reference verdicts (fixtures/safetensors/make_
       expect((rule === null) === (c.reference === 'ok')).toBe(c.divergence === null);
     });
   }
+  it('strict mode: framing errors become S2, unknown fields S3, everything else as in default mode', () => {
+    const strictOnly: Record<string, string> = {
+      'leading JSON whitespace': 'S2',
+      'trailing JSON whitespace': 'S2',
+      'unknown descriptor field': 'S3',
+      'R10 125 nested arrays in an unknown field': 'S3',
+      'R10 126 nested arrays in an unknown field': 'S3',
+      'R6 N = 0': 'S2',
+      'R6 BOM': 'S2',
+      'R6 root array': 'S2',
+      'R6 NUL padding': 'S2',
+      'R6 VT padding': 'S2',
+      'R6 second value': 'S2',
+      'S1 duplicate unknown field': 'S3',
+    };
+    for (const c of corpus.cases) {
+      const bytes = new Uint8Array(Buffer.from(c.hex, 'hex'));
+      let rule: string | null = null;
+      try {
+        parseSafetensorsHeader(bytes, { strict: true });
+      } catch (error) {
+        rule = (error as { details: { rule: string } }).details.rule;
+      }
+      const expected = strictOnly[c.name] ?? c.tensorfs;
+      expect(rule, c.name).toBe(expected);
+    }
+  });
 });

@@ -258,6 +258,7 @@ function descriptorField(c: JsonCursor): number | string {
 
 /** Dimensions of the shape being parsed (reused, so parsing a shape allocates only its result). */
 const scratchShape: Int[] = [];
+let scratchLength = 0;
 
 /** R7, R8, R10, S1, S3: one tensor descriptor, appended to `parsed`. */
 function parseDescriptor(c: JsonCursor, name: string, at: number, strict: boolean, parsed: ParsedTensors): void {
@@ -281,7 +282,7 @@ function parseDescriptor(c: JsonCursor, name: string, at: number, strict: boolea
       } else if (field === FIELD_SHAPE) {
         if (shape !== undefined) duplicateField(c, name, field, keyAt);
         shape = parseShape(c, name);
-        count = elementCount(scratchShape);
+        count = elementCount(scratchShape, scratchLength);
       } else if (field === FIELD_OFFSETS) {
         if (begin !== -1) duplicateField(c, name, field, keyAt);
         const start = c.pos;
@@ -357,16 +358,20 @@ function parseDtype(c: JsonCursor, tensor: string): DtypeInfo {
   return safetensorsDtype(name) ?? c.fail('unknown dtype', 'R7', { tensor, dtype: name }, at);
 }
 
-/** Parses a shape into {@link scratchShape} and returns it as bigints. */
+/**
+ * Parses a shape into the first {@link scratchLength} slots of {@link scratchShape} and returns it
+ * as bigints. (The scratch array is never shortened: `length = 0` would free its storage.)
+ */
 function parseShape(c: JsonCursor, tensor: string): bigint[] {
-  scratchShape.length = 0;
+  let n = 0;
   if (c.peek() !== 0x5b) c.fail('shape must be an array', 'R7', { tensor });
   if (c.arrayStart('R7', 'shape')) {
-    do scratchShape.push(c.uint('R8', 'R7', 'a dimension'));
+    do scratchShape[n++] = c.uint('R8', 'R7', 'a dimension');
     while (c.arrayNext());
   }
-  const shape = new Array<bigint>(scratchShape.length);
-  for (let i = 0; i < scratchShape.length; i++) shape[i] = toBigIntCached(scratchShape[i]!);
+  scratchLength = n;
+  const shape = new Array<bigint>(n);
+  for (let i = 0; i < n; i++) shape[i] = toBigIntCached(scratchShape[i]!);
   return shape;
 }
 
