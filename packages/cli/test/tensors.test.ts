@@ -41,8 +41,14 @@ describe('tfs tensors / cat / compose', () => {
     await fsp.mkdir(tree);
     await fsp.copyFile(path.join(FIXTURES, 'tiny.safetensors'), path.join(tree, 'm.safetensors'));
     await fsp.copyFile(path.join(FIXTURES, 'tiny.gguf'), path.join(tree, 'm.gguf'));
+    const shards = path.join(dir, 'shards');
+    await fsp.mkdir(shards);
+    for (const f of await fsp.readdir(path.join(FIXTURES, 'sharded'))) {
+      await fsp.copyFile(path.join(FIXTURES, 'sharded', f), path.join(shards, f));
+    }
     const store = await Store.open(storeDir);
     await store.importPath(tree, { name: 'local/m', threads: 1 });
+    await store.importPath(shards, { name: 'local/sharded', threads: 1 });
     await store.close();
     expected = JSON.parse(await fsp.readFile(path.join(FIXTURES, 'expected.json'), 'utf8'));
   });
@@ -148,5 +154,22 @@ describe('tfs tensors / cat / compose', () => {
     const store = await Store.open(storeDir);
     expect(await store.getRef('local/x')).toBeNull();
     await store.close();
+  });
+
+  it('reads and composes a sharded model through its index', async () => {
+    const index = 'model.safetensors.index.json';
+    const e = expected['sharded/model-00002-of-00002.safetensors']!.find((x) => x.name === 'c.weight')!;
+    const cat = await tfs(['cat', 'local/sharded', 'c.weight', '--file', index], storeDir);
+    expect(cat.code).toBe(0);
+    expect(sha(cat.stdout)).toBe(e.sha256);
+    const r = await tfs(
+      ['compose', 'local/sharded', '--file', index, '--trim', 'c.*', '--name', 'local/s2', '--json'],
+      storeDir,
+    );
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout.toString()).tensors).toBe(3);
+    const list = JSON.parse((await tfs(['tensors', 'local/s2', '--json'], storeDir)).stdout.toString());
+    expect(list.indexes).toEqual([index]);
+    expect(list.tensors.map((x: { name: string }) => x.name).sort()).toEqual(['a.bias', 'a.weight', 'b.weight']);
   });
 });
