@@ -1,4 +1,5 @@
 import { sha256 } from '@noble/hashes/sha2.js';
+import { TensorFSError } from '@tensorfs/format';
 
 /** An incremental SHA-256, for records too large to buffer. */
 export interface HashStream {
@@ -63,4 +64,40 @@ export function nobleHasher(): Hasher {
       };
     },
   };
+}
+
+/**
+ * A hasher on WebCrypto (`crypto.subtle.digest`, native speed in browsers, Deno, workers and
+ * Node): whole records are hashed natively; streaming (a `blob-v1` record over 64 MiB) falls back
+ * to `@noble/hashes`, since WebCrypto has no incremental SHA-256.
+ * @throws {TensorFSError} `unsupported` if the platform has no `crypto.subtle`.
+ */
+export function webCryptoHasher(): Hasher {
+  const subtle = globalThis.crypto?.subtle;
+  if (!subtle) throw new TensorFSError('unsupported', 'WebCrypto (crypto.subtle) is not available here');
+  const fallback = nobleHasher();
+  return {
+    parallelism: 1,
+    async digest(pieces: readonly Uint8Array[]): Promise<Uint8Array> {
+      // WebCrypto takes one non-shared buffer: join several pieces, copy a shared one.
+      const one = pieces.length === 1 && !isShared(pieces[0]!) ? pieces[0]! : join(pieces);
+      return new Uint8Array(await subtle.digest('SHA-256', one as Uint8Array<ArrayBuffer>));
+    },
+    stream: fallback.stream,
+  };
+}
+
+/** True for a view of a SharedArrayBuffer (which may not even exist where isolation is off). */
+function isShared(bytes: Uint8Array): boolean {
+  return typeof SharedArrayBuffer !== 'undefined' && bytes.buffer instanceof SharedArrayBuffer;
+}
+
+function join(pieces: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(pieces.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of pieces) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
 }

@@ -4,7 +4,7 @@
  * @packageDocumentation
  */
 export type { Seams } from './cuts.js';
-export { type Hasher, type HashStream, nobleHasher } from './hasher.js';
+export { type Hasher, type HashStream, nobleHasher, webCryptoHasher } from './hasher.js';
 export {
   type Plan,
   type PlanJSON,
