@@ -641,6 +641,32 @@ describe('the hostile corpus', () => {
     expect(catchError(() => parseGgufHeader(file, { maxArrayItems: -1 })).code).toBe('invalid_argument');
   });
 
+  it('caps the KV and tensor counts (maxKvCount, maxTensorCount) before reading any item', () => {
+    const kvs = Array.from({ length: 6 }, (_, i): GgufKV => ({ key: `k${i}`, type: 'uint8', value: i }));
+    const tensors = Array.from({ length: 3 }, (_, i) => ({
+      name: `t${i}`,
+      type: 'F32',
+      dims: [1],
+      data: new Uint8Array(4),
+    }));
+    const file = writeGguf({ metadata: kvs, tensors });
+    expect(parseGgufHeader(file, { maxKvCount: 6, maxTensorCount: 3 }).tensors).toHaveLength(3);
+    const kvError = catchError(() => parseGgufHeader(file, { maxKvCount: 5 }));
+    expect([kvError.code, kvError.details.rule, kvError.details.offset, kvError.details.actual]).toEqual([
+      'limit_exceeded',
+      'kv_count_limit',
+      16,
+      6n,
+    ]);
+    const tensorError = catchError(() => parseGgufHeader(file, { maxTensorCount: 2 }));
+    expect([tensorError.code, tensorError.details.rule, tensorError.details.offset]).toEqual([
+      'limit_exceeded',
+      'tensor_count_limit',
+      8,
+    ]);
+    expect(catchError(() => parseGgufHeader(file, { maxTensorCount: 1.5 })).code).toBe('invalid_argument');
+  });
+
   it('accepts alignments 1 and 64 (non-zero powers of two), placing data accordingly', () => {
     for (const alignment of [1, 64]) {
       const g = new RawGguf().header(1, 1).kvU32('general.alignment', alignment).tensor('t', [3], 0, 0);

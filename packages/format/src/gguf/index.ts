@@ -15,6 +15,8 @@ export { GGML_TYPES, type GgmlTypeInfo, ggmlType, ggmlTypeByName } from './ggml-
 export {
   DEFAULT_MAX_ARRAY_ITEMS,
   DEFAULT_MAX_HEADER_BYTES,
+  DEFAULT_MAX_KV_COUNT,
+  DEFAULT_MAX_TENSOR_COUNT,
   GGUF_FIXED_HEADER_BYTES,
   GGUF_MAX_KEY_BYTES,
   parseGgufHeader,

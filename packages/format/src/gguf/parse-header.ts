@@ -22,6 +22,16 @@ export const DEFAULT_MAX_HEADER_BYTES = 128 * 1024 * 1024;
  * stay near 1.5M items (a 262k-token vocabulary with scores, types and merges).
  */
 export const DEFAULT_MAX_ARRAY_ITEMS = 16 * 1024 * 1024;
+/**
+ * Default cap on the KV count. Each KV costs a JS object and a map entry (~150 bytes) for as little as
+ * 14 bytes on disk; real files have about 50, and huggingface.js caps them at 100,000 too.
+ */
+export const DEFAULT_MAX_KV_COUNT = 100_000;
+/**
+ * Default cap on the tensor count. A tensor info costs ~400 bytes of JS objects for as little as 24 on
+ * disk; the planner keeps at most 1,000,000 records per file anyway.
+ */
+export const DEFAULT_MAX_TENSOR_COUNT = 1_000_000;
 /** Size of magic + version + tensor count + KV count (v2/v3). */
 export const GGUF_FIXED_HEADER_BYTES = 24;
 /** Longest key accepted, in bytes (the GGUF spec's limit; ggml does not check it). */
@@ -70,23 +80,35 @@ export function parseGgufHeader(bytes: Uint8Array, options: GgufParseOptions = {
 export interface GgufLimits {
   maxHeaderBytes: number;
   maxArrayItems: number;
+  maxKvCount: number;
+  maxTensorCount: number;
 }
+
+/** @internal No caps (the writer's). */
+export const NO_LIMITS: GgufLimits = {
+  maxHeaderBytes: Number.MAX_SAFE_INTEGER,
+  maxArrayItems: Number.MAX_SAFE_INTEGER,
+  maxKvCount: Number.MAX_SAFE_INTEGER,
+  maxTensorCount: Number.MAX_SAFE_INTEGER,
+};
 
 /** @internal The caps of `options`, validated. */
 export function limitsOption(options: GgufParseOptions): GgufLimits {
-  const maxHeaderBytes = options.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES;
-  const maxArrayItems = options.maxArrayItems ?? DEFAULT_MAX_ARRAY_ITEMS;
-  if (!Number.isSafeInteger(maxHeaderBytes) || maxHeaderBytes < GGUF_FIXED_HEADER_BYTES) {
-    throw new TensorFSError('invalid_argument', 'maxHeaderBytes must be an integer of at least 24', {
-      details: { maxHeaderBytes },
-    });
+  const limits: GgufLimits = {
+    maxHeaderBytes: options.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES,
+    maxArrayItems: options.maxArrayItems ?? DEFAULT_MAX_ARRAY_ITEMS,
+    maxKvCount: options.maxKvCount ?? DEFAULT_MAX_KV_COUNT,
+    maxTensorCount: options.maxTensorCount ?? DEFAULT_MAX_TENSOR_COUNT,
+  };
+  for (const [name, value] of Object.entries(limits)) {
+    const least = name === 'maxHeaderBytes' ? GGUF_FIXED_HEADER_BYTES : 0;
+    if (!Number.isSafeInteger(value) || value < least) {
+      throw new TensorFSError('invalid_argument', `${name} must be an integer of at least ${least}`, {
+        details: { [name]: value },
+      });
+    }
   }
-  if (!Number.isSafeInteger(maxArrayItems) || maxArrayItems < 0) {
-    throw new TensorFSError('invalid_argument', 'maxArrayItems must be a non-negative integer', {
-      details: { maxArrayItems },
-    });
-  }
-  return { maxHeaderBytes, maxArrayItems };
+  return limits;
 }
 
 /**
@@ -126,6 +148,8 @@ export function parseGgufPrefix(
   const kvCount = c.size();
   checkCount(c, kvCount, MIN_KV_BYTES, 'kv_count', 16);
   checkCount(c, tensorCount, MIN_TENSOR_INFO_BYTES, 'tensor_count', 8, kvCount * MIN_KV_BYTES);
+  checkCountLimit(c, kvCount, limits.maxKvCount, 'kv_count_limit', 16);
+  checkCountLimit(c, tensorCount, limits.maxTensorCount, 'tensor_count_limit', 8);
 
   const metadataStart = c.pos;
   const m = progress ?? emptyMetadata(metadataStart, limits.maxArrayItems);
@@ -154,6 +178,22 @@ function swap32(v: number): number {
 }
 
 /** A count is bounded by the bytes that remain (each item takes at least `minBytes`), before any loop. */
+/** A count within the bytes left may still exceed our cap on the objects it makes. */
+function checkCountLimit(c: Cursor, count: number, limit: number, rule: string, at: number): void {
+  if (count > limit) {
+    throw c.error(
+      'limit_exceeded',
+      rule,
+      `${c.peekU64(at)} exceeds the configured maximum of ${limit}`,
+      {
+        actual: c.peekU64(at),
+        limit,
+      },
+      at,
+    );
+  }
+}
+
 function checkCount(c: Cursor, count: number, minBytes: number, rule: string, at: number, reserved = 0): void {
   const needed = count * minBytes;
   if (needed > c.remaining() - reserved) {

@@ -142,6 +142,16 @@ export interface GgufParseOptions {
    */
   maxArrayItems?: number;
   /**
+   * Most KVs a header may declare; beyond it `limit_exceeded` (rule `kv_count_limit`).
+   * @default 100000
+   */
+  maxKvCount?: number;
+  /**
+   * Most tensors a header may declare; beyond it `limit_exceeded` (rule `tensor_count_limit`).
+   * @default 1000000
+   */
+  maxTensorCount?: number;
+  /**
    * Size of {@link readGgufHeader}'s first read (later reads grow from it). A remote source may want a
    * smaller first request; any value gives the same result.
    * @default 1048576 (1 MiB)

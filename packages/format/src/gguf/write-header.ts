@@ -5,7 +5,7 @@ import { type ErrorDetails, isTensorFSError, TensorFSError } from '../errors.js'
 import { Cursor, ggufError } from './_cursor.js';
 import { ggmlPad, ggmlTensorGeometry } from './geometry.js';
 import { ggmlTypeByName } from './ggml-types.js';
-import { emptyMetadata, type GgufLimits, type GgufMetadata, parseGgufPrefix, readMetadata } from './parse-header.js';
+import { emptyMetadata, type GgufMetadata, NO_LIMITS, parseGgufPrefix, readMetadata } from './parse-header.js';
 import {
   GGUF_VALUE_TYPES,
   type GgufArray,
@@ -175,14 +175,11 @@ function writeHeader(options: GgufWriteOptions): GgufWriteResult {
   const fileSize = BigInt(dataStart) + offset;
   if (fileSize > MAX_SAFE) throw invalid('file_size', 'the file would exceed 2^53 - 1 bytes', { actual: fileSize });
   const bytes = w.finish();
-  // Read the finished header back (resuming after the KVs already checked): the tensor rules, offsets and
+  // The writer applies none of the reader's caps. Read the finished header back (resuming after the KVs already checked): the tensor rules, offsets and
   // geometry come from the reader itself, so the writer cannot emit a header the reader rejects.
   const header = parseGgufPrefix(bytes, Number(fileSize), NO_LIMITS, metadata);
   return { bytes, tensors: header.tensors, header };
 }
-
-/** The writer applies none of the reader's caps. */
-const NO_LIMITS: GgufLimits = { maxHeaderBytes: Number.MAX_SAFE_INTEGER, maxArrayItems: Number.MAX_SAFE_INTEGER };
 
 /**
  * Writes the KVs and parses them back with the reader (the same key, duplicate, UTF-8 and alignment
