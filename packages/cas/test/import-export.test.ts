@@ -78,6 +78,15 @@ describe('import and export', () => {
     expect(readlinkSync(join(out, 'sub', 'up.bin'))).toBe('../model.bin');
     expect(readdirSync(out).filter((n) => n.includes('.tmp'))).toEqual([]);
 
+    // A destination whose `sub` is a symlink elsewhere: refused, nothing written through it.
+    const trap = tempDir();
+    const out2 = join(tempDir(), 'out2');
+    mkdirSync(out2);
+    symlinkSync(trap, join(out2, 'sub'));
+    const c = await rejectsCode(s.exportSnapshot(r.snapshot, out2), 'conflict');
+    expect(c.details.path).toBe('sub/config.json');
+    expect(readdirSync(trap)).toEqual([]);
+
     const one = join(tempDir(), 'one.bin');
     await s.exportFile(r.snapshot, 'model.bin', one);
     expect(same(readFileSync(one), bytesOf(3_000_000, 1))).toBe(true);

@@ -401,8 +401,9 @@ export class Store {
 
   /**
    * Rebuilds a whole snapshot under `destDir` (created if missing): files atomically and
-   * byte-exact with their modes, symlinks as stored. An existing file at an entry's path is
-   * replaced; a path that would pass through a symlink or a non-directory is `conflict`.
+   * byte-exact with their modes, symlinks as stored, new folders fsynced into their parents. An
+   * existing file at an entry's path is replaced; other files already in `destDir` are left
+   * alone; a path that would pass through a symlink or a non-directory is `conflict`.
    */
   async exportSnapshot(
     snapshot: ObjectId,
@@ -418,7 +419,7 @@ export class Store {
     let bytes = 0;
     const report = () => options.onProgress?.({ files, filesTotal, bytes, bytesTotal });
     try {
-      await fsp.mkdir(root, { recursive: true });
+      await mkdirDurable(root);
     } catch (err) {
       throw ioError(err, 'create export folder');
     }
@@ -523,6 +524,7 @@ async function ensureParents(root: string, rel: string): Promise<void> {
       if (errnoOf(err) !== 'ENOENT') throw ioError(err, 'export', rel);
       try {
         await fsp.mkdir(dir);
+        await fsyncDir(dirname(dir));
       } catch (e) {
         if (errnoOf(e) !== 'EEXIST') throw ioError(e, 'mkdir', rel);
       }
