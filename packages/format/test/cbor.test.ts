@@ -3,6 +3,9 @@ import { Decoder } from 'cbor-x';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 
+/** TENSORFS_SLOW=1 runs the property tests 20 times longer. */
+const SCALE = process.env.TENSORFS_SLOW ? 20 : 1;
+
 /** RFC 8949 Appendix A vectors that are canonical in this codec's data model. */
 const RFC_VECTORS: [CborValue, string][] = [
   [0, '00'],
@@ -238,7 +241,7 @@ describe('CBOR properties', () => {
         expect(back).toEqual(normalise(v));
         expect(toHex(encodeCbor(back))).toBe(toHex(bytes));
       }),
-      { numRuns: 500 },
+      { numRuns: 500 * SCALE },
     );
   });
 
@@ -254,7 +257,7 @@ describe('CBOR properties', () => {
         }
         expect(toHex(encodeCbor(value))).toBe(toHex(bytes));
       }),
-      { numRuns: 5000 },
+      { numRuns: 5000 * SCALE },
     );
   });
 
@@ -266,7 +269,7 @@ describe('CBOR properties', () => {
         const theirs = peer.decode(bytes) as unknown;
         expect(fromPeer(theirs)).toEqual(decodeCbor(bytes));
       }),
-      { numRuns: 500 },
+      { numRuns: 500 * SCALE },
     );
   });
 });

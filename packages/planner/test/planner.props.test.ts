@@ -5,6 +5,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ggufBytes, safetensorsBytes, seededBytes, sha256Id, testHasher } from './helpers.js';
 
+/** TENSORFS_SLOW=1 runs the property tests 20 times longer. */
+const SCALE = process.env.TENSORFS_SLOW ? 20 : 1;
+
 const hasher = testHasher();
 
 const seeds = [
@@ -61,7 +64,7 @@ describe('planAndHash properties', () => {
           expect(plan.records.every((r) => r.length <= RECORD_GRID_BYTES)).toBe(true);
         }
       }),
-      { numRuns: 400 },
+      { numRuns: 400 * SCALE },
     );
   });
 
