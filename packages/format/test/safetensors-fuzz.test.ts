@@ -188,7 +188,8 @@ describe('safetensors parser under hostile input', () => {
     expect(attempt(() => parseSafetensorsHeader(file(digits, 1)))).toBeUndefined();
     const unknownNumber = `{"t":{"dtype":"U8","shape":[],"data_offsets":[0,1],"x":${'9'.repeat(1_000_000)}}}`;
     expect(attempt(() => parseSafetensorsHeader(file(unknownNumber, 1)))!.tensors).toHaveLength(1);
-    expect(performance.now() - t0).toBeLessThan(5_000);
+    // ~0.3 s on an idle machine; the bound only catches super-linear behaviour, not load.
+    expect(performance.now() - t0).toBeLessThan(15_000);
   });
 });
 

@@ -223,6 +223,23 @@ describe('parseSafetensorsHeader: valid files', () => {
     ]);
   });
 
+  it('reads views at any byteOffset (a Buffer from the pool) and leaves the bytes untouched', () => {
+    const f = file(`{"t":${desc('U16', [2], 0, 4)}}`, 4);
+    const pooled = Buffer.concat([Buffer.from([1, 2, 3]), Buffer.from(f)]).subarray(3);
+    expect(pooled.byteOffset).not.toBe(0);
+    expect(parse(pooled)).toEqual(parse(f));
+    expect(Buffer.compare(pooled, Buffer.from(f))).toBe(0);
+  });
+
+  it('errors serialise to JSON with exact big integers', () => {
+    const e = fail(one(desc('U8', [1], 2n ** 64n - 1n, 0)));
+    expect(JSON.parse(JSON.stringify(e))).toEqual({
+      code: 'malformed',
+      message: e.message,
+      details: { rule: 'R12', tensor: 't', offset: 9, expected: 0, actual: ['18446744073709551615', 0] },
+    });
+  });
+
   it('accepts N exactly at maxHeaderSize', () => {
     expect(parse(file('{}      '), { maxHeaderSize: 8 }).headerSize).toBe(8);
   });

@@ -40,7 +40,10 @@ export interface SafetensorsTensorInfo {
   byteLength: number;
 }
 
-/** A validated safetensors header. */
+/**
+ * A validated safetensors header. Tensor names are slices of the decoded header text, so a
+ * header object keeps that text (about N bytes) alive while it is referenced.
+ */
 export interface SafetensorsHeader {
   /** N, the header length from the 8-byte prefix (padding included). */
   headerSize: number;
