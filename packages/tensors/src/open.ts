@@ -13,6 +13,8 @@ import {
   MAX_SHARD_INDEX_SIZE,
   isTensorFSError,
   parseShardIndex,
+  parseGgufHeader,
+  parseSafetensorsHeader,
   readGgufHeader,
   readSafetensorsHeader,
   safetensorsDtype,
@@ -194,13 +196,14 @@ class FileOpener {
       });
     }
     const planned = ALIGNED_PROFILES.has(entry.profile);
-    // The header of a planned file is its own small record: verify it. A whole-stored file is
-    // one object of any size, so its header is read by range without rehashing the whole.
-    const source = this.store.recordsSource(entry.records, { verify: planned });
+    // The header of a planned file is its own small first record: read it whole and verified, and
+    // parse it in memory. A whole-stored file is one object of any size: its header is read by
+    // range, unverified (rehashing would read the whole file).
+    const head = planned ? await this.headerRecord(entry) : this.store.recordsSource(entry.records);
     const opened =
       format === 'safetensors'
-        ? await this.openSafetensors(entry, layout, source, planned, index)
-        : await this.openGguf(entry, layout, source, planned, index);
+        ? await this.openSafetensors(entry, layout, head, index)
+        : await this.openGguf(entry, layout, head, index);
     this.opened.set(entry.path, opened);
     return opened;
   }
@@ -245,14 +248,57 @@ class FileOpener {
     this.parsedIndexes.set(path, index);
   }
 
+  /** The verified bytes of a planned file's first record (which holds its whole header). */
+  private async headerRecord(entry: ManifestFileEntry): Promise<Uint8Array> {
+    const first = entry.records[0];
+    if (first === undefined) {
+      throw new TensorFSError('corrupt', 'a planned tensor file has no records', { details: { path: entry.path } });
+    }
+    const bytes = await this.store.readObject(first.digest, { verify: true });
+    if (bytes.length !== first.length) {
+      throw new TensorFSError('corrupt', 'a stored object does not have its recorded length', {
+        details: {
+          rule: 'object-length',
+          path: entry.path,
+          digest: first.digest,
+          expected: first.length,
+          actual: bytes.length,
+        },
+      });
+    }
+    return bytes;
+  }
+
+  /**
+   * Parses a header from a planned file's first record (in memory) or a whole-stored file's
+   * source. The planner only plans files whose header parses, so a planned one that does not is
+   * `corrupt` (its first record is not its header).
+   */
+  private async parseHeader<H>(
+    entry: ManifestFileEntry,
+    head: Uint8Array | ByteSource,
+    parse: (bytes: Uint8Array, options: { fileSize: number }) => H,
+    read: (source: ByteSource, options: { signal?: AbortSignal }) => Promise<H>,
+  ): Promise<H> {
+    if (!(head instanceof Uint8Array)) return read(head, this.signal ? { signal: this.signal } : {});
+    try {
+      return parse(head, { fileSize: entry.size });
+    } catch (error) {
+      throw new TensorFSError('corrupt', "a planned file's first record does not hold its header", {
+        details: { rule: 'header-record', path: entry.path },
+        cause: error,
+      });
+    }
+  }
+
   private async openSafetensors(
     entry: ManifestFileEntry,
     layout: RecordLayout,
-    source: ByteSource,
-    planned: boolean,
+    head: Uint8Array | ByteSource,
     index: string | undefined,
   ): Promise<OpenedFile> {
-    const header = await readSafetensorsHeader(source, this.signal ? { signal: this.signal } : {});
+    const planned = head instanceof Uint8Array;
+    const header = await this.parseHeader(entry, head, parseSafetensorsHeader, readSafetensorsHeader);
     const facts = header.tensors.map(
       (t): ViewFacts => ({
         name: t.name,
@@ -272,11 +318,11 @@ class FileOpener {
   private async openGguf(
     entry: ManifestFileEntry,
     layout: RecordLayout,
-    source: ByteSource,
-    planned: boolean,
+    head: Uint8Array | ByteSource,
     index: string | undefined,
   ): Promise<OpenedFile> {
-    const header = await readGgufHeader(source, this.signal ? { signal: this.signal } : {});
+    const planned = head instanceof Uint8Array;
+    const header = await this.parseHeader(entry, head, parseGgufHeader, readGgufHeader);
     const facts = header.tensors.map(
       (t): ViewFacts => ({
         name: t.name,
@@ -291,7 +337,9 @@ class FileOpener {
     );
     if (planned) checkHeaderRecord(entry, layout, Number(header.dataStart));
     const block = header.metadataBlock;
-    const raw = (await source.read(block.offset, block.length, this.signal)).slice();
+    const raw = planned
+      ? head.slice(block.offset, block.offset + block.length)
+      : (await head.read(block.offset, block.length, this.signal)).slice();
     const template: GgufTemplate = {
       version: header.version,
       endianness: header.endianness,

@@ -136,6 +136,31 @@ describe('reads over damaged or hostile snapshots', () => {
     expect(await codeOf(() => openTensors(t.store, 'bad'))).toBe('corrupt');
   });
 
+  it('a planned file whose first record is not its whole header is corrupt', async () => {
+    const bytes = await fsp.readFile(path.join(FIXTURES, 'tiny.safetensors'));
+    const records: RecordRef[] = [];
+    for (const part of [bytes.subarray(0, 100), bytes.subarray(100)]) {
+      const { id, length } = await t.store.put([part]);
+      records.push({ digest: id, length });
+    }
+    const entry: ManifestFileEntry = {
+      path: 'm.safetensors',
+      kind: 'file',
+      mode: 0o644,
+      size: bytes.length,
+      profile: 'safetensors-v1',
+      records,
+    };
+    await commit(t.store, { put: [entry], ref: 'bad' });
+    try {
+      await openTensors(t.store, 'bad');
+      expect.unreachable();
+    } catch (error) {
+      expect((error as { code: string }).code).toBe('corrupt');
+      expect((error as { details: { rule: string } }).details.rule).toBe('header-record');
+    }
+  });
+
   it('a tensor file stored whole (blob-v1) still opens and reads through byte ranges', async () => {
     const bytes = await fsp.readFile(path.join(FIXTURES, 'tiny.safetensors'));
     const { id } = await t.store.put([bytes]);
