@@ -1,13 +1,3 @@
-import { defineConfig } from 'tsup';
+import { packageConfig } from '../../tsup.shared.js';
 
-export default defineConfig({
-  entry: ['src/index.ts'],
-  format: ['esm'],
-  dts: { compilerOptions: { composite: false, incremental: false } },
-  clean: true,
-  sourcemap: true,
-  target: 'node20',
-  platform: 'node',
-  splitting: false,
-  treeshake: true,
-});
+export default packageConfig();

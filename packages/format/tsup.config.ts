@@ -1,13 +1,3 @@
-import { defineConfig } from 'tsup';
+import { packageConfig } from '../../tsup.shared.js';
 
-export default defineConfig({
-  entry: ['src/index.ts'],
-  format: ['esm', 'cjs'],
-  dts: { compilerOptions: { composite: false, incremental: false } },
-  clean: true,
-  sourcemap: true,
-  target: 'es2022',
-  platform: 'neutral',
-  splitting: false,
-  treeshake: true,
-});
+export default packageConfig({ portable: true });

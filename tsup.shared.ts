@@ -1,0 +1,20 @@
+import { defineConfig } from 'tsup';
+
+/**
+ * The one build recipe every package uses. Portable packages (format, planner) target any
+ * runtime and also ship CJS for embedding hosts; the rest are ESM for Node.
+ */
+export function packageConfig({ portable = false, bin = false }: { portable?: boolean; bin?: boolean } = {}) {
+  return defineConfig({
+    entry: bin ? ['src/index.ts', 'src/bin.ts'] : ['src/index.ts'],
+    format: portable ? ['esm', 'cjs'] : ['esm'],
+    // tsup's declaration worker rejects composite projects; tsc -b still typechecks them.
+    dts: { compilerOptions: { composite: false, incremental: false } },
+    clean: true,
+    sourcemap: true,
+    target: portable ? 'es2022' : 'node20',
+    platform: portable ? 'neutral' : 'node',
+    splitting: false,
+    treeshake: true,
+  });
+}
