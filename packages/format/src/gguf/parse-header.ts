@@ -177,7 +177,6 @@ function swap32(v: number): number {
   return (((v & 0xff) << 24) | ((v & 0xff00) << 8) | ((v >>> 8) & 0xff00) | (v >>> 24)) >>> 0;
 }
 
-/** A count is bounded by the bytes that remain (each item takes at least `minBytes`), before any loop. */
 /** A count within the bytes left may still exceed our cap on the objects it makes. */
 function checkCountLimit(c: Cursor, count: number, limit: number, rule: string, at: number): void {
   if (count > limit) {
@@ -194,6 +193,7 @@ function checkCountLimit(c: Cursor, count: number, limit: number, rule: string, 
   }
 }
 
+/** A count is bounded by the bytes that remain (each item takes at least `minBytes`), before any loop. */
 function checkCount(c: Cursor, count: number, minBytes: number, rule: string, at: number, reserved = 0): void {
   const needed = count * minBytes;
   if (needed > c.remaining() - reserved) {
@@ -285,47 +285,33 @@ function readKV(c: Cursor, m: GgufMetadata): GgufKV {
   return { key, type, value };
 }
 
+type FixedReader = (v: DataView, p: number, le: boolean) => number | bigint;
+
+/** Readers of the fixed-size numeric types by type id (bool, string and array are read apart). */
+const FIXED_READERS: readonly (FixedReader | undefined)[] = [
+  (v, p) => v.getUint8(p),
+  (v, p) => v.getInt8(p),
+  (v, p, le) => v.getUint16(p, le),
+  (v, p, le) => v.getInt16(p, le),
+  (v, p, le) => v.getUint32(p, le),
+  (v, p, le) => v.getInt32(p, le),
+  (v, p, le) => v.getFloat32(p, le),
+  undefined,
+  undefined,
+  undefined,
+  (v, p, le) => v.getBigUint64(p, le),
+  (v, p, le) => v.getBigInt64(p, le),
+  (v, p, le) => v.getFloat64(p, le),
+];
+
 function readScalar(c: Cursor, typeId: number): GgufScalar {
-  const v = c.view;
-  const le = c.little;
-  c.ensure(VALUE_SIZES[typeId]!);
-  const p = c.pos;
-  switch (typeId) {
-    case 0:
-      c.pos += 1;
-      return v.getUint8(p);
-    case 1:
-      c.pos += 1;
-      return v.getInt8(p);
-    case 2:
-      c.pos += 2;
-      return v.getUint16(p, le);
-    case 3:
-      c.pos += 2;
-      return v.getInt16(p, le);
-    case 4:
-      c.pos += 4;
-      return v.getUint32(p, le);
-    case 5:
-      c.pos += 4;
-      return v.getInt32(p, le);
-    case 6:
-      c.pos += 4;
-      return v.getFloat32(p, le);
-    case T_BOOL:
-      return readBool(c);
-    case T_STRING:
-      return c.string(Number.POSITIVE_INFINITY, 'string_length');
-    case 10:
-      c.pos += 8;
-      return v.getBigUint64(p, le);
-    case 11:
-      c.pos += 8;
-      return v.getBigInt64(p, le);
-    default:
-      c.pos += 8;
-      return v.getFloat64(p, le);
-  }
+  if (typeId === T_BOOL) return readBool(c);
+  if (typeId === T_STRING) return c.string(Number.POSITIVE_INFINITY, 'string_length');
+  const size = VALUE_SIZES[typeId]!;
+  c.ensure(size);
+  const value = FIXED_READERS[typeId]!(c.view, c.pos, c.little);
+  c.pos += size;
+  return value;
 }
 
 /** Bools must be 0 or 1 (the spec's rule; ggml reads any non-zero byte as true, which cannot round-trip). */
@@ -381,42 +367,12 @@ function readItems(c: Cursor, typeId: number, count: number): GgufScalar[] {
   }
   const size = VALUE_SIZES[typeId]!;
   c.ensure(count * size);
+  const read = FIXED_READERS[typeId]!;
   const v = c.view;
   const le = c.little;
-  const start = c.pos;
-  const end = start + count * size;
+  const end = c.pos + count * size;
+  for (let p = c.pos; p < end; p += size) items.push(read(v, p, le));
   c.pos = end;
-  switch (typeId) {
-    case 0:
-      for (let p = start; p < end; p++) items.push(v.getUint8(p));
-      break;
-    case 1:
-      for (let p = start; p < end; p++) items.push(v.getInt8(p));
-      break;
-    case 2:
-      for (let p = start; p < end; p += 2) items.push(v.getUint16(p, le));
-      break;
-    case 3:
-      for (let p = start; p < end; p += 2) items.push(v.getInt16(p, le));
-      break;
-    case 4:
-      for (let p = start; p < end; p += 4) items.push(v.getUint32(p, le));
-      break;
-    case 5:
-      for (let p = start; p < end; p += 4) items.push(v.getInt32(p, le));
-      break;
-    case 6:
-      for (let p = start; p < end; p += 4) items.push(v.getFloat32(p, le));
-      break;
-    case 10:
-      for (let p = start; p < end; p += 8) items.push(v.getBigUint64(p, le));
-      break;
-    case 11:
-      for (let p = start; p < end; p += 8) items.push(v.getBigInt64(p, le));
-      break;
-    default:
-      for (let p = start; p < end; p += 8) items.push(v.getFloat64(p, le));
-  }
   return items;
 }
 
