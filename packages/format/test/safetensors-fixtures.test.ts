@@ -215,3 +215,39 @@ describe('hostile corpus with the reference verdicts (fixtures/safetensors/make_
     }
   });
 });
+
+describe('differential: 400 seeded mutations with the reference verdict (mutations.json)', () => {
+  const corpus = JSON.parse(readFileSync(join(DIR, 'mutations.json'), 'utf8')) as {
+    cases: { hex: string; reference: string; tensors?: [string, string, string[]][] }[];
+  };
+  it('we accept exactly what the reference accepts, and see the same tensors', () => {
+    const disagreements: string[] = [];
+    let accepted = 0;
+    for (const c of corpus.cases) {
+      const bytes = new Uint8Array(Buffer.from(c.hex, 'hex'));
+      let rule: string | null = null;
+      let ours: [string, string, string[]][] = [];
+      try {
+        const h = parseSafetensorsHeader(bytes);
+        ours = h.tensors.map((t): [string, string, string[]] => [t.name, t.dtype, t.shape.map(String)]);
+        // Python sorted() the reference's list by code point, which is UTF-8 byte order.
+        ours.sort((a, b) => Buffer.compare(Buffer.from(a[0]), Buffer.from(b[0])));
+        accepted++;
+      } catch (error) {
+        rule = caught(() => {
+          throw error;
+        }).details.rule as string;
+      }
+      const referenceAccepts = c.reference === 'ok';
+      if (referenceAccepts && rule === null) {
+        if (JSON.stringify(ours) !== JSON.stringify(c.tensors)) disagreements.push(`different tensors: ${c.hex}`);
+      } else if (referenceAccepts !== (rule === null)) {
+        // The documented divergences: we reject duplicate keys (S1) the reference lets through.
+        if (!(referenceAccepts && rule === 'S1'))
+          disagreements.push(`${rule ?? 'accepted'} vs ${c.reference}: ${c.hex}`);
+      }
+    }
+    expect(disagreements).toEqual([]);
+    expect(accepted).toBeGreaterThan(10);
+  });
+});
