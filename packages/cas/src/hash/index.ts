@@ -146,6 +146,9 @@ class WorkerPool {
         new TensorFSError('invalid_argument', 'the hasher is closed', { details: { rule: 'hasher-closed' } }),
       );
     }
+    if (this.slots.length === 0) {
+      return Promise.reject(new TensorFSError('unavailable', 'hash workers cannot start on this platform'));
+    }
     return new Promise<Uint8Array>((resolve, reject) => {
       const { sendable, transfer } = toMessage(pieces);
       const onAbort = (): void => {
