@@ -1,7 +1,13 @@
 import * as fsp from 'node:fs/promises';
 import path from 'node:path';
 import { createNodeHasher, Store } from '@tensorfs/cas';
-import { bytesSource, type ManifestFileEntry, writeGguf, writeSafetensorsHeader } from '@tensorfs/format';
+import {
+  bytesSource,
+  type ManifestFileEntry,
+  writeGguf,
+  writeSafetensors,
+  writeSafetensorsHeader,
+} from '@tensorfs/format';
 import { planAndHash } from '@tensorfs/planner';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { commit, openTensors, TensorWriter } from '../src/index.js';
@@ -167,6 +173,51 @@ describe('TensorWriter: the planner grid', () => {
     for (const x of tensors) await writer.add(x.name, x.type, [...x.dims].reverse(), x.data);
     expect(await entryBytes(t, await writer.finish())).toEqual(expected);
     await writer.close();
+  });
+});
+
+describe('TensorWriter: seams', () => {
+  let t: TestStore;
+  beforeAll(async () => {
+    t = await tempStore();
+  });
+  afterAll(() => t.close());
+
+  it('inherits a tensor cut at seams with its seam objects; the file equals the seamed plan', async () => {
+    // A fused qkv [12, 4] F32 stored with seams where q, k and v split (every 64 bytes).
+    const qkv = noise(192, 41);
+    const bytes = writeSafetensors([
+      { name: 'qkv', dtype: 'F32', shape: [12, 4], data: qkv },
+      { name: 'o', dtype: 'F32', shape: [4], data: noise(16, 42) },
+    ]);
+    const seams = { qkv: [64, 128] };
+    const hasher = createNodeHasher({ threads: 1 });
+    const plan = await planAndHash(bytesSource(bytes), {
+      hasher,
+      seams,
+      onRecord: async (_record, pieces) => {
+        await t.store.put(pieces!);
+      },
+    });
+    await hasher.close?.();
+    const entry: ManifestFileEntry = {
+      path: 'fused.safetensors',
+      kind: 'file',
+      mode: 0o644,
+      size: bytes.length,
+      profile: plan.profile,
+      records: plan.records,
+    };
+    await commit(t.store, { put: [entry], ref: 'fused' });
+    const set = await openTensors(t.store, 'fused');
+    const view = set.get('qkv');
+    expect(view.records.map((r) => r.length)).toEqual([64, 64, 64]);
+    expect(Buffer.compare(await view.read({ verify: true }), qkv)).toBe(0);
+    const writer = new TensorWriter(t.store, 'fused.safetensors');
+    for (const v of set) await writer.inherit(v);
+    const written = await writer.finish();
+    await writer.close();
+    expect(written.records).toEqual(plan.records);
   });
 });
 
