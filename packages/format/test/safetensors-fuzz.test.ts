@@ -131,6 +131,36 @@ describe('safetensors parser under hostile input', () => {
     );
   });
 
+  it('R5 offsets point at the first byte where strict UTF-8 decoding fails', () => {
+    const fatal = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+    const decodes = (b: Uint8Array) => {
+      try {
+        fatal.decode(b);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 24 }), fc.string({ unit: 'binary', maxLength: 6 }), (raw, text) => {
+        const header = new Uint8Array([...new TextEncoder().encode(`{"${text}`), ...raw, 0x22, 0x7d]);
+        const bytes = file(header);
+        try {
+          parseSafetensorsHeader(bytes);
+        } catch (error) {
+          if (!isTensorFSError(error)) throw error;
+          if (error.details.rule !== 'R5') return;
+          const at = (error.details.offset as number) - 8;
+          expect(decodes(header.subarray(0, at))).toBe(true);
+          expect(decodes(header.subarray(0, Math.min(header.length, at + 4)))).toBe(false);
+          return;
+        }
+        expect(decodes(header)).toBe(true);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
   it('mutated valid files: parse or TensorFSError', () => {
     const mutation = fc.record({
       kind: fc.constantFrom('set', 'insert', 'delete'),

@@ -85,7 +85,7 @@ function isShared(bytes: Uint8Array): boolean {
 }
 
 /** Index of the first byte that starts an invalid UTF-8 sequence (bytes.length if none). */
-export function firstInvalidUtf8(bytes: Uint8Array): number {
+function firstInvalidUtf8(bytes: Uint8Array): number {
   let i = 0;
   while (i < bytes.length) {
     const b = bytes[i]!;
@@ -131,11 +131,6 @@ function utf8Length(text: string, end: number): number {
     } else n += 3;
   }
   return n;
-}
-
-/** The JSON whitespace bytes: space, tab, LF, CR. */
-export function isJsonWhitespace(c: number): boolean {
-  return c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
 }
 
 /** A position in a decoded JSON document, with strict token readers. */
