@@ -305,6 +305,14 @@ function hostileCases(): Case[] {
       extra: { key: 'k' },
     },
     {
+      name: 'key of 65,536 bytes',
+      bytes: new RawGguf().header(0, 1).kvU32('k'.repeat(65536), 1).pad().done(),
+      code: 'malformed',
+      rule: 'key_length',
+      offset: kvHeaderEnd,
+      extra: { limit: 65535, length: 65536n },
+    },
+    {
       name: 'empty key',
       bytes: kv('').u32(4).u32(1).pad().done(),
       code: 'malformed',
@@ -679,6 +687,11 @@ describe('the hostile corpus', () => {
       expect(h.dataStart % alignment).toBe(0);
       expect(h.tensors[0]!.paddedLength).toBe(Math.ceil(12 / alignment) * alignment);
     }
+  });
+
+  it('accepts a key of 65,535 bytes', () => {
+    const key = 'k'.repeat(65535);
+    expect(parseGgufHeader(new RawGguf().header(0, 1).kvU32(key, 1).pad().done()).metadataMap.has(key)).toBe(true);
   });
 
   it('accepts a 63-byte tensor name, zero-sized tensors and zero dims', () => {
