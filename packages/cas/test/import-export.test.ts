@@ -116,6 +116,10 @@ describe('import and export', () => {
     symlinkSync('/etc/passwd', join(b, 'abs'));
     await rejectsCode(s.importPath(b, { name: 'x' }), 'invalid_argument');
     await rejectsCode(s.importPath(join(b, 'missing')), 'not_found');
+    const c = tempDir();
+    writeFileSync(join(c, 'back\\slash'), 'x');
+    const bad = await rejectsCode(s.importPath(c, { name: 'x' }), 'invalid_argument');
+    expect(bad.details.rule).toBe('path-chars');
     await rejectsCode(s.importPath(b, { name: '../x' }), 'invalid_argument');
     expect(await s.getRef('x')).toBeNull();
     await s.close();

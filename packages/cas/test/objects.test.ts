@@ -1,6 +1,7 @@
 import { readFileSync, readdirSync, statSync, writeFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import { Store } from '@tensorfs/cas';
+import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { bytesOf, idOf, rejectsCode, same, tempDir } from './helpers.js';
 
@@ -33,6 +34,33 @@ describe('Store.open', () => {
     await rejectsCode(ro.setRef('main', id), 'denied');
     await rejectsCode(ro.gc(), 'denied');
     await ro.close();
+  });
+
+  it('migrates a store of an older schema on open', async () => {
+    const root = tempDir();
+    await (await Store.open(root)).close();
+    const db = new Database(join(root, 'metadata.sqlite3'));
+    db.exec('DROP TABLE ref_log');
+    db.pragma('user_version = 1');
+    db.close();
+    const s = await Store.open(root);
+    const { id } = await s.put(bytesOf(3));
+    await s.setRef('main', id);
+    await s.close();
+    const check = new Database(join(root, 'metadata.sqlite3'), { readonly: true });
+    expect(check.pragma('user_version', { simple: true })).toBe(2);
+    expect(check.prepare('SELECT id FROM ref_log').pluck().all()).toEqual([id]);
+    check.close();
+  });
+
+  it('a store written by a newer schema is unsupported', async () => {
+    const root = tempDir();
+    await (await Store.open(root)).close();
+    const db = new Database(join(root, 'metadata.sqlite3'));
+    db.pragma('user_version = 99');
+    db.close();
+    const e = await rejectsCode(Store.open(root), 'unsupported');
+    expect(e.details).toMatchObject({ actual: 99 });
   });
 
   it('defaultRoot honours TENSORFS_HOME', () => {

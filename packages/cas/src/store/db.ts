@@ -53,6 +53,13 @@ const MIGRATIONS: readonly string[] = [
   ) WITHOUT ROWID;
   INSERT INTO gc_state(key, value) VALUES ('epoch', '0');
   `,
+  `
+  CREATE TABLE ref_log (
+    epoch INTEGER PRIMARY KEY,
+    id TEXT NOT NULL,
+    created_ms INTEGER NOT NULL
+  );
+  `,
 ];
 
 /** The schema version this build writes. */
@@ -153,7 +160,22 @@ export function readEpoch(db: Db): number {
   return Number(row.value);
 }
 
-/** Bumps the GC epoch; call inside a write transaction. */
-export function bumpEpoch(db: Db): void {
+/**
+ * Bumps the GC epoch and logs `id` as newly reachable at the new epoch; call inside the write
+ * transaction that makes `id` reachable. A running GC adds what the log names since its mark to
+ * its mark set before each sweep batch, instead of marking everything again.
+ */
+export function bumpEpoch(db: Db, id: string): void {
   db.prepare("UPDATE gc_state SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = 'epoch'").run();
+  db.prepare('INSERT INTO ref_log(epoch, id, created_ms) VALUES (?, ?, ?)').run(readEpoch(db), id, Date.now());
+}
+
+/** Ids made reachable after epoch `since` (from the ref log). */
+export function reachableSince(db: Db, since: number): string[] {
+  return db.prepare('SELECT id FROM ref_log WHERE epoch > ?').pluck().all(since) as string[];
+}
+
+/** Drops ref-log rows older than `maxAgeMs` (no GC runs that long). */
+export function pruneRefLog(db: Db, maxAgeMs: number): void {
+  db.prepare('DELETE FROM ref_log WHERE created_ms < ?').run(Date.now() - maxAgeMs);
 }

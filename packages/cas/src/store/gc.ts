@@ -1,7 +1,8 @@
 /**
  * Garbage collection (docs/store.md "GC protocol"): mark from refs, roots and live leases; sweep
  * objects that are unmarked and older than the grace period, in small batches, each under the
- * store's write lock, re-checking leases and mtime and the GC epoch before each unlink. Rows that
+ * store's write lock, re-checking leases and mtime, and adding to the mark whatever a ref or root
+ * set since the mark reaches (the ref log), before each unlink. Rows that
  * name an object are deleted before its file is unlinked. Killed at any point, GC leaves only
  * extra objects: it never unlinks anything a ref, root or live lease reaches.
  */
@@ -9,9 +10,9 @@ import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
 import { type ObjectId, TensorFSError } from '@tensorfs/format';
-import { type Db, immediate, readEpoch } from './db.js';
+import { type Db, immediate, pruneRefLog, reachableSince, readEpoch } from './db.js';
 import { HOST, errnoOf, ioError, parseTempName, pidAlive } from './fsutil.js';
-import { reach } from './graph.js';
+import { childrenOfSync, reach } from './graph.js';
 import type { Layout } from './layout.js';
 import { leasedObjects, pruneLeases } from './leases.js';
 import type { Objects } from './objects.js';
@@ -36,16 +37,17 @@ export interface GcResult {
   kept: number;
   /** Abandoned temp files removed (or that would be). */
   temps: number;
-  /** Mark rounds (a ref or root changing mid-sweep forces a new mark). */
-  rounds: number;
+  /** Times refs or roots changed mid-sweep and GC added what they newly reach to its mark. */
+  remarks: number;
   dryRun: boolean;
 }
 
 /** Objects swept per write-lock hold: short holds keep concurrent writers moving. */
 const BATCH = 128;
+/** Ref-log rows are kept this long: a GC running longer could miss a ref set meanwhile. */
+const REF_LOG_MAX_AGE_MS = 24 * 3600_000;
 /** A temp of a live process (or another host) is removed only after this long. */
 export const TEMP_MAX_AGE_MS = 24 * 3600_000;
-const MAX_ROUNDS = 5;
 
 /** Dependencies GC needs from the store. */
 export interface GcContext {
@@ -64,8 +66,11 @@ export async function collect(ctx: GcContext, graceMs: number, options: GcOption
       details: { actual: graceMs },
     });
   }
-  if (!dryRun) pruneLeases(db);
-  const result: GcResult = { removed: 0, bytes: 0, kept: 0, temps: 0, rounds: 0, dryRun };
+  if (!dryRun) {
+    pruneLeases(db);
+    immediate(db, () => pruneRefLog(db, REF_LOG_MAX_AGE_MS));
+  }
+  const result: GcResult = { removed: 0, bytes: 0, kept: 0, temps: 0, remarks: 0, dryRun };
   const liveLease = db
     .prepare(
       'SELECT 1 FROM lease_objects lo JOIN leases l ON l.id = lo.lease_id WHERE lo.object_id = ? AND l.expires_ms > ? LIMIT 1',
@@ -75,65 +80,63 @@ export async function collect(ctx: GcContext, graceMs: number, options: GcOption
     db.prepare('DELETE FROM cache_entries WHERE id = ?'),
     db.prepare('DELETE FROM corrupt_objects WHERE id = ?'),
   ];
-  for (;;) {
-    result.rounds++;
-    if (result.rounds > MAX_ROUNDS) {
-      throw new TensorFSError('unavailable', 'refs kept changing during GC; try again', {
-        details: { limit: MAX_ROUNDS, removed: result.removed },
-      });
-    }
-    const epoch = readEpoch(db);
-    const marked = await mark(ctx, signal);
-    const cutoff = Date.now() - graceMs;
-    const candidates: { id: ObjectId; size: number }[] = [];
-    let total = 0;
-    for await (const o of listObjects(layout, signal)) {
-      total++;
-      if (!marked.has(o.id) && o.mtimeMs < cutoff) candidates.push({ id: o.id, size: o.size });
-    }
-    if (dryRun) {
-      result.removed = candidates.length;
-      result.bytes = candidates.reduce((n, c) => n + c.size, 0);
-      result.kept = total - candidates.length;
-      break;
-    }
-    let restart = false;
-    let removedThisRound = 0;
-    for (let i = 0; i < candidates.length && !restart; i += BATCH) {
-      signal?.throwIfAborted();
-      const batch = candidates.slice(i, i + BATCH);
-      restart = immediate(db, () => {
-        if (readEpoch(db) !== epoch) return true;
-        const now = Date.now();
-        for (const c of batch) {
-          if (liveLease.get(c.id, now) !== undefined) continue;
-          const file = objects.path(c.id);
-          let st: fs.Stats;
-          try {
-            st = fs.statSync(file);
-          } catch (err) {
-            if (errnoOf(err) === 'ENOENT') continue;
-            throw ioError(err, 'stat', 'objects/');
-          }
-          if (st.mtimeMs >= now - graceMs) continue;
-          for (const s of dropRows) s.run(c.id);
-          try {
-            fs.unlinkSync(file);
-          } catch (err) {
-            if (errnoOf(err) !== 'ENOENT') throw ioError(err, 'unlink', 'objects/');
-          }
-          result.removed++;
-          removedThisRound++;
-          result.bytes += st.size;
-        }
-        return false;
-      });
-    }
-    if (!restart) {
-      result.kept = total - removedThisRound;
-      break;
-    }
+  const started = Date.now();
+  let epoch = readEpoch(db);
+  const marked = await mark(ctx, signal);
+  const cutoff = Date.now() - graceMs;
+  const candidates: { id: ObjectId; size: number }[] = [];
+  let total = 0;
+  for await (const o of listObjects(layout, signal)) {
+    total++;
+    if (!marked.has(o.id) && o.mtimeMs < cutoff) candidates.push({ id: o.id, size: o.size });
   }
+  if (dryRun) {
+    result.removed = candidates.length;
+    result.bytes = candidates.reduce((n, c) => n + c.size, 0);
+  }
+  for (let i = 0; i < candidates.length && !dryRun; i += BATCH) {
+    signal?.throwIfAborted();
+    const batch = candidates.slice(i, i + BATCH);
+    immediate(db, () => {
+      if (Date.now() - started > REF_LOG_MAX_AGE_MS) {
+        throw new TensorFSError('unavailable', 'GC ran longer than the ref log is kept; run it again', {
+          details: { limit: REF_LOG_MAX_AGE_MS, removed: result.removed },
+        });
+      }
+      // Refs or roots set since the mark: add what they reach before unlinking anything.
+      const now = readEpoch(db);
+      if (now !== epoch) {
+        for (const top of reachableSince(db, epoch) as ObjectId[]) {
+          marked.add(top);
+          for (const c of childrenOfSync(objects, top)) marked.add(c.id);
+        }
+        epoch = now;
+        result.remarks++;
+      }
+      const at = Date.now();
+      for (const c of batch) {
+        if (marked.has(c.id) || liveLease.get(c.id, at) !== undefined) continue;
+        const file = objects.path(c.id);
+        let st: fs.Stats;
+        try {
+          st = fs.statSync(file);
+        } catch (err) {
+          if (errnoOf(err) === 'ENOENT') continue;
+          throw ioError(err, 'stat', 'objects/');
+        }
+        if (st.mtimeMs >= at - graceMs) continue;
+        for (const s of dropRows) s.run(c.id);
+        try {
+          fs.unlinkSync(file);
+        } catch (err) {
+          if (errnoOf(err) !== 'ENOENT') throw ioError(err, 'unlink', 'objects/');
+        }
+        result.removed++;
+        result.bytes += st.size;
+      }
+    });
+  }
+  result.kept = total - result.removed;
   result.temps = await sweepTemps(layout, dryRun);
   if (!dryRun) {
     immediate(db, () => {

@@ -3,6 +3,7 @@
  * bytes) says which objects it reaches. TFM1 manifests are built in; other packages register their
  * kinds (e.g. the checkpoint header) with {@link registerReferenceKind} so GC and verify see them.
  */
+import * as fs from 'node:fs';
 import { type ObjectId, TensorFSError, decodeManifest, isTensorFSError } from '@tensorfs/format';
 import type { Objects } from './objects.js';
 
@@ -111,6 +112,30 @@ export async function reach(objects: Objects, tops: Iterable<ObjectId>, signal?:
   }
   for (const id of missing) out.missing.push(id);
   return out;
+}
+
+/**
+ * Synchronous {@link childrenOf} for use under the write lock: an absent object has no children;
+ * bytes of a known kind that do not decode throw (`malformed`), since what they keep is unknown.
+ */
+export function childrenOfSync(objects: Objects, id: ObjectId): Child[] {
+  let bytes: Buffer;
+  try {
+    const fd = fs.openSync(objects.path(id), 'r');
+    try {
+      const head = Buffer.alloc(magicLength());
+      const n = fs.readSync(fd, head, 0, head.length, 0);
+      const kind = kindOf(head.subarray(0, n));
+      if (kind === undefined) return [];
+      bytes = fs.readFileSync(objects.path(id));
+      return kind.children(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch (err) {
+    if ((err as { code?: string }).code === 'ENOENT') return [];
+    throw err;
+  }
 }
 
 /** Children of one object: sniff its head; decode it only if a kind matches. */

@@ -18,6 +18,7 @@ import {
   TensorFSError,
   checkRange,
   throwIfAborted,
+  validatePath,
   validateSymlinkTarget,
 } from '@tensorfs/format';
 import { planAndHash } from '@tensorfs/planner';
@@ -103,6 +104,7 @@ export async function scanTree(abs: string): Promise<Found[]> {
       throw ioError(err, 'stat', rel);
     });
     if (s.isDirectory()) continue;
+    validatePath(rel); // fail before hashing anything if the manifest could not hold this name
     if (s.isFile()) out.push({ rel, abs: file, kind: 'file', size: s.size, mode: s.mode });
     else if (s.isSymbolicLink()) out.push({ rel, abs: file, kind: 'symlink', size: 0, mode: s.mode });
     else {

@@ -158,7 +158,10 @@ export class Objects {
       try {
         fs.utimesSync(file, now, now);
       } catch (err) {
-        throw ioError(err, 'utimes', objectRel(id));
+        // Another user's object in a shared store: it stays protected by the caller's lease (if
+        // any); without one, a later ref to it fails closed (`not_found`) if GC took it meanwhile.
+        const code = errnoOf(err);
+        if (code !== 'EPERM' && code !== 'EACCES' && code !== 'EROFS') throw ioError(err, 'utimes', objectRel(id));
       }
       return st.size;
     });

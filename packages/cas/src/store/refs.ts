@@ -85,7 +85,7 @@ export function writeRef(
       }
       throw ioError(err, 'write ref', `refs/${name}`);
     }
-    bumpEpoch(db);
+    bumpEpoch(db, id);
   });
 }
 

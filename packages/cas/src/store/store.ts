@@ -336,7 +336,7 @@ export class Store {
           'INSERT INTO roots(id, reason, created_ms) VALUES (?, ?, ?) ON CONFLICT(id) DO UPDATE SET reason = excluded.reason',
         )
         .run(id, reason, Date.now());
-      bumpEpoch(this.db);
+      bumpEpoch(this.db, id);
     });
   }
 
