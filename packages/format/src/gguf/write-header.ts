@@ -175,8 +175,8 @@ function writeHeader(options: GgufWriteOptions): GgufWriteResult {
   const fileSize = BigInt(dataStart) + offset;
   if (fileSize > MAX_SAFE) throw invalid('file_size', 'the file would exceed 2^53 - 1 bytes', { actual: fileSize });
   const bytes = w.finish();
-  // The writer applies none of the reader's caps. Read the finished header back (resuming after the KVs already checked): the tensor rules, offsets and
-  // geometry come from the reader itself, so the writer cannot emit a header the reader rejects.
+  // Read the finished header back, without the reader's caps and resuming after the KVs already checked:
+  // tensor rules, offsets and geometry come from the reader itself, so no rule can be broken here.
   const header = parseGgufPrefix(bytes, Number(fileSize), NO_LIMITS, metadata);
   return { bytes, tensors: header.tensors, header };
 }
