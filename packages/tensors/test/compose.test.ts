@@ -1,4 +1,5 @@
 import type { ManifestFileEntry } from '@tensorfs/format';
+import { Store } from '@tensorfs/cas';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { commit, openTensors, rekey, TensorWriter, trim } from '../src/index.js';
 import { codeOf, expectedTensors, importTree, listObjects, sha256, type TestStore, tempStore } from './helpers.js';
@@ -108,6 +109,23 @@ describe('compose: rekey and trim share every tensor object', () => {
     );
     expect(await listObjects(t.root)).toEqual(before);
     expect(await t.store.getRef('x')).toBeNull();
+  });
+
+  it('a composed snapshot keeps every object it shares alive through GC once its base is gone', async () => {
+    const expected = (await expectedTensors())['tiny.safetensors']!;
+    await rekey(t.store, 'base', 'm.safetensors', { mask: 'attention_mask' }, { ref: 'renamed' });
+    await t.store.deleteRef('base');
+    const gcStore = await Store.open(t.root, { graceMs: 0 });
+    try {
+      await gcStore.gc();
+    } finally {
+      await gcStore.close();
+    }
+    const set = await openTensors(t.store, 'renamed', { file: 'm.safetensors' });
+    for (const e of expected) {
+      const view = set.get(e.name === 'mask' ? 'attention_mask' : e.name);
+      expect(sha256(await view.read({ verify: true }))).toBe(e.sha256);
+    }
   });
 
   it('moves a ref by compare-and-swap: a ref moved meanwhile is conflict', async () => {

@@ -291,6 +291,20 @@ describe('TensorWriter: refusals', () => {
     await w.close();
   });
 
+  it('a cancelled add is cancelled and fails the writer', async () => {
+    const controller = new AbortController();
+    const w = new TensorWriter(t.store, 'x.safetensors', { signal: controller.signal });
+    await w.add('a', 'U8', [4], new Uint8Array(4));
+    async function* slow(): AsyncGenerator<Uint8Array> {
+      yield new Uint8Array(2);
+      controller.abort();
+      yield new Uint8Array(2);
+    }
+    expect(await codeOf(() => w.add('b', 'U8', [4], slow()))).toBe('cancelled');
+    expect(await codeOf(() => w.finish())).toBe('invalid_argument');
+    await w.close();
+  });
+
   it('refuses a path that is not .safetensors or .gguf, and options of the other format', async () => {
     expect(await codeOf(() => new TensorWriter(t.store, 'x.bin'))).toBe('invalid_argument');
     expect(await codeOf(() => new TensorWriter(t.store, '/abs.safetensors'))).toBe('invalid_argument');
