@@ -118,7 +118,7 @@ describe('fault injection (SIGKILL)', () => {
       await (await checkStore(root, srcs, ids)).close();
     }
     expect(killedMidway).toBeGreaterThan(0);
-  });
+  }, 600_000);
 
   it('several importers of overlapping trees while GC runs: no corruption, no lost root', async () => {
     const { srcs, ids } = await trees();
@@ -149,5 +149,5 @@ describe('fault injection (SIGKILL)', () => {
     expect((await store.usage()).objects).toBe((await store.verify()).objects);
     await store.close();
     await (await checkStore(root, srcs, ids)).close();
-  });
+  }, 300_000);
 });
