@@ -185,20 +185,66 @@ function parseHeaderBody(header: Uint8Array, fileSize: number, strict: boolean):
 /** Placeholder offsets of a tensor not yet validated (replaced before anyone sees it). */
 const UNVALIDATED: [bigint, bigint] = [0n, 0n];
 
+/** Numbers kept per parsed tensor: begin, end, element count, dtype bits, key position. */
+const SLOTS = 5;
+
 /**
- * Descriptors as parsed, before validation: one slot per tensor in header order, in parallel
- * arrays (the result objects are created once, here, and completed by {@link validate}).
+ * Descriptors as parsed, before validation, in header order. The result objects are created
+ * once, here, and completed by {@link validate}; the numbers validation needs live in one
+ * growable Float64Array (no per-tensor objects, no boxing), with the rare values a double cannot
+ * hold exactly (bigints above 2^53 − 1, an overflowed count) kept aside by slot.
  */
 class ParsedTensors {
   readonly infos: SafetensorsTensorInfo[] = [];
   readonly byName = new Map<string, SafetensorsTensorInfo>();
-  readonly bits: number[] = [];
-  /** Element counts (R13 when the count overflows). */
-  readonly counts: (Int | 'R13')[] = [];
-  readonly begins: Int[] = [];
-  readonly ends: Int[] = [];
-  /** Code-unit position of each tensor's key, for error offsets. */
-  readonly keyPositions: number[] = [];
+  private numbers = new Float64Array(SLOTS * 64);
+  private wide: Map<number, bigint | 'R13'> | undefined;
+
+  add(info: SafetensorsTensorInfo, begin: Int, end: Int, count: Int | 'R13', bits: number, keyPosition: number): void {
+    const base = this.infos.length * SLOTS;
+    if (base + SLOTS > this.numbers.length) {
+      const grown = new Float64Array(this.numbers.length * 2);
+      grown.set(this.numbers);
+      this.numbers = grown;
+    }
+    this.put(base, begin);
+    this.put(base + 1, end);
+    this.put(base + 2, count);
+    this.numbers[base + 3] = bits;
+    this.numbers[base + 4] = keyPosition;
+    this.infos.push(info);
+    this.byName.set(info.name, info);
+  }
+
+  private put(slot: number, value: Int | 'R13'): void {
+    if (typeof value === 'number') {
+      this.numbers[slot] = value;
+    } else {
+      this.numbers[slot] = Number.NaN;
+      (this.wide ??= new Map()).set(slot, value);
+    }
+  }
+
+  private get(slot: number): Int | 'R13' {
+    const value = this.numbers[slot]!;
+    return Number.isNaN(value) ? this.wide!.get(slot)! : value;
+  }
+
+  begin(i: number): Int {
+    return this.get(i * SLOTS) as Int;
+  }
+  end(i: number): Int {
+    return this.get(i * SLOTS + 1) as Int;
+  }
+  count(i: number): Int | 'R13' {
+    return this.get(i * SLOTS + 2);
+  }
+  bits(i: number): number {
+    return this.numbers[i * SLOTS + 3]!;
+  }
+  keyPosition(i: number): number {
+    return this.numbers[i * SLOTS + 4]!;
+  }
 }
 
 /** The root object; returns `__metadata__` and fills `parsed`. */
@@ -315,13 +361,7 @@ function parseDescriptor(c: JsonCursor, name: string, at: number, strict: boolea
     byteOffset: Number.NaN,
     byteLength: Number.NaN,
   };
-  parsed.infos.push(info);
-  parsed.byName.set(name, info);
-  parsed.bits.push(dtype.bits);
-  parsed.counts.push(count);
-  parsed.begins.push(begin);
-  parsed.ends.push(end);
-  parsed.keyPositions.push(at);
+  parsed.add(info, begin, end, count, dtype.bits, at);
 }
 
 function duplicateField(c: JsonCursor, tensor: string, field: number, at: number): never {
@@ -392,16 +432,14 @@ function compareInt(a: Int, b: Int): number {
   return a === b ? 0 : a < b ? -1 : 1;
 }
 
-/** Header indices in data order: by (begin, end), ties in header order. */
+/** Header indices in data order: by (begin, end), ties in header order; null when already so. */
 function dataOrder(p: ParsedTensors): number[] | null {
-  const { begins, ends } = p;
+  const n = p.infos.length;
+  const compare = (a: number, b: number) => compareInt(p.begin(a), p.begin(b)) || compareInt(p.end(a), p.end(b));
   let sorted = true;
-  for (let i = 1; i < begins.length && sorted; i++) {
-    sorted = (compareInt(begins[i - 1]!, begins[i]!) || compareInt(ends[i - 1]!, ends[i]!)) <= 0;
-  }
+  for (let i = 1; i < n && sorted; i++) sorted = compare(i - 1, i) <= 0;
   if (sorted) return null;
-  const order = Array.from(begins, (_, i) => i);
-  return order.sort((a, b) => compareInt(begins[a]!, begins[b]!) || compareInt(ends[a]!, ends[b]!) || a - b);
+  return Array.from({ length: n }, (_, i) => i).sort((a, b) => compare(a, b) || a - b);
 }
 
 /** R11–R17: data-order coverage, sizes and the exact end of the file. */
@@ -419,15 +457,15 @@ function validate(
   let runningBig = 0n;
   for (let k = 0; k < tensors.length; k++) {
     const i = order === null ? k : order[k]!;
-    const begin = p.begins[i]!;
-    const end = p.ends[i]!;
+    const begin = p.begin(i);
+    const end = p.end(i);
     if (begin !== running || end < begin) {
       tensorError(c, p, i, 'R12', 'data_offsets leave a gap, overlap or run backwards', {
         expected: running,
         actual: [begin, end],
       });
     }
-    const length = byteLengthOfCount(p.counts[i]!, p.bits[i]!);
+    const length = byteLengthOfCount(p.count(i), p.bits(i));
     if (typeof length === 'string') tensorError(c, p, i, length, BYTE_LENGTH_MESSAGES[length]);
     if (subInt(end, begin) !== length) {
       tensorError(c, p, i, 'R16', 'data_offsets span differs from shape × dtype size', {
@@ -462,6 +500,6 @@ function tensorError(
   extra: Record<string, unknown> = {},
 ): never {
   throw new TensorFSError('malformed', message, {
-    details: { rule, tensor: p.infos[i]!.name, offset: c.byteOffset(p.keyPositions[i]!), ...extra },
+    details: { rule, tensor: p.infos[i]!.name, offset: c.byteOffset(p.keyPosition(i)), ...extra },
   });
 }
