@@ -4,7 +4,7 @@
  */
 import { TensorFSError } from '@tensorfs/format';
 import type { Hasher, HashStream } from '@tensorfs/planner';
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 
@@ -79,6 +79,9 @@ export function createNodeHasher(options: NodeHasherOptions = {}): NodeHasher {
 }
 
 function hashInline(pieces: readonly Uint8Array[]): Uint8Array {
+  // One-shot hash() skips the Hash object: measurably faster for the many small records of a
+  // checkpoint with thousands of tensors.
+  if (pieces.length === 1) return new Uint8Array(hash('sha256', pieces[0]!, 'buffer'));
   const h = createHash('sha256');
   for (const p of pieces) h.update(p);
   return new Uint8Array(h.digest());
