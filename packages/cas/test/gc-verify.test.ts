@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readdirSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { Store } from '@tensorfs/cas';
+import { Store, registerReferenceKind } from '@tensorfs/cas';
 import type { ObjectId } from '@tensorfs/format';
 import { describe, expect, it } from 'vitest';
 import { bytesOf, rejectsCode, tempDir } from './helpers.js';
@@ -47,6 +47,32 @@ describe('gc', () => {
     const all = await s.gc({ graceMs: 0 });
     expect(all.kept).toBe(0);
     expect((await s.usage()).objects).toBe(0);
+    await s.close();
+  });
+
+  it('keeps what a registered reference kind names, and verifies it', async () => {
+    registerReferenceKind({
+      name: 'test-list',
+      magic: new TextEncoder().encode('TST1'),
+      children: (bytes) =>
+        new TextDecoder()
+          .decode(bytes.subarray(4))
+          .split('\n')
+          .filter(Boolean)
+          .map((id) => ({ id: id as ObjectId, length: 50 })),
+    });
+    const root = tempDir();
+    const s = await Store.open(root);
+    const a = (await s.put(bytesOf(50, 1))).id;
+    const b = (await s.put(bytesOf(50, 2))).id;
+    const list = (await s.put(new TextEncoder().encode(`TST1${a}\n${b}\n`))).id;
+    await s.setRef('list', list);
+    const orphan = (await s.put(bytesOf(50, 3))).id;
+    expect((await s.gc({ graceMs: 0 })).removed).toBe(1);
+    expect(await s.has(orphan)).toBe(false);
+    for (const id of [a, b, list]) expect(await s.has(id)).toBe(true);
+    rmSync(objectFile(root, b));
+    expect((await s.verify()).missing).toEqual([b]);
     await s.close();
   });
 
