@@ -187,13 +187,14 @@ def st_file(name: str, tensors: dict[str, np.ndarray], metadata=None) -> Path:
     return write(name, st_save(tensors, metadata=metadata))
 
 
-def gguf_file(name: str, tensors: list[tuple[str, np.ndarray]], kvs: dict[str, str]) -> Path:
+def gguf_file(name: str, tensors: list[tuple], kvs: dict[str, str], endian=gguf.GGUFEndian.LITTLE) -> Path:
+    """tensors: (name, array) or (name, uint8 byte rows, raw ggml type) for quantized data."""
     p = FILES / name
-    w = gguf.GGUFWriter(p, "llama")
+    w = gguf.GGUFWriter(p, "llama", endianess=endian)
     for k, v in kvs.items():
         w.add_string(k, v)
-    for tname, arr in tensors:
-        w.add_tensor(tname, arr)
+    for tname, arr, *raw in tensors:
+        w.add_tensor(tname, arr, raw_dtype=raw[0] if raw else None)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -269,6 +270,22 @@ def main() -> None:
         "the two 20-byte paddings are one object")
     add("gguf-truncated", write("truncated.gguf", gg.read_bytes()[:100]),
         "a truncated GGUF file is blob-v1")
+    Q = gguf.GGMLQuantizationType
+    add("gguf-quantized", gguf_file(
+        "quantized.gguf",
+        [
+            ("blk.0.attn_q.weight", np.frombuffer(seeded_bytes(14, 136), np.uint8).reshape(2, 68), Q.Q8_0),
+            ("blk.0.ffn_down.weight", np.frombuffer(seeded_bytes(15, 144), np.uint8).reshape(1, 144), Q.Q4_K),
+            ("output_norm.weight", arr(16, 5, np.float32)),
+        ],
+        {"general.name": "quantized"},
+    ), "block-quantized tensors (Q8_0 2x64, Q4_K 1x256) are cut by their byte length like any tensor")
+    add("gguf-big-endian", gguf_file(
+        "big-endian.gguf",
+        [("w", arr(17, 7, np.float32)), ("v", arr(18, 3, np.float32))],
+        {"general.name": "be"},
+        gguf.GGUFEndian.BIG,
+    ), "a big-endian GGUF file is gguf-v1 too; the cut rules do not depend on byte order")
 
     # The 64 MiB split, generated at test time: committed prefix + seeded tensor data.
     small, big = 1000, GRID + 4096
