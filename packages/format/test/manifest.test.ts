@@ -246,6 +246,25 @@ describe('TFM1 strict decoding', () => {
   });
 });
 
+describe('TFM1 on arbitrary bytes', () => {
+  it('TFM1 + any bytes decodes to a manifest that re-encodes to them, or throws malformed/unsupported', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 200 }), (tail) => {
+        const bytes = new Uint8Array(4 + tail.length);
+        bytes.set([0x54, 0x46, 0x4d, 0x31]);
+        bytes.set(tail, 4);
+        try {
+          const m = decodeManifest(bytes);
+          expect(toHex(encodeManifest(m))).toBe(toHex(bytes));
+        } catch (err) {
+          expect(isTensorFSError(err) && ['malformed', 'unsupported'].includes(err.code)).toBe(true);
+        }
+      }),
+      { numRuns: 3000 * SCALE },
+    );
+  });
+});
+
 describe('path rules', () => {
   it.each([
     ['', 'path-empty'],
