@@ -5,14 +5,24 @@ import { run } from '../src/index.js';
 /** The committed sample model and the Python-computed expectations. */
 export const SAMPLES = fileURLToPath(new URL('../../../samples/', import.meta.url));
 
-/** Runs `tfs` in-process and returns the exit code and everything it printed. */
-export async function tfs(argv: string[], env: NodeJS.ProcessEnv = {}) {
+/** In-memory stdout/stderr for running `tfs` in-process. */
+export function capture() {
   const out = new PassThrough();
   const err = new PassThrough();
-  let stdout = '';
+  const chunks: Buffer[] = [];
   let stderr = '';
-  out.on('data', (d) => (stdout += d));
+  out.on('data', (d: Buffer) => chunks.push(d));
   err.on('data', (d) => (stderr += d));
-  const code = await run(argv, { stdout: out, stderr: err, env });
-  return { code, stdout, stderr };
+  return {
+    io: { stdout: out, stderr: err, env: {} as NodeJS.ProcessEnv },
+    bytes: () => Buffer.concat(chunks),
+    text: () => ({ stdout: Buffer.concat(chunks).toString('utf8'), stderr }),
+  };
+}
+
+/** Runs `tfs` in-process and returns the exit code and everything it printed. */
+export async function tfs(argv: string[], env: NodeJS.ProcessEnv = {}) {
+  const c = capture();
+  const code = await run(argv, { ...c.io, env });
+  return { code, ...c.text(), bytes: c.bytes() };
 }

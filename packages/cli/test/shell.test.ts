@@ -1,21 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { TensorFSError } from '@tensorfs/format';
 import { describe, expect, it } from 'vitest';
 import { defineCommand, type TfsCommand } from '../src/command.js';
 import { EXIT_CODES, run, VERSION } from '../src/index.js';
 import { runCommands } from '../src/shell.js';
-
-function capture() {
-  const out = new PassThrough();
-  const err = new PassThrough();
-  let stdout = '';
-  let stderr = '';
-  out.on('data', (d) => (stdout += d));
-  err.on('data', (d) => (stderr += d));
-  return { io: { stdout: out, stderr: err, env: {} }, text: () => ({ stdout, stderr }) };
-}
+import { capture } from './helpers.js';
 
 const fail = defineCommand<{ code: string }>({
   command: 'fail <code>',

@@ -1,10 +1,9 @@
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { defaultRefName } from '../src/commands/store.js';
-import { run } from '../src/index.js';
+import { tfs as run } from './helpers.js';
 
 const dirs: string[] = [];
 function temp(): string {
@@ -17,14 +16,8 @@ afterEach(() => {
 });
 
 async function tfs(store: string, ...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let out = '';
-  let err = '';
-  stdout.on('data', (d) => (out += d));
-  stderr.on('data', (d) => (err += d));
-  const code = await run([...argv, '--store', store], { stdout, stderr, env: {} });
-  return { code, out, err };
+  const r = await run([...argv, '--store', store]);
+  return { code: r.code, out: r.stdout, err: r.stderr };
 }
 
 async function json(store: string, ...argv: string[]) {

@@ -2,11 +2,10 @@ import { createHash } from 'node:crypto';
 import * as fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { Store } from '@tensorfs/cas';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { run } from '../src/index.js';
+import { tfs as run } from './helpers.js';
 
 const FIXTURES = fileURLToPath(new URL('../../tensors/test/fixtures/', import.meta.url));
 
@@ -17,14 +16,8 @@ interface Ran {
 }
 
 async function tfs(argv: string[], storeDir: string): Promise<Ran> {
-  const out = new PassThrough();
-  const err = new PassThrough();
-  const chunks: Buffer[] = [];
-  let stderr = '';
-  out.on('data', (d: Buffer) => chunks.push(d));
-  err.on('data', (d) => (stderr += d));
-  const code = await run([...argv, '--store', storeDir], { stdout: out, stderr: err, env: {} });
-  return { code, stdout: Buffer.concat(chunks), stderr };
+  const r = await run([...argv, '--store', storeDir]);
+  return { code: r.code, stdout: r.bytes, stderr: r.stderr };
 }
 
 const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');

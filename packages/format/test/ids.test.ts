@@ -35,3 +35,20 @@ describe('jsonInteger', () => {
     expect(jsonInteger(7)).toBe(7);
   });
 });
+
+describe('digest conversions', () => {
+  it('agree with toHex/fromHex on random digests and reuse no state between calls', async () => {
+    const { digestInto, fromHex } = await import('../src/index.js');
+    for (let n = 0; n < 200; n++) {
+      const d = crypto.getRandomValues(new Uint8Array(32));
+      const id = objectIdFromDigest(d);
+      expect(id).toBe(`sha256:${toHex(d)}`);
+      expect(digestFromObjectId(id)).toEqual(fromHex(id.slice(7)));
+      const out = new Uint8Array(40).fill(0xee);
+      digestInto(id, out);
+      expect(out.subarray(0, 32)).toEqual(d);
+      expect(out[32]).toBe(0xee);
+    }
+    expect(() => objectIdFromDigest(new Uint8Array(31))).toThrow(expect.objectContaining({ code: 'invalid_argument' }));
+  });
+});

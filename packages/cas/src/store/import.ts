@@ -12,17 +12,16 @@
 import * as fsp from 'node:fs/promises';
 import { basename, join, sep } from 'node:path';
 import {
-  type ByteSource,
   type ManifestEntry,
   type ObjectId,
   TensorFSError,
-  checkRange,
   throwIfAborted,
   validatePath,
   validateSymlinkTarget,
 } from '@tensorfs/format';
 import { planAndHash } from '@tensorfs/planner';
 import { createNodeHasher } from '../hash/index.js';
+import { fileHandleSource } from './file-source.js';
 import { errnoOf, ioError } from './fsutil.js';
 import type { Lease } from './leases.js';
 import { type Objects, type PutResult, writeAllv } from './objects.js';
@@ -116,33 +115,6 @@ export async function scanTree(abs: string): Promise<Found[]> {
   return out.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
 }
 
-/** A byte source over an open file that can also read straight into the planner's buffers. */
-function fileSource(
-  fh: fsp.FileHandle,
-  size: number,
-): ByteSource & { readInto: (offset: number, target: Uint8Array) => Promise<void> } {
-  const readInto = async (offset: number, target: Uint8Array): Promise<void> => {
-    checkRange(offset, target.length, size);
-    let done = 0;
-    while (done < target.length) {
-      const { bytesRead } = await fh.read(target, done, target.length - done, offset + done);
-      if (bytesRead === 0) {
-        throw new TensorFSError('conflict', 'file shrank while being imported', { details: { offset: offset + done } });
-      }
-      done += bytesRead;
-    }
-  };
-  return {
-    size,
-    readInto,
-    async read(offset: number, length: number): Promise<Uint8Array> {
-      const out = new Uint8Array(length);
-      await readInto(offset, out);
-      return out;
-    },
-  };
-}
-
 /** Streams `[offset, offset+length)` of an open file in 8 MiB chunks. */
 async function* fileRange(fh: fsp.FileHandle, offset: number, length: number): AsyncGenerator<Uint8Array> {
   const step = 8 << 20;
@@ -205,7 +177,7 @@ export async function importTree(
         });
         try {
           const size = (await fh.stat()).size;
-          const plan = await planAndHash(fileSource(fh, size), {
+          const plan = await planAndHash(fileHandleSource(fh, size), {
             hasher,
             signal,
             onRecord: async (record, bytes) => {

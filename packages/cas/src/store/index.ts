@@ -12,3 +12,4 @@ export type { VerifyOptions, VerifyResult } from './verify.js';
 export type { ImportOptions, ImportResult, Progress } from './import.js';
 export { registerReferenceKind } from './graph.js';
 export type { ReferenceKind, Child } from './graph.js';
+export { type FileSource, fileHandleSource, openFileSource } from './file-source.js';

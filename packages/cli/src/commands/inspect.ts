@@ -13,7 +13,7 @@ import {
 } from '@tensorfs/format';
 import { defineCommand } from '../command.js';
 import type { CommandContext } from '../context.js';
-import { openFileSource } from '../files.js';
+import { openFileSource } from '@tensorfs/cas';
 import { formatBytes } from '../progress.js';
 
 const GGUF_MAGIC = [0x47, 0x47, 0x55, 0x46]; // "GGUF"

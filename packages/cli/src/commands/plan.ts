@@ -1,9 +1,8 @@
 import fs from 'node:fs';
-import { createNodeHasher } from '@tensorfs/cas';
+import { createNodeHasher, openFileSource } from '@tensorfs/cas';
 import { TensorFSError } from '@tensorfs/format';
 import { planAndHash, planToJSON, type Seams } from '@tensorfs/planner';
 import { defineCommand } from '../command.js';
-import { openFileSource } from '../files.js';
 import { formatBytes } from '../progress.js';
 
 /** `tfs plan <file>`: the records a file is stored as, without touching a store. */

@@ -10,7 +10,7 @@
  */
 import { type CborKey, type CborValue, compareBytes, decodeCbor, encodeCbor } from './cbor.js';
 import { type ErrorCode, TensorFSError } from '../errors.js';
-import { isObjectId, type ObjectId, objectIdFromDigest } from '../ids.js';
+import { digestInto, isObjectId, type ObjectId, objectIdFromDigest } from '../ids.js';
 import { checkPath, checkSymlinkTarget } from './paths.js';
 import { isPlanProfile, MAX_PLAN_RECORDS, type PlanProfile, RECORD_GRID_BYTES } from './profiles.js';
 
@@ -93,7 +93,7 @@ function encodeValid(manifest: Manifest): Uint8Array {
   let next = 0;
   const digest = (id: ObjectId): Uint8Array => {
     const view = digests.subarray(next, next + 32);
-    hexInto(id, 7, view);
+    digestInto(id, view);
     next += 32;
     return view;
   };
@@ -239,7 +239,7 @@ function recordFromCbor(value: CborValue): RecordRef {
   if (!Array.isArray(value) || value.length !== 2) shape('a record is a [digest, length] pair', 'record');
   const [digest, length] = value as CborValue[];
   if (!(digest instanceof Uint8Array) || digest.length !== 32) shape('a record digest is 32 bytes', 'record-digest');
-  return { digest: idOfDigest(digest as Uint8Array), length: uint(length, 'record-length') };
+  return { digest: objectIdFromDigest(digest as Uint8Array), length: uint(length, 'record-length') };
 }
 
 function asMap(value: CborValue, what: string, required: string[]): Map<CborKey, CborValue> {
@@ -278,39 +278,6 @@ function shiftOffset(err: unknown, by: number): unknown {
     });
   }
   return err;
-}
-
-/** Nibble of each lowercase hex digit's char code (-1 for anything else). */
-const NIBBLE: Int8Array = /* @__PURE__ */ (() => {
-  const t = new Int8Array(128).fill(-1);
-  for (let i = 0; i < 16; i++) t['0123456789abcdef'.charCodeAt(i)] = i;
-  return t;
-})();
-
-const HEX_CODES = /* @__PURE__ */ Array.from('0123456789abcdef', (c) => c.charCodeAt(0));
-const ID_CODES: number[] = /* @__PURE__ */ Array.from('sha256:', (c) => c.charCodeAt(0)).concat(new Array(64).fill(0));
-
-/**
- * `objectIdFromDigest` for 32 decoded bytes, built as one flat string: concatenating 32 pieces per
- * id leaves millions of rope nodes for the collector when a manifest has a million records.
- */
-function idOfDigest(digest: Uint8Array): ObjectId {
-  for (let i = 0; i < 32; i++) {
-    ID_CODES[7 + 2 * i] = HEX_CODES[digest[i]! >> 4]!;
-    ID_CODES[8 + 2 * i] = HEX_CODES[digest[i]! & 15]!;
-  }
-  return String.fromCharCode.apply(null, ID_CODES) as ObjectId;
-}
-
-/**
- * Decodes 64 hex digits of `id` from `start` into `out` (32 bytes). The ids were validated
- * (`isObjectId`) first; this is `digestFromObjectId` without its per-call allocations, which
- * dominate encoding a manifest of a million records.
- */
-function hexInto(id: string, start: number, out: Uint8Array): void {
-  for (let i = 0; i < 32; i++) {
-    out[i] = (NIBBLE[id.charCodeAt(start + 2 * i)]! << 4) | NIBBLE[id.charCodeAt(start + 2 * i + 1)]!;
-  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,0 +1,58 @@
+import fsp from 'node:fs/promises';
+import { type ByteSource, checkRange, TensorFSError } from '@tensorfs/format';
+import { errnoOf, ioError } from './fsutil.js';
+
+/** A {@link ByteSource} over a file that can also read straight into a caller's buffer. */
+export interface FileSource extends ByteSource {
+  /** Fills `target` with the bytes at `offset` (the planner reads into its own buffers this way). */
+  readInto(offset: number, target: Uint8Array): Promise<void>;
+}
+
+/** A {@link FileSource} over an open handle of a file of `size` bytes (the handle stays the caller's). */
+export function fileHandleSource(fh: fsp.FileHandle, size: number): FileSource {
+  const readInto = async (offset: number, target: Uint8Array): Promise<void> => {
+    checkRange(offset, target.length, size);
+    let done = 0;
+    while (done < target.length) {
+      const { bytesRead } = await fh.read(target, done, target.length - done, offset + done);
+      if (bytesRead === 0) {
+        throw new TensorFSError('conflict', 'file shrank while being read', { details: { offset: offset + done } });
+      }
+      done += bytesRead;
+    }
+  };
+  return {
+    size,
+    readInto,
+    async read(offset: number, length: number): Promise<Uint8Array> {
+      const out = new Uint8Array(length);
+      await readInto(offset, out);
+      return out;
+    },
+  };
+}
+
+/**
+ * Opens a regular file as a {@link FileSource}; `close()` releases it. A missing file is
+ * `not_found`, a forbidden one `denied`, a folder `invalid_argument`, anything else `io`.
+ * Messages carry no local path.
+ */
+export async function openFileSource(path: string): Promise<FileSource & { close(): Promise<void> }> {
+  let fh: fsp.FileHandle;
+  try {
+    fh = await fsp.open(path, 'r');
+  } catch (err) {
+    const errno = errnoOf(err);
+    if (errno === 'ENOENT' || errno === 'ENOTDIR') throw new TensorFSError('not_found', 'no such file', { cause: err });
+    if (errno === 'EACCES' || errno === 'EPERM') throw new TensorFSError('denied', 'permission denied', { cause: err });
+    throw ioError(err, 'open');
+  }
+  try {
+    const st = await fh.stat();
+    if (!st.isFile()) throw new TensorFSError('invalid_argument', 'not a regular file');
+    return Object.assign(fileHandleSource(fh, st.size), { close: () => fh.close() });
+  } catch (err) {
+    await fh.close();
+    throw ioError(err, 'stat');
+  }
+}
