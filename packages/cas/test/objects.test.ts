@@ -206,10 +206,16 @@ describe('objects', () => {
       [0, 0],
     ] as const) {
       expect(Buffer.from(await src.read(off, len))).toEqual(whole.subarray(off, off + len));
+      const target = new Uint8Array(len + 4).fill(0xaa);
+      await src.readInto(off, target.subarray(2, 2 + len));
+      expect(Buffer.from(target.subarray(2, 2 + len))).toEqual(whole.subarray(off, off + len));
+      expect([target[0], target[1], target[len + 2], target[len + 3]]).toEqual([0xaa, 0xaa, 0xaa, 0xaa]);
     }
     await rejectsCode(src.read(300, 18), 'invalid_argument');
+    await rejectsCode(src.readInto(300, new Uint8Array(18)), 'invalid_argument');
     const lying = s.recordsSource([{ digest: records[2]!.digest, length: 301 }]);
     await rejectsCode(lying.read(0, 1), 'corrupt');
+    await rejectsCode(lying.readInto(0, new Uint8Array(1)), 'corrupt');
     await s.close();
   });
 });

@@ -500,10 +500,22 @@ export async function readExactly(
   id: ObjectId,
 ): Promise<Uint8Array> {
   const out = new Uint8Array(length);
+  await readExactlyInto(fh, offset, out, id);
+  return out;
+}
+
+/** Fills `target` from `fh` at `offset`; a short object is `corrupt`, an OS failure `io`. */
+export async function readExactlyInto(
+  fh: fsp.FileHandle,
+  offset: number,
+  target: Uint8Array,
+  id: ObjectId,
+): Promise<void> {
+  const length = target.length;
   let done = 0;
   try {
     while (done < length) {
-      const { bytesRead } = await fh.read(out, done, length - done, offset + done);
+      const { bytesRead } = await fh.read(target, done, length - done, offset + done);
       if (bytesRead === 0) break;
       done += bytesRead;
     }
@@ -515,7 +527,6 @@ export async function readExactly(
       details: { rule: 'length', digest: id, expected: offset + length, actual: offset + done },
     });
   }
-  return out;
 }
 
 /** Writes one buffer completely at the current position. */

@@ -17,7 +17,7 @@ import {
 } from '@tensorfs/format';
 import { errnoOf, fsyncDir, ioError } from './fsutil.js';
 import { objectRel } from './layout.js';
-import { type Objects, checkId, readExactly } from './objects.js';
+import { type Objects, checkId, readExactlyInto } from './objects.js';
 
 /** Options for reads over records. */
 export interface ReadOptions {
@@ -55,36 +55,49 @@ function recordAt(offsets: readonly number[], offset: number): number {
   return lo;
 }
 
-/** A random-access byte source over a record list of the store. */
-export function recordsSource(objects: Objects, records: readonly RecordRef[], options: ReadOptions = {}): ByteSource {
+/**
+ * A random-access byte source over a record list of the store. Besides `read`, it has
+ * `readInto(offset, target)`, which fills a caller's buffer straight from the object files.
+ */
+export function recordsSource(
+  objects: Objects,
+  records: readonly RecordRef[],
+  options: ReadOptions = {},
+): ByteSource & { readInto(offset: number, target: Uint8Array, signal?: AbortSignal): Promise<void> } {
   const offsets = offsetsOf(records);
   const size = offsets[records.length]!;
   const verified = new Set<ObjectId>();
+  const readInto = async (offset: number, target: Uint8Array, signal?: AbortSignal): Promise<void> => {
+    const length = target.length;
+    checkRange(offset, length, size);
+    let done = 0;
+    for (let i = length === 0 ? records.length : recordAt(offsets, offset); done < length; i++) {
+      throwIfAborted(signal);
+      const r = records[i]!;
+      const start = offset + done - offsets[i]!;
+      const n = Math.min(r.length - start, length - done);
+      if (n <= 0) continue;
+      if (options.verify && !verified.has(r.digest)) {
+        await checkWhole(objects, r, signal);
+        verified.add(r.digest);
+      }
+      const { fh, size: actual } = await objects.open(r.digest);
+      try {
+        if (actual !== r.length) objects.corrupt(r.digest, 'length', { expected: r.length, actual });
+        await readExactlyInto(fh, start, target.subarray(done, done + n), r.digest);
+      } finally {
+        await fh.close();
+      }
+      done += n;
+    }
+  };
   return {
     size,
+    readInto,
     async read(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
       checkRange(offset, length, size);
       const out = new Uint8Array(length);
-      let done = 0;
-      for (let i = length === 0 ? records.length : recordAt(offsets, offset); done < length; i++) {
-        throwIfAborted(signal);
-        const r = records[i]!;
-        const start = offset + done - offsets[i]!;
-        const n = Math.min(r.length - start, length - done);
-        if (n <= 0) continue;
-        if (options.verify && !verified.has(r.digest)) {
-          await checkWhole(objects, r, signal);
-          verified.add(r.digest);
-        }
-        const { fh, size: actual } = await objects.open(r.digest);
-        try {
-          if (actual !== r.length) objects.corrupt(r.digest, 'length', { expected: r.length, actual });
-          out.set(await readExactly(fh, start, n, r.digest), done);
-        } finally {
-          await fh.close();
-        }
-        done += n;
-      }
+      await readInto(offset, out, signal);
       return out;
     },
   };

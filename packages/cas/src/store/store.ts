@@ -6,7 +6,6 @@ import * as fsp from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import {
-  type ByteSource,
   type Manifest,
   type ObjectId,
   type RecordRef,
@@ -25,6 +24,7 @@ import { type ImportOptions, type ImportResult, importTree } from './import.js';
 import { type Layout, layoutOf, validateRefName } from './layout.js';
 import { DEFAULT_LEASE_TTL_MS, DbLease, type Lease, type LeaseOptions, assertLeaseLive } from './leases.js';
 import { type Chunks, Objects, type PutResult, checkId } from './objects.js';
+import type { FileSource } from './file-source.js';
 import { type ReadOptions, recordsSource, writeRecordsFile } from './read.js';
 import { type RefEntry, listRefs, readRef, removeRef, writeRef } from './refs.js';
 import { type VerifyOptions, type VerifyResult, verifyStore } from './verify.js';
@@ -199,8 +199,9 @@ export class Store {
   /**
    * Random access over a record list (a stored file). Every piece is length-checked against its
    * record (`corrupt` otherwise); `verify` also rehashes each object before returning its bytes.
+   * `readInto(offset, target)` fills a caller's buffer without an intermediate copy.
    */
-  recordsSource(records: readonly RecordRef[], options: ReadOptions = {}): ByteSource {
+  recordsSource(records: readonly RecordRef[], options: ReadOptions = {}): FileSource {
     this.live();
     return recordsSource(this.objects, records, options);
   }
