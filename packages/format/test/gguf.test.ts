@@ -188,11 +188,15 @@ describe('parseGgufHeader on a hand-built file', () => {
     ]);
   });
 
-  it('accepts version 2 and a file with no tensors (padding still required)', () => {
+  it('accepts version 2 and a file with no tensors, padded or ending at the tensor infos', () => {
     const v2 = new RawGguf().header(0, 1, 2).kvStr('k', 'v').pad().done();
     expect(parseGgufHeader(v2)).toMatchObject({ version: 2, tensors: [], dataStart: 64, fileSize: 64 });
     const unpadded = new RawGguf().header(0, 1).kvStr('k', 'v').done();
-    expect(catchError(() => parseGgufHeader(unpadded)).details).toMatchObject({ rule: 'data_truncated' });
+    expect(parseGgufHeader(unpadded)).toMatchObject({
+      tensors: [],
+      dataStart: unpadded.length,
+      fileSize: unpadded.length,
+    });
   });
 
   it('parses a prefix given the real file size, and asks for more when the prefix is too short', () => {
@@ -989,3 +993,29 @@ export function withData(bytes: Uint8Array, h: GgufHeader): Uint8Array {
   out.set(bytes);
   return out;
 }
+
+describe('vocabulary-only files (no tensors)', () => {
+  const kvs: GgufKV[] = [
+    { key: 'general.architecture', type: 'string', value: 'llama' },
+    { key: 'tokenizer.ggml.tokens', type: 'array', value: { itemType: 'string', items: ['<s>', 'a', 'bc'] } },
+  ];
+  const padded = writeGguf({ metadata: kvs, tensors: [] });
+  const h = parseGgufHeader(padded);
+  const infoEnd = h.tensorInfoBlock.offset + h.tensorInfoBlock.length;
+
+  it('accept a file that ends right after the tensor infos, as llama.cpp writes them', async () => {
+    expect(h.dataStart).toBe(padded.length);
+    expect(infoEnd).toBeLessThan(padded.length); // the writer did pad; cut it off like write_vocab()
+    const bare = padded.subarray(0, infoEnd);
+    for (const parsed of [parseGgufHeader(bare), await readGgufHeader(bytesSource(bare))]) {
+      expect(parsed.dataStart).toBe(infoEnd);
+      expect(parsed.tensors).toEqual([]);
+      expect(parsed.metadata).toEqual(h.metadata);
+    }
+  });
+
+  it('still reject padding that is only partly there', () => {
+    const e = catchError(() => parseGgufHeader(padded.subarray(0, infoEnd + 1)));
+    expect([e.code, e.details.rule]).toEqual(['malformed', 'data_truncated']);
+  });
+});

@@ -121,6 +121,29 @@ describe('TFM1 encoding', () => {
     ...over,
   });
 
+  it('checks entries below files in time linear in the path bytes (deep paths are no CPU bomb)', () => {
+    // 1,000 files each 2,047 segments deep (4,095-byte paths): quadratic prefix hashing took
+    // about 10 s on this shape; the segment trie keeps it linear in the path bytes.
+    const deep = 'a/'.repeat(2046);
+    const entries = Array.from({ length: 1000 }, (_, i) => file({ path: `${deep}${String(i).padStart(4, '0')}` }));
+    const t0 = performance.now();
+    const bytes = encodeManifest({ entries });
+    expect(decodeManifest(bytes).entries).toHaveLength(1000);
+    expect(performance.now() - t0).toBeLessThan(5000);
+    // …and still finds an entry below a file at any depth, in either order of appearance.
+    const mid = 'a/'.repeat(1000);
+    const below = [file({ path: `${mid}0000` }), file({ path: `${mid}0000/x` })];
+    expect(errorOf(() => encodeManifest({ entries: below }))).toEqual({
+      code: 'invalid_argument',
+      rule: 'path-below-entry',
+    });
+    const dash = [file({ path: 'a-b' }), file({ path: 'a/b' }), file({ path: 'a' })];
+    expect(errorOf(() => encodeManifest({ entries: sortManifestEntries(dash) }))).toEqual({
+      code: 'invalid_argument',
+      rule: 'path-below-entry',
+    });
+  });
+
   it.each<[string, ManifestEntry[], string]>([
     ['a duplicate path', [file({}), file({})], 'entries-order'],
     ['a path below a file', [file({}), file({ path: 'f/g' })], 'path-below-entry'],

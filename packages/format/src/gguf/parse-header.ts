@@ -157,7 +157,10 @@ export function parseGgufPrefix(
   const metadataEnd = c.pos;
   const infos = readTensorInfos(c, tensorCount, alignment);
   const infoEnd = c.pos;
-  const dataStart = Number(ggmlPad(BigInt(infoEnd), alignment));
+  // With no tensors there is no data section, and ggml pads only when there are tensors:
+  // llama.cpp's vocabulary-only files end right after the KVs. Such a file's data starts at its end.
+  const padded = Number(ggmlPad(BigInt(infoEnd), alignment));
+  const dataStart = infos.length === 0 && fileSize === infoEnd ? infoEnd : padded;
   const tensors = placeTensors(infos, dataStart, fileSize);
   return {
     version,

@@ -294,7 +294,6 @@ function validateManifest(manifest: Manifest, code: ErrorCode, checkDigests = tr
   if (entries.length > MAX_MANIFEST_ENTRIES) {
     fail('entries-limit', 'too many manifest entries', { limit: MAX_MANIFEST_ENTRIES, actual: entries.length });
   }
-  const paths = new Set<string>();
   let prev: Uint8Array | undefined;
   for (const entry of entries) {
     if (typeof entry !== 'object' || entry === null) fail('shape', 'an entry must be an object');
@@ -305,17 +304,31 @@ function validateManifest(manifest: Manifest, code: ErrorCode, checkDigests = tr
       fail('entries-order', 'entries are not sorted by path bytes, or a path repeats', { path });
     }
     prev = key;
-    paths.add(path);
     if (entry.kind === 'file') validateFile(entry, fail, checkDigests);
     else if (entry.kind === 'symlink') checkSymlinkTarget(path, entry.target, code);
     else fail('entry-kind', 'unknown entry kind', { path });
   }
-  // A file or symlink cannot also be a directory of another entry.
-  for (const path of paths) {
-    for (let i = path.indexOf('/'); i !== -1; i = path.indexOf('/', i + 1)) {
-      if (paths.has(path.slice(0, i))) fail('path-below-entry', 'an entry lies below a file or symlink', { path });
+  // A file or symlink cannot also be a directory of another entry. A trie of path segments keeps
+  // this linear in the total path length (hashing every prefix string is quadratic in a deep path).
+  const root: PathNode = { leaf: false };
+  for (const { path } of entries) {
+    let node = root;
+    for (const segment of path.split('/')) {
+      if (node.leaf) fail('path-below-entry', 'an entry lies below a file or symlink', { path });
+      node.kids ??= new Map();
+      let next = node.kids.get(segment);
+      if (next === undefined) node.kids.set(segment, (next = { leaf: false }));
+      node = next;
     }
+    if (node.kids !== undefined) fail('path-below-entry', 'an entry lies below a file or symlink', { path });
+    node.leaf = true;
   }
+}
+
+/** One path segment in the {@link validateManifest} trie. */
+interface PathNode {
+  leaf: boolean;
+  kids?: Map<string, PathNode>;
 }
 
 type Fail = (rule: string, message: string, details?: Record<string, unknown>) => never;

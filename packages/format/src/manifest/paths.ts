@@ -29,6 +29,8 @@ export function validateSymlinkTarget(linkPath: string, target: string): void {
   checkSymlinkTarget(linkPath, target, 'invalid_argument');
 }
 
+const NON_ASCII = /[^\x00-\x7f]/;
+
 /** @internal Path check with a chosen error code (`invalid_argument` on encode, `malformed` on decode). */
 export function checkPath(path: string, code: ErrorCode, dotsAllowed: boolean): string[] {
   const fail = (rule: string, message: string): never => {
@@ -37,13 +39,16 @@ export function checkPath(path: string, code: ErrorCode, dotsAllowed: boolean): 
   if (typeof path !== 'string') fail('path-type', 'path must be a string');
   if (path.length === 0) fail('path-empty', 'path is empty');
   if (FORBIDDEN.test(path)) fail('path-chars', 'path has a control character, a backslash or a lone surrogate');
-  if (utf8.encode(path).length > MAX_PATH_BYTES) fail('path-length', `path is longer than ${MAX_PATH_BYTES} bytes`);
+  // ASCII paths (nearly all) need no encoding to count their bytes.
+  const ascii = !NON_ASCII.test(path);
+  const bytes = (s: string): number => (ascii ? s.length : utf8.encode(s).length);
+  if (bytes(path) > MAX_PATH_BYTES) fail('path-length', `path is longer than ${MAX_PATH_BYTES} bytes`);
   if (path.startsWith('/')) fail('path-absolute', 'path must be relative');
   const segments = path.split('/');
   for (const segment of segments) {
     if (segment.length === 0) fail('path-empty-segment', 'path has an empty segment');
     if (!dotsAllowed && (segment === '.' || segment === '..')) fail('path-dot-segment', 'path has a . or .. segment');
-    if (utf8.encode(segment).length > MAX_SEGMENT_BYTES) {
+    if (bytes(segment) > MAX_SEGMENT_BYTES) {
       fail('path-segment-length', `path segment is longer than ${MAX_SEGMENT_BYTES} bytes`);
     }
   }
