@@ -106,6 +106,27 @@ describe('import and export', () => {
     await s.close();
   });
 
+  it('records a symlink to a folder as a link and never follows it', async () => {
+    const a = tempDir();
+    mkdirSync(join(a, 'real'));
+    writeFileSync(join(a, 'real', 'f'), 'hi');
+    symlinkSync('real', join(a, 'alias'));
+    symlinkSync('..', join(a, 'real', 'up')); // a loop if followed
+    const s = await Store.open(tempDir());
+    const r = await s.importPath(a);
+    const m = await s.getManifest(r.snapshot);
+    expect(m.entries.map((e) => [e.path, e.kind])).toEqual([
+      ['alias', 'symlink'],
+      ['real/f', 'file'],
+      ['real/up', 'symlink'],
+    ]);
+    const out = join(tempDir(), 'out');
+    await s.exportSnapshot(r.snapshot, out);
+    expect(readlinkSync(join(out, 'alias'))).toBe('real');
+    expect(readFileSync(join(out, 'alias', 'f'), 'utf8')).toBe('hi');
+    await s.close();
+  });
+
   it('refuses escaping or absolute symlinks, special files and missing paths, and sets no ref', async () => {
     const s = await Store.open(tempDir());
     const a = tempDir();

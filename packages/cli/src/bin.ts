@@ -16,4 +16,5 @@ const code = await run(process.argv.slice(2), {
   env: process.env,
   signal: controller.signal,
 });
-process.exitCode = interrupted && code === 0 ? 12 : code;
+// A command that finished anyway (its work committed) reports its own code, not 12.
+process.exitCode = code;

@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -55,6 +55,9 @@ describe('tfs store commands', () => {
     expect((await tfs(store, 'ref', 'set', 'x', 'other', '--expected', 'none')).code).toBe(0);
     expect((await tfs(store, 'ref', 'set', 'x', 'other', '--expected', 'none')).code).toBe(7);
     expect((await tfs(store, 'ref', 'set', '../x', 'other')).code).toBe(2);
+    const none = await tfs(store, 'ref', 'rm', 'x', '--expected', 'none');
+    expect(none.code).toBe(2); // 'none' is no id a ref could hold: refused, nothing deleted
+    expect((await tfs(store, 'ref', 'get', 'x')).code).toBe(0);
     expect((await tfs(store, 'ref', 'rm', 'x')).code).toBe(0);
     expect((await tfs(store, 'ref', 'rm', 'x')).code).toBe(6);
 
@@ -83,6 +86,10 @@ describe('tfs store commands', () => {
     const bad = Buffer.from(big);
     bad[12345]! ^= 1;
     writeFileSync(file, bad);
+    // export rehashes by default: the flipped byte is caught (exit 4) and nothing is left behind
+    const o1 = join(temp(), 'o1');
+    expect((await tfs(store, 'export', 'other', o1)).code).toBe(4);
+    expect(existsSync(join(o1, 'w.bin'))).toBe(false);
     const v = await tfs(store, 'verify', '--data', '--json');
     expect(v.code).toBe(4);
     expect(JSON.parse(v.out).corrupt).toEqual([entry.records[0]!.digest]);

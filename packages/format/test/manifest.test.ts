@@ -152,6 +152,23 @@ describe('TFM1 encoding', () => {
       [{ path: 'd', kind: 'symlink', target: 'f' }, file({ path: 'd/x' })],
       'path-below-entry',
     ],
+    [
+      'a symlink target through another symlink (would escape once exported)',
+      [
+        { path: 'd/l', kind: 'symlink', target: '..' },
+        { path: 'x', kind: 'symlink', target: 'd/l/..' },
+      ],
+      'symlink-through-symlink',
+    ],
+    [
+      'a symlink target into a symlinked folder',
+      [
+        { path: 'a', kind: 'symlink', target: 'b' },
+        file({ path: 'b/f' }),
+        { path: 'c', kind: 'symlink', target: 'a/f' },
+      ],
+      'symlink-through-symlink',
+    ],
     ['mode 0o600', [file({ mode: 0o600 })], 'file-mode'],
     ['mode 0o100644', [file({ mode: 0o100644 })], 'file-mode'],
     ['an unknown profile', [file({ profile: 'zip-v1' as 'blob-v1' })], 'profile'],

@@ -83,7 +83,8 @@ export async function commit(store: Store, options: CommitOptions): Promise<Comm
           : await store.getRef(options.ref);
   throwIfAborted(options.signal);
   const manifest: Manifest = { entries: sortManifestEntries([...entries.values()]) };
-  const lease = options.lease ?? (await store.lease({ purpose: 'commit' }));
+  // Not kept alive: when no ref takes the snapshot, the lease is left to expire (ten minutes).
+  const lease = options.lease ?? (await store.lease({ purpose: 'commit', keepAlive: false }));
   let keepLease = options.lease !== undefined;
   try {
     const snapshot = await store.putManifest(manifest, { lease });

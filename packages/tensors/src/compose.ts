@@ -188,7 +188,7 @@ async function composeWith(
   const placements = plan(views.filter((v) => targets.includes(v.file)));
   if (index !== null) checkAcrossShards(views, targets, placements, index);
 
-  const lease = options.lease ?? (await store.lease({ purpose: `compose ${file}` }));
+  const lease = options.lease ?? (await store.lease({ purpose: `compose ${file}`, keepAlive: false }));
   // Without a ref, only the lease keeps the new snapshot: leave it to expire rather than release it.
   let keepLease = options.lease !== undefined;
   try {

@@ -213,6 +213,9 @@ export class TensorWriter {
       await run();
     } catch (error) {
       this.state = 'failed';
+      // Nothing of a failed writer can be referenced any more: let GC have its objects now
+      // (its own lease only; a lease passed in belongs to the caller).
+      await this.close().catch(() => {});
       throw error;
     } finally {
       this.busy = false;

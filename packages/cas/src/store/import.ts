@@ -10,7 +10,7 @@
  * not recorded (a manifest lists files and symlinks).
  */
 import * as fsp from 'node:fs/promises';
-import { basename, join, sep } from 'node:path';
+import { basename, join } from 'node:path';
 import {
   type ManifestEntry,
   type ObjectId,
@@ -89,29 +89,38 @@ export async function scanTree(abs: string): Promise<Found[]> {
       details: { path: basename(abs), rule: 'file_type' },
     });
   }
-  let names: string[];
-  try {
-    names = (await fsp.readdir(abs, { recursive: true })) as string[];
-  } catch (err) {
-    throw ioError(err, 'readdir', basename(abs));
-  }
+  // Walk with lstat semantics: a symlink (to a folder too) is recorded as a link, never followed
+  // (Node 20's recursive readdir descends into linked folders and loops on a link to a parent).
   const out: Found[] = [];
-  for (const name of names) {
-    const file = join(abs, name);
-    const rel = name.split(sep).join('/');
-    const s = await fsp.lstat(file).catch((err) => {
-      throw ioError(err, 'stat', rel);
-    });
-    if (s.isDirectory()) continue;
-    validatePath(rel); // fail before hashing anything if the manifest could not hold this name
-    if (s.isFile()) out.push({ rel, abs: file, kind: 'file', size: s.size, mode: s.mode });
-    else if (s.isSymbolicLink()) out.push({ rel, abs: file, kind: 'symlink', size: 0, mode: s.mode });
-    else {
-      throw new TensorFSError('unsupported', 'the folder holds a special file (socket, device or FIFO)', {
-        details: { path: rel, rule: 'file_type' },
-      });
+  const walk = async (dir: string, prefix: string): Promise<void> => {
+    let dirents: import('node:fs').Dirent[];
+    try {
+      dirents = await fsp.readdir(dir, { withFileTypes: true });
+    } catch (err) {
+      throw ioError(err, 'readdir', prefix || basename(abs));
     }
-  }
+    for (const d of dirents) {
+      const file = join(dir, d.name);
+      const rel = prefix ? `${prefix}/${d.name}` : d.name;
+      if (d.isDirectory()) {
+        await walk(file, rel);
+        continue;
+      }
+      validatePath(rel); // fail before hashing anything if the manifest could not hold this name
+      if (d.isFile()) {
+        const s = await fsp.lstat(file).catch((err) => {
+          throw ioError(err, 'stat', rel);
+        });
+        out.push({ rel, abs: file, kind: 'file', size: s.size, mode: s.mode });
+      } else if (d.isSymbolicLink()) out.push({ rel, abs: file, kind: 'symlink', size: 0, mode: 0 });
+      else {
+        throw new TensorFSError('unsupported', 'the folder holds a special file (socket, device or FIFO)', {
+          details: { path: rel, rule: 'file_type' },
+        });
+      }
+    }
+  };
+  await walk(abs, '');
   return out.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
 }
 

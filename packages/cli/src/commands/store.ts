@@ -133,9 +133,13 @@ export const refCommand = defineCommand<RefArgs>({
         ctx.result({ name: args.name, id }, () => `${args.name} -> ${id}`);
       });
     } else {
-      await withStore(ctx, false, (s) =>
-        s.deleteRef(args.name, { expected: parseExpected(args.expected) ?? undefined }),
-      );
+      const expected = parseExpected(args.expected);
+      if (expected === null) {
+        throw new TensorFSError('invalid_argument', 'ref rm --expected takes the id the ref must hold, not none', {
+          details: { ref: args.name },
+        });
+      }
+      await withStore(ctx, false, (s) => s.deleteRef(args.name, { expected }));
       ctx.result({ name: args.name, deleted: true }, () => `deleted ${args.name}`);
     }
   },
@@ -148,12 +152,16 @@ export const exportCommand = defineCommand<{ ref: string; dir: string; verify: b
     y
       .positional('ref', { type: 'string', demandOption: true, describe: 'ref or snapshot id' })
       .positional('dir', { type: 'string', demandOption: true, describe: 'destination folder (created if missing)' })
-      .option('verify', { type: 'boolean', default: false, describe: 'rehash every object while copying' }) as Argv<
-      { ref: string; dir: string; verify: boolean } & GlobalArgs
-    >,
+      .option('verify', {
+        type: 'boolean',
+        default: true,
+        describe: 'rehash every object before its bytes are written (--no-verify: length checks only)',
+      }) as Argv<{ ref: string; dir: string; verify: boolean } & GlobalArgs>,
   handler: async (args, ctx) => {
     const bar = ctx.progress('export');
-    const r = await withStore(ctx, true, async (s) => {
+    // Verifying opens the store for writing, so a corrupt object found here is quarantined for
+    // every later reader too.
+    const r = await withStore(ctx, !args.verify, async (s) => {
       const id = await s.resolve(args.ref);
       const out = await s.exportSnapshot(id, args.dir, {
         verify: args.verify,

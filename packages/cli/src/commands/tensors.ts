@@ -86,9 +86,14 @@ export const catCommand = defineCommand<{
       .positional('tensor', { type: 'string', demandOption: true, describe: 'tensor name' })
       .option('file', { type: 'string', describe: 'the file (or shard index) holding the tensor' })
       .option('output', { alias: 'o', type: 'string', describe: 'write to this file (atomically) instead of stdout' })
-      .option('verify', { type: 'boolean', default: false, describe: 'rehash every object before writing its bytes' }),
+      .option('verify', {
+        type: 'boolean',
+        default: true,
+        describe: 'rehash every object before writing its bytes (--no-verify: length checks only)',
+      }),
   handler: async (args, ctx) => {
-    await withStore(ctx, true, async (store) => {
+    // Verifying opens the store for writing, so a corrupt object found here is quarantined.
+    await withStore(ctx, !args.verify, async (store) => {
       const set = await openTensors(store, args.ref, { signal: ctx.signal, ...(args.file ? { file: args.file } : {}) });
       const view = set.get(args.tensor, args.file);
       const options = { verify: args.verify, signal: ctx.signal };

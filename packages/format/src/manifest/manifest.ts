@@ -311,7 +311,8 @@ function validateManifest(manifest: Manifest, code: ErrorCode, checkDigests = tr
   // A file or symlink cannot also be a directory of another entry. A trie of path segments keeps
   // this linear in the total path length (hashing every prefix string is quadratic in a deep path).
   const root: PathNode = { leaf: false };
-  for (const { path } of entries) {
+  for (const entry of entries) {
+    const { path } = entry;
     let node = root;
     for (const segment of path.split('/')) {
       if (node.leaf) fail('path-below-entry', 'an entry lies below a file or symlink', { path });
@@ -322,12 +323,30 @@ function validateManifest(manifest: Manifest, code: ErrorCode, checkDigests = tr
     }
     if (node.kids !== undefined) fail('path-below-entry', 'an entry lies below a file or symlink', { path });
     node.leaf = true;
+    node.link = entry.kind === 'symlink';
+  }
+  // A symlink's target is checked lexically (it stays in the tree), which holds only if resolving
+  // it never passes *through* another symlink of the snapshot (`d/l -> ..`, `x -> d/l/..` would
+  // leave the tree once exported): walk the target over the trie and refuse that.
+  for (const entry of entries) {
+    if (entry.kind !== 'symlink') continue;
+    const stack: (PathNode | undefined)[] = [root];
+    for (const segment of entry.path.split('/').slice(0, -1)) stack.push(stack.at(-1)?.kids?.get(segment));
+    const segments = entry.target.split('/');
+    segments.forEach((segment, i) => {
+      if (segment === '..') stack.pop();
+      else if (segment !== '.') stack.push(stack.at(-1)?.kids?.get(segment));
+      if (i < segments.length - 1 && stack.at(-1)?.link) {
+        fail('symlink-through-symlink', 'a symlink target passes through another symlink', { path: entry.path });
+      }
+    });
   }
 }
 
 /** One path segment in the {@link validateManifest} trie. */
 interface PathNode {
   leaf: boolean;
+  link?: boolean;
   kids?: Map<string, PathNode>;
 }
 
