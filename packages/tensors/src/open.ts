@@ -299,18 +299,11 @@ class FileOpener {
   ): Promise<OpenedFile> {
     const planned = head instanceof Uint8Array;
     const header = await this.parseHeader(entry, head, parseSafetensorsHeader, readSafetensorsHeader);
-    const facts = header.tensors.map(
-      (t): ViewFacts => ({
-        name: t.name,
-        dtype: t.dtype,
-        shape: t.shape,
-        blockSize: 1,
-        typeSize: safetensorsDtype(t.dtype)!.bits / 8,
-        byteOffset: Number(t.byteOffset),
-        byteLength: Number(t.byteLength),
-        records: spanRecords(entry, layout, Number(t.byteOffset), Number(t.byteLength), planned, t.name),
-      }),
-    );
+    const facts = factsOf(entry, layout, planned, header.tensors, (t) => ({
+      dtype: t.dtype,
+      blockSize: 1,
+      typeSize: safetensorsDtype(t.dtype)!.bits / 8,
+    }));
     if (planned) checkHeaderRecord(entry, layout, header.dataStart);
     return this.bind(entry, { format: 'safetensors', header }, null, facts, index);
   }
@@ -323,18 +316,11 @@ class FileOpener {
   ): Promise<OpenedFile> {
     const planned = head instanceof Uint8Array;
     const header = await this.parseHeader(entry, head, parseGgufHeader, readGgufHeader);
-    const facts = header.tensors.map(
-      (t): ViewFacts => ({
-        name: t.name,
-        dtype: t.typeName,
-        shape: t.shape,
-        blockSize: t.blockSize,
-        typeSize: t.typeSize,
-        byteOffset: Number(t.byteOffset),
-        byteLength: Number(t.byteLength),
-        records: spanRecords(entry, layout, Number(t.byteOffset), Number(t.byteLength), planned, t.name),
-      }),
-    );
+    const facts = factsOf(entry, layout, planned, header.tensors, (t) => ({
+      dtype: t.typeName,
+      blockSize: t.blockSize,
+      typeSize: t.typeSize,
+    }));
     if (planned) checkHeaderRecord(entry, layout, Number(header.dataStart));
     const block = header.metadataBlock;
     const raw = planned
@@ -529,4 +515,22 @@ class StoredTensorSet implements TensorSet {
 /** Code-unit order, as manifest paths are sorted. */
 function compareText(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** A file's tensors as view facts, each with its span of the file's records. */
+function factsOf<T extends { name: string; shape: bigint[]; byteOffset: number; byteLength: number }>(
+  entry: ManifestFileEntry,
+  layout: RecordLayout,
+  planned: boolean,
+  tensors: readonly T[],
+  type: (t: T) => Pick<ViewFacts, 'dtype' | 'blockSize' | 'typeSize'>,
+): ViewFacts[] {
+  return tensors.map((t) => ({
+    name: t.name,
+    shape: t.shape,
+    ...type(t),
+    byteOffset: t.byteOffset,
+    byteLength: t.byteLength,
+    records: spanRecords(entry, layout, t.byteOffset, t.byteLength, planned, t.name),
+  }));
 }

@@ -100,29 +100,14 @@ export async function fsyncDir(dir: string): Promise<void> {
 export async function mkdirDurable(dir: string): Promise<void> {
   const created = await fsp.mkdir(dir, { recursive: true });
   if (created === undefined) return;
-  // `created` is the first directory made; fsync its parent and every directory down to `dir`.
-  let d = dir;
-  const parents: string[] = [];
-  while (d.length >= created.length) {
-    parents.push(dirname(d));
-    if (d === created) break;
-    d = dirname(d);
-  }
-  for (const p of parents.reverse()) await fsyncDir(p);
+  for (const p of parentsToSync(dir, created)) await fsyncDir(p);
 }
 
 /** Sync twin of {@link mkdirDurable}. */
 export function mkdirDurableSync(dir: string): void {
   const created = fs.mkdirSync(dir, { recursive: true });
   if (created === undefined) return;
-  let d = dir;
-  const parents: string[] = [];
-  while (d.length >= created.length) {
-    parents.push(dirname(d));
-    if (d === created) break;
-    d = dirname(d);
-  }
-  for (const p of parents.reverse()) fsyncDirSync(p);
+  for (const p of parentsToSync(dir, created)) fsyncDirSync(p);
 }
 
 /**
@@ -146,4 +131,17 @@ export function replaceFileSync(tmpDir: string, dest: string, data: string | Uin
     throw err;
   }
   fsyncDirSync(dirname(dest));
+}
+
+/**
+ * `created` is the first directory `mkdir -p` made on the way to `dir`: the directories whose
+ * entries changed are its parent and every directory down to `dir`'s parent, outermost first.
+ */
+function parentsToSync(dir: string, created: string): string[] {
+  const parents: string[] = [];
+  for (let d = dir; d.length >= created.length; d = dirname(d)) {
+    parents.push(dirname(d));
+    if (d === created) break;
+  }
+  return parents.reverse();
 }
