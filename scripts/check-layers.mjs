@@ -2,6 +2,8 @@
 // Layer check: a package may depend on and import only packages below it, only through their
 // published entry points, and `format`/`planner` may not import Node builtins.
 //   format < planner < cas < tensors < lanes | remote < cli   (lanes and remote never import each other)
+// `testkit` is test-only: it may import any package, any package's tests may import it, and no
+// package's src/ or (non-dev) dependencies may name it.
 // Usage: node scripts/check-layers.mjs [repoRoot]   — exits 1 and lists every violation.
 import fs from 'node:fs';
 import { builtinModules } from 'node:module';
@@ -17,7 +19,10 @@ export const ALLOWED = {
   lanes: ['format', 'planner', 'cas', 'tensors'],
   remote: ['format', 'planner', 'cas', 'tensors'],
   cli: ['format', 'planner', 'cas', 'tensors', 'lanes', 'remote'],
+  testkit: ['format', 'planner', 'cas', 'tensors', 'lanes', 'remote', 'cli'],
 };
+/** Packages only tests may use (never published, never a runtime dependency). */
+export const TEST_ONLY = new Set(['testkit']);
 /** Packages that must run anywhere: no Node builtins. */
 export const PORTABLE = new Set(['format', 'planner']);
 
@@ -57,7 +62,10 @@ export function checkLayers(root) {
       for (const dep of Object.keys(pj[field] ?? {})) {
         if (!dep.startsWith('@tensorfs/')) continue;
         const target = dep.slice('@tensorfs/'.length);
-        if (!allowed.has(target)) problems.push(`packages/${dir}/package.json: ${field} on ${dep} (not below ${dir})`);
+        if (TEST_ONLY.has(target) && field === 'devDependencies') continue;
+        if (TEST_ONLY.has(target)) problems.push(`packages/${dir}/package.json: ${field} on ${dep} (test-only)`);
+        else if (!allowed.has(target))
+          problems.push(`packages/${dir}/package.json: ${field} on ${dep} (not below ${dir})`);
       }
     }
     for (const sub of ['src', 'test']) {
@@ -67,7 +75,11 @@ export function checkLayers(root) {
           const spec = m[2];
           if (spec.startsWith('@tensorfs/')) {
             const [, name, ...rest] = spec.split('/');
-            if (name !== dir && !allowed.has(name)) problems.push(`${rel(file)}: imports ${spec} (not below ${dir})`);
+            if (TEST_ONLY.has(name) && name !== dir) {
+              if (sub !== 'test')
+                problems.push(`${rel(file)}: imports ${spec} (test-only; tests may use it, src/ may not)`);
+            } else if (name !== dir && !allowed.has(name))
+              problems.push(`${rel(file)}: imports ${spec} (not below ${dir})`);
             if (rest.length) problems.push(`${rel(file)}: imports ${spec} (only package entry points may be imported)`);
           } else if (spec.startsWith('.')) {
             const resolved = path.resolve(path.dirname(file), spec);

@@ -21,6 +21,7 @@ try {
   for (const dir of dirs) {
     const pkgDir = path.join(root, 'packages', dir);
     const pj = JSON.parse(fs.readFileSync(path.join(pkgDir, 'package.json'), 'utf8'));
+    if (pj.private) continue; // test-only workspace packages (testkit) are never published
     manifests.set(pj.name, pj);
     const out = run('pnpm', ['pack', '--pack-destination', work], pkgDir).trim().split('\n').pop();
     tarballs.set(pj.name, path.isAbsolute(out) ? out : path.join(work, path.basename(out)));

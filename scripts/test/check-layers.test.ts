@@ -99,6 +99,20 @@ describe('layer check', () => {
       /planner\/src\/bad.ts: imports Node builtin crypto/,
     ],
     [
+      'src importing the test-only testkit',
+      (r) => plant(r, 'cas', 'bad.ts', "import { expectCode } from '@tensorfs/testkit';\n"),
+      /cas\/src\/bad.ts: imports @tensorfs\/testkit \(test-only/,
+    ],
+    [
+      'a runtime dependency on the test-only testkit',
+      (r) =>
+        fs.writeFileSync(
+          path.join(r, 'packages', 'format', 'package.json'),
+          JSON.stringify({ name: '@tensorfs/format', dependencies: { '@tensorfs/testkit': '*' } }),
+        ),
+      /packages\/format\/package.json: dependencies on @tensorfs\/testkit \(test-only\)/,
+    ],
+    [
       'Buffer in format',
       (r) => plant(r, 'format', 'bad.ts', 'export const b = Buffer.from([1]);\n'),
       /format\/src\/bad.ts: uses Buffer/,
@@ -122,6 +136,27 @@ describe('layer check', () => {
     plant(root, 'cas', 'fsio.ts', "import fs from 'node:fs';\n");
     fs.mkdirSync(path.join(root, 'packages', 'format', 'test'));
     fs.writeFileSync(path.join(root, 'packages', 'format', 'test', 'a.test.ts'), "import fs from 'node:fs';\n");
+    expect(checkLayers(root)).toEqual([]);
+  });
+
+  it('lets tests of any package use testkit, and testkit import any package', () => {
+    const root = cleanTree();
+    const kit = path.join(root, 'packages', 'testkit');
+    fs.mkdirSync(path.join(kit, 'src'), { recursive: true });
+    fs.writeFileSync(
+      path.join(kit, 'package.json'),
+      JSON.stringify({ name: '@tensorfs/testkit', private: true, dependencies: { '@tensorfs/cli': '*' } }),
+    );
+    fs.writeFileSync(path.join(kit, 'src', 'index.ts'), "export * from '@tensorfs/cli';\n");
+    fs.mkdirSync(path.join(root, 'packages', 'format', 'test'));
+    fs.writeFileSync(
+      path.join(root, 'packages', 'format', 'test', 'a.test.ts'),
+      "import { expectCode } from '@tensorfs/testkit';\n",
+    );
+    fs.writeFileSync(
+      path.join(root, 'packages', 'format', 'package.json'),
+      JSON.stringify({ name: '@tensorfs/format', devDependencies: { '@tensorfs/testkit': 'workspace:*' } }),
+    );
     expect(checkLayers(root)).toEqual([]);
   });
 });

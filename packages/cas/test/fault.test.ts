@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { Store } from '@tensorfs/cas';
 import type { ObjectId } from '@tensorfs/format';
 import { describe, expect, it } from 'vitest';
-import { bytesOf, tempDir } from './helpers.js';
+import { bytesOf, tempDir } from '@tensorfs/testkit';
 
 const CHILD = fileURLToPath(new URL('./fault-child.mjs', import.meta.url));
 const SLOW = process.env.TENSORFS_SLOW === '1';

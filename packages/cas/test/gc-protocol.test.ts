@@ -12,7 +12,7 @@ import { bumpEpoch, immediate, openDb } from '../src/store/db.js';
 import { collect } from '../src/store/gc.js';
 import { layoutOf, objectPath } from '../src/store/layout.js';
 import { Objects } from '../src/store/objects.js';
-import { bytesOf, tempDir } from './helpers.js';
+import { bytesOf, tempDir } from '@tensorfs/testkit';
 
 describe('GC protocol', () => {
   it('a ref set between mark and sweep is added to the mark: GC keeps what it names', async () => {

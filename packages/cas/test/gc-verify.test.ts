@@ -5,12 +5,7 @@ import { join } from 'node:path';
 import { Store, registerReferenceKind } from '@tensorfs/cas';
 import type { ObjectId } from '@tensorfs/format';
 import { describe, expect, it } from 'vitest';
-import { bytesOf, rejectsCode, tempDir } from './helpers.js';
-
-function objectFile(root: string, id: string): string {
-  const hex = id.slice(7);
-  return join(root, 'objects', 'sha256', hex.slice(0, 2), hex.slice(2, 4), hex);
-}
+import { bytesOf, expectCode, objectFile, tempDir } from '@tensorfs/testkit';
 
 async function storeWithSnapshot() {
   const root = tempDir();
@@ -102,7 +97,7 @@ describe('verify', () => {
     expect(v.objects).toBeGreaterThan(2);
     const sampled = await s.verify({ data: true, sample: 0.5 });
     expect(sampled.rehashed).toBeLessThanOrEqual(sampled.objects);
-    await rejectsCode(s.verify({ sample: 0 }), 'invalid_argument');
+    await expectCode(s.verify({ sample: 0 }), 'invalid_argument');
     await s.close();
   });
 
@@ -146,9 +141,9 @@ describe('verify', () => {
     const full = await s.verify({ data: true });
     expect(full.missing).toEqual([gone]);
     expect(full.corrupt).toEqual([short, flipped].sort());
-    await rejectsCode(s.readObject(flipped), 'corrupt');
-    await rejectsCode(s.recordsSource(b.records).read(0, 10), 'corrupt');
-    await rejectsCode(s.exportSnapshot(snapshot, join(tempDir(), 'o')), 'not_found');
+    await expectCode(s.readObject(flipped), 'corrupt');
+    await expectCode(s.recordsSource(b.records).read(0, 10), 'corrupt');
+    await expectCode(s.exportSnapshot(snapshot, join(tempDir(), 'o')), 'not_found');
     // a good copy heals the quarantine
     expect((await s.put(bytesOf(1000, 2))).written).toBe(true);
     expect((await s.verify({ data: true })).corrupt).toEqual([short]);

@@ -3,15 +3,12 @@ import { bytesSource, isTensorFSError, toHex } from '@tensorfs/format';
 import { planAndHash } from '@tensorfs/planner';
 import fc from 'fast-check';
 import { execFileSync } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { sha256Hex } from '@tensorfs/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
 
-const sha = (...pieces: Uint8Array[]) => {
-  const h = createHash('sha256');
-  for (const p of pieces) h.update(p);
-  return h.digest('hex');
-};
+const sha = sha256Hex;
 
 const pooled = createNodeHasher({ threads: 2, inlineBelow: 1024 });
 const inline = createNodeHasher({ threads: 1 });

@@ -13,7 +13,7 @@ import {
 import { join } from 'node:path';
 import { Store } from '@tensorfs/cas';
 import { describe, expect, it } from 'vitest';
-import { bytesOf, rejectsCode, same, tempDir } from './helpers.js';
+import { bytesOf, expectCode, sameBytes, tempDir } from '@tensorfs/testkit';
 
 function makeTree(dir: string): void {
   mkdirSync(join(dir, 'sub', 'deep'), { recursive: true });
@@ -56,7 +56,7 @@ describe('import and export', () => {
     });
 
     writeFileSync(join(src, 'new.txt'), 'x');
-    await rejectsCode(s.importPath(src, { name: 'local/tree', expected: null }), 'conflict');
+    await expectCode(s.importPath(src, { name: 'local/tree', expected: null }), 'conflict');
     const moved = await s.importPath(src, { name: 'local/tree', expected: r.snapshot });
     expect(await s.getRef('local/tree')).toBe(moved.snapshot);
     rmSync(join(src, 'new.txt'));
@@ -70,7 +70,7 @@ describe('import and export', () => {
     const ex = await s.exportSnapshot(r.snapshot, out);
     expect(ex).toEqual({ files: 7, bytes: 6_000_000 + 8 + 18 });
     for (const f of ['model.bin', 'dup.bin', 'sub/config.json', 'sub/deep/zero', 'run.sh']) {
-      expect(same(readFileSync(join(out, f)), readFileSync(join(src, f))), f).toBe(true);
+      expect(sameBytes(readFileSync(join(out, f)), readFileSync(join(src, f))), f).toBe(true);
     }
     expect(statSync(join(out, 'run.sh')).mode & 0o777).toBe(0o755);
     expect(statSync(join(out, 'model.bin')).mode & 0o777).toBe(0o644);
@@ -83,15 +83,15 @@ describe('import and export', () => {
     const out2 = join(tempDir(), 'out2');
     mkdirSync(out2);
     symlinkSync(trap, join(out2, 'sub'));
-    const c = await rejectsCode(s.exportSnapshot(r.snapshot, out2), 'conflict');
+    const c = await expectCode(s.exportSnapshot(r.snapshot, out2), 'conflict');
     expect(c.details.path).toBe('sub/config.json');
     expect(readdirSync(trap)).toEqual([]);
 
     const one = join(tempDir(), 'one.bin');
     await s.exportFile(r.snapshot, 'model.bin', one);
-    expect(same(readFileSync(one), bytesOf(3_000_000, 1))).toBe(true);
-    await rejectsCode(s.exportFile(r.snapshot, 'nope', one), 'not_found');
-    await rejectsCode(s.exportFile(r.snapshot, 'link.json', one), 'invalid_argument');
+    expect(sameBytes(readFileSync(one), bytesOf(3_000_000, 1))).toBe(true);
+    await expectCode(s.exportFile(r.snapshot, 'nope', one), 'not_found');
+    await expectCode(s.exportFile(r.snapshot, 'link.json', one), 'invalid_argument');
     await s.close();
   });
 
@@ -131,17 +131,17 @@ describe('import and export', () => {
     const s = await Store.open(tempDir());
     const a = tempDir();
     symlinkSync('../../etc/passwd', join(a, 'esc'));
-    const e = await rejectsCode(s.importPath(a, { name: 'x' }), 'invalid_argument');
+    const e = await expectCode(s.importPath(a, { name: 'x' }), 'invalid_argument');
     expect(e.details).toMatchObject({ path: 'esc', rule: 'symlink-escape' });
     const b = tempDir();
     symlinkSync('/etc/passwd', join(b, 'abs'));
-    await rejectsCode(s.importPath(b, { name: 'x' }), 'invalid_argument');
-    await rejectsCode(s.importPath(join(b, 'missing')), 'not_found');
+    await expectCode(s.importPath(b, { name: 'x' }), 'invalid_argument');
+    await expectCode(s.importPath(join(b, 'missing')), 'not_found');
     const c = tempDir();
     writeFileSync(join(c, 'back\\slash'), 'x');
-    const bad = await rejectsCode(s.importPath(c, { name: 'x' }), 'invalid_argument');
+    const bad = await expectCode(s.importPath(c, { name: 'x' }), 'invalid_argument');
     expect(bad.details.rule).toBe('path-chars');
-    await rejectsCode(s.importPath(b, { name: '../x' }), 'invalid_argument');
+    await expectCode(s.importPath(b, { name: '../x' }), 'invalid_argument');
     expect(await s.getRef('x')).toBeNull();
     await s.close();
   });
@@ -152,7 +152,7 @@ describe('import and export', () => {
     const s = await Store.open(tempDir());
     const ac = new AbortController();
     ac.abort();
-    await rejectsCode(s.importPath(dir, { signal: ac.signal, name: 'c' }), 'cancelled');
+    await expectCode(s.importPath(dir, { signal: ac.signal, name: 'c' }), 'cancelled');
     expect(await s.getRef('c')).toBeNull();
     await s.close();
   });

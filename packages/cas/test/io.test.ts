@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:
 import { join } from 'node:path';
 import { Store } from '@tensorfs/cas';
 import { describe, expect, it } from 'vitest';
-import { bytesOf, idOf, rejectsCode, tempDir } from './helpers.js';
+import { bytesOf, expectCode, idOf, objectFile, tempDir } from '@tensorfs/testkit';
 
 function tryMount(dir: string, size: string): boolean {
   try {
@@ -17,11 +17,6 @@ function tryMount(dir: string, size: string): boolean {
   } catch {
     return false;
   }
-}
-
-function objectFile(root: string, id: string): string {
-  const hex = id.slice(7);
-  return join(root, 'objects', 'sha256', hex.slice(0, 2), hex.slice(2, 4), hex);
 }
 
 describe('failing writes', () => {
@@ -38,12 +33,12 @@ describe('failing writes', () => {
         rmSync(join(root, 'tmp'), { recursive: true });
         writeFileSync(join(root, 'tmp'), '');
       }
-      const e = await rejectsCode(s.put(big), 'io');
+      const e = await expectCode(s.put(big), 'io');
       expect(e.details.errno).toBe(mounted ? 'ENOSPC' : 'ENOTDIR');
       const src = tempDir();
       mkdirSync(join(src, 'm'));
       writeFileSync(join(src, 'm', 'w.bin'), big);
-      await rejectsCode(s.importPath(join(src, 'm'), { name: 'big' }), 'io');
+      await expectCode(s.importPath(join(src, 'm'), { name: 'big' }), 'io');
       expect(await s.getRef('big')).toBeNull();
       expect(existsSync(objectFile(root, idOf(big)))).toBe(false);
       if (mounted) expect(readdirSync(join(root, 'tmp'))).toEqual([]);
@@ -51,8 +46,8 @@ describe('failing writes', () => {
       await s.close();
       if (mounted) {
         execFileSync('mount', ['-o', 'remount,ro', root]);
-        await rejectsCode(Store.open(root), 'io');
-        await rejectsCode(Store.open(root, { readOnly: true }), 'io');
+        await expectCode(Store.open(root), 'io');
+        await expectCode(Store.open(root, { readOnly: true }), 'io');
       }
     } finally {
       if (mounted) execFileSync('umount', [root]);

@@ -3,12 +3,7 @@ import { join } from 'node:path';
 import { Store } from '@tensorfs/cas';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { bytesOf, idOf, rejectsCode, same, tempDir } from './helpers.js';
-
-function objectFile(root: string, id: string): string {
-  const hex = id.slice(7);
-  return join(root, 'objects', 'sha256', hex.slice(0, 2), hex.slice(2, 4), hex);
-}
+import { bytesOf, expectCode, idOf, objectFile, sameBytes, tempDir } from '@tensorfs/testkit';
 
 describe('Store.open', () => {
   it('creates the layout and a WAL metadata database, and reopens', async () => {
@@ -24,15 +19,15 @@ describe('Store.open', () => {
 
   it('read-only: a missing store is not_found and every mutation is denied', async () => {
     const root = tempDir();
-    await rejectsCode(Store.open(join(root, 'none'), { readOnly: true }), 'not_found');
+    await expectCode(Store.open(join(root, 'none'), { readOnly: true }), 'not_found');
     const rw = await Store.open(root);
     const { id } = await rw.put(bytesOf(10));
     await rw.close();
     const ro = await Store.open(root, { readOnly: true });
     expect(await ro.readObject(id)).toEqual(bytesOf(10));
-    await rejectsCode(ro.put(bytesOf(11)), 'denied');
-    await rejectsCode(ro.setRef('main', id), 'denied');
-    await rejectsCode(ro.gc(), 'denied');
+    await expectCode(ro.put(bytesOf(11)), 'denied');
+    await expectCode(ro.setRef('main', id), 'denied');
+    await expectCode(ro.gc(), 'denied');
     await ro.close();
   });
 
@@ -59,7 +54,7 @@ describe('Store.open', () => {
     const db = new Database(join(root, 'metadata.sqlite3'));
     db.pragma('user_version = 99');
     db.close();
-    const e = await rejectsCode(Store.open(root), 'unsupported');
+    const e = await expectCode(Store.open(root), 'unsupported');
     expect(e.details).toMatchObject({ actual: 99 });
   });
 
@@ -89,20 +84,20 @@ describe('objects', () => {
     expect(readdirSync(join(root, 'tmp'))).toEqual([]);
     expect(await s.has(r.id)).toBe(true);
     expect(await s.objectSize(r.id)).toBe(data.length);
-    expect(same(await s.readObject(r.id, { verify: true }), data)).toBe(true);
+    expect(sameBytes(await s.readObject(r.id, { verify: true }), data)).toBe(true);
     expect(await s.readObjectRange(r.id, 5, 7)).toEqual(data.subarray(5, 12));
-    await rejectsCode(s.readObjectRange(r.id, data.length - 1, 2), 'invalid_argument');
+    await expectCode(s.readObjectRange(r.id, data.length - 1, 2), 'invalid_argument');
     await s.close();
   });
 
   it('refuses bytes that do not match `expected`, and bad ids', async () => {
     const s = await Store.open(tempDir());
-    const e = await rejectsCode(s.put(bytesOf(5), { expected: idOf(bytesOf(6)) }), 'corrupt');
+    const e = await expectCode(s.put(bytesOf(5), { expected: idOf(bytesOf(6)) }), 'corrupt');
     expect(e.details.actual).toBe(idOf(bytesOf(5)));
     expect(await s.has(idOf(bytesOf(5)))).toBe(false);
-    await rejectsCode(s.has('sha256:XYZ' as never), 'invalid_argument');
-    await rejectsCode(s.objectSize(idOf(bytesOf(7))), 'not_found');
-    await rejectsCode(s.readObject(idOf(bytesOf(7))), 'not_found');
+    await expectCode(s.has('sha256:XYZ' as never), 'invalid_argument');
+    await expectCode(s.objectSize(idOf(bytesOf(7))), 'not_found');
+    await expectCode(s.readObject(idOf(bytesOf(7))), 'not_found');
     await s.close();
   });
 
@@ -113,9 +108,9 @@ describe('objects', () => {
     async function* chunks() {
       for (let i = 0; i < data.length; i += 1 << 20) yield data.subarray(i, i + (1 << 20));
     }
-    await rejectsCode(s.putStream(chunks(), { expected: idOf(data), expectedLength: data.length - 1 }), 'corrupt');
-    await rejectsCode(s.putStream(chunks(), { expected: idOf(bytesOf(1)) }), 'corrupt');
-    await rejectsCode(s.putStream(chunks(), { expectedLength: data.length + 1 }), 'corrupt');
+    await expectCode(s.putStream(chunks(), { expected: idOf(data), expectedLength: data.length - 1 }), 'corrupt');
+    await expectCode(s.putStream(chunks(), { expected: idOf(bytesOf(1)) }), 'corrupt');
+    await expectCode(s.putStream(chunks(), { expectedLength: data.length + 1 }), 'corrupt');
     expect(readdirSync(join(root, 'tmp'))).toEqual([]);
     expect(await s.has(idOf(data))).toBe(false);
     expect(await s.putStream(chunks(), { expected: idOf(data), expectedLength: data.length })).toEqual({
@@ -142,7 +137,7 @@ describe('objects', () => {
     expect(new Set(results.map((r) => r.id))).toEqual(new Set([idOf(data)]));
     expect(results.filter((r) => r.written).length).toBe(1);
     expect(readdirSync(join(root, 'tmp'))).toEqual([]);
-    expect(same(readFileSync(objectFile(root, idOf(data))), data)).toBe(true);
+    expect(sameBytes(readFileSync(objectFile(root, idOf(data))), data)).toBe(true);
     for (const s of stores) await s.close();
   });
 
@@ -156,8 +151,8 @@ describe('objects', () => {
     const bad = Buffer.from(data);
     bad[100]! ^= 1;
     writeFileSync(file, bad);
-    await rejectsCode(s.readObject(id, { verify: true }), 'corrupt');
-    await rejectsCode(s.readObject(id), 'corrupt');
+    await expectCode(s.readObject(id, { verify: true }), 'corrupt');
+    await expectCode(s.readObject(id), 'corrupt');
     expect(await s.has(id)).toBe(false);
     expect((await s.put(data)).written).toBe(true);
     expect(await s.readObject(id, { verify: true })).toEqual(data);
@@ -172,7 +167,7 @@ describe('objects', () => {
     const got: Uint8Array[] = [];
     for await (const c of s.objectStream(id, { chunkSize: 4096, verify: true })) got.push(c);
     expect(got.map((c) => c.length)).toEqual([4096, 4096, 1808]);
-    expect(same(Buffer.concat(got), data)).toBe(true);
+    expect(sameBytes(Buffer.concat(got), data)).toBe(true);
     const file = objectFile(root, id);
     chmodSync(file, 0o644);
     const bad = Buffer.from(data);
@@ -182,9 +177,9 @@ describe('objects', () => {
     const drain = async () => {
       for await (const c of s.objectStream(id, { chunkSize: 4096, verify: true })) seen.push(c.length);
     };
-    await rejectsCode(drain(), 'corrupt');
+    await expectCode(drain(), 'corrupt');
     expect(seen).toEqual([4096, 4096]);
-    await rejectsCode(s.readObject(id), 'corrupt');
+    await expectCode(s.readObject(id), 'corrupt');
     await s.close();
   });
 
@@ -211,11 +206,11 @@ describe('objects', () => {
       expect(Buffer.from(target.subarray(2, 2 + len))).toEqual(whole.subarray(off, off + len));
       expect([target[0], target[1], target[len + 2], target[len + 3]]).toEqual([0xaa, 0xaa, 0xaa, 0xaa]);
     }
-    await rejectsCode(src.read(300, 18), 'invalid_argument');
-    await rejectsCode(src.readInto(300, new Uint8Array(18)), 'invalid_argument');
+    await expectCode(src.read(300, 18), 'invalid_argument');
+    await expectCode(src.readInto(300, new Uint8Array(18)), 'invalid_argument');
     const lying = s.recordsSource([{ digest: records[2]!.digest, length: 301 }]);
-    await rejectsCode(lying.read(0, 1), 'corrupt');
-    await rejectsCode(lying.readInto(0, new Uint8Array(1)), 'corrupt');
+    await expectCode(lying.read(0, 1), 'corrupt');
+    await expectCode(lying.readInto(0, new Uint8Array(1)), 'corrupt');
     await s.close();
   });
 });

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Store, validateRefName } from '@tensorfs/cas';
 import { encodeManifest } from '@tensorfs/format';
 import { describe, expect, it } from 'vitest';
-import { bytesOf, idOf, rejectsCode, tempDir } from './helpers.js';
+import { bytesOf, idOf, expectCode, tempDir } from '@tensorfs/testkit';
 
 describe('refs', () => {
   it('get, set with compare-and-swap, list, delete', async () => {
@@ -14,8 +14,8 @@ describe('refs', () => {
     expect(await s.getRef('local/example')).toBeNull();
     await s.setRef('local/example', a, { expected: null });
     expect(readFileSync(join(root, 'refs', 'local', 'example'), 'utf8')).toBe(`${a}\n`);
-    await rejectsCode(s.setRef('local/example', b, { expected: null }), 'conflict');
-    const e = await rejectsCode(s.setRef('local/example', b, { expected: b }), 'conflict');
+    await expectCode(s.setRef('local/example', b, { expected: null }), 'conflict');
+    const e = await expectCode(s.setRef('local/example', b, { expected: b }), 'conflict');
     expect(e.details).toMatchObject({ ref: 'local/example', expected: b, actual: a });
     await s.setRef('local/example', b, { expected: a });
     await s.setRef('main', a);
@@ -28,14 +28,14 @@ describe('refs', () => {
       { name: 'local/example', id: b },
       { name: 'main', id: a },
     ]);
-    await rejectsCode(s.deleteRef('main', { expected: b }), 'conflict');
+    await expectCode(s.deleteRef('main', { expected: b }), 'conflict');
     await s.deleteRef('main', { expected: a });
     await s.deleteRef('local/example');
     rmSync(join(root, 'refs', '.DS_Store'));
     rmSync(join(root, 'refs', 'local'), { recursive: true });
-    await rejectsCode(s.deleteRef('main'), 'not_found');
-    await rejectsCode(s.resolve('main'), 'not_found');
-    await rejectsCode(s.resolve(idOf(bytesOf(3))), 'not_found');
+    await expectCode(s.deleteRef('main'), 'not_found');
+    await expectCode(s.resolve('main'), 'not_found');
+    await expectCode(s.resolve(idOf(bytesOf(3))), 'not_found');
     expect(await s.listRefs()).toEqual([]);
     expect(readdirSync(join(root, 'refs'))).toEqual([]);
     expect(readdirSync(join(root, 'tmp'))).toEqual([]);
@@ -65,7 +65,7 @@ describe('refs', () => {
 
   it('refuses a ref to a missing object, a snapshot with missing objects, and a namespace clash', async () => {
     const s = await Store.open(tempDir());
-    await rejectsCode(s.setRef('main', idOf(bytesOf(1))), 'not_found');
+    await expectCode(s.setRef('main', idOf(bytesOf(1))), 'not_found');
     const present = bytesOf(100, 1);
     await s.put(present);
     const manifest = encodeManifest({
@@ -84,14 +84,14 @@ describe('refs', () => {
       ],
     });
     const m = (await s.put(manifest)).id;
-    const e = await rejectsCode(s.setRef('main', m), 'not_found');
+    const e = await expectCode(s.setRef('main', m), 'not_found');
     expect(e.details.missing).toEqual([idOf(bytesOf(100, 2))]);
-    await rejectsCode(s.addRoot(m, 'test'), 'not_found');
+    await expectCode(s.addRoot(m, 'test'), 'not_found');
     await s.put(bytesOf(100, 2));
     await s.setRef('a', m);
-    await rejectsCode(s.setRef('a/b', m), 'conflict');
+    await expectCode(s.setRef('a/b', m), 'conflict');
     await s.setRef('c/d', m);
-    await rejectsCode(s.setRef('c', m), 'conflict');
+    await expectCode(s.setRef('c', m), 'conflict');
     await s.close();
   });
 
@@ -115,11 +115,11 @@ describe('roots and leases', () => {
   it('adds, lists and removes roots with a reason', async () => {
     const s = await Store.open(tempDir());
     const id = (await s.put(bytesOf(4))).id;
-    await rejectsCode(s.addRoot(id, ''), 'invalid_argument');
+    await expectCode(s.addRoot(id, ''), 'invalid_argument');
     await s.addRoot(id, 'pinned by test');
     expect((await s.listRoots()).map((r) => [r.id, r.reason])).toEqual([[id, 'pinned by test']]);
     await s.removeRoot(id);
-    await rejectsCode(s.removeRoot(id), 'not_found');
+    await expectCode(s.removeRoot(id), 'not_found');
     expect(await s.listRoots()).toEqual([]);
     await s.close();
   });
@@ -130,9 +130,9 @@ describe('roots and leases', () => {
     const { id } = await s.put(bytesOf(9), { lease });
     await new Promise((r) => setTimeout(r, 80));
     expect(() => lease.add([id])).toThrow(expect.objectContaining({ code: 'conflict' }));
-    await rejectsCode(lease.renew(), 'conflict');
-    await rejectsCode(s.put(bytesOf(10), { lease }), 'conflict');
-    await rejectsCode(s.setRef('main', id, { lease }), 'conflict');
+    await expectCode(lease.renew(), 'conflict');
+    await expectCode(s.put(bytesOf(10), { lease }), 'conflict');
+    await expectCode(s.setRef('main', id, { lease }), 'conflict');
     expect(await s.getRef('main')).toBeNull();
     const l2 = await s.lease();
     await l2.release();

@@ -1,9 +1,5 @@
 import { PassThrough } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import { run } from '../src/index.js';
-
-/** The committed sample model and the Python-computed expectations. */
-export const SAMPLES = fileURLToPath(new URL('../../../samples/', import.meta.url));
 
 /** In-memory stdout/stderr for running `tfs` in-process. */
 export function capture() {

@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SAMPLES, tfs } from './helpers.js';
+import { SAMPLES } from '@tensorfs/testkit';
+import { tfs } from './helpers.js';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tfs-inspect-'));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));

@@ -1,12 +1,12 @@
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { idOf, SAMPLES } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
-import { SAMPLES, tfs } from './helpers.js';
+import { tfs } from './helpers.js';
 
 const VECTORS = fileURLToPath(new URL('../../../vectors/v1/', import.meta.url));
-const sha = (b: Uint8Array) => `sha256:${createHash('sha256').update(b).digest('hex')}`;
+const sha = (b: Uint8Array) => idOf(b);
 
 describe('tfs plan', () => {
   it('cuts the reference-written sample at the header and at every non-empty tensor', async () => {

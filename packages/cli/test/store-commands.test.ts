@@ -1,19 +1,11 @@
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { tempDir } from '@tensorfs/testkit';
+import { describe, expect, it } from 'vitest';
 import { defaultRefName } from '../src/commands/store.js';
 import { tfs as run } from './helpers.js';
 
-const dirs: string[] = [];
-function temp(): string {
-  const d = mkdtempSync(join(tmpdir(), 'tfs-cli-'));
-  dirs.push(d);
-  return d;
-}
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+const temp = () => tempDir('tfs-cli-');
 
 async function tfs(store: string, ...argv: string[]): Promise<{ code: number; out: string; err: string }> {
   const r = await run([...argv, '--store', store]);

@@ -1,13 +1,12 @@
-import { createHash } from 'node:crypto';
 import * as fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Store } from '@tensorfs/cas';
+import { fixturesOf, sha256Hex } from '@tensorfs/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tfs as run } from './helpers.js';
 
-const FIXTURES = fileURLToPath(new URL('../../tensors/test/fixtures/', import.meta.url));
+const FIXTURES = fixturesOf('tensors');
 
 interface Ran {
   code: number;
@@ -20,7 +19,7 @@ async function tfs(argv: string[], storeDir: string): Promise<Ran> {
   return { code: r.code, stdout: r.bytes, stderr: r.stderr };
 }
 
-const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
+const sha = sha256Hex;
 
 describe('tfs tensors / cat / compose', () => {
   let dir: string;

@@ -2,7 +2,8 @@ import type { ManifestFileEntry } from '@tensorfs/format';
 import { Store } from '@tensorfs/cas';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { commit, openTensors, rekey, TensorWriter, trim } from '../src/index.js';
-import { codeOf, expectedTensors, importTree, listObjects, sha256, type TestStore, tempStore } from './helpers.js';
+import { expectCode, sha256Hex, storedObjects } from '@tensorfs/testkit';
+import { expectedTensors, importTree, type TestStore, tempStore } from './helpers.js';
 
 describe('compose: rekey and trim share every tensor object', () => {
   let t: TestStore;
@@ -14,9 +15,9 @@ describe('compose: rekey and trim share every tensor object', () => {
 
   /** The objects `fn` adds to the store. */
   async function added(fn: () => Promise<unknown>): Promise<Set<string>> {
-    const before = await listObjects(t.root);
+    const before = await storedObjects(t.root);
     await fn();
-    return new Set([...(await listObjects(t.root))].filter((x) => !before.has(x)));
+    return new Set([...(await storedObjects(t.root))].filter((x) => !before.has(x)));
   }
 
   it('rekey of a safetensors file costs one header object and one manifest', async () => {
@@ -66,7 +67,7 @@ describe('compose: rekey and trim share every tensor object', () => {
         .sort(),
     );
     for (const e of expected.filter((x) => t1.has(x.name))) {
-      expect(sha256(await t1.get(e.name).read({ verify: true }))).toBe(e.sha256);
+      expect(sha256Hex(await t1.get(e.name).read({ verify: true }))).toBe(e.sha256);
     }
     expect(r1!.entries[0]!.records.length).toBe(t1.entry('m.safetensors').records.length);
 
@@ -95,19 +96,19 @@ describe('compose: rekey and trim share every tensor object', () => {
   });
 
   it('names that collide after rekey are invalid_argument and nothing is written', async () => {
-    const before = await listObjects(t.root);
-    expect(await codeOf(() => rekey(t.store, 'base', 'm.safetensors', { mask: 'positions' }, { ref: 'x' }))).toBe(
+    const before = await storedObjects(t.root);
+    await expectCode(
+      () => rekey(t.store, 'base', 'm.safetensors', { mask: 'positions' }, { ref: 'x' }),
       'invalid_argument',
     );
-    expect(
-      await codeOf(() => rekey(t.store, 'base', 'm.safetensors', { mask: 'same', positions: 'same' }, { ref: 'x' })),
-    ).toBe('invalid_argument');
-    expect(await codeOf(() => rekey(t.store, 'base', 'm.safetensors', { nope: 'x' }))).toBe('not_found');
-    expect(await codeOf(() => trim(t.store, 'base', 'm.safetensors', ['nope']))).toBe('not_found');
-    expect(await codeOf(() => rekey(t.store, 'base', 'm.gguf', { 'output.weight': 'x'.repeat(70) }))).toBe(
+    await expectCode(
+      () => rekey(t.store, 'base', 'm.safetensors', { mask: 'same', positions: 'same' }, { ref: 'x' }),
       'invalid_argument',
     );
-    expect(await listObjects(t.root)).toEqual(before);
+    await expectCode(() => rekey(t.store, 'base', 'm.safetensors', { nope: 'x' }), 'not_found');
+    await expectCode(() => trim(t.store, 'base', 'm.safetensors', ['nope']), 'not_found');
+    await expectCode(() => rekey(t.store, 'base', 'm.gguf', { 'output.weight': 'x'.repeat(70) }), 'invalid_argument');
+    expect(await storedObjects(t.root)).toEqual(before);
     expect(await t.store.getRef('x')).toBeNull();
   });
 
@@ -124,7 +125,7 @@ describe('compose: rekey and trim share every tensor object', () => {
     const set = await openTensors(t.store, 'renamed', { file: 'm.safetensors' });
     for (const e of expected) {
       const view = set.get(e.name === 'mask' ? 'attention_mask' : e.name);
-      expect(sha256(await view.read({ verify: true }))).toBe(e.sha256);
+      expect(sha256Hex(await view.read({ verify: true }))).toBe(e.sha256);
     }
   });
 
@@ -132,9 +133,10 @@ describe('compose: rekey and trim share every tensor object', () => {
     const base = await t.store.resolve('base');
     await rekey(t.store, 'base', 'm.safetensors', { mask: 'm2' }, { ref: 'base' });
     expect(await t.store.resolve('base')).not.toBe(base);
-    expect(
-      await codeOf(() => rekey(t.store, base, 'm.safetensors', { mask: 'm3' }, { ref: 'base', expected: base })),
-    ).toBe('conflict');
+    await expectCode(
+      () => rekey(t.store, base, 'm.safetensors', { mask: 'm3' }, { ref: 'base', expected: base }),
+      'conflict',
+    );
   });
 });
 
@@ -158,9 +160,9 @@ describe('compose: sharded models keep their index consistent', () => {
   }
 
   it('rekey of one shard rewrites that shard header and the index, nothing else', async () => {
-    const before = await listObjects(t.root);
+    const before = await storedObjects(t.root);
     const r = await rekey(t.store, 'base', 'model-00001-of-00002.safetensors', { 'a.weight': 'a.w' }, { ref: 'r' });
-    const fresh = [...(await listObjects(t.root))].filter((x) => !before.has(x));
+    const fresh = [...(await storedObjects(t.root))].filter((x) => !before.has(x));
     expect(r.entries.map((e) => e.path)).toEqual(['model-00001-of-00002.safetensors', INDEX]);
     expect(fresh.length).toBe(3); // shard header, index, manifest
     const { set, index } = await indexJson('r');
@@ -185,12 +187,13 @@ describe('compose: sharded models keep their index consistent', () => {
   });
 
   it('refuses a new name another shard has, and a model left without tensors; nothing is written', async () => {
-    const before = await listObjects(t.root);
-    expect(
-      await codeOf(() => rekey(t.store, 'base', 'model-00001-of-00002.safetensors', { 'a.bias': 'b.weight' })),
-    ).toBe('invalid_argument');
-    expect(await codeOf(() => trim(t.store, 'base', INDEX, /./))).toBe('invalid_argument');
-    expect(await listObjects(t.root)).toEqual(before);
+    const before = await storedObjects(t.root);
+    await expectCode(
+      () => rekey(t.store, 'base', 'model-00001-of-00002.safetensors', { 'a.bias': 'b.weight' }),
+      'invalid_argument',
+    );
+    await expectCode(() => trim(t.store, 'base', INDEX, /./), 'invalid_argument');
+    expect(await storedObjects(t.root)).toEqual(before);
   });
 });
 
@@ -230,15 +233,17 @@ describe('commit', () => {
       profile: 'blob-v1',
       records: [{ digest: `sha256:${'ab'.repeat(32)}`, length: 3 }],
     };
-    expect(await codeOf(() => commit(t.store, { base: 'main', put: [ghost] }))).toBe('not_found');
-    expect(await codeOf(() => commit(t.store, { base: 'main', remove: ['nope'] }))).toBe('not_found');
-    expect(await codeOf(() => commit(t.store, { base: 'main', remove: ['a.safetensors', 'a.safetensors'] }))).toBe(
+    await expectCode(() => commit(t.store, { base: 'main', put: [ghost] }), 'not_found');
+    await expectCode(() => commit(t.store, { base: 'main', remove: ['nope'] }), 'not_found');
+    await expectCode(
+      () => commit(t.store, { base: 'main', remove: ['a.safetensors', 'a.safetensors'] }),
       'invalid_argument',
     );
     const first = await commit(t.store, { base: 'main', remove: ['a.safetensors'], ref: 'side', expected: null });
-    expect(
-      await codeOf(() => commit(t.store, { base: 'main', remove: ['a.safetensors'], ref: 'side', expected: null })),
-    ).toBe('conflict');
+    await expectCode(
+      () => commit(t.store, { base: 'main', remove: ['a.safetensors'], ref: 'side', expected: null }),
+      'conflict',
+    );
     expect(await t.store.resolve('side')).toBe(first.snapshot);
   });
 });

@@ -1,11 +1,9 @@
-import { createHash } from 'node:crypto';
 import * as fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Store } from '@tensorfs/cas';
-import { isTensorFSError, type ObjectId } from '@tensorfs/format';
-import { expect } from 'vitest';
+import type { ObjectId } from '@tensorfs/format';
 
 /** The committed fixtures (see test/fixtures/gen.py). */
 export const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url));
@@ -68,55 +66,4 @@ export async function importTree(
   }
   const result = await t.store.importPath(dir, { threads: 1, ...(ref !== undefined ? { name: ref } : {}) });
   return result.snapshot;
-}
-
-/** The stored objects, by walking objects/ (independent of the store's own bookkeeping). */
-export async function listObjects(root: string): Promise<Set<string>> {
-  const out = new Set<string>();
-  const walk = async (dir: string): Promise<void> => {
-    for (const entry of await fsp.readdir(dir, { withFileTypes: true })) {
-      const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) await walk(full);
-      else out.add(entry.name);
-    }
-  };
-  await walk(path.join(root, 'objects'));
-  return out;
-}
-
-/** The path of an object file in the store. */
-export function objectPath(root: string, id: ObjectId): string {
-  const hex = id.slice(7);
-  return path.join(root, 'objects', 'sha256', hex.slice(0, 2), hex.slice(2, 4), hex);
-}
-
-export function sha256(bytes: Uint8Array): string {
-  return createHash('sha256').update(bytes).digest('hex');
-}
-
-/** Runs `fn` and returns the TensorFSError code it throws (fails the test if it does not throw one). */
-export async function codeOf(fn: () => unknown): Promise<string> {
-  try {
-    await fn();
-  } catch (error) {
-    if (!isTensorFSError(error)) throw error;
-    return error.code;
-  }
-  expect.unreachable('expected a TensorFSError');
-  return '';
-}
-
-/** Deterministic pseudo-random bytes (xorshift), fast enough for tens of MiB. */
-export function noise(length: number, seed = 1): Uint8Array {
-  const out = new Uint8Array(length);
-  const words = new Uint32Array(out.buffer, 0, length >>> 2);
-  let x = seed >>> 0 || 1;
-  for (let i = 0; i < words.length; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    words[i] = x >>> 0;
-  }
-  for (let i = words.length * 4; i < length; i++) out[i] = (i * 31 + seed) & 0xff;
-  return out;
 }

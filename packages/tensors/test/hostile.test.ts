@@ -3,17 +3,8 @@ import path from 'node:path';
 import type { ManifestFileEntry, RecordRef } from '@tensorfs/format';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { commit, openTensors, TensorWriter } from '../src/index.js';
-import {
-  codeOf,
-  expectedTensors,
-  FIXTURES,
-  importTree,
-  listObjects,
-  objectPath,
-  sha256,
-  type TestStore,
-  tempStore,
-} from './helpers.js';
+import { expectCode, objectFile, sha256Hex, storedObjects } from '@tensorfs/testkit';
+import { expectedTensors, FIXTURES, importTree, type TestStore, tempStore } from './helpers.js';
 
 describe('reads over damaged or hostile snapshots', () => {
   let t: TestStore;
@@ -26,7 +17,7 @@ describe('reads over damaged or hostile snapshots', () => {
     await importTree(t, { 'm.safetensors': 'tiny.safetensors' }, 'm');
     const set = await openTensors(t.store, 'm');
     const victim = set.get('embed.weight');
-    await fsp.rm(objectPath(t.root, victim.digests[0]!));
+    await fsp.rm(objectFile(t.root, victim.digests[0]!));
     try {
       await victim.read();
       expect.unreachable();
@@ -44,44 +35,43 @@ describe('reads over damaged or hostile snapshots', () => {
   it('a deleted header object makes opening fail with not_found', async () => {
     const snapshot = await importTree(t, { 'm.safetensors': 'tiny.safetensors' }, 'm');
     const entry = (await t.store.getManifest(snapshot)).entries[0] as ManifestFileEntry;
-    await fsp.rm(objectPath(t.root, entry.records[0]!.digest));
-    expect(await codeOf(() => openTensors(t.store, 'm'))).toBe('not_found');
+    await fsp.rm(objectFile(t.root, entry.records[0]!.digest));
+    await expectCode(() => openTensors(t.store, 'm'), 'not_found');
   });
 
   it('a corrupted object (same length) is corrupt under verify, and none of its bytes come back', async () => {
     await importTree(t, { 'm.safetensors': 'tiny.safetensors' }, 'm');
     const set = await openTensors(t.store, 'm');
     const view = set.get('embed.weight');
-    const file = objectPath(t.root, view.digests[0]!);
+    const file = objectFile(t.root, view.digests[0]!);
     await fsp.chmod(file, 0o644);
     const bytes = await fsp.readFile(file);
     bytes[100] = bytes[100]! ^ 0xff;
     await fsp.writeFile(file, bytes);
     const got: Uint8Array[] = [];
-    const code = await codeOf(async () => {
+    await expectCode(async () => {
       for await (const piece of view.pieces({ verify: true })) got.push(piece);
-    });
-    expect(code).toBe('corrupt');
+    }, 'corrupt');
     expect(got).toEqual([]);
-    expect(await codeOf(() => view.read({ verify: true }))).toBe('corrupt');
+    await expectCode(() => view.read({ verify: true }), 'corrupt');
   });
 
   it('a truncated object is corrupt on every read, verify or not', async () => {
     await importTree(t, { 'm.gguf': 'tiny.gguf' }, 'm');
     const set = await openTensors(t.store, 'm');
     const view = set.get('token_embd.weight');
-    const file = objectPath(t.root, view.digests[0]!);
+    const file = objectFile(t.root, view.digests[0]!);
     await fsp.chmod(file, 0o644);
     await fsp.truncate(file, view.byteLength - 1);
-    expect(await codeOf(() => view.read())).toBe('corrupt');
-    expect(await codeOf(() => view.readInto(new Uint8Array(view.byteLength)))).toBe('corrupt');
+    await expectCode(() => view.read(), 'corrupt');
+    await expectCode(() => view.readInto(new Uint8Array(view.byteLength)), 'corrupt');
   });
 
   it('refuses a buffer too small for readInto', async () => {
     await importTree(t, { 'm.safetensors': 'tiny.safetensors' }, 'm');
     const view = (await openTensors(t.store, 'm')).get('embed.weight');
-    expect(await codeOf(() => view.readInto(new Uint8Array(view.byteLength - 1)))).toBe('invalid_argument');
-    expect(await codeOf(() => view.readInto(new Uint8Array(view.byteLength), 1))).toBe('invalid_argument');
+    await expectCode(() => view.readInto(new Uint8Array(view.byteLength - 1)), 'invalid_argument');
+    await expectCode(() => view.readInto(new Uint8Array(view.byteLength), 1), 'invalid_argument');
   });
 
   it('a shard index naming a shard the snapshot lacks is not_found, whole-snapshot or by file', async () => {
@@ -93,8 +83,8 @@ describe('reads over damaged or hostile snapshots', () => {
       },
       'm',
     );
-    expect(await codeOf(() => openTensors(t.store, 'm'))).toBe('not_found');
-    expect(await codeOf(() => openTensors(t.store, 'm', { file: 'model.safetensors.index.json' }))).toBe('not_found');
+    await expectCode(() => openTensors(t.store, 'm'), 'not_found');
+    await expectCode(() => openTensors(t.store, 'm', { file: 'model.safetensors.index.json' }), 'not_found');
     // The surviving shard alone still opens.
     const one = await openTensors(t.store, 'm', { file: 'model-00001-of-00002.safetensors' });
     expect(one.names().sort()).toEqual(['a.bias', 'a.weight']);
@@ -112,7 +102,7 @@ describe('reads over damaged or hostile snapshots', () => {
       },
       'm',
     );
-    expect(await codeOf(() => openTensors(t.store, 'm'))).toBe('malformed');
+    await expectCode(() => openTensors(t.store, 'm'), 'malformed');
   });
 
   it('a planned file whose records do not fall on tensor boundaries is corrupt', async () => {
@@ -133,7 +123,7 @@ describe('reads over damaged or hostile snapshots', () => {
       records,
     };
     await commit(t.store, { put: [entry], ref: 'bad' });
-    expect(await codeOf(() => openTensors(t.store, 'bad'))).toBe('corrupt');
+    await expectCode(() => openTensors(t.store, 'bad'), 'corrupt');
   });
 
   it('a planned file whose first record is not its whole header is corrupt', async () => {
@@ -180,7 +170,7 @@ describe('reads over damaged or hostile snapshots', () => {
       // An empty tensor has no bytes: it is trivially aligned.
       expect(view.aligned).toBe(e.length === 0);
       expect(view.digests).toEqual([]);
-      expect(sha256(await view.read({ verify: true }))).toBe(e.sha256);
+      expect(sha256Hex(await view.read({ verify: true }))).toBe(e.sha256);
     }
     // Inheriting views that own no objects copies their bytes onto the planner's grid: the result
     // is exactly the file a planned import gives.
@@ -205,7 +195,7 @@ describe('reads over damaged or hostile snapshots', () => {
   });
 
   it('leaves out (and lists) a whole-stored .safetensors that does not parse; by file it is malformed', async () => {
-    const before = await listObjects(t.root);
+    const before = await storedObjects(t.root);
     await importTree(
       t,
       // A header length of 10, then 10 bytes that are not JSON.
@@ -215,10 +205,10 @@ describe('reads over damaged or hostile snapshots', () => {
       },
       'm',
     );
-    expect((await listObjects(t.root)).size).toBeGreaterThan(before.size);
+    expect((await storedObjects(t.root)).size).toBeGreaterThan(before.size);
     const set = await openTensors(t.store, 'm');
     expect(set.files.map((f) => f.path)).toEqual(['ok.gguf']);
     expect(set.skipped.map((s) => [s.path, s.code])).toEqual([['junk.safetensors', 'malformed']]);
-    expect(await codeOf(() => openTensors(t.store, 'm', { file: 'junk.safetensors' }))).toBe('malformed');
+    await expectCode(() => openTensors(t.store, 'm', { file: 'junk.safetensors' }), 'malformed');
   });
 });

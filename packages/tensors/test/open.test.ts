@@ -1,14 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTensors, type TensorSet } from '../src/index.js';
-import {
-  codeOf,
-  type ExpectedTensor,
-  expectedTensors,
-  importTree,
-  sha256,
-  type TestStore,
-  tempStore,
-} from './helpers.js';
+import { expectCode, sha256Hex } from '@tensorfs/testkit';
+import { type ExpectedTensor, expectedTensors, importTree, type TestStore, tempStore } from './helpers.js';
 
 /** A snapshot holding every fixture: a single safetensors file, a sharded model and a GGUF file. */
 const TREE = {
@@ -70,7 +63,7 @@ describe('openTensors over a snapshot', () => {
         expect(view.aligned).toBe(true);
         const bytes = await view.read();
         expect(bytes.length).toBe(e.length);
-        expect(sha256(bytes)).toBe(e.sha256);
+        expect(sha256Hex(bytes)).toBe(e.sha256);
         // One object per non-empty tensor (all fixtures are far below 64 MiB).
         expect(view.digests).toEqual(e.length === 0 ? [] : [`sha256:${e.sha256}`]);
         const pieces: Uint8Array[] = [];
@@ -79,7 +72,7 @@ describe('openTensors over a snapshot', () => {
         const into = new Uint8Array(e.length + 3);
         const filled = await view.readInto(into, 3);
         expect(filled.byteOffset - into.byteOffset).toBe(3);
-        expect(sha256(filled)).toBe(e.sha256);
+        expect(sha256Hex(filled)).toBe(e.sha256);
       }
     }
   });
@@ -121,10 +114,10 @@ describe('openTensors over a snapshot', () => {
   });
 
   it('fails clearly for a missing tensor, an unknown file and a non-GGUF template', async () => {
-    expect(await codeOf(() => set.get('no.such.tensor'))).toBe('not_found');
-    expect(await codeOf(() => set.get('a.weight', 'tiny.safetensors'))).toBe('not_found');
-    expect(await codeOf(() => set.header('README.md'))).toBe('not_found');
-    expect(await codeOf(() => set.ggufHeader('tiny.safetensors'))).toBe('invalid_argument');
+    await expectCode(() => set.get('no.such.tensor'), 'not_found');
+    await expectCode(() => set.get('a.weight', 'tiny.safetensors'), 'not_found');
+    await expectCode(() => set.header('README.md'), 'not_found');
+    await expectCode(() => set.ggufHeader('tiny.safetensors'), 'invalid_argument');
     expect(set.has('a.weight')).toBe(true);
     expect(set.has('nope')).toBe(false);
   });
@@ -142,9 +135,9 @@ describe('openTensors over a snapshot', () => {
     expect(sharded.get('c.weight', 'shards/model.safetensors.index.json').file).toBe(
       'shards/model-00002-of-00002.safetensors',
     );
-    expect(await codeOf(() => openTensors(t.store, 'local/all', { file: 'README.md' }))).toBe('invalid_argument');
-    expect(await codeOf(() => openTensors(t.store, 'local/all', { file: 'nope.safetensors' }))).toBe('not_found');
-    expect(await codeOf(() => openTensors(t.store, 'local/none'))).toBe('not_found');
+    await expectCode(() => openTensors(t.store, 'local/all', { file: 'README.md' }), 'invalid_argument');
+    await expectCode(() => openTensors(t.store, 'local/all', { file: 'nope.safetensors' }), 'not_found');
+    await expectCode(() => openTensors(t.store, 'local/none'), 'not_found');
   });
 
   it('asks which file when two files have a tensor of the same name', async () => {
@@ -152,7 +145,7 @@ describe('openTensors over a snapshot', () => {
     try {
       await importTree(t2, { 'a/x.safetensors': 'tiny.safetensors', 'b/x.safetensors': 'tiny.safetensors' }, 'two');
       const two = await openTensors(t2.store, 'two');
-      expect(await codeOf(() => two.get('embed.weight'))).toBe('invalid_argument');
+      await expectCode(() => two.get('embed.weight'), 'invalid_argument');
       const a = two.get('embed.weight', 'a/x.safetensors');
       const b = two.get('embed.weight', 'b/x.safetensors');
       expect(a.digests).toEqual(b.digests);

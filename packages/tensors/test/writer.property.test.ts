@@ -12,7 +12,8 @@ import { planAndHash } from '@tensorfs/planner';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TensorData, TensorWriter } from '../src/index.js';
-import { noise, type TestStore, tempStore } from './helpers.js';
+import { noise } from '@tensorfs/testkit';
+import { type TestStore, tempStore } from './helpers.js';
 
 /** Hands the data over whole, in pieces of `split` bytes, or as a sync iterable. */
 function feed(data: Uint8Array, how: number): TensorData {

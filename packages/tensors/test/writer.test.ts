@@ -11,7 +11,8 @@ import {
 import { planAndHash } from '@tensorfs/planner';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { commit, openTensors, TensorWriter } from '../src/index.js';
-import { codeOf, FIXTURES, importTree, listObjects, noise, type TestStore, tempStore } from './helpers.js';
+import { expectCode, noise, storedObjects } from '@tensorfs/testkit';
+import { FIXTURES, importTree, type TestStore, tempStore } from './helpers.js';
 
 const MiB = 1024 * 1024;
 
@@ -142,7 +143,7 @@ describe('TensorWriter: the planner grid', () => {
     await view.readInto(into, 1);
     expect(Buffer.compare(into.subarray(1), big)).toBe(0);
     const aborted = AbortSignal.abort();
-    expect(await codeOf(() => view.read({ signal: aborted }))).toBe('cancelled');
+    await expectCode(() => view.read({ signal: aborted }), 'cancelled');
   });
 
   it('cuts and pads GGUF tensors exactly as the planner, one object per distinct padding', async () => {
@@ -229,7 +230,7 @@ describe('TensorWriter: refusals', () => {
   afterEach(() => t.close());
 
   it('refuses bad names, dtypes and shapes before writing anything', async () => {
-    const before = await listObjects(t.root);
+    const before = await storedObjects(t.root);
     const st = new TensorWriter(t.store, 'x.safetensors');
     const cases: [string, string, (number | bigint)[]][] = [
       ['__metadata__', 'F32', [1]],
@@ -240,10 +241,10 @@ describe('TensorWriter: refusals', () => {
     ];
     for (const [name, dtype, shape] of cases) {
       const w = new TensorWriter(t.store, 'x.safetensors');
-      expect(await codeOf(() => w.add(name, dtype, shape, new Uint8Array(4)))).toBe('invalid_argument');
+      await expectCode(() => w.add(name, dtype, shape, new Uint8Array(4)), 'invalid_argument');
     }
     await st.add('a', 'F32', [1], new Uint8Array(4));
-    expect(await codeOf(() => st.add('a', 'F32', [1], new Uint8Array(4)))).toBe('invalid_argument');
+    await expectCode(() => st.add('a', 'F32', [1], new Uint8Array(4)), 'invalid_argument');
     const gguf = [
       ['x'.repeat(64), 'F32', [1]],
       ['a', 'Q4_2', [32]],
@@ -253,21 +254,21 @@ describe('TensorWriter: refusals', () => {
     ] as const;
     for (const [name, dtype, shape] of gguf) {
       const w = new TensorWriter(t.store, 'x.gguf');
-      expect(await codeOf(() => w.add(name, dtype, [...shape], new Uint8Array(4)))).toBe('invalid_argument');
+      await expectCode(() => w.add(name, dtype, [...shape], new Uint8Array(4)), 'invalid_argument');
     }
-    const after = await listObjects(t.root);
+    const after = await storedObjects(t.root);
     expect(after.size).toBe(before.size + 1); // only st's 'a'
   });
 
   it('refuses data of the wrong length, fails the writer, and leaves nothing referenced', async () => {
     const w = new TensorWriter(t.store, 'x.safetensors');
     await w.add('ok', 'F32', [2], new Uint8Array(8));
-    expect(await codeOf(() => w.add('short', 'F32', [4], new Uint8Array(15)))).toBe('invalid_argument');
-    expect(await codeOf(() => w.finish())).toBe('invalid_argument');
+    await expectCode(() => w.add('short', 'F32', [4], new Uint8Array(15)), 'invalid_argument');
+    await expectCode(() => w.finish(), 'invalid_argument');
     const w2 = new TensorWriter(t.store, 'y.safetensors');
-    expect(await codeOf(() => w2.add('long', 'U8', [10], piecesOf(noise(11, 1), 4)))).toBe('invalid_argument');
+    await expectCode(() => w2.add('long', 'U8', [10], piecesOf(noise(11, 1), 4)), 'invalid_argument');
     const w3 = new TensorWriter(t.store, 'z.gguf');
-    expect(await codeOf(() => w3.add('q', 'Q8_0', [32], new Uint8Array(32)))).toBe('invalid_argument');
+    await expectCode(() => w3.add('q', 'Q8_0', [32], new Uint8Array(32)), 'invalid_argument');
     expect(await t.store.listRefs()).toEqual([]);
     // A failed writer releases its own lease at once: GC takes what it stored, no close() needed.
     const gcStore = await Store.open(t.root, { graceMs: 0 });
@@ -276,17 +277,17 @@ describe('TensorWriter: refusals', () => {
     } finally {
       await gcStore.close();
     }
-    expect((await listObjects(t.root)).size).toBe(0);
+    expect((await storedObjects(t.root)).size).toBe(0);
   });
 
   it('refuses a second add while one is pending, and any use after finish', async () => {
     const w = new TensorWriter(t.store, 'x.safetensors');
     const pending = w.add('a', 'U8', [4], new Uint8Array(4));
-    expect(await codeOf(() => w.add('b', 'U8', [4], new Uint8Array(4)))).toBe('invalid_argument');
+    await expectCode(() => w.add('b', 'U8', [4], new Uint8Array(4)), 'invalid_argument');
     await pending;
     await w.finish();
-    expect(await codeOf(() => w.add('c', 'U8', [1], new Uint8Array(1)))).toBe('invalid_argument');
-    expect(await codeOf(() => w.finish())).toBe('invalid_argument');
+    await expectCode(() => w.add('c', 'U8', [1], new Uint8Array(1)), 'invalid_argument');
+    await expectCode(() => w.finish(), 'invalid_argument');
     await w.close();
   });
 
@@ -299,28 +300,28 @@ describe('TensorWriter: refusals', () => {
       controller.abort();
       yield new Uint8Array(2);
     }
-    expect(await codeOf(() => w.add('b', 'U8', [4], slow()))).toBe('cancelled');
-    expect(await codeOf(() => w.finish())).toBe('invalid_argument');
+    await expectCode(() => w.add('b', 'U8', [4], slow()), 'cancelled');
+    await expectCode(() => w.finish(), 'invalid_argument');
     await w.close();
   });
 
   it('refuses a path that is not .safetensors or .gguf, and options of the other format', async () => {
-    expect(await codeOf(() => new TensorWriter(t.store, 'x.bin'))).toBe('invalid_argument');
-    expect(await codeOf(() => new TensorWriter(t.store, '/abs.safetensors'))).toBe('invalid_argument');
-    expect(await codeOf(() => new TensorWriter(t.store, 'x.gguf', { metadata: { a: 'b' } }))).toBe('invalid_argument');
+    await expectCode(() => new TensorWriter(t.store, 'x.bin'), 'invalid_argument');
+    await expectCode(() => new TensorWriter(t.store, '/abs.safetensors'), 'invalid_argument');
+    await expectCode(() => new TensorWriter(t.store, 'x.gguf', { metadata: { a: 'b' } }), 'invalid_argument');
   });
 
   it('inherits across formats when the dtype exists in both, and refuses when it does not', async () => {
     await importTree(t, { 'm.safetensors': 'tiny.safetensors', 'm.gguf': 'tiny.gguf' }, 'm');
     const set = await openTensors(t.store, 'm');
-    const before = await listObjects(t.root);
+    const before = await storedObjects(t.root);
     const g = new TensorWriter(t.store, 'out.gguf');
     await g.inherit(set.get('embed.weight'));
     await g.inherit(set.get('layer.0.attn.q.weight'), { name: 'renamed.q' });
     const s = new TensorWriter(t.store, 'out.safetensors');
-    expect(await codeOf(() => s.inherit(set.get('blk.0.attn_q.weight')))).toBe('invalid_argument');
+    await expectCode(() => s.inherit(set.get('blk.0.attn_q.weight')), 'invalid_argument');
     const entry = await g.finish();
-    const out = new Set([...(await listObjects(t.root))].filter((x) => !before.has(x)));
+    const out = new Set([...(await storedObjects(t.root))].filter((x) => !before.has(x)));
     // New: the header and the paddings only.
     expect(out.size).toBeLessThanOrEqual(3);
     for (const digest of set.get('embed.weight').digests)

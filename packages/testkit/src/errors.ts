@@ -1,0 +1,40 @@
+import { type ErrorCode, isTensorFSError, type TensorFSError } from '@tensorfs/format';
+import { expect } from 'vitest';
+
+function check(error: unknown, code: ErrorCode, rule: string | undefined): TensorFSError {
+  if (!isTensorFSError(error)) {
+    throw new Error(`expected a TensorFSError '${code}', got ${error instanceof Error ? error.stack : String(error)}`);
+  }
+  expect(error.code, `TensorFSError code (message: ${error.message})`).toBe(code);
+  if (rule !== undefined) expect(error.details.rule, `details.rule of '${code}' (${error.message})`).toBe(rule);
+  return error;
+}
+
+/**
+ * Asserts that a function (sync or async) or a promise fails with a TensorFSError of `code`
+ * (and, when given, `details.rule === rule`); returns the error for further checks. Anything
+ * else thrown, or nothing thrown, fails the test.
+ */
+export async function expectCode(
+  fnOrPromise: (() => unknown) | PromiseLike<unknown>,
+  code: ErrorCode,
+  rule?: string,
+): Promise<TensorFSError> {
+  try {
+    if (typeof fnOrPromise === 'function') await fnOrPromise();
+    else await fnOrPromise;
+  } catch (error) {
+    return check(error, code, rule);
+  }
+  throw new Error(`expected a TensorFSError '${code}', but nothing was thrown`);
+}
+
+/** {@link expectCode} for a synchronous function: no await needed. */
+export function expectCodeSync(fn: () => unknown, code: ErrorCode, rule?: string): TensorFSError {
+  try {
+    fn();
+  } catch (error) {
+    return check(error, code, rule);
+  }
+  throw new Error(`expected a TensorFSError '${code}', but nothing was thrown`);
+}

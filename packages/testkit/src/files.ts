@@ -1,0 +1,29 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach } from 'vitest';
+
+const dirs: string[] = [];
+
+/** A fresh temp directory, removed (with everything in it) after the current test. */
+export function tempDir(prefix = 'tfs-test-'): string {
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  dirs.push(d);
+  return d;
+}
+
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+/** The repository's root folder. */
+export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+
+/** The committed sample model (`samples/`) and its Python-computed expectations. */
+export const SAMPLES = join(REPO_ROOT, 'samples');
+
+/** The fixture folder `test/fixtures/` of a package (`format`, `tensors`, ...). */
+export function fixturesOf(pkg: string): string {
+  return join(REPO_ROOT, 'packages', pkg, 'test', 'fixtures');
+}

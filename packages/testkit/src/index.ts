@@ -1,0 +1,9 @@
+/**
+ * `@tensorfs/testkit`: helpers shared by the packages' tests (private; never imported by `src/`).
+ * @packageDocumentation
+ */
+export { expectCode, expectCodeSync } from './errors.js';
+export { tempDir, REPO_ROOT, SAMPLES, fixturesOf } from './files.js';
+export { idOf, sha256Hex, noise, bytesOf, randomOf, sameBytes } from './bytes.js';
+export { acceptedCounter } from './property.js';
+export { objectFile, storedObjects } from './store-files.js';
