@@ -6,7 +6,7 @@ import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } fro
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Store } from '@tensorfs/cas';
+import { LocalStore } from '@tensorfs/cas';
 import { mibps, report, timeCommand } from './lib.mjs';
 
 const MiB = 1 << 20;
@@ -105,7 +105,7 @@ try {
   // 1. Import into a fresh store (hash on every core, write every object).
   const fresh = await median(3, async () => {
     const root = mkdtempSync(join(dir, 'store-'));
-    const s = await Store.open(root);
+    const s = await LocalStore.open(root);
     const t = await timed(() => s.importPath(file, { name: 'base' }));
     await s.close();
     rmSync(root, { recursive: true, force: true });
@@ -121,7 +121,7 @@ try {
 
   // 2. Re-import into a store that has it: hash only, 0 bytes written.
   const root = join(dir, 'store');
-  const store = await Store.open(root);
+  const store = await LocalStore.open(root);
   await store.importPath(file, { name: 'base' });
   const again = await median(3, () => timed(() => store.importPath(file, { name: 'base' })));
   report(
@@ -178,9 +178,9 @@ try {
     const big = writeSafetensors('big.safetensors', 256, TENSOR);
     warm(big);
     const bigRoot = mkdtempSync(join(dir, 'big-'));
-    const script = `import { Store } from '@tensorfs/cas';
+    const script = `import { LocalStore } from '@tensorfs/cas';
       import { readFileSync } from 'node:fs';
-      const s = await Store.open(${JSON.stringify(bigRoot)});
+      const s = await LocalStore.open(${JSON.stringify(bigRoot)});
       const t0 = performance.now();
       await s.importPath(${JSON.stringify(big)});
       const ms = performance.now() - t0;

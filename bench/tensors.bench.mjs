@@ -8,7 +8,7 @@ import { randomFillSync } from 'node:crypto';
 import * as fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { Store } from '@tensorfs/cas';
+import { LocalStore } from '@tensorfs/cas';
 import { writeSafetensorsHeader } from '@tensorfs/format';
 import { commit, openTensors, TensorWriter } from '@tensorfs/tensors';
 import { mibps, report, time } from './lib.mjs';
@@ -59,7 +59,7 @@ try {
   const fileSize = (await fsp.stat(file)).size;
   console.log(`model: ${TENSORS} BF16 tensors, ${(fileSize / MiB).toFixed(0)} MiB`);
 
-  const store = await Store.open(path.join(dir, 'store'));
+  const store = await LocalStore.open(path.join(dir, 'store'));
   const t0 = performance.now();
   await store.importPath(file, { name: 'bench/model' });
   console.log(

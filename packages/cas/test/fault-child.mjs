@@ -3,10 +3,10 @@
 //   node fault-child.mjs cycle <store> <srcA> <srcB> <rounds>   import, move a ref with CAS, GC
 //   node fault-child.mjs import <store> <prefix> <rounds> <src...>   import each src as <prefix>/<i>
 //   node fault-child.mjs gc <store> <rounds>                     GC with no grace period, repeatedly
-import { Store } from '@tensorfs/cas';
+import { LocalStore } from '@tensorfs/cas';
 
 const [mode, root, ...rest] = process.argv.slice(2);
-const store = await Store.open(root);
+const store = await LocalStore.open(root);
 const say = (line) => process.stdout.write(`${line}\n`);
 
 if (mode === 'cycle') {

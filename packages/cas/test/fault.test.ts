@@ -8,7 +8,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Store } from '@tensorfs/cas';
+import { LocalStore } from '@tensorfs/cas';
 import type { ObjectId } from '@tensorfs/format';
 import { describe, expect, it } from 'vitest';
 import { bytesOf, tempDir } from '@tensorfs/testkit';
@@ -27,7 +27,7 @@ async function trees(): Promise<{ srcs: string[]; ids: ObjectId[] }> {
   writeFileSync(join(a, 'a.bin'), bytesOf(2 << 20, 2));
   writeFileSync(join(b, 'b.bin'), bytesOf(2 << 20, 3));
   writeFileSync(join(b, 'x', 'y.json'), '{"y":1}');
-  const scratch = await Store.open(tempDir());
+  const scratch = await LocalStore.open(tempDir());
   const ids = [(await scratch.importPath(a)).snapshot, (await scratch.importPath(b)).snapshot];
   await scratch.close();
   return { srcs: [a, b], ids };
@@ -43,7 +43,7 @@ function files(dir: string): Map<string, Buffer> {
 }
 
 /** Exports `id` and compares it file by file with `src`. */
-async function expectExact(store: Store, id: ObjectId, src: string): Promise<void> {
+async function expectExact(store: LocalStore, id: ObjectId, src: string): Promise<void> {
   const out = tempDir('tfs-export-');
   await store.exportSnapshot(id, out, { verify: true });
   const want = files(src);
@@ -73,8 +73,8 @@ function start(args: string[]): { child: ChildProcess; lines: string[]; exited: 
 }
 
 /** Everything a ref or root names must be intact and be one of the known trees, byte-exact. */
-async function checkStore(root: string, srcs: string[], ids: ObjectId[]): Promise<Store> {
-  const store = await Store.open(root);
+async function checkStore(root: string, srcs: string[], ids: ObjectId[]): Promise<LocalStore> {
+  const store = await LocalStore.open(root);
   const v = await store.verify({ data: true });
   expect(v.missing).toEqual([]);
   expect(v.corrupt).toEqual([]);
@@ -124,7 +124,7 @@ describe('fault injection (SIGKILL)', () => {
   it('several importers of overlapping trees while GC runs: no corruption, no lost root', async () => {
     const { srcs, ids } = await trees();
     const root = tempDir();
-    const s = await Store.open(root);
+    const s = await LocalStore.open(root);
     const rooted = (await s.importPath(srcs[1]!)).snapshot;
     await s.addRoot(rooted, 'kept by the test');
     await s.close();

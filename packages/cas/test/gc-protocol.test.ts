@@ -5,7 +5,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { Store } from '@tensorfs/cas';
+import { LocalStore } from '@tensorfs/cas';
 import type { ObjectId } from '@tensorfs/format';
 import { describe, expect, it } from 'vitest';
 import { bumpEpoch, immediate, openDb } from '../src/store/db.js';
@@ -17,7 +17,7 @@ import { bytesOf, tempDir } from '@tensorfs/testkit';
 describe('GC protocol', () => {
   it('a ref set between mark and sweep is added to the mark: GC keeps what it names', async () => {
     const root = tempDir();
-    const s = await Store.open(root);
+    const s = await LocalStore.open(root);
     const x = (await s.put(bytesOf(100, 1))).id;
     const y = (await s.put(bytesOf(100, 2))).id;
     await s.close();

@@ -2,8 +2,8 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readdirSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { Store, registerReferenceKind } from '@tensorfs/cas';
-import type { ObjectId } from '@tensorfs/format';
+import { LocalStore } from '@tensorfs/cas';
+import type { ManifestEntry, ObjectId } from '@tensorfs/format';
 import { describe, expect, it } from 'vitest';
 import { bytesOf, expectCode, objectFile, tempDir } from '@tensorfs/testkit';
 
@@ -13,7 +13,7 @@ async function storeWithSnapshot() {
   mkdirSync(join(src, 'm'));
   writeFileSync(join(src, 'm', 'a.bin'), bytesOf(2_500_000, 1));
   writeFileSync(join(src, 'm', 'b.bin'), bytesOf(1000, 2));
-  const s = await Store.open(root);
+  const s = await LocalStore.open(root);
   const r = await s.importPath(join(src, 'm'), { name: 'main' });
   return { root, src, s, snapshot: r.snapshot };
 }
@@ -45,22 +45,20 @@ describe('gc', () => {
     await s.close();
   });
 
-  it('keeps what a registered reference kind names, and verifies it', async () => {
-    registerReferenceKind({
-      name: 'test-list',
-      magic: new TextEncoder().encode('TST1'),
-      children: (bytes) =>
-        new TextDecoder()
-          .decode(bytes.subarray(4))
-          .split('\n')
-          .filter(Boolean)
-          .map((id) => ({ id: id as ObjectId, length: 50 })),
-    });
+  it('keeps what a manifest object names (a format fact, nothing registered), and verifies it', async () => {
     const root = tempDir();
-    const s = await Store.open(root);
+    const s = await LocalStore.open(root);
     const a = (await s.put(bytesOf(50, 1))).id;
     const b = (await s.put(bytesOf(50, 2))).id;
-    const list = (await s.put(new TextEncoder().encode(`TST1${a}\n${b}\n`))).id;
+    const entry = (path: string, digest: ObjectId): ManifestEntry => ({
+      kind: 'file',
+      path,
+      mode: 0o644,
+      size: 50,
+      profile: 'blob-v1',
+      records: [{ digest, length: 50 }],
+    });
+    const list = await s.putManifest({ entries: [entry('a', a), entry('b', b)] });
     await s.setRef('list', list);
     const orphan = (await s.put(bytesOf(50, 3))).id;
     expect((await s.gc({ graceMs: 0 })).removed).toBe(1);
@@ -73,7 +71,7 @@ describe('gc', () => {
 
   it('removes temps left by dead writers of this host, keeps live ones', async () => {
     const root = tempDir();
-    const s = await Store.open(root);
+    const s = await LocalStore.open(root);
     const dead = spawnSync(process.execPath, ['-e', 'process.exit(0)']).pid!;
     const host = hostname()
       .replace(/[^A-Za-z0-9.-]/g, '_')
@@ -103,7 +101,7 @@ describe('verify', () => {
 
   it('reports missing, truncated and flipped objects by id; readers then refuse them', async () => {
     const root = tempDir();
-    const s = await Store.open(root);
+    const s = await LocalStore.open(root);
     const parts = [bytesOf(300, 1), bytesOf(400, 2), bytesOf(500, 3), bytesOf(1000, 2)];
     const ids: ObjectId[] = [];
     for (const p of parts) ids.push((await s.put(p)).id);

@@ -11,7 +11,7 @@ import {
   readdirSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { Store } from '@tensorfs/cas';
+import { LocalStore } from '@tensorfs/cas';
 import { describe, expect, it } from 'vitest';
 import { bytesOf, expectCode, sameBytes, tempDir } from '@tensorfs/testkit';
 
@@ -34,7 +34,7 @@ describe('import and export', () => {
     mkdirSync(src);
     makeTree(src);
     const root = tempDir();
-    const s = await Store.open(root);
+    const s = await LocalStore.open(root);
     const seen: number[] = [];
     const r = await s.importPath(src, { name: 'local/tree', onProgress: (p) => seen.push(p.bytes) });
     expect(r.files).toBe(7);
@@ -98,7 +98,7 @@ describe('import and export', () => {
   it('imports a single file under its base name', async () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'w.safetensors'), bytesOf(5000, 7));
-    const s = await Store.open(tempDir());
+    const s = await LocalStore.open(tempDir());
     const r = await s.importPath(join(dir, 'w.safetensors'));
     expect(r.files).toBe(1);
     const m = await s.getManifest(r.snapshot);
@@ -112,7 +112,7 @@ describe('import and export', () => {
     writeFileSync(join(a, 'real', 'f'), 'hi');
     symlinkSync('real', join(a, 'alias'));
     symlinkSync('..', join(a, 'real', 'up')); // a loop if followed
-    const s = await Store.open(tempDir());
+    const s = await LocalStore.open(tempDir());
     const r = await s.importPath(a);
     const m = await s.getManifest(r.snapshot);
     expect(m.entries.map((e) => [e.path, e.kind])).toEqual([
@@ -128,7 +128,7 @@ describe('import and export', () => {
   });
 
   it('refuses escaping or absolute symlinks, special files and missing paths, and sets no ref', async () => {
-    const s = await Store.open(tempDir());
+    const s = await LocalStore.open(tempDir());
     const a = tempDir();
     symlinkSync('../../etc/passwd', join(a, 'esc'));
     const e = await expectCode(s.importPath(a, { name: 'x' }), 'invalid_argument');
@@ -149,7 +149,7 @@ describe('import and export', () => {
   it('cancels an import through its signal', async () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'a'), bytesOf(10, 1));
-    const s = await Store.open(tempDir());
+    const s = await LocalStore.open(tempDir());
     const ac = new AbortController();
     ac.abort();
     await expectCode(s.importPath(dir, { signal: ac.signal, name: 'c' }), 'cancelled');

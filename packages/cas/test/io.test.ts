@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Store } from '@tensorfs/cas';
+import { LocalStore } from '@tensorfs/cas';
 import { describe, expect, it } from 'vitest';
 import { bytesOf, expectCode, idOf, objectFile, tempDir } from '@tensorfs/testkit';
 
@@ -24,7 +24,7 @@ describe('failing writes', () => {
     const root = tempDir();
     const mounted = tryMount(root, '2m');
     try {
-      const s = await Store.open(root);
+      const s = await LocalStore.open(root);
       const small = bytesOf(1000, 1);
       await s.setRef('small', (await s.put(small)).id);
       const big = bytesOf(3 << 20, 2);
@@ -46,8 +46,8 @@ describe('failing writes', () => {
       await s.close();
       if (mounted) {
         execFileSync('mount', ['-o', 'remount,ro', root]);
-        await expectCode(Store.open(root), 'io');
-        await expectCode(Store.open(root, { readOnly: true }), 'io');
+        await expectCode(LocalStore.open(root), 'io');
+        await expectCode(LocalStore.open(root, { readOnly: true }), 'io');
       }
     } finally {
       if (mounted) execFileSync('umount', [root]);

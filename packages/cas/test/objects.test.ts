@@ -1,29 +1,29 @@
 import { readFileSync, readdirSync, statSync, writeFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
-import { Store } from '@tensorfs/cas';
+import { LocalStore } from '@tensorfs/cas';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { bytesOf, expectCode, idOf, objectFile, sameBytes, tempDir } from '@tensorfs/testkit';
 
-describe('Store.open', () => {
+describe('LocalStore.open', () => {
   it('creates the layout and a WAL metadata database, and reopens', async () => {
     const root = join(tempDir(), 'store');
-    const s = await Store.open(root);
+    const s = await LocalStore.open(root);
     for (const d of ['objects/sha256', 'tmp', 'refs']) expect(statSync(join(root, d)).isDirectory()).toBe(true);
     expect(readFileSync(join(root, 'metadata.sqlite3')).subarray(0, 15).toString()).toBe('SQLite format 3');
     await s.close();
-    const again = await Store.open(root);
+    const again = await LocalStore.open(root);
     expect(await again.listRefs()).toEqual([]);
     await again.close();
   });
 
   it('read-only: a missing store is not_found and every mutation is denied', async () => {
     const root = tempDir();
-    await expectCode(Store.open(join(root, 'none'), { readOnly: true }), 'not_found');
-    const rw = await Store.open(root);
+    await expectCode(LocalStore.open(join(root, 'none'), { readOnly: true }), 'not_found');
+    const rw = await LocalStore.open(root);
     const { id } = await rw.put(bytesOf(10));
     await rw.close();
-    const ro = await Store.open(root, { readOnly: true });
+    const ro = await LocalStore.open(root, { readOnly: true });
     expect(await ro.readObject(id)).toEqual(bytesOf(10));
     await expectCode(ro.put(bytesOf(11)), 'denied');
     await expectCode(ro.setRef('main', id), 'denied');
@@ -33,12 +33,12 @@ describe('Store.open', () => {
 
   it('migrates a store of an older schema on open', async () => {
     const root = tempDir();
-    await (await Store.open(root)).close();
+    await (await LocalStore.open(root)).close();
     const db = new Database(join(root, 'metadata.sqlite3'));
     db.exec('DROP TABLE ref_log');
     db.pragma('user_version = 1');
     db.close();
-    const s = await Store.open(root);
+    const s = await LocalStore.open(root);
     const { id } = await s.put(bytesOf(3));
     await s.setRef('main', id);
     await s.close();
@@ -50,20 +50,20 @@ describe('Store.open', () => {
 
   it('a store written by a newer schema is unsupported', async () => {
     const root = tempDir();
-    await (await Store.open(root)).close();
+    await (await LocalStore.open(root)).close();
     const db = new Database(join(root, 'metadata.sqlite3'));
     db.pragma('user_version = 99');
     db.close();
-    const e = await expectCode(Store.open(root), 'unsupported');
+    const e = await expectCode(LocalStore.open(root), 'unsupported');
     expect(e.details).toMatchObject({ actual: 99 });
   });
 
   it('defaultRoot honours TENSORFS_HOME', () => {
     const prev = process.env.TENSORFS_HOME;
     process.env.TENSORFS_HOME = '/x/y';
-    expect(Store.defaultRoot()).toBe('/x/y');
+    expect(LocalStore.defaultRoot()).toBe('/x/y');
     delete process.env.TENSORFS_HOME;
-    expect(Store.defaultRoot()).toMatch(/\.cache\/tensorfs$/);
+    expect(LocalStore.defaultRoot()).toMatch(/\.cache\/tensorfs$/);
     if (prev !== undefined) process.env.TENSORFS_HOME = prev;
   });
 });
@@ -71,7 +71,7 @@ describe('Store.open', () => {
 describe('objects', () => {
   it('admits bytes under their SHA-256, read-only, and a present object costs no write', async () => {
     const root = tempDir();
-    const s = await Store.open(root);
+    const s = await LocalStore.open(root);
     const data = bytesOf(100_000, 3);
     const r = await s.put(data);
     expect(r).toEqual({ id: idOf(data), length: data.length, written: true });
@@ -91,7 +91,7 @@ describe('objects', () => {
   });
 
   it('refuses bytes that do not match `expected`, and bad ids', async () => {
-    const s = await Store.open(tempDir());
+    const s = await LocalStore.open(tempDir());
     const e = await expectCode(s.put(bytesOf(5), { expected: idOf(bytesOf(6)) }), 'corrupt');
     expect(e.details.actual).toBe(idOf(bytesOf(5)));
     expect(await s.has(idOf(bytesOf(5)))).toBe(false);
@@ -103,7 +103,7 @@ describe('objects', () => {
 
   it('putStream checks length and digest before publishing and leaves no temp', async () => {
     const root = tempDir();
-    const s = await Store.open(root);
+    const s = await LocalStore.open(root);
     const data = bytesOf(3 << 20, 9);
     async function* chunks() {
       for (let i = 0; i < data.length; i += 1 << 20) yield data.subarray(i, i + (1 << 20));
@@ -131,7 +131,7 @@ describe('objects', () => {
 
   it('many concurrent admissions of one object all succeed and publish it once', async () => {
     const root = tempDir();
-    const stores = await Promise.all([Store.open(root), Store.open(root)]);
+    const stores = await Promise.all([LocalStore.open(root), LocalStore.open(root)]);
     const data = bytesOf(1 << 20, 4);
     const results = await Promise.all(Array.from({ length: 8 }, (_, i) => stores[i % 2]!.put(data)));
     expect(new Set(results.map((r) => r.id))).toEqual(new Set([idOf(data)]));
@@ -143,7 +143,7 @@ describe('objects', () => {
 
   it('a flipped byte is refused on verified reads and quarantined; a good copy heals it', async () => {
     const root = tempDir();
-    const s = await Store.open(root);
+    const s = await LocalStore.open(root);
     const data = bytesOf(4096, 5);
     const { id } = await s.put(data);
     const file = objectFile(root, id);
@@ -161,7 +161,7 @@ describe('objects', () => {
 
   it('streams an object in chunks; verify withholds the last chunk of a corrupt object', async () => {
     const root = tempDir();
-    const s = await Store.open(root);
+    const s = await LocalStore.open(root);
     const data = bytesOf(10_000, 8);
     const { id } = await s.put(data);
     const got: Uint8Array[] = [];
@@ -184,7 +184,7 @@ describe('objects', () => {
   });
 
   it('recordsSource reads across records and length-checks every piece', async () => {
-    const s = await Store.open(tempDir());
+    const s = await LocalStore.open(tempDir());
     const parts = [bytesOf(10, 1), bytesOf(0, 1), bytesOf(300, 2), bytesOf(7, 3)];
     const records = [];
     for (const p of parts) records.push({ digest: (await s.put(p)).id, length: p.length });

@@ -1,6 +1,6 @@
 import { readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Store, validateRefName } from '@tensorfs/cas';
+import { LocalStore, validateRefName } from '@tensorfs/cas';
 import { encodeManifest } from '@tensorfs/format';
 import { describe, expect, it } from 'vitest';
 import { bytesOf, idOf, expectCode, tempDir } from '@tensorfs/testkit';
@@ -8,7 +8,7 @@ import { bytesOf, idOf, expectCode, tempDir } from '@tensorfs/testkit';
 describe('refs', () => {
   it('get, set with compare-and-swap, list, delete', async () => {
     const root = tempDir();
-    const s = await Store.open(root);
+    const s = await LocalStore.open(root);
     const a = (await s.put(bytesOf(10, 1))).id;
     const b = (await s.put(bytesOf(10, 2))).id;
     expect(await s.getRef('local/example')).toBeNull();
@@ -64,7 +64,7 @@ describe('refs', () => {
   });
 
   it('refuses a ref to a missing object, a snapshot with missing objects, and a namespace clash', async () => {
-    const s = await Store.open(tempDir());
+    const s = await LocalStore.open(tempDir());
     await expectCode(s.setRef('main', idOf(bytesOf(1))), 'not_found');
     const present = bytesOf(100, 1);
     await s.put(present);
@@ -97,7 +97,7 @@ describe('refs', () => {
 
   it('compare-and-swap is race-free across connections: exactly one of N racers wins', async () => {
     const root = tempDir();
-    const stores = await Promise.all(Array.from({ length: 4 }, () => Store.open(root)));
+    const stores = await Promise.all(Array.from({ length: 4 }, () => LocalStore.open(root)));
     const ids: string[] = [];
     for (let i = 0; i < 4; i++) ids.push((await stores[0]!.put(bytesOf(8, i + 10))).id);
     const outcomes = await Promise.allSettled(
@@ -113,7 +113,7 @@ describe('refs', () => {
 
 describe('roots and leases', () => {
   it('adds, lists and removes roots with a reason', async () => {
-    const s = await Store.open(tempDir());
+    const s = await LocalStore.open(tempDir());
     const id = (await s.put(bytesOf(4))).id;
     await expectCode(s.addRoot(id, ''), 'invalid_argument');
     await s.addRoot(id, 'pinned by test');
@@ -125,7 +125,7 @@ describe('roots and leases', () => {
   });
 
   it('an expired or released lease refuses new claims and ref commits', async () => {
-    const s = await Store.open(tempDir());
+    const s = await LocalStore.open(tempDir());
     const lease = await s.lease({ ttlMs: 50, keepAlive: false });
     const { id } = await s.put(bytesOf(9), { lease });
     await new Promise((r) => setTimeout(r, 80));

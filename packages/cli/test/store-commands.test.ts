@@ -66,8 +66,8 @@ describe('tfs store commands', () => {
     const m = await json(store, 'ls', imp.snapshot);
     expect(m.snapshot).toBe(imp.snapshot);
     // flip a byte in the big object: verify --data exits 4 (corrupt) and names it
-    const { Store } = await import('@tensorfs/cas');
-    const s = await Store.open(store);
+    const { LocalStore } = await import('@tensorfs/cas');
+    const s = await LocalStore.open(store);
     const manifest = await s.getManifest(imp.snapshot);
     await s.close();
     const entry = manifest.entries.find((e) => e.path === 'w.bin');

@@ -1,7 +1,7 @@
 import * as fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { Store } from '@tensorfs/cas';
+import { LocalStore } from '@tensorfs/cas';
 import { fixturesOf, sha256Hex } from '@tensorfs/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tfs as run } from './helpers.js';
@@ -38,7 +38,7 @@ describe('tfs tensors / cat / compose', () => {
     for (const f of await fsp.readdir(path.join(FIXTURES, 'sharded'))) {
       await fsp.copyFile(path.join(FIXTURES, 'sharded', f), path.join(shards, f));
     }
-    const store = await Store.open(storeDir);
+    const store = await LocalStore.open(storeDir);
     await store.importPath(tree, { name: 'local/m', threads: 1 });
     await store.importPath(shards, { name: 'local/sharded', threads: 1 });
     await store.close();
@@ -143,7 +143,7 @@ describe('tfs tensors / cat / compose', () => {
       storeDir,
     );
     expect(r.stderr).toContain('error[invalid_argument]');
-    const store = await Store.open(storeDir);
+    const store = await LocalStore.open(storeDir);
     expect(await store.getRef('local/x')).toBeNull();
     await store.close();
   });

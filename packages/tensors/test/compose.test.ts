@@ -1,23 +1,22 @@
 import type { ManifestFileEntry } from '@tensorfs/format';
-import { Store } from '@tensorfs/cas';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { commit, openTensors, rekey, TensorWriter, trim } from '../src/index.js';
-import { expectCode, sha256Hex, storedObjects } from '@tensorfs/testkit';
-import { expectedTensors, importTree, type TestStore, tempStore } from './helpers.js';
+import { expectCode, sha256Hex } from '@tensorfs/testkit';
+import { expectedTensors, importTree, type TestStore, tempStore, STORE_KINDS } from './helpers.js';
 
-describe('compose: rekey and trim share every tensor object', () => {
+describe.each(STORE_KINDS)('compose: rekey and trim share every tensor object (%s store)', (kind) => {
   let t: TestStore;
   beforeEach(async () => {
-    t = await tempStore();
+    t = await tempStore(kind);
     await importTree(t, { 'm.safetensors': 'tiny.safetensors', 'm.gguf': 'tiny.gguf' }, 'base');
   });
   afterEach(() => t.close());
 
   /** The objects `fn` adds to the store. */
   async function added(fn: () => Promise<unknown>): Promise<Set<string>> {
-    const before = await storedObjects(t.root);
+    const before = await t.objects();
     await fn();
-    return new Set([...(await storedObjects(t.root))].filter((x) => !before.has(x)));
+    return new Set([...(await t.objects())].filter((x) => !before.has(x)));
   }
 
   it('rekey of a safetensors file costs one header object and one manifest', async () => {
@@ -96,7 +95,7 @@ describe('compose: rekey and trim share every tensor object', () => {
   });
 
   it('names that collide after rekey are invalid_argument and nothing is written', async () => {
-    const before = await storedObjects(t.root);
+    const before = await t.objects();
     await expectCode(
       () => rekey(t.store, 'base', 'm.safetensors', { mask: 'positions' }, { ref: 'x' }),
       'invalid_argument',
@@ -108,20 +107,15 @@ describe('compose: rekey and trim share every tensor object', () => {
     await expectCode(() => rekey(t.store, 'base', 'm.safetensors', { nope: 'x' }), 'not_found');
     await expectCode(() => trim(t.store, 'base', 'm.safetensors', ['nope']), 'not_found');
     await expectCode(() => rekey(t.store, 'base', 'm.gguf', { 'output.weight': 'x'.repeat(70) }), 'invalid_argument');
-    expect(await storedObjects(t.root)).toEqual(before);
+    expect(await t.objects()).toEqual(before);
     expect(await t.store.getRef('x')).toBeNull();
   });
 
   it('a composed snapshot keeps every object it shares alive through GC once its base is gone', async () => {
     const expected = (await expectedTensors())['tiny.safetensors']!;
     await rekey(t.store, 'base', 'm.safetensors', { mask: 'attention_mask' }, { ref: 'renamed' });
-    await t.store.deleteRef('base');
-    const gcStore = await Store.open(t.root, { graceMs: 0 });
-    try {
-      await gcStore.gc();
-    } finally {
-      await gcStore.close();
-    }
+    await t.deleteRef('base');
+    await t.gc();
     const set = await openTensors(t.store, 'renamed', { file: 'm.safetensors' });
     for (const e of expected) {
       const view = set.get(e.name === 'mask' ? 'attention_mask' : e.name);
@@ -140,7 +134,7 @@ describe('compose: rekey and trim share every tensor object', () => {
   });
 });
 
-describe('compose: sharded models keep their index consistent', () => {
+describe.each(STORE_KINDS)('compose: sharded models keep their index consistent (%s store)', (kind) => {
   let t: TestStore;
   const SHARDED = {
     'model-00001-of-00002.safetensors': 'sharded/model-00001-of-00002.safetensors',
@@ -149,7 +143,7 @@ describe('compose: sharded models keep their index consistent', () => {
   };
   const INDEX = 'model.safetensors.index.json';
   beforeEach(async () => {
-    t = await tempStore();
+    t = await tempStore(kind);
     await importTree(t, SHARDED, 'base');
   });
   afterEach(() => t.close());
@@ -160,9 +154,9 @@ describe('compose: sharded models keep their index consistent', () => {
   }
 
   it('rekey of one shard rewrites that shard header and the index, nothing else', async () => {
-    const before = await storedObjects(t.root);
+    const before = await t.objects();
     const r = await rekey(t.store, 'base', 'model-00001-of-00002.safetensors', { 'a.weight': 'a.w' }, { ref: 'r' });
-    const fresh = [...(await storedObjects(t.root))].filter((x) => !before.has(x));
+    const fresh = [...(await t.objects())].filter((x) => !before.has(x));
     expect(r.entries.map((e) => e.path)).toEqual(['model-00001-of-00002.safetensors', INDEX]);
     expect(fresh.length).toBe(3); // shard header, index, manifest
     const { set, index } = await indexJson('r');
@@ -187,20 +181,20 @@ describe('compose: sharded models keep their index consistent', () => {
   });
 
   it('refuses a new name another shard has, and a model left without tensors; nothing is written', async () => {
-    const before = await storedObjects(t.root);
+    const before = await t.objects();
     await expectCode(
       () => rekey(t.store, 'base', 'model-00001-of-00002.safetensors', { 'a.bias': 'b.weight' }),
       'invalid_argument',
     );
     await expectCode(() => trim(t.store, 'base', INDEX, /./), 'invalid_argument');
-    expect(await storedObjects(t.root)).toEqual(before);
+    expect(await t.objects()).toEqual(before);
   });
 });
 
-describe('commit', () => {
+describe.each(STORE_KINDS)('commit (%s store)', (kind) => {
   let t: TestStore;
   beforeEach(async () => {
-    t = await tempStore();
+    t = await tempStore(kind);
   });
   afterEach(() => t.close());
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTensors, type TensorSet } from '../src/index.js';
 import { expectCode, sha256Hex } from '@tensorfs/testkit';
-import { type ExpectedTensor, expectedTensors, importTree, type TestStore, tempStore } from './helpers.js';
+import { type ExpectedTensor, expectedTensors, importTree, type TestStore, tempStore, STORE_KINDS } from './helpers.js';
 
 /** A snapshot holding every fixture: a single safetensors file, a sharded model and a GGUF file. */
 const TREE = {
@@ -23,13 +23,13 @@ const IN_TREE: Record<string, string> = {
   'sharded/model-00002-of-00002.safetensors': 'shards/model-00002-of-00002.safetensors',
 };
 
-describe('openTensors over a snapshot', () => {
+describe.each(STORE_KINDS)('openTensors over a snapshot (%s store)', (kind) => {
   let t: TestStore;
   let set: TensorSet;
   let expected: Record<string, ExpectedTensor[]>;
 
   beforeAll(async () => {
-    t = await tempStore();
+    t = await tempStore(kind);
     await importTree(t, TREE, 'local/all');
     set = await openTensors(t.store, 'local/all');
     expected = await expectedTensors();
@@ -141,7 +141,7 @@ describe('openTensors over a snapshot', () => {
   });
 
   it('asks which file when two files have a tensor of the same name', async () => {
-    const t2 = await tempStore();
+    const t2 = await tempStore(kind);
     try {
       await importTree(t2, { 'a/x.safetensors': 'tiny.safetensors', 'b/x.safetensors': 'tiny.safetensors' }, 'two');
       const two = await openTensors(t2.store, 'two');

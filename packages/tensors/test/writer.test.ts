@@ -1,6 +1,6 @@
 import * as fsp from 'node:fs/promises';
 import path from 'node:path';
-import { createNodeHasher, Store } from '@tensorfs/cas';
+import { createNodeHasher } from '@tensorfs/cas';
 import {
   bytesSource,
   type ManifestFileEntry,
@@ -11,8 +11,8 @@ import {
 import { planAndHash } from '@tensorfs/planner';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { commit, openTensors, TensorWriter } from '../src/index.js';
-import { expectCode, noise, storedObjects } from '@tensorfs/testkit';
-import { FIXTURES, importTree, type TestStore, tempStore } from './helpers.js';
+import { expectCode, noise } from '@tensorfs/testkit';
+import { FIXTURES, importTree, type TestStore, tempStore, STORE_KINDS } from './helpers.js';
 
 const MiB = 1024 * 1024;
 
@@ -37,10 +37,10 @@ async function* piecesOf(bytes: Uint8Array, size: number): AsyncGenerator<Uint8A
   for (let at = 0; at < bytes.length; at += size) yield bytes.subarray(at, at + size);
 }
 
-describe('TensorWriter: byte-exact round trips', () => {
+describe.each(STORE_KINDS)('TensorWriter: byte-exact round trips (%s store)', (kind) => {
   let t: TestStore;
   beforeAll(async () => {
-    t = await tempStore();
+    t = await tempStore(kind);
   });
   afterAll(() => t.close());
 
@@ -66,9 +66,7 @@ describe('TensorWriter: byte-exact round trips', () => {
     expect(entry).toEqual(set.entry(name));
     const { snapshot } = await commit(t.store, { put: [entry], ref: `rt/${name}-written` });
     await writer.close();
-    const dest = path.join(t.scratch, `out-${name}`);
-    await t.store.exportFile(snapshot, name, dest);
-    expect(new Uint8Array(await fsp.readFile(dest))).toEqual(original);
+    expect(await t.fileBytes(snapshot, name)).toEqual(original);
     expect({ profile: entry.profile, records: entry.records }).toEqual(await plannerRecords(original));
   }
 
@@ -112,10 +110,10 @@ describe('TensorWriter: byte-exact round trips', () => {
   });
 });
 
-describe('TensorWriter: the planner grid', () => {
+describe.each(STORE_KINDS)('TensorWriter: the planner grid (%s store)', (kind) => {
   let t: TestStore;
   beforeAll(async () => {
-    t = await tempStore();
+    t = await tempStore(kind);
   });
   afterAll(() => t.close());
 
@@ -177,10 +175,10 @@ describe('TensorWriter: the planner grid', () => {
   });
 });
 
-describe('TensorWriter: seams', () => {
+describe.each(STORE_KINDS)('TensorWriter: seams (%s store)', (kind) => {
   let t: TestStore;
   beforeAll(async () => {
-    t = await tempStore();
+    t = await tempStore(kind);
   });
   afterAll(() => t.close());
 
@@ -222,15 +220,15 @@ describe('TensorWriter: seams', () => {
   });
 });
 
-describe('TensorWriter: refusals', () => {
+describe.each(STORE_KINDS)('TensorWriter: refusals (%s store)', (kind) => {
   let t: TestStore;
   beforeEach(async () => {
-    t = await tempStore();
+    t = await tempStore(kind);
   });
   afterEach(() => t.close());
 
   it('refuses bad names, dtypes and shapes before writing anything', async () => {
-    const before = await storedObjects(t.root);
+    const before = await t.objects();
     const st = new TensorWriter(t.store, 'x.safetensors');
     const cases: [string, string, (number | bigint)[]][] = [
       ['__metadata__', 'F32', [1]],
@@ -256,7 +254,7 @@ describe('TensorWriter: refusals', () => {
       const w = new TensorWriter(t.store, 'x.gguf');
       await expectCode(() => w.add(name, dtype, [...shape], new Uint8Array(4)), 'invalid_argument');
     }
-    const after = await storedObjects(t.root);
+    const after = await t.objects();
     expect(after.size).toBe(before.size + 1); // only st's 'a'
   });
 
@@ -269,15 +267,10 @@ describe('TensorWriter: refusals', () => {
     await expectCode(() => w2.add('long', 'U8', [10], piecesOf(noise(11, 1), 4)), 'invalid_argument');
     const w3 = new TensorWriter(t.store, 'z.gguf');
     await expectCode(() => w3.add('q', 'Q8_0', [32], new Uint8Array(32)), 'invalid_argument');
-    expect(await t.store.listRefs()).toEqual([]);
+    expect(await t.refNames()).toEqual([]);
     // A failed writer releases its own lease at once: GC takes what it stored, no close() needed.
-    const gcStore = await Store.open(t.root, { graceMs: 0 });
-    try {
-      await gcStore.gc();
-    } finally {
-      await gcStore.close();
-    }
-    expect((await storedObjects(t.root)).size).toBe(0);
+    await t.gc();
+    expect((await t.objects()).size).toBe(0);
   });
 
   it('refuses a second add while one is pending, and any use after finish', async () => {
@@ -314,14 +307,14 @@ describe('TensorWriter: refusals', () => {
   it('inherits across formats when the dtype exists in both, and refuses when it does not', async () => {
     await importTree(t, { 'm.safetensors': 'tiny.safetensors', 'm.gguf': 'tiny.gguf' }, 'm');
     const set = await openTensors(t.store, 'm');
-    const before = await storedObjects(t.root);
+    const before = await t.objects();
     const g = new TensorWriter(t.store, 'out.gguf');
     await g.inherit(set.get('embed.weight'));
     await g.inherit(set.get('layer.0.attn.q.weight'), { name: 'renamed.q' });
     const s = new TensorWriter(t.store, 'out.safetensors');
     await expectCode(() => s.inherit(set.get('blk.0.attn_q.weight')), 'invalid_argument');
     const entry = await g.finish();
-    const out = new Set([...(await storedObjects(t.root))].filter((x) => !before.has(x)));
+    const out = new Set([...(await t.objects())].filter((x) => !before.has(x)));
     // New: the header and the paddings only.
     expect(out.size).toBeLessThanOrEqual(3);
     for (const digest of set.get('embed.weight').digests)

@@ -7,3 +7,4 @@ export { tempDir, REPO_ROOT, SAMPLES, fixturesOf } from './files.js';
 export { idOf, sha256Hex, noise, bytesOf, randomOf, sameBytes } from './bytes.js';
 export { acceptedCounter } from './property.js';
 export { objectFile, storedObjects } from './store-files.js';
+export { MemoryStore } from './memory-store.js';

@@ -18,7 +18,7 @@ import { leasedObjects, pruneLeases } from './leases.js';
 import type { Objects } from './objects.js';
 import { listObjects } from './walk.js';
 
-/** Options of {@link Store.gc}. */
+/** Options of {@link LocalStore.gc}. */
 export interface GcOptions {
   /** Report what would go, remove nothing. */
   dryRun?: boolean;

@@ -1,67 +1,22 @@
 /**
- * What an object references. A ref or root names a top object; its kind (recognised by its first
- * bytes) says which objects it reaches. TFM1 manifests are built in; other packages register their
- * kinds (e.g. the checkpoint header) with {@link registerReferenceKind} so GC and verify see them.
+ * What an object references, and walks over it. A ref or root names a top object; its kind
+ * (recognised by its first bytes) says which objects it reaches. The kinds and their decoding are
+ * format facts (`objectReferences` / `REFERENCE_KINDS` in `@tensorfs/format`), not a registry of
+ * this module, so every copy of this package agrees about what GC must keep.
  */
 import * as fs from 'node:fs';
-import { type ObjectId, TensorFSError, decodeManifest, isTensorFSError } from '@tensorfs/format';
+import {
+  type ObjectId,
+  type ObjectReference,
+  REFERENCE_MAGIC_LENGTH,
+  type ReferenceKind,
+  isTensorFSError,
+  referenceKindOf,
+} from '@tensorfs/format';
 import type { Objects } from './objects.js';
 
 /** One reference from an object to another. */
-export interface Child {
-  id: ObjectId;
-  /** The exact length the referencing object declares, when it declares one. */
-  length?: number;
-  /** True when the child is itself a referencing object to be walked (e.g. a nested manifest). */
-  follow?: boolean;
-}
-
-/** A kind of object that references others. */
-export interface ReferenceKind {
-  /** Short name for reports (e.g. `manifest`). */
-  readonly name: string;
-  /** Leading bytes that identify the kind. */
-  readonly magic: Uint8Array;
-  /** The objects these bytes reference; throws `malformed` if the bytes are not of this kind. */
-  children(bytes: Uint8Array): Child[];
-}
-
-const TFM1 = new TextEncoder().encode('TFM1');
-
-const kinds: ReferenceKind[] = [
-  {
-    name: 'manifest',
-    magic: TFM1,
-    children(bytes) {
-      const out: Child[] = [];
-      for (const e of decodeManifest(bytes).entries) {
-        if (e.kind === 'file') for (const r of e.records) out.push({ id: r.digest, length: r.length });
-      }
-      return out;
-    },
-  },
-];
-
-/** Registers another kind of referencing object (idempotent per name). */
-export function registerReferenceKind(kind: ReferenceKind): void {
-  if (kinds.some((k) => k.name === kind.name)) return;
-  if (kind.magic.length === 0) {
-    throw new TensorFSError('invalid_argument', 'a reference kind needs a non-empty magic', {
-      details: { kind: kind.name },
-    });
-  }
-  kinds.push(kind);
-}
-
-/** Longest registered magic, i.e. how many leading bytes to sniff. */
-export function magicLength(): number {
-  return kinds.reduce((n, k) => Math.max(n, k.magic.length), 0);
-}
-
-/** The registered kind whose magic starts `head`, if any. */
-export function kindOf(head: Uint8Array): ReferenceKind | undefined {
-  return kinds.find((k) => head.length >= k.magic.length && k.magic.every((b, i) => head[i] === b));
-}
+export type Child = ObjectReference;
 
 /** Outcome of walking from some top objects. */
 export interface Reach {
@@ -123,9 +78,9 @@ export function childrenOfSync(objects: Objects, id: ObjectId): Child[] {
   try {
     const fd = fs.openSync(objects.path(id), 'r');
     try {
-      const head = Buffer.alloc(magicLength());
+      const head = Buffer.alloc(REFERENCE_MAGIC_LENGTH);
       const n = fs.readSync(fd, head, 0, head.length, 0);
-      const kind = kindOf(head.subarray(0, n));
+      const kind = referenceKindOf(head.subarray(0, n));
       if (kind === undefined) return [];
       bytes = fs.readFileSync(objects.path(id));
       return kind.children(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength));
@@ -143,10 +98,10 @@ export async function childrenOf(objects: Objects, id: ObjectId): Promise<Child[
   const { fh, size } = await objects.open(id);
   let kind: ReferenceKind | undefined;
   try {
-    const n = Math.min(size, magicLength());
+    const n = Math.min(size, REFERENCE_MAGIC_LENGTH);
     const head = new Uint8Array(n);
     if (n > 0) await fh.read(head, 0, n, 0);
-    kind = kindOf(head);
+    kind = referenceKindOf(head);
   } finally {
     await fh.close();
   }

@@ -1,5 +1,6 @@
-/** The local store: {@link Store} and the types of its API. */
-export { Store, DEFAULT_GRACE_MS } from './store.js';
+/** The store port ({@link Store}) and the local store ({@link LocalStore}) implementing it. */
+export type { Store } from './port.js';
+export { LocalStore, openStore, DEFAULT_GRACE_MS } from './store.js';
 export type { StoreOptions, RootEntry, Usage, ExportOptions } from './store.js';
 export type { Lease, LeaseOptions } from './leases.js';
 export { DEFAULT_LEASE_TTL_MS } from './leases.js';
@@ -10,6 +11,4 @@ export { validateRefName, MAX_REF_NAME } from './layout.js';
 export type { GcOptions, GcResult } from './gc.js';
 export type { VerifyOptions, VerifyResult } from './verify.js';
 export type { ImportOptions, ImportResult, Progress } from './import.js';
-export { registerReferenceKind } from './graph.js';
-export type { ReferenceKind, Child } from './graph.js';
 export { type FileSource, fileHandleSource, openFileSource } from './file-source.js';

@@ -13,7 +13,7 @@ import { checkId } from './objects.js';
 /** Default lease lifetime without renewal. */
 export const DEFAULT_LEASE_TTL_MS = 10 * 60_000;
 
-/** Options of {@link Store.lease}. */
+/** Options of {@link Store.lease} (the port). */
 export interface LeaseOptions {
   /** Lifetime without renewal (default 10 minutes). */
   ttlMs?: number;

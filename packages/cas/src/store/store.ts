@@ -1,6 +1,7 @@
 /**
- * The {@link Store} class: one local content-addressed store on disk (DESIGN.md "Store on disk").
- * See docs/store.md for the durability, lease and GC protocols.
+ * {@link LocalStore}: one local content-addressed store on disk (DESIGN.md "Store on disk"), the
+ * SQLite-backed implementation of the {@link Store} port. See docs/store.md for the durability,
+ * lease and GC protocols.
  */
 import * as fsp from 'node:fs/promises';
 import { homedir } from 'node:os';
@@ -25,12 +26,13 @@ import { type Layout, layoutOf, validateRefName } from './layout.js';
 import { DEFAULT_LEASE_TTL_MS, DbLease, type Lease, type LeaseOptions, assertLeaseLive } from './leases.js';
 import { type Chunks, Objects, type PutResult, checkId } from './objects.js';
 import type { FileSource } from './file-source.js';
+import type { Store } from './port.js';
 import { type ReadOptions, recordsSource, writeRecordsFile } from './read.js';
 import { type RefEntry, listRefs, readRef, removeRef, writeRef } from './refs.js';
 import { type VerifyOptions, type VerifyResult, verifyStore } from './verify.js';
 import { listObjects } from './walk.js';
 
-/** Options of {@link Store.open}. */
+/** Options of {@link openStore} and {@link LocalStore.open}. */
 export interface StoreOptions {
   /** Open without writing anything (no layout creation, no migrations); every mutation is `denied`. */
   readOnly?: boolean;
@@ -45,7 +47,7 @@ export interface RootEntry {
   createdMs: number;
 }
 
-/** Storage figures of {@link Store.usage}. */
+/** Storage figures of {@link LocalStore.usage}. */
 export interface Usage {
   /** Sum of the sizes of the files of every distinct snapshot named by a ref or root. */
   logicalBytes: number;
@@ -59,7 +61,7 @@ export interface Usage {
   refs: { name: string; id: ObjectId; logicalBytes: number; storedBytes: number; objects: number }[];
 }
 
-/** Options of {@link Store.exportSnapshot} and {@link Store.exportFile}. */
+/** Options of {@link LocalStore.exportSnapshot} and {@link LocalStore.exportFile}. */
 export interface ExportOptions extends ReadOptions {
   signal?: AbortSignal;
   /** Called as bytes are written. */
@@ -69,8 +71,16 @@ export interface ExportOptions extends ReadOptions {
 /** Default GC grace period. */
 export const DEFAULT_GRACE_MS = 3600_000;
 
-/** A local content-addressed store. */
-export class Store {
+/**
+ * Opens the local store at `root` (see {@link LocalStore.open}): the factory upper layers and
+ * tools use, returning the implementation (its maintenance methods included).
+ */
+export function openStore(root: string, options: StoreOptions = {}): Promise<LocalStore> {
+  return LocalStore.open(root, options);
+}
+
+/** A local content-addressed store: the {@link Store} port plus GC, verify, import, export, usage and roots. */
+export class LocalStore implements Store {
   /** The store's root directory. */
   readonly root: string;
   private readonly layout: Layout;
@@ -99,7 +109,7 @@ export class Store {
    * Opens the store at `root`. Read-write: creates the layout durably and `metadata.sqlite3` (WAL),
    * then runs pending migrations. Read-only: the store must exist; nothing is written.
    */
-  static async open(root: string, options: StoreOptions = {}): Promise<Store> {
+  static async open(root: string, options: StoreOptions = {}): Promise<LocalStore> {
     if (options.graceMs !== undefined && (!Number.isSafeInteger(options.graceMs) || options.graceMs < 0)) {
       throw new TensorFSError('invalid_argument', 'graceMs must be a non-negative integer', {
         details: { actual: options.graceMs },
@@ -119,7 +129,7 @@ export class Store {
         throw ioError(err, 'create store layout');
       }
     }
-    return new Store(layout, openDb(layout.db, options.readOnly ?? false), options);
+    return new LocalStore(layout, openDb(layout.db, options.readOnly ?? false), options);
   }
 
   /** Closes the metadata database. Idempotent. */

@@ -8,7 +8,7 @@ import { reach } from './graph.js';
 import type { Objects } from './objects.js';
 import { listObjects } from './walk.js';
 
-/** Options of {@link Store.verify}. */
+/** Options of {@link LocalStore.verify}. */
 export interface VerifyOptions {
   /** Rehash object bytes (default: lengths only). */
   data?: boolean;

@@ -1,17 +1,17 @@
 /**
- * Store commands: `tfs import`, `ls`, `ref get|set|rm`, `export`, `verify`, `gc`, `du`.
+ * LocalStore commands: `tfs import`, `ls`, `ref get|set|rm`, `export`, `verify`, `gc`, `du`.
  * Each opens the store at `--store` (read-only where it only reads) and closes it afterwards.
  */
 import path from 'node:path';
-import { Store } from '@tensorfs/cas';
+import { LocalStore } from '@tensorfs/cas';
 import { type ObjectId, TensorFSError, parseObjectId } from '@tensorfs/format';
 import type { Argv } from 'yargs';
 import { defineCommand } from '../command.js';
 import type { CommandContext, GlobalArgs } from '../context.js';
 import { formatBytes } from '../progress.js';
 
-async function withStore<T>(ctx: CommandContext, readOnly: boolean, fn: (s: Store) => Promise<T>): Promise<T> {
-  const store = await Store.open(ctx.storeDir, { readOnly });
+async function withStore<T>(ctx: CommandContext, readOnly: boolean, fn: (s: LocalStore) => Promise<T>): Promise<T> {
+  const store = await LocalStore.open(ctx.storeDir, { readOnly });
   try {
     return await fn(store);
   } finally {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import * as fsp from 'node:fs/promises';
 import path from 'node:path';
-import { Store } from '@tensorfs/cas';
+import { LocalStore } from '@tensorfs/cas';
 import { jsonInteger, TensorFSError } from '@tensorfs/format';
 import { type ComposeChanges, compose, openTensors, type TensorSet, type TensorView } from '@tensorfs/tensors';
 import { defineCommand } from '../command.js';
@@ -10,8 +10,8 @@ import type { CommandContext } from '../context.js';
 import { formatBytes } from '../progress.js';
 
 /** Opens the store, runs `fn`, closes the store. */
-async function withStore<T>(ctx: CommandContext, readOnly: boolean, fn: (store: Store) => Promise<T>): Promise<T> {
-  const store = await Store.open(ctx.storeDir, { readOnly });
+async function withStore<T>(ctx: CommandContext, readOnly: boolean, fn: (store: LocalStore) => Promise<T>): Promise<T> {
+  const store = await LocalStore.open(ctx.storeDir, { readOnly });
   try {
     return await fn(store);
   } finally {
