@@ -3,9 +3,9 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, rmSync, truncateSync, wr
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { LocalStore } from '@tensorfs/cas';
-import type { ManifestEntry, ObjectId } from '@tensorfs/format';
+import type { ObjectId } from '@tensorfs/format';
 import { describe, expect, it } from 'vitest';
-import { bytesOf, expectCode, objectFile, tempDir } from '@tensorfs/testkit';
+import { blobEntry, bytesOf, expectCode, objectFile, tempDir } from '@tensorfs/testkit';
 
 async function storeWithSnapshot() {
   const root = tempDir();
@@ -50,15 +50,7 @@ describe('gc', () => {
     const s = await LocalStore.open(root);
     const a = (await s.put(bytesOf(50, 1))).id;
     const b = (await s.put(bytesOf(50, 2))).id;
-    const entry = (path: string, digest: ObjectId): ManifestEntry => ({
-      kind: 'file',
-      path,
-      mode: 0o644,
-      size: 50,
-      profile: 'blob-v1',
-      records: [{ digest, length: 50 }],
-    });
-    const list = await s.putManifest({ entries: [entry('a', a), entry('b', b)] });
+    const list = await s.putManifest({ entries: [blobEntry('a', a, 50), blobEntry('b', b, 50)] });
     await s.setRef('list', list);
     const orphan = (await s.put(bytesOf(50, 3))).id;
     expect((await s.gc({ graceMs: 0 })).removed).toBe(1);

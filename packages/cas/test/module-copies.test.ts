@@ -3,8 +3,7 @@
 // imports, so every module (cas and format alike) is evaluated twice. What an object references
 // is a format fact, not state one copy was told about at run time, so GC keeps what a manifest
 // reaches whichever copy wrote it and whichever collects.
-import type { ManifestEntry, ObjectId } from '@tensorfs/format';
-import { bytesOf, tempDir } from '@tensorfs/testkit';
+import { blobEntry, bytesOf, tempDir } from '@tensorfs/testkit';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 
 type Cas = typeof import('@tensorfs/cas');
@@ -18,21 +17,12 @@ beforeAll(async () => {
   second = { cas: await import('@tensorfs/cas'), format: await import('@tensorfs/format') };
 });
 
-const entry = (path: string, digest: ObjectId, size: number): ManifestEntry => ({
-  kind: 'file',
-  path,
-  mode: 0o644,
-  size,
-  profile: 'blob-v1',
-  records: [{ digest, length: size }],
-});
-
 async function roundTrip(writer: Cas, collector: Cas) {
   const root = tempDir();
   const w = await writer.openStore(root);
   const a = (await w.put(bytesOf(300, 1))).id;
   const b = (await w.put(bytesOf(400, 2))).id;
-  const snapshot = await w.putManifest({ entries: [entry('a.bin', a, 300), entry('b.bin', b, 400)] });
+  const snapshot = await w.putManifest({ entries: [blobEntry('a.bin', a, 300), blobEntry('b.bin', b, 400)] });
   await w.setRef('main', snapshot);
   const orphan = (await w.put(bytesOf(500, 3))).id;
   await w.close();

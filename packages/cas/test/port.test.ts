@@ -1,23 +1,14 @@
 // The store port's contract, run against the local store and the in-memory one (testkit): the
 // same results and the same error codes, so code written against `Store` works on either.
 import { openStore, type Store } from '@tensorfs/cas';
-import type { ManifestEntry, ObjectId } from '@tensorfs/format';
-import { bytesOf, expectCode, idOf, MemoryStore, tempDir } from '@tensorfs/testkit';
+import type { ObjectId } from '@tensorfs/format';
+import { blobEntry, bytesOf, expectCode, idOf, MemoryStore, tempDir } from '@tensorfs/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 
 const KINDS: Record<string, () => Promise<Store & { close?(): Promise<void> }>> = {
   local: () => openStore(tempDir()),
   memory: async () => new MemoryStore(),
 };
-
-const file = (path: string, digest: ObjectId, size: number): ManifestEntry => ({
-  kind: 'file',
-  path,
-  mode: 0o644,
-  size,
-  profile: 'blob-v1',
-  records: [{ digest, length: size }],
-});
 
 describe.each(Object.keys(KINDS))('the Store port (%s)', (kind) => {
   let s: Store & { close?(): Promise<void> };
@@ -86,8 +77,8 @@ describe.each(Object.keys(KINDS))('the Store port (%s)', (kind) => {
   it('keeps snapshots and moves refs by compare-and-swap', async () => {
     await open();
     const a = (await s.put(bytesOf(10, 8))).id;
-    const m = await s.putManifest({ entries: [file('a', a, 10)] });
-    expect(await s.getManifest(m)).toEqual({ entries: [file('a', a, 10)] });
+    const m = await s.putManifest({ entries: [blobEntry('a', a, 10)] });
+    expect(await s.getManifest(m)).toEqual({ entries: [blobEntry('a', a, 10)] });
     expect(await s.getRef('main')).toBeNull();
     await s.setRef('main', m, { expected: null });
     expect(await s.resolve('main')).toBe(m);
@@ -97,7 +88,7 @@ describe.each(Object.keys(KINDS))('the Store port (%s)', (kind) => {
     await s.setRef('main', a, { expected: m });
     expect(await s.getRef('main')).toBe(a);
     const ghost = idOf(bytesOf(11, 8));
-    const dangling = await s.putManifest({ entries: [file('g', ghost, 11)] });
+    const dangling = await s.putManifest({ entries: [blobEntry('g', ghost, 11)] });
     const e = await expectCode(s.setRef('other', dangling), 'not_found');
     expect(e.details.missing).toEqual([ghost]);
     expect(await s.getRef('other')).toBeNull();
@@ -107,7 +98,7 @@ describe.each(Object.keys(KINDS))('the Store port (%s)', (kind) => {
     await open();
     const lease = await s.lease({ purpose: 'test', keepAlive: false });
     const { id } = await s.put(bytesOf(20, 9), { lease });
-    const m = await s.putManifest({ entries: [file('x', id, 20)] }, { lease });
+    const m = await s.putManifest({ entries: [blobEntry('x', id, 20)] }, { lease });
     await s.setRef('leased', m, { lease });
     await lease.release();
     await expectCode(s.put(bytesOf(21, 9), { lease }), 'conflict');

@@ -40,8 +40,10 @@ export function isObjectId(value: unknown): value is ObjectId {
 /** Validates an object id; `invalid_argument` if it is not `sha256:<64 lowercase hex>`. */
 export function parseObjectId(value: string): ObjectId {
   if (!isObjectId(value)) {
+    // Callers from plain JavaScript may pass anything: describe it without assuming a string.
+    const text = String(value);
     throw new TensorFSError('invalid_argument', 'not an object id (expected sha256:<64 lowercase hex>)', {
-      details: { actual: value.length > 80 ? `${value.slice(0, 80)}…` : value },
+      details: { actual: text.length > 80 ? `${text.slice(0, 80)}…` : text },
     });
   }
   return value;

@@ -8,3 +8,4 @@ export { idOf, sha256Hex, noise, bytesOf, randomOf, sameBytes } from './bytes.js
 export { acceptedCounter } from './property.js';
 export { objectFile, storedObjects } from './store-files.js';
 export { MemoryStore } from './memory-store.js';
+export { blobEntry } from './manifest.js';

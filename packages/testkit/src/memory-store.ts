@@ -5,7 +5,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { Chunks, FileSource, Lease, LeaseOptions, PutResult, ReadOptions, Store } from '@tensorfs/cas';
-import { validateRefName } from '@tensorfs/cas';
+import { recordsSourceOf, validateRefName } from '@tensorfs/cas';
 import {
   checkRange,
   decodeManifest,
@@ -14,19 +14,11 @@ import {
   type Manifest,
   type ObjectId,
   objectReferences,
+  parseObjectId,
   type RecordRef,
   TensorFSError,
   throwIfAborted,
 } from '@tensorfs/format';
-
-function checkId(id: string): ObjectId {
-  if (!isObjectId(id)) {
-    throw new TensorFSError('invalid_argument', 'not an object id (expected sha256:<64 lowercase hex>)', {
-      details: { actual: String(id).slice(0, 80) },
-    });
-  }
-  return id;
-}
 
 function hashOf(pieces: readonly Uint8Array[]): { id: ObjectId; length: number; bytes: Uint8Array } {
   const h = createHash('sha256');
@@ -60,7 +52,7 @@ class MemoryLease implements Lease {
     if (!this.live()) throw new TensorFSError('conflict', 'lease expired or released', { details: { lease: this.id } });
   }
   add(ids: readonly ObjectId[]): void {
-    for (const id of ids) checkId(id);
+    for (const id of ids) parseObjectId(id);
     this.assertLive();
     const held = this.owner.leases.get(this.id)!;
     for (const id of ids) held.add(id);
@@ -84,7 +76,7 @@ export class MemoryStore implements Store {
   readonly leases = new Map<string, Set<ObjectId>>();
 
   private get(id: ObjectId): Uint8Array {
-    const bytes = this.objects.get(checkId(id));
+    const bytes = this.objects.get(parseObjectId(id));
     if (bytes === undefined)
       throw new TensorFSError('not_found', 'object not in the store', { details: { digest: id } });
     return bytes;
@@ -110,12 +102,12 @@ export class MemoryStore implements Store {
   }
 
   async has(id: ObjectId): Promise<boolean> {
-    return this.objects.has(checkId(id));
+    return this.objects.has(parseObjectId(id));
   }
 
   async put(bytes: Chunks, options: { expected?: ObjectId; lease?: Lease } = {}): Promise<PutResult> {
     const h = hashOf(bytes instanceof Uint8Array ? [bytes] : bytes);
-    if (options.expected !== undefined && checkId(options.expected) !== h.id) {
+    if (options.expected !== undefined && parseObjectId(options.expected) !== h.id) {
       throw new TensorFSError('corrupt', 'bytes do not hash to the expected id', {
         details: { rule: 'digest', expected: options.expected, actual: h.id },
       });
@@ -130,7 +122,7 @@ export class MemoryStore implements Store {
     chunks: AsyncIterable<Uint8Array>,
     options: { expected?: ObjectId; expectedLength?: number; lease?: Lease; signal?: AbortSignal } = {},
   ): Promise<PutResult> {
-    if (options.expected !== undefined && this.objects.has(checkId(options.expected))) {
+    if (options.expected !== undefined && this.objects.has(parseObjectId(options.expected))) {
       this.claim(options.lease, options.expected);
       return { id: options.expected, length: this.objects.get(options.expected)!.length, written: false };
     }
@@ -159,47 +151,15 @@ export class MemoryStore implements Store {
   }
 
   recordsSource(records: readonly RecordRef[], options: ReadOptions = {}): FileSource {
-    const starts: number[] = [];
-    let size = 0;
-    records.forEach((r, i) => {
-      checkId(r.digest);
-      if (!Number.isSafeInteger(r.length) || r.length < 0) {
-        throw new TensorFSError('invalid_argument', 'record length must be a non-negative integer', {
-          details: { index: i, actual: r.length },
+    return recordsSourceOf(records, async (r, start, target) => {
+      const bytes = options.verify ? this.verified(r.digest) : this.get(r.digest);
+      if (bytes.length !== r.length) {
+        throw new TensorFSError('corrupt', 'object length differs from its record', {
+          details: { rule: 'length', digest: r.digest, expected: r.length, actual: bytes.length },
         });
       }
-      starts.push(size);
-      size += r.length;
+      target.set(bytes.subarray(start, start + target.length));
     });
-    const readInto = async (offset: number, target: Uint8Array, signal?: AbortSignal): Promise<void> => {
-      checkRange(offset, target.length, size);
-      let done = 0;
-      for (let i = 0; i < records.length && done < target.length; i++) {
-        throwIfAborted(signal);
-        const r = records[i]!;
-        const from = offset + done - starts[i]!;
-        if (from < 0 || from >= r.length) continue;
-        const bytes = options.verify ? this.verified(r.digest) : this.get(r.digest);
-        if (bytes.length !== r.length) {
-          throw new TensorFSError('corrupt', 'object length differs from its record', {
-            details: { rule: 'length', digest: r.digest, expected: r.length, actual: bytes.length },
-          });
-        }
-        const n = Math.min(r.length - from, target.length - done);
-        target.set(bytes.subarray(from, from + n), done);
-        done += n;
-      }
-    };
-    return {
-      size,
-      readInto,
-      async read(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
-        checkRange(offset, length, size);
-        const out = new Uint8Array(length);
-        await readInto(offset, out, signal);
-        return out;
-      },
-    };
   }
 
   async putManifest(m: Manifest, options: { lease?: Lease } = {}): Promise<ObjectId> {
@@ -226,8 +186,8 @@ export class MemoryStore implements Store {
 
   async setRef(name: string, id: ObjectId, options: { expected?: ObjectId | null; lease?: Lease } = {}): Promise<void> {
     validateRefName(name);
-    checkId(id);
-    if (options.expected !== undefined && options.expected !== null) checkId(options.expected);
+    parseObjectId(id);
+    if (options.expected !== undefined && options.expected !== null) parseObjectId(options.expected);
     if (options.lease instanceof MemoryLease) options.lease.assertLive();
     const current = this.refs.get(name) ?? null;
     if (options.expected !== undefined && options.expected !== current) {

@@ -1,6 +1,6 @@
 import fsp from 'node:fs/promises';
 import { type ByteSource, checkRange, TensorFSError } from '@tensorfs/format';
-import { errnoOf, ioError } from './fsutil.js';
+import { errnoOf, ioError, readFully, shrank } from './fsutil.js';
 
 /** A {@link ByteSource} over a file that can also read straight into a caller's buffer. */
 export interface FileSource extends ByteSource {
@@ -12,14 +12,7 @@ export interface FileSource extends ByteSource {
 export function fileHandleSource(fh: fsp.FileHandle, size: number): FileSource {
   const readInto = async (offset: number, target: Uint8Array): Promise<void> => {
     checkRange(offset, target.length, size);
-    let done = 0;
-    while (done < target.length) {
-      const { bytesRead } = await fh.read(target, done, target.length - done, offset + done);
-      if (bytesRead === 0) {
-        throw new TensorFSError('conflict', 'file shrank while being read', { details: { offset: offset + done } });
-      }
-      done += bytesRead;
-    }
+    await readFully(fh, offset, target, (at) => shrank('file shrank while being read', at));
   };
   return {
     size,

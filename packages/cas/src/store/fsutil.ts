@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { hostname } from 'node:os';
-import { dirname } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { TensorFSError, isTensorFSError } from '@tensorfs/format';
 
 /** Directory fsync errors that mean "this filesystem cannot do that" (restic tolerates the same). */
@@ -39,6 +39,14 @@ export function errnoOf(err: unknown): string | undefined {
 /** A unique temp file name: `<host>-<pid>-<random>.tmp` (the pid lets GC recognise dead writers). */
 export function tempName(): string {
   return `${HOST}-${process.pid}-${randomBytes(8).toString('hex')}.tmp`;
+}
+
+/**
+ * A unique temp beside `dest` (export, symlink replacement): `.<dest name>.<tempName()>`, hidden,
+ * in `dest`'s folder so the final rename stays on one filesystem; the same scheme as the store's.
+ */
+export function siblingTemp(dest: string): string {
+  return join(dirname(dest), `.${basename(dest).slice(0, 100)}.${tempName()}`);
 }
 
 /** Parses a temp name back into its host and pid, or null if it is not one of ours. */
@@ -144,4 +152,61 @@ function parentsToSync(dir: string, created: string): string[] {
     if (d === created) break;
   }
   return parents.reverse();
+}
+
+/** `conflict`: a file being read ended at `offset`, before its size when opened. */
+export function shrank(message: string, offset: number): TensorFSError {
+  return new TensorFSError('conflict', message, { details: { offset } });
+}
+
+/** Bytes per chunk when the store streams or copies a file (reads, exports, imports, hashing). */
+export const CHUNK_BYTES = 8 << 20;
+
+/**
+ * Fills all of `target` from `fh` at `position`. An OS failure is `io` (with `path`, which must be
+ * store-relative or a bare name); the file ending first is the caller's error (`short(at)`, given
+ * the absolute offset where bytes ran out): `corrupt` for an object, `conflict` for a file that
+ * shrank while being read.
+ */
+export async function readFully(
+  fh: fsp.FileHandle,
+  position: number,
+  target: Uint8Array,
+  short: (at: number) => TensorFSError,
+  path?: string,
+): Promise<void> {
+  let done = 0;
+  while (done < target.length) {
+    let bytesRead: number;
+    try {
+      ({ bytesRead } = await fh.read(target, done, target.length - done, position + done));
+    } catch (err) {
+      throw ioError(err, 'read', path);
+    }
+    if (bytesRead === 0) throw short(position + done);
+    done += bytesRead;
+  }
+}
+
+/** Writes all of `bytes` at `position` (or at the current position when null); OS failures are `io`. */
+export async function writeFully(
+  fh: fsp.FileHandle,
+  bytes: Uint8Array,
+  position: number | null = null,
+  path?: string,
+): Promise<void> {
+  let done = 0;
+  try {
+    while (done < bytes.length) {
+      const { bytesWritten } = await fh.write(
+        bytes,
+        done,
+        bytes.length - done,
+        position === null ? null : position + done,
+      );
+      done += bytesWritten;
+    }
+  } catch (err) {
+    throw ioError(err, 'write', path);
+  }
 }

@@ -22,7 +22,7 @@ import {
 import { planAndHash } from '@tensorfs/planner';
 import { createNodeHasher } from '../hash/index.js';
 import { fileHandleSource } from './file-source.js';
-import { errnoOf, ioError } from './fsutil.js';
+import { CHUNK_BYTES, errnoOf, ioError, readFully, shrank } from './fsutil.js';
 import type { Lease } from './leases.js';
 import { type Objects, type PutResult, writeAllv } from './objects.js';
 
@@ -126,19 +126,9 @@ export async function scanTree(abs: string): Promise<Found[]> {
 
 /** Streams `[offset, offset+length)` of an open file in 8 MiB chunks. */
 async function* fileRange(fh: fsp.FileHandle, offset: number, length: number): AsyncGenerator<Uint8Array> {
-  const step = 8 << 20;
-  for (let at = 0; at < length; at += step) {
-    const n = Math.min(step, length - at);
-    const buf = new Uint8Array(n);
-    let done = 0;
-    while (done < n) {
-      const { bytesRead } = await fh.read(buf, done, n - done, offset + at + done);
-      if (bytesRead === 0)
-        throw new TensorFSError('conflict', 'file shrank while being imported', {
-          details: { offset: offset + at + done },
-        });
-      done += bytesRead;
-    }
+  for (let at = 0; at < length; at += CHUNK_BYTES) {
+    const buf = new Uint8Array(Math.min(CHUNK_BYTES, length - at));
+    await readFully(fh, offset + at, buf, (end) => shrank('file shrank while being imported', end));
     yield buf;
   }
 }

@@ -5,10 +5,9 @@
  * lapses and GC may then collect its orphans.
  */
 import { randomBytes } from 'node:crypto';
-import { type ObjectId, TensorFSError } from '@tensorfs/format';
+import { type ObjectId, TensorFSError, parseObjectId } from '@tensorfs/format';
 import { type Db, immediate } from './db.js';
 import { HOST, pidAlive } from './fsutil.js';
-import { checkId } from './objects.js';
 
 /** Default lease lifetime without renewal. */
 export const DEFAULT_LEASE_TTL_MS = 10 * 60_000;
@@ -83,7 +82,7 @@ export class DbLease implements Lease {
   }
 
   add(ids: readonly ObjectId[]): void {
-    for (const id of ids) checkId(id);
+    for (const id of ids) parseObjectId(id);
     immediate(this.db, () => {
       assertLeaseLive(this.db, this.id);
       const ins = this.db.prepare('INSERT OR IGNORE INTO lease_objects(lease_id, object_id) VALUES (?, ?)');

@@ -12,12 +12,12 @@ import {
   type ObjectId,
   TensorFSError,
   checkRange,
-  isObjectId,
   objectIdFromDigest,
+  parseObjectId,
   throwIfAborted,
 } from '@tensorfs/format';
 import { type Db, immediate } from './db.js';
-import { errnoOf, fsyncDir, ioError, mkdirDurable, tempName } from './fsutil.js';
+import { CHUNK_BYTES, errnoOf, fsyncDir, ioError, mkdirDurable, readFully, tempName, writeFully } from './fsutil.js';
 import { type Layout, objectDir, objectPath, objectRel } from './layout.js';
 
 /** Result of an admission. `written` is true when this call published the object. */
@@ -44,16 +44,6 @@ export function hashChunks(chunks: readonly Uint8Array[]): { id: ObjectId; lengt
     length += c.length;
   }
   return { id: objectIdFromDigest(h.digest()), length };
-}
-
-/** Throws `invalid_argument` unless `id` is a well-formed object id. */
-export function checkId(id: string): ObjectId {
-  if (!isObjectId(id)) {
-    throw new TensorFSError('invalid_argument', 'not an object id (expected sha256:<64 lowercase hex>)', {
-      details: { actual: String(id).slice(0, 80) },
-    });
-  }
-  return id;
 }
 
 /** A complete, synced temp file. */
@@ -87,7 +77,7 @@ export class Objects {
 
   /** True if the object file exists (and is not quarantined as corrupt). */
   async has(id: ObjectId): Promise<boolean> {
-    checkId(id);
+    parseObjectId(id);
     if (this.quarantined(id)) return false;
     try {
       await fsp.stat(this.path(id));
@@ -127,7 +117,7 @@ export class Objects {
 
   /** Size of a stored object; `not_found` if absent, `corrupt` if quarantined. */
   async size(id: ObjectId): Promise<number> {
-    checkId(id);
+    parseObjectId(id);
     this.refuseQuarantined(id);
     try {
       return (await fsp.stat(this.path(id))).size;
@@ -189,7 +179,7 @@ export class Objects {
     this.assertWritable();
     const chunks = chunkList(bytes);
     const { id, length } = hashChunks(chunks);
-    if (options.expected !== undefined && checkId(options.expected) !== id) {
+    if (options.expected !== undefined && parseObjectId(options.expected) !== id) {
       throw new TensorFSError('corrupt', 'bytes do not hash to the expected id', {
         details: { expected: options.expected, actual: id },
       });
@@ -222,7 +212,7 @@ export class Objects {
     this.assertWritable();
     const { expected, expectedLength, signal } = options;
     if (expected !== undefined) {
-      checkId(expected);
+      parseObjectId(expected);
       const have = this.present(expected, options.lease, expectedLength);
       if (have >= 0) return { id: expected, length: have, written: false };
     }
@@ -238,7 +228,7 @@ export class Objects {
           });
         }
         h.update(chunk);
-        await writeAll(fh, chunk);
+        await writeFully(fh, chunk);
       }
       return n;
     });
@@ -375,7 +365,7 @@ export class Objects {
 
   /** Opens an object for reading; `not_found`, `corrupt` (quarantined, unless `raw`) or `io`. */
   async open(id: ObjectId, raw = false): Promise<{ fh: fsp.FileHandle; size: number }> {
-    checkId(id);
+    parseObjectId(id);
     if (!raw) this.refuseQuarantined(id);
     let fh: fsp.FileHandle;
     try {
@@ -413,7 +403,7 @@ export class Objects {
     id: ObjectId,
     options: { verify?: boolean; chunkSize?: number; signal?: AbortSignal } = {},
   ): AsyncGenerator<Uint8Array> {
-    const chunkSize = options.chunkSize ?? 8 << 20;
+    const chunkSize = options.chunkSize ?? CHUNK_BYTES;
     if (!Number.isSafeInteger(chunkSize) || chunkSize < 1) {
       throw new TensorFSError('invalid_argument', 'chunkSize must be a positive integer', {
         details: { actual: chunkSize },
@@ -475,7 +465,7 @@ export class Objects {
     const h = createHash('sha256');
     let length = 0;
     try {
-      const buf = Buffer.allocUnsafe(8 << 20);
+      const buf = Buffer.allocUnsafe(CHUNK_BYTES);
       for (;;) {
         throwIfAborted(signal);
         const { bytesRead } = await fh.read(buf, 0, buf.length, length);
@@ -504,41 +494,21 @@ export async function readExactly(
   return out;
 }
 
-/** Fills `target` from `fh` at `offset`; a short object is `corrupt`, an OS failure `io`. */
-export async function readExactlyInto(
-  fh: fsp.FileHandle,
-  offset: number,
-  target: Uint8Array,
-  id: ObjectId,
-): Promise<void> {
-  const length = target.length;
-  let done = 0;
-  try {
-    while (done < length) {
-      const { bytesRead } = await fh.read(target, done, length - done, offset + done);
-      if (bytesRead === 0) break;
-      done += bytesRead;
-    }
-  } catch (err) {
-    throw ioError(err, 'read', objectRel(id));
-  }
-  if (done !== length) {
-    throw new TensorFSError('corrupt', 'object is shorter than expected', {
-      details: { rule: 'length', digest: id, expected: offset + length, actual: offset + done },
-    });
-  }
-}
-
-/** Writes one buffer completely at the current position. */
-export async function writeAll(fh: fsp.FileHandle, chunk: Uint8Array): Promise<void> {
-  let off = 0;
-  while (off < chunk.length) {
-    const { bytesWritten } = await fh.write(chunk, off, chunk.length - off);
-    off += bytesWritten;
-  }
+/** Fills `target` from object `id`'s open file at `offset`: a short object is `corrupt`, an OS failure `io`. */
+export function readExactlyInto(fh: fsp.FileHandle, offset: number, target: Uint8Array, id: ObjectId): Promise<void> {
+  return readFully(
+    fh,
+    offset,
+    target,
+    (at) =>
+      new TensorFSError('corrupt', 'object is shorter than expected', {
+        details: { rule: 'length', digest: id, expected: offset + target.length, actual: at },
+      }),
+    objectRel(id),
+  );
 }
 
 /** Writes several buffers completely at the current position. */
 export async function writeAllv(fh: fsp.FileHandle, chunks: readonly Uint8Array[]): Promise<void> {
-  for (const c of chunks) await writeAll(fh, c);
+  for (const c of chunks) await writeFully(fh, c);
 }

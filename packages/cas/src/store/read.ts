@@ -6,18 +6,19 @@
  */
 import { createHash } from 'node:crypto';
 import * as fsp from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname } from 'node:path';
 import {
-  type ByteSource,
   type ObjectId,
   type RecordRef,
   TensorFSError,
   checkRange,
+  parseObjectId,
   throwIfAborted,
 } from '@tensorfs/format';
-import { errnoOf, fsyncDir, ioError } from './fsutil.js';
+import type { FileSource } from './file-source.js';
+import { CHUNK_BYTES, errnoOf, fsyncDir, ioError, siblingTemp, writeFully } from './fsutil.js';
 import { objectRel } from './layout.js';
-import { type Objects, checkId, readExactlyInto } from './objects.js';
+import { type Objects, readExactlyInto } from './objects.js';
 
 /** Options for reads over records. */
 export interface ReadOptions {
@@ -30,7 +31,7 @@ function offsetsOf(records: readonly RecordRef[]): number[] {
   const offsets = new Array<number>(records.length + 1);
   let at = 0;
   records.forEach((r, i) => {
-    checkId(r.digest);
+    parseObjectId(r.digest);
     if (!Number.isSafeInteger(r.length) || r.length < 0) {
       throw new TensorFSError('invalid_argument', 'record length must be a non-negative integer', {
         details: { index: i, actual: r.length },
@@ -56,17 +57,23 @@ function recordAt(offsets: readonly number[], offset: number): number {
 }
 
 /**
- * A random-access byte source over a record list of the store. Besides `read`, it has
- * `readInto(offset, target)`, which fills a caller's buffer straight from the object files.
+ * Fills `target` with the bytes at `start` of record `record`'s object. It checks what the
+ * implementation can (the object's length against the record: `corrupt`; with verification, its
+ * digest) and fails `not_found` for an absent object.
  */
-export function recordsSource(
-  objects: Objects,
+export type PieceReader = (record: RecordRef, start: number, target: Uint8Array, signal?: AbortSignal) => Promise<void>;
+
+/**
+ * A random-access {@link FileSource} over a record list, reading each piece through `readPiece`:
+ * the one record-offset walk every store implementation shares (the list is validated first:
+ * `invalid_argument` for a bad id or length; reads outside the file are `invalid_argument`).
+ */
+export function recordsSourceOf(
   records: readonly RecordRef[],
-  options: ReadOptions = {},
-): ByteSource & { readInto(offset: number, target: Uint8Array, signal?: AbortSignal): Promise<void> } {
+  readPiece: PieceReader,
+): FileSource & { readInto(offset: number, target: Uint8Array, signal?: AbortSignal): Promise<void> } {
   const offsets = offsetsOf(records);
   const size = offsets[records.length]!;
-  const verified = new Set<ObjectId>();
   const readInto = async (offset: number, target: Uint8Array, signal?: AbortSignal): Promise<void> => {
     const length = target.length;
     checkRange(offset, length, size);
@@ -77,17 +84,7 @@ export function recordsSource(
       const start = offset + done - offsets[i]!;
       const n = Math.min(r.length - start, length - done);
       if (n <= 0) continue;
-      if (options.verify && !verified.has(r.digest)) {
-        await checkWhole(objects, r, signal);
-        verified.add(r.digest);
-      }
-      const { fh, size: actual } = await objects.open(r.digest);
-      try {
-        if (actual !== r.length) objects.corrupt(r.digest, 'length', { expected: r.length, actual });
-        await readExactlyInto(fh, start, target.subarray(done, done + n), r.digest);
-      } finally {
-        await fh.close();
-      }
+      await readPiece(r, start, target.subarray(done, done + n), signal);
       done += n;
     }
   };
@@ -101,6 +98,31 @@ export function recordsSource(
       return out;
     },
   };
+}
+
+/**
+ * A random-access byte source over a record list of the local store. Besides `read`, it has
+ * `readInto(offset, target)`, which fills a caller's buffer straight from the object files.
+ */
+export function recordsSource(
+  objects: Objects,
+  records: readonly RecordRef[],
+  options: ReadOptions = {},
+): FileSource & { readInto(offset: number, target: Uint8Array, signal?: AbortSignal): Promise<void> } {
+  const verified = new Set<ObjectId>();
+  return recordsSourceOf(records, async (r, start, target, signal) => {
+    if (options.verify && !verified.has(r.digest)) {
+      await checkWhole(objects, r, signal);
+      verified.add(r.digest);
+    }
+    const { fh, size: actual } = await objects.open(r.digest);
+    try {
+      if (actual !== r.length) objects.corrupt(r.digest, 'length', { expected: r.length, actual });
+      await readExactlyInto(fh, start, target, r.digest);
+    } finally {
+      await fh.close();
+    }
+  });
 }
 
 async function checkWhole(objects: Objects, r: RecordRef, signal?: AbortSignal): Promise<void> {
@@ -118,8 +140,6 @@ export interface WriteFileOptions extends ReadOptions {
   onBytes?: (n: number) => void;
 }
 
-const COPY_BUF = 8 << 20;
-
 /**
  * Rebuilds a file from its records at `dest`, byte-exact and atomically: a unique temp beside
  * `dest`, every record copied with its length checked (and rehashed with `verify`), fdatasync,
@@ -133,10 +153,7 @@ export async function writeRecordsFile(
 ): Promise<number> {
   offsetsOf(records);
   const dir = dirname(dest);
-  const tmp = join(
-    dir,
-    `.${basename(dest).slice(0, 100)}.tfs-${process.pid}-${Math.random().toString(16).slice(2, 10)}.tmp`,
-  );
+  const tmp = siblingTemp(dest);
   let fh: fsp.FileHandle;
   try {
     fh = await fsp.open(tmp, 'wx', 0o600);
@@ -145,7 +162,7 @@ export async function writeRecordsFile(
   }
   let total = 0;
   try {
-    const bufs = [Buffer.allocUnsafe(COPY_BUF), Buffer.allocUnsafe(COPY_BUF)];
+    const bufs = [Buffer.allocUnsafe(CHUNK_BYTES), Buffer.allocUnsafe(CHUNK_BYTES)];
     for (const r of records) {
       total += await copyObject(objects, r, fh, total, bufs, options);
     }
@@ -186,11 +203,11 @@ async function copyObject(
       throwIfAborted(options.signal);
       const buf = bufs[which]!;
       const want = Math.min(buf.length, size - done);
-      await readInto(fh, buf, want, done, r.digest);
+      await readExactlyInto(fh, done, buf.subarray(0, want), r.digest);
       const chunk = buf.subarray(0, want);
       h?.update(chunk);
       await pending;
-      pending = writeAt(out, chunk, at + done).then(() => options.onBytes?.(want));
+      pending = writeFully(out, chunk, at + done).then(() => options.onBytes?.(want));
       done += want;
     }
     await pending;
@@ -204,28 +221,5 @@ async function copyObject(
     throw ioError(err, 'copy', objectRel(r.digest));
   } finally {
     await fh.close();
-  }
-}
-
-/** Fills `buf[0, n)` from `fh` at `pos`; a short file is `corrupt`. */
-async function readInto(fh: fsp.FileHandle, buf: Buffer, n: number, pos: number, id: ObjectId): Promise<void> {
-  let got = 0;
-  while (got < n) {
-    const { bytesRead } = await fh.read(buf, got, n - got, pos + got);
-    if (bytesRead === 0) {
-      throw new TensorFSError('corrupt', 'object is shorter than expected', {
-        details: { rule: 'length', digest: id, actual: pos + got },
-      });
-    }
-    got += bytesRead;
-  }
-}
-
-/** Writes all of `chunk` at `pos`. */
-async function writeAt(fh: fsp.FileHandle, chunk: Uint8Array, pos: number): Promise<void> {
-  let off = 0;
-  while (off < chunk.length) {
-    const { bytesWritten } = await fh.write(chunk, off, chunk.length - off, pos + off);
-    off += bytesWritten;
   }
 }

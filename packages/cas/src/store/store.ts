@@ -14,17 +14,18 @@ import {
   decodeManifest,
   encodeManifest,
   isObjectId,
+  parseObjectId,
   throwIfAborted,
   validatePath,
 } from '@tensorfs/format';
 import { type Db, bumpEpoch, durably, openDb } from './db.js';
-import { errnoOf, fsyncDir, ioError, mkdirDurable } from './fsutil.js';
+import { errnoOf, fsyncDir, ioError, mkdirDurable, siblingTemp } from './fsutil.js';
 import { type GcOptions, type GcResult, collect } from './gc.js';
 import { childrenOf, reach } from './graph.js';
 import { type ImportOptions, type ImportResult, importTree } from './import.js';
 import { type Layout, layoutOf, validateRefName } from './layout.js';
 import { DEFAULT_LEASE_TTL_MS, DbLease, type Lease, type LeaseOptions, assertLeaseLive } from './leases.js';
-import { type Chunks, Objects, type PutResult, checkId } from './objects.js';
+import { type Chunks, Objects, type PutResult } from './objects.js';
 import type { FileSource } from './file-source.js';
 import type { Store } from './port.js';
 import { type ReadOptions, recordsSource, writeRecordsFile } from './read.js';
@@ -243,7 +244,7 @@ export class LocalStore implements Store {
   /** Reads, verifies and decodes a manifest; `malformed` if the object is not one. */
   async getManifest(id: ObjectId): Promise<Manifest> {
     this.live();
-    return decodeManifest(await this.objects.read(checkId(id), true));
+    return decodeManifest(await this.objects.read(parseObjectId(id), true));
   }
 
   /**
@@ -304,8 +305,8 @@ export class LocalStore implements Store {
   async setRef(name: string, id: ObjectId, options: { expected?: ObjectId | null; lease?: Lease } = {}): Promise<void> {
     this.live();
     this.objects.assertWritable();
-    checkId(id);
-    if (options.expected !== undefined && options.expected !== null) checkId(options.expected);
+    parseObjectId(id);
+    if (options.expected !== undefined && options.expected !== null) parseObjectId(options.expected);
     const children = await this.closureOf(id);
     writeRef(this.db, this.layout, name, id, options.expected, () => {
       if (options.lease) assertLeaseLive(this.db, options.lease.id);
@@ -333,7 +334,7 @@ export class LocalStore implements Store {
   async addRoot(id: ObjectId, reason: string): Promise<void> {
     this.live();
     this.objects.assertWritable();
-    checkId(id);
+    parseObjectId(id);
     if (typeof reason !== 'string' || reason.length === 0 || reason.length > 500) {
       throw new TensorFSError('invalid_argument', 'a root needs a reason of 1..500 characters', {
         details: { actual: typeof reason === 'string' ? reason.length : typeof reason },
@@ -355,7 +356,7 @@ export class LocalStore implements Store {
   async removeRoot(id: ObjectId): Promise<void> {
     this.live();
     this.objects.assertWritable();
-    checkId(id);
+    parseObjectId(id);
     const changes = durably(this.db, () => this.db.prepare('DELETE FROM roots WHERE id = ?').run(id).changes);
     if (changes === 0) throw new TensorFSError('not_found', 'not a root', { details: { digest: id } });
   }
@@ -545,7 +546,7 @@ async function ensureParents(root: string, rel: string): Promise<void> {
 
 /** Replaces `dest` with a symlink to `target` atomically (temp link + rename + dir fsync). */
 async function replaceSymlink(target: string, dest: string): Promise<void> {
-  const tmp = `${dest}.tfs-${process.pid}-${Math.random().toString(16).slice(2, 10)}.tmp`;
+  const tmp = siblingTemp(dest);
   try {
     await fsp.symlink(target, tmp);
     await fsp.rename(tmp, dest);
