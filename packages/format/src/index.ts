@@ -9,3 +9,4 @@ export * from './source.js';
 export * from './safetensors/index.js';
 export * from './gguf/index.js';
 export * from './manifest/index.js';
+export * from './codecs.js';
