@@ -180,7 +180,7 @@ export class Objects {
   /** Refuses writes on a read-only store. */
   assertWritable(): void {
     if (this.readOnly) {
-      throw new TensorFSError('denied', 'the store was opened read-only', { details: { rule: 'read_only' } });
+      throw new TensorFSError('denied', 'the store was opened read-only', { details: { rule: 'store.read_only' } });
     }
   }
 
@@ -464,7 +464,7 @@ export class Objects {
       'corrupt',
       `object ${rule === 'digest' ? 'does not match its digest' : 'has the wrong length'}`,
       {
-        details: { rule, digest: id, ...details },
+        details: { rule: `store.${rule}`, digest: id, ...details },
       },
     );
   }
@@ -524,7 +524,7 @@ export async function readExactlyInto(
   }
   if (done !== length) {
     throw new TensorFSError('corrupt', 'object is shorter than expected', {
-      details: { rule: 'length', digest: id, expected: offset + length, actual: offset + done },
+      details: { rule: 'store.length', digest: id, expected: offset + length, actual: offset + done },
     });
   }
 }

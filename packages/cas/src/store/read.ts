@@ -214,7 +214,7 @@ async function readInto(fh: fsp.FileHandle, buf: Buffer, n: number, pos: number,
     const { bytesRead } = await fh.read(buf, got, n - got, pos + got);
     if (bytesRead === 0) {
       throw new TensorFSError('corrupt', 'object is shorter than expected', {
-        details: { rule: 'length', digest: id, actual: pos + got },
+        details: { rule: 'store.length', digest: id, actual: pos + got },
       });
     }
     got += bytesRead;
