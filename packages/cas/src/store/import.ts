@@ -12,6 +12,7 @@
 import * as fsp from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import {
+  comparePaths,
   type ManifestEntry,
   type ObjectId,
   TensorFSError,
@@ -86,7 +87,7 @@ export async function scanTree(abs: string): Promise<Found[]> {
   if (st.isFile()) return [{ rel: basename(abs), abs, kind: 'file', size: st.size, mode: st.mode }];
   if (!st.isDirectory()) {
     throw new TensorFSError('unsupported', 'only a regular file or a folder can be imported', {
-      details: { path: basename(abs), rule: 'file_type' },
+      details: { path: basename(abs), rule: 'store.file_type' },
     });
   }
   // Walk with lstat semantics: a symlink (to a folder too) is recorded as a link, never followed
@@ -115,13 +116,14 @@ export async function scanTree(abs: string): Promise<Found[]> {
       } else if (d.isSymbolicLink()) out.push({ rel, abs: file, kind: 'symlink', size: 0, mode: 0 });
       else {
         throw new TensorFSError('unsupported', 'the folder holds a special file (socket, device or FIFO)', {
-          details: { path: rel, rule: 'file_type' },
+          details: { path: rel, rule: 'store.file_type' },
         });
       }
     }
   };
   await walk(abs, '');
-  return out.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
+  // Manifest order (UTF-8 bytes), not UTF-16 code units: they differ for astral vs U+E000+ names.
+  return out.sort((a, b) => comparePaths(a.rel, b.rel));
 }
 
 /** Streams `[offset, offset+length)` of an open file in 8 MiB chunks. */

@@ -1,6 +1,7 @@
 /**
  * GGUF header parsing and validation (header, KVs, tensor infos; never tensor data).
  */
+import { requireBytes } from '../args.js';
 import { type ErrorDetails, TensorFSError } from '../errors.js';
 import { Cursor, ggufError, NeedMoreBytes } from './_cursor.js';
 import { GGML_MAX_DIMS, GGML_MAX_NAME, GGUF_DEFAULT_ALIGNMENT, ggmlPad, ggmlTensorGeometry } from './geometry.js';
@@ -37,7 +38,9 @@ export const GGUF_FIXED_HEADER_BYTES = 24;
 /** Longest key accepted, in bytes (the GGUF spec's limit; ggml does not check it). */
 export const GGUF_MAX_KEY_BYTES = 65535;
 
-const MAGIC = [0x47, 0x47, 0x55, 0x46]; // "GGUF"
+/** The four bytes every GGUF file starts with: `GGUF`. */
+export const GGUF_MAGIC: Uint8Array = /* @__PURE__ */ Uint8Array.of(0x47, 0x47, 0x55, 0x46);
+const MAGIC = GGUF_MAGIC;
 /** Smallest possible KV: key length, one key byte, value type, one value byte. */
 const MIN_KV_BYTES = 8 + 1 + 4 + 1;
 /** Smallest possible tensor info: name length (empty name), n_dims, type, offset. */
@@ -60,6 +63,7 @@ const VALUE_SIZES = [1, 1, 2, 2, 4, 4, 4, 1, 8, 12, 8, 8, 8];
  *   error's `details` carries `rule` and `offset`, plus `key` or `tensor` where one is concerned.
  */
 export function parseGgufHeader(bytes: Uint8Array, options: GgufParseOptions = {}): GgufHeader {
+  requireBytes(bytes, 'bytes', 'gguf');
   const fileSize = options.fileSize ?? bytes.length;
   if (!Number.isSafeInteger(fileSize) || fileSize < bytes.length) {
     throw new TensorFSError('invalid_argument', 'fileSize must be an integer at least bytes.length', {
@@ -71,7 +75,7 @@ export function parseGgufHeader(bytes: Uint8Array, options: GgufParseOptions = {
   } catch (err) {
     if (!(err instanceof NeedMoreBytes)) throw err;
     throw new TensorFSError('invalid_argument', 'the bytes given end before the GGUF header does', {
-      details: { format: 'gguf', rule: 'need_more_bytes', length: bytes.length, needed: err.needed },
+      details: { format: 'gguf', rule: 'gguf.need_more_bytes', length: bytes.length, needed: err.needed },
     });
   }
 }

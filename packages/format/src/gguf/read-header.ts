@@ -1,8 +1,8 @@
 /**
  * Reading a GGUF header from a {@link ByteSource}, incrementally.
  */
-import { TensorFSError, throwIfAborted, toTensorFSError } from '../errors.js';
-import type { ByteSource } from '../source.js';
+import { TensorFSError } from '../errors.js';
+import { type ByteSource, checkByteSource, readFully } from '../source.js';
 import { NeedMoreBytes } from './_cursor.js';
 import { emptyMetadata, GGUF_FIXED_HEADER_BYTES, limitsOption, parseGgufPrefix } from './parse-header.js';
 import type { GgufHeader, GgufParseOptions } from './types.js';
@@ -19,6 +19,7 @@ export const GGUF_INITIAL_READ_BYTES = 1024 * 1024;
  * @throws {TensorFSError} as {@link parseGgufHeader}; `io`/`cancelled` from the source or the signal.
  */
 export async function readGgufHeader(source: ByteSource, options: GgufParseOptions = {}): Promise<GgufHeader> {
+  checkByteSource(source);
   const fileSize = source.size;
   if (!Number.isSafeInteger(fileSize) || fileSize < 0) {
     throw new TensorFSError('invalid_argument', 'the source size must be a non-negative integer', {
@@ -58,20 +59,9 @@ async function readCopy(
   length: number,
   signal: AbortSignal | undefined,
 ): Promise<Uint8Array> {
-  throwIfAborted(signal);
+  const chunk = await readFully(source, prefix.length, length - prefix.length, signal);
   const out = new Uint8Array(length);
   out.set(prefix);
-  let chunk: Uint8Array;
-  try {
-    chunk = await source.read(prefix.length, length - prefix.length, signal);
-  } catch (err) {
-    throw toTensorFSError(err, 'io');
-  }
-  if (chunk.length !== length - prefix.length) {
-    throw new TensorFSError('io', 'the source returned fewer bytes than asked', {
-      details: { offset: prefix.length, length: length - prefix.length, actual: chunk.length },
-    });
-  }
   out.set(chunk, prefix.length);
   return out;
 }

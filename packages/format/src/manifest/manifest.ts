@@ -8,10 +8,11 @@
  * symlink: { "kind": "symlink", "path": tstr, "target": tstr }
  * ```
  */
+import { requireBytes, requireObject, requireObjects, requireString } from '../args.js';
 import { type CborKey, type CborValue, compareBytes, decodeCbor, encodeCbor } from './cbor.js';
 import { type ErrorCode, TensorFSError } from '../errors.js';
 import { digestInto, isObjectId, type ObjectId, objectIdFromDigest } from '../ids.js';
-import { checkPath, checkSymlinkTarget } from './paths.js';
+import { checkPath, checkSymlinkTarget, comparePaths, manifestRule } from './paths.js';
 import { isPlanProfile, MAX_PLAN_RECORDS, type PlanProfile, RECORD_GRID_BYTES } from './profiles.js';
 
 /** One record of a stored file: an object and its exact length. The file is the concatenation. */
@@ -113,8 +114,11 @@ function encodeValid(manifest: Manifest): Uint8Array {
  * rule {@link encodeManifest} checks; `unsupported` for another manifest version, entry kind or profile.
  */
 export function decodeManifest(bytes: Uint8Array): Manifest {
+  requireBytes(bytes, 'bytes', 'manifest');
   if (bytes.length < TFM1_MAGIC.length || compareBytes(bytes.subarray(0, 4), TFM1_MAGIC) !== 0) {
-    throw new TensorFSError('malformed', 'not a TFM1 manifest (bad magic)', { details: { rule: 'magic', offset: 0 } });
+    throw new TensorFSError('malformed', 'not a TFM1 manifest (bad magic)', {
+      details: { rule: 'manifest.magic', offset: 0 },
+    });
   }
   let root: CborValue;
   try {
@@ -126,7 +130,7 @@ export function decodeManifest(bytes: Uint8Array): Manifest {
   const version = top.get('version');
   if (version !== MANIFEST_VERSION) {
     throw new TensorFSError('unsupported', 'unsupported TFM1 manifest version', {
-      details: { rule: 'version', actual: typeof version === 'bigint' ? version.toString() : version },
+      details: { rule: 'manifest.version', actual: typeof version === 'bigint' ? version.toString() : version },
     });
   }
   checkKeys(top, MANIFEST_KEYS, 'manifest');
@@ -139,7 +143,7 @@ export function decodeManifest(bytes: Uint8Array): Manifest {
   // that the manifest re-encodes to exactly these bytes.
   if (compareBytes(encodeCbor(root), bytes.subarray(TFM1_MAGIC.length)) !== 0) {
     throw new TensorFSError('malformed', 'manifest is not in its canonical encoding', {
-      details: { rule: 'canonical' },
+      details: { rule: 'manifest.canonical' },
     });
   }
   return manifest;
@@ -153,6 +157,12 @@ export async function manifestId(
   bytes: Uint8Array,
   sha256: (bytes: Uint8Array) => Uint8Array | Promise<Uint8Array>,
 ): Promise<ObjectId> {
+  requireBytes(bytes, 'bytes', 'manifest');
+  if (typeof sha256 !== 'function') {
+    throw new TensorFSError('invalid_argument', 'sha256 must be a function', {
+      details: { rule: 'manifest.argument', argument: 'sha256' },
+    });
+  }
   return objectIdFromDigest(await sha256(bytes));
 }
 
@@ -164,6 +174,8 @@ export interface ManifestJSON {
 
 /** The JSON form of a manifest: `{"version": 1, "entries": [...]}` with fields in a fixed order. */
 export function manifestToJSON(manifest: Manifest): ManifestJSON {
+  requireObject(manifest, 'manifest', 'manifest');
+  requireObjects(manifest.entries, 'manifest.entries', 'manifest');
   return {
     version: MANIFEST_VERSION,
     entries: manifest.entries.map((e) =>
@@ -183,10 +195,9 @@ export function manifestToJSON(manifest: Manifest): ManifestJSON {
 
 /** Sorts entries into manifest order (by the UTF-8 bytes of their paths), returning a new array. */
 export function sortManifestEntries<T extends { path: string }>(entries: readonly T[]): T[] {
-  return entries
-    .map((entry) => ({ entry, key: utf8.encode(entry.path) }))
-    .sort((a, b) => compareBytes(a.key, b.key))
-    .map(({ entry }) => entry);
+  requireObjects(entries, 'entries', 'manifest');
+  for (const e of entries) requireString(e.path, 'entries[].path', 'manifest');
+  return [...entries].sort((a, b) => comparePaths(a.path, b.path));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -212,7 +223,7 @@ function entryFromCbor(value: CborValue, index: number): ManifestEntry {
   }
   if (kind !== 'file') {
     throw new TensorFSError('unsupported', 'unsupported manifest entry kind', {
-      details: { rule: 'entry-kind', index, actual: typeof kind === 'string' ? kind : typeof kind },
+      details: { rule: 'manifest.entry_kind', index, actual: typeof kind === 'string' ? kind : typeof kind },
     });
   }
   checkKeys(map, FILE_KEYS, `entry ${index}`);
@@ -222,7 +233,7 @@ function entryFromCbor(value: CborValue, index: number): ManifestEntry {
   if (typeof profile !== 'string') shape('profile must be a text string', 'profile');
   if (!isPlanProfile(profile)) {
     throw new TensorFSError('unsupported', 'unsupported planner profile', {
-      details: { rule: 'profile', index, actual: profile },
+      details: { rule: 'manifest.profile', index, actual: profile },
     });
   }
   return {
@@ -267,7 +278,7 @@ function uint(value: CborValue | undefined, rule: string): number {
 }
 
 function shape(message: string, rule: string): never {
-  throw new TensorFSError('malformed', message, { details: { rule } });
+  throw new TensorFSError('malformed', message, { details: { rule: manifestRule(rule) } });
 }
 
 function shiftOffset(err: unknown, by: number): unknown {
@@ -285,7 +296,7 @@ function shiftOffset(err: unknown, by: number): unknown {
 
 function validateManifest(manifest: Manifest, code: ErrorCode, checkDigests = true): void {
   const fail = (rule: string, message: string, details: Record<string, unknown> = {}): never => {
-    throw new TensorFSError(code, message, { details: { rule, ...details } });
+    throw new TensorFSError(code, message, { details: { rule: manifestRule(rule), ...details } });
   };
   if (typeof manifest !== 'object' || manifest === null || !Array.isArray(manifest.entries)) {
     fail('shape', 'a manifest is { entries: [...] }');
@@ -370,6 +381,8 @@ function validateFile(entry: ManifestFileEntry, fail: Fail, checkDigests: boolea
   const ceiling = entry.profile === 'blob-v1' ? Number.MAX_SAFE_INTEGER : RECORD_GRID_BYTES;
   let total = 0;
   records.forEach((record, index) => {
+    if (typeof record !== 'object' || record === null)
+      fail('record-shape', 'a record must be an object', { ...at, index });
     if (checkDigests && !isObjectId(record.digest))
       fail('record-digest', 'record digest is not an object id', { ...at, index });
     if (!Number.isSafeInteger(record.length) || record.length < 1 || record.length > ceiling) {

@@ -13,8 +13,9 @@ import {
   safetensorsDtype,
   subInt,
 } from '../dtypes.js';
-import { TensorFSError, throwIfAborted, toTensorFSError } from '../errors.js';
-import type { ByteSource } from '../source.js';
+import { TensorFSError } from '../errors.js';
+import { type ByteSource, checkByteSource, readFully } from '../source.js';
+import { requireBytes } from '../args.js';
 import { decodeUtf8Strict, JsonCursor } from './json-cursor.js';
 import type { SafetensorsHeader, SafetensorsParseOptions, SafetensorsTensorInfo } from './types.js';
 
@@ -22,7 +23,8 @@ import type { SafetensorsHeader, SafetensorsParseOptions, SafetensorsTensorInfo 
 export const MAX_SAFETENSORS_HEADER_SIZE = 100_000_000;
 
 /** Bytes of the little-endian u64 length prefix. */
-const PREFIX_SIZE = 8;
+export const SAFETENSORS_PREFIX_BYTES = 8;
+const PREFIX_SIZE = SAFETENSORS_PREFIX_BYTES;
 
 /** Depth of a tensor descriptor (the root object is depth 1). */
 const DESCRIPTOR_DEPTH = 2;
@@ -41,6 +43,7 @@ const DESCRIPTOR_DEPTH = 2;
  * h.byName.get('lm_head.weight')?.byteOffset;
  */
 export function parseSafetensorsHeader(bytes: Uint8Array, options: SafetensorsParseOptions = {}): SafetensorsHeader {
+  requireBytes(bytes, 'bytes', 'safetensors');
   const { strict, maxHeaderSize } = resolveOptions(options);
   const fileSize = options.fileSize ?? bytes.length;
   checkSize(fileSize, 'fileSize');
@@ -75,6 +78,7 @@ export async function readSafetensorsHeader(
   source: ByteSource,
   options: SafetensorsParseOptions = {},
 ): Promise<SafetensorsHeader> {
+  checkByteSource(source);
   const { strict, maxHeaderSize } = resolveOptions(options);
   const fileSize = source.size;
   checkSize(fileSize, 'source.size');
@@ -121,7 +125,7 @@ function checkSize(size: number, what: string): void {
 function checkPrefixPresent(fileSize: number): void {
   if (fileSize < PREFIX_SIZE) {
     throw new TensorFSError('malformed', 'file is shorter than the 8-byte length prefix', {
-      details: { rule: 'R1', offset: 0, actual: fileSize },
+      details: { rule: 'safetensors.R1', offset: 0, actual: fileSize },
     });
   }
 }
@@ -134,32 +138,18 @@ function headerLength(prefix: Uint8Array, fileSize: number, maxHeaderSize: numbe
   if (high !== 0 || low > maxHeaderSize) {
     const actual = view.getBigUint64(0, true);
     throw new TensorFSError('limit_exceeded', 'header length exceeds the limit', {
-      details: { rule: 'R3', offset: 0, limit: maxHeaderSize, actual: high === 0 ? low : actual },
+      details: { rule: 'safetensors.R3', offset: 0, limit: maxHeaderSize, actual: high === 0 ? low : actual },
     });
   }
   if (PREFIX_SIZE + low > fileSize) {
     throw new TensorFSError('malformed', 'header length runs past the end of the file', {
-      details: { rule: 'R4', offset: 0, actual: low, fileSize },
+      details: { rule: 'safetensors.R4', offset: 0, actual: low, fileSize },
     });
   }
   return low;
 }
 
-async function readExact(source: ByteSource, offset: number, length: number, signal?: AbortSignal) {
-  throwIfAborted(signal);
-  let bytes: Uint8Array;
-  try {
-    bytes = await source.read(offset, length, signal);
-  } catch (error) {
-    throw toTensorFSError(error, 'io', 'reading the safetensors header failed');
-  }
-  if (bytes.length !== length) {
-    throw new TensorFSError('io', 'short read from the source', {
-      details: { offset, expected: length, actual: bytes.length },
-    });
-  }
-  return bytes;
-}
+const readExact = readFully;
 
 /** R5–R17 and S1–S3 over the N header bytes. */
 function parseHeaderBody(header: Uint8Array, fileSize: number, strict: boolean): SafetensorsHeader {
@@ -484,7 +474,7 @@ function validate(
   }
   if (running !== fileSize - dataStart) {
     throw new TensorFSError('malformed', 'tensors do not cover the data section exactly', {
-      details: { rule: 'R17', offset: dataStart, expected: fileSize - dataStart, actual: running },
+      details: { rule: 'safetensors.R17', offset: dataStart, expected: fileSize - dataStart, actual: running },
     });
   }
   return { headerSize, dataStart, fileSize, metadata, tensors, byName: p.byName };
@@ -500,6 +490,11 @@ function tensorError(
   extra: Record<string, unknown> = {},
 ): never {
   throw new TensorFSError('malformed', message, {
-    details: { rule, tensor: p.infos[i]!.name, offset: c.byteOffset(p.keyPosition(i)), ...extra },
+    details: {
+      rule: `safetensors.${rule}`,
+      tensor: p.infos[i]!.name,
+      offset: c.byteOffset(p.keyPosition(i)),
+      ...extra,
+    },
   });
 }

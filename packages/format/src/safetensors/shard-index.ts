@@ -7,6 +7,7 @@
  * from its shard, I4 tensor (or shard) not in the index, I5 tensor in two shards, I6 total_size
  * mismatch, I7 limits; S1 duplicate decoded keys, R10 nesting depth (as for headers).
  */
+import { requireBytes, requireObject } from '../args.js';
 import { U64_MAX } from '../dtypes.js';
 import { TensorFSError } from '../errors.js';
 import { decodeUtf8Strict, type ExactJsonValue, JsonCursor, JsonNumberText, MAX_JSON_DEPTH } from './json-cursor.js';
@@ -75,7 +76,7 @@ export function isSafeShardName(name: unknown): name is string {
 }
 
 function malformed(rule: string, message: string, details: Record<string, unknown> = {}): TensorFSError {
-  return new TensorFSError('malformed', message, { details: { rule, ...details } });
+  return new TensorFSError('malformed', message, { details: { rule: `safetensors.${rule}`, ...details } });
 }
 
 /**
@@ -84,11 +85,12 @@ function malformed(rule: string, message: string, details: Record<string, unknow
  *   (I7) for an oversized index or too many shards, `invalid_argument` for bad options
  */
 export function parseShardIndex(bytes: Uint8Array, options: ShardIndexParseOptions = {}): SafetensorsShardIndex {
+  requireBytes(bytes, 'bytes', 'safetensors');
   const maxIndexSize = limitOption(options.maxIndexSize, MAX_SHARD_INDEX_SIZE, 'maxIndexSize');
   const maxShards = limitOption(options.maxShards, MAX_SHARDS, 'maxShards');
   if (bytes.length > maxIndexSize) {
     throw new TensorFSError('limit_exceeded', 'shard index too large', {
-      details: { rule: 'I7', limit: maxIndexSize, actual: bytes.length },
+      details: { rule: 'safetensors.I7', limit: maxIndexSize, actual: bytes.length },
     });
   }
   const c = new JsonCursor(decodeUtf8Strict(bytes, 0, 'I1'), 0, 'I1');
@@ -114,7 +116,7 @@ export function parseShardIndex(bytes: Uint8Array, options: ShardIndexParseOptio
   const shards = [...new Set(weightMap.values())];
   if (shards.length > maxShards) {
     throw new TensorFSError('limit_exceeded', 'too many shards', {
-      details: { rule: 'I7', limit: maxShards, actual: shards.length },
+      details: { rule: 'safetensors.I7', limit: maxShards, actual: shards.length },
     });
   }
   const total = metadata?.get('total_size');
@@ -173,6 +175,12 @@ export function checkShardIndex(
   index: SafetensorsShardIndex,
   headersByShard: ReadonlyMap<string, SafetensorsHeader>,
 ): void {
+  requireObject(index, 'index', 'safetensors');
+  if (!(headersByShard instanceof Map)) {
+    throw new TensorFSError('invalid_argument', 'headersByShard must be a Map', {
+      details: { rule: 'safetensors.argument', argument: 'headersByShard' },
+    });
+  }
   for (const shard of index.shards) {
     if (!headersByShard.has(shard)) {
       throw new TensorFSError('invalid_argument', 'no header given for a shard the index names', {
@@ -225,13 +233,14 @@ export function shardIndexTotalSize(headers: Iterable<SafetensorsHeader>): bigin
  *   a lone surrogate, a bad `total_size` or a value JSON cannot hold
  */
 export function writeShardIndex(index: ShardIndexInput): Uint8Array {
+  requireObject(index, 'index', 'safetensors');
   const weightMap = entriesOf(index?.weightMap, 'weight_map');
   if (weightMap.length === 0) throw invalidIndex('weight_map must not be empty');
   for (const [tensor, shard] of weightMap) {
     checkWellFormed(tensor, 'tensor name', 'I1');
     if (!isSafeShardName(shard)) {
       throw new TensorFSError('invalid_argument', 'unsafe shard file name', {
-        details: { rule: 'I2', tensor, shard: String(shard) },
+        details: { rule: 'safetensors.I2', tensor, shard: String(shard) },
       });
     }
   }
@@ -252,7 +261,7 @@ export function writeShardIndex(index: ShardIndexInput): Uint8Array {
 }
 
 function invalidIndex(message: string): TensorFSError {
-  return new TensorFSError('invalid_argument', message, { details: { rule: 'I1' } });
+  return new TensorFSError('invalid_argument', message, { details: { rule: 'safetensors.I1' } });
 }
 
 function entriesOf(value: unknown, what: string): [string, unknown][] {
