@@ -168,7 +168,9 @@ export async function scanTree(abs: string): Promise<Found[]> {
     throw ioError(err, 'stat', basename(abs));
   }
   if (st.isFile()) {
-    return [{ rel: basename(abs), abs, kind: 'file', size: Number(st.size), mode: Number(st.mode), stamp: stampOf(st) }];
+    return [
+      { rel: basename(abs), abs, kind: 'file', size: Number(st.size), mode: Number(st.mode), stamp: stampOf(st) },
+    ];
   }
   if (!st.isDirectory()) {
     throw new TensorFSError('unsupported', 'only a regular file or a folder can be imported', {
@@ -200,10 +202,10 @@ export async function scanTree(abs: string): Promise<Found[]> {
         });
         const stamp = stampOf(s);
         if (d.isFile() ? !stamp.regular : !stamp.symlink) throw changedError(rel, 'type');
-        if (stamp.regular) out.push({ rel, abs: file, kind: 'file', size: Number(s.size), mode: Number(s.mode), stamp });
+        if (stamp.regular)
+          out.push({ rel, abs: file, kind: 'file', size: Number(s.size), mode: Number(s.mode), stamp });
         else out.push({ rel, abs: file, kind: 'symlink', size: 0, mode: 0, stamp });
-      }
-      else {
+      } else {
         throw new TensorFSError('unsupported', 'the folder holds a special file (socket, device or FIFO)', {
           details: { path: rel, rule: 'file_type' },
         });
