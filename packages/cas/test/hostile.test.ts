@@ -158,3 +158,117 @@ describe('import: sources changed or swapped while being read', () => {
     await s.close();
   });
 });
+
+async function storeWithSnapshot() {
+  const root = tempDir();
+  const src = join(tempDir(), 'm');
+  mkdirSync(src);
+  writeFileSync(join(src, 'a.bin'), bytesOf(2_500_000, 1));
+  writeFileSync(join(src, 'b.bin'), bytesOf(1000, 2));
+  const s = await Store.open(root);
+  const r = await s.importPath(src, { name: 'local/m' });
+  return { root, src, s, snapshot: r.snapshot };
+}
+
+describe('gc: roots it cannot read', () => {
+  it('refuses (dry run too) while a ref names a manifest that is missing; nothing is removed', async () => {
+    const { root, s, snapshot } = await storeWithSnapshot();
+    const m = await s.getManifest(snapshot);
+    const parked = join(tempDir(), 'manifest');
+    renameSync(objectFile(root, snapshot), parked); // moved away, as by a partial restore
+    for (const dryRun of [true, false]) {
+      const e = await rejectsCode(s.gc({ graceMs: 0, dryRun }), 'corrupt');
+      expect(e.details).toMatchObject({ rule: 'gc.missing_root', missing: [snapshot] });
+    }
+    renameSync(parked, objectFile(root, snapshot));
+    for (const entry of m.entries) {
+      if (entry.kind === 'file') for (const r of entry.records) expect(await s.has(r.digest)).toBe(true);
+    }
+    expect((await s.verify({ data: true })).missing).toEqual([]);
+    await s.close();
+  });
+
+  it('refuses while refs/ holds a symlink (or FIFO), naming it; reading it is refused too', async () => {
+    const { root, s, snapshot } = await storeWithSnapshot();
+    // A second snapshot reachable only through the symlinked ref.
+    const other = join(tempDir(), 'o');
+    mkdirSync(other);
+    writeFileSync(join(other, 'c.bin'), bytesOf(10_000, 7));
+    const r2 = await s.importPath(other, { name: 'local/o' });
+    const elsewhere = join(tempDir(), 'ref');
+    writeFileSync(elsewhere, `${r2.snapshot}\n`);
+    rmSync(join(root, 'refs', 'local', 'o'));
+    symlinkSync(elsewhere, join(root, 'refs', 'local', 'o'));
+    const e = await rejectsCode(s.gc({ graceMs: 0 }), 'corrupt');
+    expect(e.details).toMatchObject({ rule: 'ref.not_regular', ref: 'local/o', refs: ['local/o'] });
+    await rejectsCode(s.gc({ graceMs: 0, dryRun: true }), 'corrupt');
+    await rejectsCode(s.listRefs(), 'corrupt');
+    await rejectsCode(s.getRef('local/o'), 'corrupt');
+    await rejectsCode(s.resolve('local/o'), 'corrupt');
+    expect(await s.has(r2.snapshot)).toBe(true);
+    // It can be replaced or removed without following it.
+    await s.setRef('local/o', snapshot);
+    expect(await s.getRef('local/o')).toBe(snapshot);
+    expect((await s.listRefs()).map((r) => r.name)).toEqual(['local/m', 'local/o']);
+    expect(spawnSync('mkfifo', [join(root, 'refs', 'fifo')]).status).toBe(0);
+    await rejectsCode(s.getRef('fifo'), 'corrupt');
+    expect((await rejectsCode(s.verify(), 'corrupt')).details.ref).toBe('fifo');
+    await s.deleteRef('fifo');
+    expect((await s.listRefs()).length).toBe(2);
+    await s.close();
+  }, 10_000);
+});
+
+describe('cancellation: every long operation rejects with cancelled, never a DOMException', () => {
+  it('import, export, gc, verify, usage, listRefs-driven walks, object streams', async () => {
+    const { s, snapshot, src } = await storeWithSnapshot();
+    const aborted = AbortSignal.abort();
+    const custom = new AbortController();
+    custom.abort(new Error('interrupted')); // a reason that is not an AbortError
+    for (const signal of [aborted, custom.signal]) {
+      await rejectsCode(s.importPath(src, { signal }), 'cancelled');
+      await rejectsCode(s.exportSnapshot(snapshot, tempDir(), { signal }), 'cancelled');
+      await rejectsCode(s.gc({ signal }), 'cancelled');
+      await rejectsCode(s.gc({ signal, dryRun: true }), 'cancelled');
+      await rejectsCode(s.verify({ signal }), 'cancelled');
+      await rejectsCode(s.verify({ signal, data: true, all: true }), 'cancelled');
+      await rejectsCode(s.usage({ signal }), 'cancelled');
+      const m = await s.getManifest(snapshot);
+      const f = m.entries.find((e) => e.kind === 'file' && e.size > 1_000_000)!;
+      if (f.kind !== 'file') throw new Error('unreachable');
+      await rejectsCode(s.exportFile(snapshot, f.path, join(tempDir(), 'x'), { signal }), 'cancelled');
+      const stream = s.objectStream(f.records[0]!.digest, { signal });
+      await rejectsCode(
+        (async () => {
+          for await (const _ of stream);
+        })(),
+        'cancelled',
+      );
+      await rejectsCode(
+        s.putStream(
+          (async function* () {
+            yield new Uint8Array(10);
+          })(),
+          { signal },
+        ),
+        'cancelled',
+      );
+    }
+    await s.close();
+  });
+
+  it('aborting verify mid-walk rejects cancelled', async () => {
+    const { s } = await storeWithSnapshot();
+    const c = new AbortController();
+    await rejectsCode(
+      s.verify({
+        data: true,
+        all: true,
+        signal: c.signal,
+        onProgress: () => c.abort(new Error('interrupted')),
+      }),
+      'cancelled',
+    );
+    await s.close();
+  });
+});

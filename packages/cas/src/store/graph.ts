@@ -4,7 +4,7 @@
  * kinds (e.g. the checkpoint header) with {@link registerReferenceKind} so GC and verify see them.
  */
 import * as fs from 'node:fs';
-import { type ObjectId, TensorFSError, decodeManifest, isTensorFSError } from '@tensorfs/format';
+import { type ObjectId, TensorFSError, decodeManifest, isTensorFSError, throwIfAborted } from '@tensorfs/format';
 import type { Objects } from './objects.js';
 
 /** One reference from an object to another. */
@@ -89,7 +89,7 @@ export async function reach(objects: Objects, tops: Iterable<ObjectId>, signal?:
     }
   }
   while (queue.length > 0) {
-    signal?.throwIfAborted();
+    throwIfAborted(signal);
     const id = queue.pop()!;
     if (!out.objects.has(id)) out.objects.set(id, undefined);
     let children: Child[];

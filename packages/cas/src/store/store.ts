@@ -467,13 +467,14 @@ export class Store {
     );
   }
 
-  /** Logical vs stored bytes, overall and per ref. */
-  async usage(): Promise<Usage> {
+  /** Logical vs stored bytes, overall and per ref. Abort `signal` to stop (`cancelled`). */
+  async usage(options: { signal?: AbortSignal } = {}): Promise<Usage> {
     this.live();
+    const { signal } = options;
     let storedBytes = 0;
     let objects = 0;
     const sizes = new Map<ObjectId, number>();
-    for await (const o of listObjects(this.layout)) {
+    for await (const o of listObjects(this.layout, signal)) {
       storedBytes += o.size;
       objects++;
       sizes.set(o.id, o.size);
@@ -484,7 +485,7 @@ export class Store {
     const entries: { name: string; id: ObjectId }[] = [...(await listRefs(this.layout))];
     for (const r of await this.listRoots()) entries.push({ name: `root:${r.reason}`, id: r.id });
     for (const { name, id } of entries) {
-      const r = await reach(this.objects, [id]);
+      const r = await reach(this.objects, [id], signal);
       let own = 0;
       for (const o of r.objects.keys()) {
         own += sizes.get(o) ?? 0;

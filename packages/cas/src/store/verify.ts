@@ -3,7 +3,7 @@
  * length its referrer declares; with `data` each one (or a random sample) is rehashed. Corrupt
  * objects are quarantined, so readers refuse them (`corrupt`) until a good copy is admitted.
  */
-import { type ObjectId, TensorFSError } from '@tensorfs/format';
+import { type ObjectId, TensorFSError, throwIfAborted } from '@tensorfs/format';
 import { reach } from './graph.js';
 import type { Objects } from './objects.js';
 import { listObjects } from './walk.js';
@@ -51,7 +51,7 @@ export async function verifyStore(objects: Objects, tops: ObjectId[], options: V
   const corrupt = new Set(r.corrupt);
   const out: VerifyResult = { objects: 0, bytes: 0, rehashed: 0, missing: [], corrupt: [], tops: tops.length };
   for (const [id, declared] of targets) {
-    signal?.throwIfAborted();
+    throwIfAborted(signal);
     if (missing.has(id) || corrupt.has(id)) continue;
     const size = await objects.rawSize(id);
     if (size === null) {

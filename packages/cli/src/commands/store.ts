@@ -237,7 +237,7 @@ export const duCommand = defineCommand({
   command: 'du',
   describe: 'Show logical and stored bytes, the dedup ratio and per-ref figures',
   handler: async (_args, ctx) => {
-    const u = await withStore(ctx, true, (s) => s.usage());
+    const u = await withStore(ctx, true, (s) => s.usage({ signal: ctx.signal }));
     ctx.result(u, () => [
       `logical ${formatBytes(u.logicalBytes)}, stored ${formatBytes(u.storedBytes)} in ${u.objects} objects, dedup ${u.dedupRatio.toFixed(2)}x`,
       ...u.refs.map(
