@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import { constants as fsConstants, type Stats } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import path from 'node:path';
 import { Store } from '@tensorfs/cas';
@@ -103,12 +104,55 @@ export const catCommand = defineCommand<{
         }
         return;
       }
-      await writeAtomically(path.resolve(args.output), view, options);
+      await writeOutput(path.resolve(args.output), view, options);
       if (!ctx.json) return;
       ctx.result({ tensor: view.name, file: view.file, bytes: view.byteLength, output: path.basename(args.output) });
     });
   },
 });
+
+/**
+ * Writes a tensor to `dest`. A character device (`/dev/null`, a terminal) or a FIFO is written
+ * straight into, as `cat > dest` would: the temp-and-rename below would replace the device node
+ * with a regular file (or fail, unprivileged, in `/dev`). Other special files (sockets, block
+ * devices, folders) are refused; anything else is written atomically.
+ */
+async function writeOutput(dest: string, view: TensorView, options: { verify: boolean; signal: AbortSignal }) {
+  let st: Stats | undefined;
+  try {
+    st = await fsp.stat(dest);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw outputError(dest, error);
+  }
+  if (st === undefined || st.isFile()) return writeAtomically(dest, view, options);
+  if (!st.isCharacterDevice() && !st.isFIFO()) {
+    throw new TensorFSError(
+      st.isDirectory() ? 'conflict' : 'invalid_argument',
+      `-o must name a file, a character device or a FIFO; ${path.basename(dest)} is ${st.isDirectory() ? 'a folder' : 'another special file'}`,
+      { details: { rule: 'cli.output_type', path: path.basename(dest) } },
+    );
+  }
+  let fh: fsp.FileHandle | undefined;
+  try {
+    // No O_CREAT, no O_TRUNC: a device or FIFO is written as it is, never replaced.
+    fh = await fsp.open(dest, fsConstants.O_WRONLY | fsConstants.O_NOCTTY);
+    for await (const piece of view.pieces(options)) {
+      for (let done = 0; done < piece.length; ) done += (await fh.write(piece, done)).bytesWritten;
+    }
+  } catch (error) {
+    if (error instanceof TensorFSError) throw error;
+    throw outputError(dest, error);
+  } finally {
+    await fh?.close().catch(() => {});
+  }
+}
+
+function outputError(dest: string, error: unknown): TensorFSError {
+  return new TensorFSError('io', `cannot write ${path.basename(dest)}`, {
+    details: { path: path.basename(dest), errno: (error as NodeJS.ErrnoException).code },
+    cause: error,
+  });
+}
 
 /** Writes a tensor to `dest` through a temp beside it: fsync, rename; nothing is left on failure. */
 async function writeAtomically(dest: string, view: TensorView, options: { verify: boolean; signal: AbortSignal }) {

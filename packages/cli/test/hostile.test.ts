@@ -1,0 +1,171 @@
+/**
+ * `tfs` under a hostile user (issue 11): special files as outputs and inputs, refs and manifests
+ * that are not what the store wrote, interrupted commands, failing stdout, control characters.
+ * Tests that spawn `tfs` run the built `dist/bin.js` (`pnpm build` first).
+ */
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Store } from '@tensorfs/cas';
+import { afterEach, describe, expect, it } from 'vitest';
+import { capture, tfs as run } from './helpers.js';
+import { run as runIo } from '../src/index.js';
+
+const BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
+const FIXTURES = fileURLToPath(new URL('../../tensors/test/fixtures/', import.meta.url));
+
+const dirs: string[] = [];
+function temp(): string {
+  const d = mkdtempSync(join(tmpdir(), 'tfs-cli-hostile-'));
+  dirs.push(d);
+  return d;
+}
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+async function tfs(store: string, ...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  const r = await run([...argv, '--store', store]);
+  return { code: r.code, out: r.stdout, err: r.stderr };
+}
+
+/** Runs the built `tfs` as a process. */
+function proc(store: string, args: string[], input?: string) {
+  const r = spawnSync(process.execPath, [BIN, ...args, '--store', store], { encoding: 'utf8', input });
+  return { code: r.status, out: r.stdout, err: r.stderr, signal: r.signal };
+}
+
+function objectFile(root: string, id: string): string {
+  const hex = id.slice(7);
+  return join(root, 'objects', 'sha256', hex.slice(0, 2), hex.slice(2, 4), hex);
+}
+
+/** A store holding the tiny safetensors fixture as `local/m`. */
+async function tinyStore(): Promise<{ store: string; snapshot: string }> {
+  const store = join(temp(), 'store');
+  const tree = join(temp(), 'tree');
+  mkdirSync(tree);
+  writeFileSync(join(tree, 'm.safetensors'), readFileSync(join(FIXTURES, 'tiny.safetensors')));
+  const s = await Store.open(store);
+  const r = await s.importPath(tree, { name: 'local/m', threads: 1 });
+  await s.close();
+  return { store, snapshot: r.snapshot };
+}
+
+const expected = () =>
+  JSON.parse(readFileSync(join(FIXTURES, 'expected.json'), 'utf8'))['tiny.safetensors'].find(
+    (x: { name: string }) => x.name === 'embed.weight',
+  ) as { sha256: string; length: number };
+const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
+
+describe('tfs cat -o onto special files', () => {
+  it('writes straight into a FIFO and a character device, never replacing the node', async () => {
+    const { store } = await tinyStore();
+    const d = temp();
+    const fifo = join(d, 'pipe');
+    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+    const out = join(d, 'got');
+    const reader = spawn('sh', ['-c', 'cat "$1" > "$2"', 'sh', fifo, out]);
+    const done = new Promise((r) => reader.on('exit', r));
+    const r = await tfs(store, 'cat', 'local/m', 'embed.weight', '-o', fifo);
+    expect(r.code, r.err).toBe(0);
+    await done;
+    expect(lstatSync(fifo).isFIFO()).toBe(true);
+    expect(sha(readFileSync(out))).toBe(expected().sha256);
+    // /dev/null: unprivileged, the old temp-beside-it in /dev failed (io); as root it replaced it.
+    const n = await tfs(store, 'cat', 'local/m', 'embed.weight', '-o', '/dev/null');
+    expect(n.code, n.err).toBe(0);
+    expect(lstatSync('/dev/null').isCharacterDevice()).toBe(true);
+  }, 10_000);
+
+  it('refuses a socket and a folder, leaving them alone', async () => {
+    const { store } = await tinyStore();
+    const d = temp();
+    const sock = join(d, 's.sock');
+    const server = createServer();
+    await new Promise<void>((r) => server.listen(sock, r));
+    try {
+      const r = await tfs(store, 'cat', 'local/m', 'embed.weight', '-o', sock, '--json');
+      expect(r.code).toBe(2);
+      expect(JSON.parse(r.err).error.details.rule).toBe('cli.output_type');
+      expect(lstatSync(sock).isSocket()).toBe(true);
+    } finally {
+      server.close();
+    }
+    const f = await tfs(store, 'cat', 'local/m', 'embed.weight', '-o', d, '--json');
+    expect(f.code).toBe(7);
+    expect(lstatSync(d).isDirectory()).toBe(true);
+  });
+});
+
+describe('tfs gc and ls with refs or manifests the store did not write', () => {
+  it('gc and gc --dry-run refuse (exit 4) while a ref names a missing manifest; nothing removed', async () => {
+    const { store, snapshot } = await tinyStore();
+    const parked = join(temp(), 'm');
+    renameSync(objectFile(store, snapshot), parked);
+    const objectsBefore = spawnSync('find', [join(store, 'objects'), '-type', 'f']).stdout.toString();
+    for (const extra of [['--dry-run'], []]) {
+      const r = proc(store, ['gc', '--grace', '0', ...extra]);
+      expect(r.code, r.err).toBe(4);
+      expect(r.err).toContain('GC refuses to run: a ref or root names an object that is missing');
+    }
+    expect(spawnSync('find', [join(store, 'objects'), '-type', 'f']).stdout.toString()).toBe(objectsBefore);
+    renameSync(parked, objectFile(store, snapshot));
+    expect(proc(store, ['verify', '--data']).code).toBe(0);
+  });
+
+  it('a symlinked ref: ls, ls <ref>, gc and verify refuse naming it (exit 4); ref rm removes it', async () => {
+    const { store, snapshot } = await tinyStore();
+    const elsewhere = join(temp(), 'r');
+    writeFileSync(elsewhere, `${snapshot}\n`);
+    symlinkSync(elsewhere, join(store, 'refs', 'local', 'link'));
+    for (const args of [['ls'], ['ls', 'local/link'], ['gc', '--grace', '0'], ['gc', '--dry-run'], ['verify']]) {
+      const r = proc(store, [...args, '--json']);
+      expect(r.code, `${args.join(' ')}: ${r.err}`).toBe(4);
+      expect(JSON.parse(r.err).error.details).toMatchObject({ rule: 'ref.not_regular', ref: 'local/link' });
+    }
+    expect(proc(store, ['ref', 'rm', 'local/link']).code).toBe(0);
+    expect(existsSync(elsewhere)).toBe(true);
+    expect(proc(store, ['gc', '--grace', '0']).code).toBe(0);
+  });
+});
+
+describe('cancellation through the CLI exits 12', () => {
+  it('verify, verify --data, gc, du, import, export with an aborted signal (any reason) exit 12', async () => {
+    const { store, snapshot } = await tinyStore();
+    const src = join(temp(), 'src');
+    mkdirSync(src);
+    writeFileSync(join(src, 'a.bin'), 'a');
+    for (const argv of [
+      ['verify'],
+      ['verify', '--data'],
+      ['gc'],
+      ['gc', '--dry-run'],
+      ['du'],
+      ['import', src],
+      ['export', snapshot, join(temp(), 'out')],
+      ['cat', 'local/m', 'embed.weight'],
+    ]) {
+      const c = new AbortController();
+      c.abort(new Error('interrupted'));
+      const io = capture();
+      const code = await runIo([...argv, '--store', store], { ...io.io, signal: c.signal });
+      expect(code, `${argv.join(' ')}: ${io.text().stderr}`).toBe(12);
+      expect(io.text().stderr).toMatch(/^error\[cancelled\]/);
+    }
+  });
+});
