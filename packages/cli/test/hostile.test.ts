@@ -3,7 +3,7 @@
  * that are not what the store wrote, interrupted commands, failing stdout, control characters.
  * Tests that spawn `tfs` run the built `dist/bin.js` (`pnpm build` first).
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   existsSync,
@@ -168,4 +168,69 @@ describe('cancellation through the CLI exits 12', () => {
       expect(io.text().stderr).toMatch(/^error\[cancelled\]/);
     }
   });
+});
+
+/** A safetensors file of `n` one-float tensors (a long `inspect` listing). */
+function manyTensors(file: string, n: number): void {
+  const header: Record<string, unknown> = {};
+  for (let i = 0; i < n; i++)
+    header[`layer.${i}.weight`] = { dtype: 'F32', shape: [1], data_offsets: [4 * i, 4 * i + 4] };
+  let json = Buffer.from(JSON.stringify(header));
+  json = Buffer.concat([json, Buffer.alloc((8 - (json.length % 8)) % 8, 0x20)]);
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(BigInt(json.length));
+  writeFileSync(file, Buffer.concat([len, json, Buffer.alloc(4 * n)]));
+}
+
+/** Runs the built `tfs` in bash with pipefail, so the pipeline's status is tfs's own. */
+function piped(cmdline: string) {
+  const r = spawnSync('bash', ['-c', `set -o pipefail; ${cmdline}`], { encoding: 'utf8' });
+  return { code: r.status, err: r.stderr };
+}
+
+describe('a failing stdout', () => {
+  it('a closed pipe ends quietly (exit 0, nothing on stderr); a full disk is io, exit 11', async () => {
+    const { store } = await tinyStore();
+    const d = temp();
+    manyTensors(join(d, 'many.safetensors'), 3000);
+    const tfsCmd = `"${process.execPath}" "${BIN}"`;
+    for (const cmd of [
+      `${tfsCmd} inspect "${join(d, 'many.safetensors')}" | head -1 > /dev/null`,
+      `${tfsCmd} ls --store "${store}" | true`,
+      `${tfsCmd} cat local/m embed.weight --store "${store}" | head -c 1 > /dev/null`,
+    ]) {
+      const r = piped(cmd);
+      expect(r, cmd).toEqual({ code: 0, err: '' });
+    }
+    for (const args of [['ls'], ['cat', 'local/m', 'embed.weight'], ['ls', 'local/m', '--json']]) {
+      const r = piped(`${tfsCmd} ${args.join(' ')} --store "${store}" > /dev/full`);
+      expect(r.code, args.join(' ')).toBe(11);
+      expect(r.err, args.join(' ')).toMatch(
+        args.includes('--json') ? /"code":"io"/ : /^error\[io\]: cannot write to stdout \(ENOSPC\)\n$/,
+      );
+    }
+  });
+});
+
+describe('special files as inputs', () => {
+  it('inspect and plan refuse a FIFO at once (invalid_argument), also as a shard of an index', async () => {
+    const d = temp();
+    const fifo = join(d, 'p.safetensors');
+    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+    for (const cmd of ['inspect', 'plan']) {
+      const r = spawnSync(process.execPath, [BIN, cmd, fifo, '--json'], { encoding: 'utf8', timeout: 10_000 });
+      expect(r.status, `${cmd}: ${r.stderr}`).toBe(2);
+      expect(JSON.parse(r.stderr).error.details.rule).toBe('file_type');
+    }
+    writeFileSync(
+      join(d, 'model.safetensors.index.json'),
+      JSON.stringify({ metadata: {}, weight_map: { 'a.weight': 'p.safetensors' } }),
+    );
+    const r = spawnSync(process.execPath, [BIN, 'inspect', join(d, 'model.safetensors.index.json'), '--json'], {
+      encoding: 'utf8',
+      timeout: 10_000,
+    });
+    expect(r.status, r.stderr).toBe(2);
+    expect(JSON.parse(r.stderr).error.details).toMatchObject({ rule: 'file_type', shard: 'p.safetensors' });
+  }, 30_000);
 });
