@@ -234,3 +234,32 @@ describe('special files as inputs', () => {
     expect(JSON.parse(r.stderr).error.details).toMatchObject({ rule: 'file_type', shard: 'p.safetensors' });
   }, 30_000);
 });
+
+describe('compose after its commit', () => {
+  it('trimming every tensor of a shard sets the ref and exits 0 (it must not fail after committing)', async () => {
+    const store = join(temp(), 'store');
+    const s = await Store.open(store);
+    await s.importPath(join(FIXTURES, 'sharded'), { name: 'local/sharded', threads: 1 });
+    await s.close();
+    const shard = 'model-00001-of-00002.safetensors';
+    const r = await tfs(
+      store,
+      'compose',
+      'local/sharded',
+      '--file',
+      shard,
+      '--trim',
+      'a.*',
+      '--name',
+      'local/y',
+      '--json',
+    );
+    expect(r.code, r.err).toBe(0);
+    const out = JSON.parse(r.out);
+    expect(out).toMatchObject({ ref: 'local/y', file: shard, tensors: 0, removed: [shard] });
+    expect((await tfs(store, 'ref', 'get', 'local/y')).out.trim()).toBe(out.snapshot);
+    const human = await tfs(store, 'compose', 'local/sharded', '--file', shard, '--trim', 'a.*', '--name', 'local/y2');
+    expect(human.code, human.err).toBe(0);
+    expect(human.out).toContain(`${shard}: removed (no tensors left)`);
+  });
+});

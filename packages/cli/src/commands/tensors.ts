@@ -234,7 +234,13 @@ export const composeCommand = defineCommand<{
         expected: args.name === args.ref ? snapshot : null,
         signal: ctx.signal,
       });
-      const tensors = (await openTensors(store, result.snapshot, { file, signal: ctx.signal })).size;
+      // The ref is set: nothing after this point may fail the command. A file whose every tensor
+      // was trimmed is gone from the snapshot (0 tensors); a count that cannot be made is null.
+      const tensors = result.removed.includes(file)
+        ? 0
+        : await openTensors(store, result.snapshot, { file })
+            .then((set) => set.size)
+            .catch(() => null);
       const written = result.entries.map((e) => ({ path: e.path, header: e.records[0]?.digest ?? null }));
       ctx.result(
         {
@@ -248,7 +254,7 @@ export const composeCommand = defineCommand<{
         },
         () => [
           `${args.name} -> ${result.snapshot}`,
-          `${file}: ${tensors} tensors`,
+          result.removed.includes(file) ? `${file}: removed (no tensors left)` : `${file}: ${tensors ?? '?'} tensors`,
           ...written.map((w) => `  wrote ${w.path} (${w.header})`),
           ...result.removed.map((r) => `  removed ${r}`),
         ],
