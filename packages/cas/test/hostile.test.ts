@@ -8,6 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Store } from '@tensorfs/cas';
+import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { bytesOf, rejectsCode, tempDir } from './helpers.js';
 
@@ -270,5 +271,34 @@ describe('cancellation: every long operation rejects with cancelled, never a DOM
       'cancelled',
     );
     await s.close();
+  });
+});
+
+describe('damaged metadata', () => {
+  it('a missing gc_state row, a dropped table or a file that is not a database is corrupt naming the part', async () => {
+    const cases: [string, (db: Database.Database | null, file: string) => void, RegExp][] = [
+      ['row', (db) => db!.exec("DELETE FROM gc_state WHERE key = 'epoch'"), /gc_state epoch row/],
+      ['table', (db) => db!.exec('DROP TABLE leases'), /missing table leases/],
+      ['garbage', (_db, file) => writeFileSync(file, bytesOf(8192, 5)), /not a database|malformed/],
+    ];
+    for (const [what, damage, part] of cases) {
+      const { root, s } = await storeWithSnapshot();
+      await s.close();
+      const file = join(root, 'metadata.sqlite3');
+      if (what === 'garbage') {
+        for (const f of ['-wal', '-shm']) rmSync(file + f, { force: true });
+        damage(null, file);
+      } else {
+        const db = new Database(file);
+        damage(db, file);
+        db.close();
+      }
+      for (const readOnly of [false, true]) {
+        const e = await rejectsCode(Store.open(root, { readOnly }), 'corrupt');
+        expect(e.details, what).toMatchObject({ rule: 'metadata.damaged', path: 'metadata.sqlite3' });
+        expect(String(e.details.part), what).toMatch(part);
+        expect((e as unknown as Error).message).toMatch(/restore metadata\.sqlite3 from a backup/);
+      }
+    }
   });
 });

@@ -263,3 +263,16 @@ describe('compose after its commit', () => {
     expect(human.out).toContain(`${shard}: removed (no tensors left)`);
   });
 });
+
+describe('damaged metadata through the CLI', () => {
+  it('ls, verify and gc exit 4 naming the damaged part, not internal with raw SQLite text', async () => {
+    const { store } = await tinyStore();
+    writeFileSync(join(store, 'metadata.sqlite3'), Buffer.alloc(4096, 7));
+    for (const f of ['-wal', '-shm']) rmSync(join(store, `metadata.sqlite3${f}`), { force: true });
+    for (const args of [['ls'], ['verify'], ['gc']]) {
+      const r = await tfs(store, ...args);
+      expect(r.code, `${args}: ${r.err}`).toBe(4);
+      expect(r.err).toMatch(/^error\[corrupt\]: metadata\.sqlite3 is damaged \(not a database\); objects and refs/);
+    }
+  });
+});
