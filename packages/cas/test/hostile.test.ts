@@ -302,3 +302,22 @@ describe('damaged metadata', () => {
     }
   });
 });
+
+describe('hostile names and paths', () => {
+  it('a file name that is not UTF-8 is refused by name (invalid_argument), not a wrong errno', async () => {
+    const src = join(tempDir(), 'tree');
+    mkdirSync(src);
+    writeFileSync(join(src, 'ok.txt'), 'ok');
+    writeFileSync(Buffer.concat([Buffer.from(`${src}/`), Buffer.from([0x62, 0xff, 0x2e, 0x74])]), 'bad');
+    const s = await Store.open(tempDir());
+    const e = await rejectsCode(s.importPath(src, { name: 'local/t' }), 'invalid_argument');
+    expect(e.details).toMatchObject({ rule: 'import.name_not_utf8', path: 'b\uFFFD.t', bytes: '62ff2e74' });
+    expect(await s.getRef('local/t')).toBeNull();
+    await s.close();
+  });
+
+  it('a store under /proc/self fails at once (io) instead of spinning in mkdir', async () => {
+    await rejectsCode(Store.open('/proc/self/x/store'), 'io');
+    await rejectsCode(Store.open('/proc/self/x'), 'io');
+  }, 5_000);
+});

@@ -157,6 +157,28 @@ async function openScanned(f: Found): Promise<fsp.FileHandle> {
   }
 }
 
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** A file name as text; `invalid_argument` naming it if it is not UTF-8 (manifests hold UTF-8 paths). */
+function utf8Name(raw: Buffer, prefix: string): string {
+  try {
+    return strictUtf8.decode(raw);
+  } catch {
+    const shown = raw.toString('utf8'); // with U+FFFD where the bytes are not UTF-8
+    throw new TensorFSError(
+      'invalid_argument',
+      `file name is not UTF-8: ${JSON.stringify(shown)}; rename it to import`,
+      {
+        details: {
+          rule: 'import.name_not_utf8',
+          path: prefix ? `${prefix}/${shown}` : shown,
+          bytes: raw.toString('hex'),
+        },
+      },
+    );
+  }
+}
+
 /** Entries of the tree at `abs` (a file gives one entry named by its basename). */
 export async function scanTree(abs: string): Promise<Found[]> {
   let st: import('node:fs').BigIntStats;
@@ -181,15 +203,18 @@ export async function scanTree(abs: string): Promise<Found[]> {
   // (Node 20's recursive readdir descends into linked folders and loops on a link to a parent).
   const out: Found[] = [];
   const walk = async (dir: string, prefix: string): Promise<void> => {
-    let dirents: import('node:fs').Dirent[];
+    let dirents: import('node:fs').Dirent<Buffer>[];
     try {
-      dirents = await fsp.readdir(dir, { withFileTypes: true });
+      // Raw names: a name that is not UTF-8 would otherwise come back with U+FFFD in it, and the
+      // file would then be looked up (and reported missing) under that mangled name.
+      dirents = await fsp.readdir(dir, { withFileTypes: true, encoding: 'buffer' });
     } catch (err) {
       throw ioError(err, 'readdir', prefix || basename(abs));
     }
     for (const d of dirents) {
-      const file = join(dir, d.name);
-      const rel = prefix ? `${prefix}/${d.name}` : d.name;
+      const name = utf8Name(d.name, prefix);
+      const file = join(dir, name);
+      const rel = prefix ? `${prefix}/${name}` : name;
       if (d.isDirectory()) {
         await walk(file, rel);
         continue;
