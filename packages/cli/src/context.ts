@@ -39,9 +39,9 @@ export class CommandContext {
     return path.resolve(dir);
   }
 
-  /** Writes a line of human output to stdout (suppressed with `--json`). */
+  /** Writes a line of human output to stdout (suppressed with `--json`), control characters escaped. */
   say(line: string): void {
-    if (!this.json) this.io.stdout.write(`${line}\n`);
+    if (!this.json) this.io.stdout.write(`${escapeControls(line)}\n`);
   }
 
   /** Writes the command's result: JSON on stdout with `--json`, else the human form. */
@@ -51,7 +51,8 @@ export class CommandContext {
       return;
     }
     const text = human ? human() : toJson(value, 2);
-    const lines = Array.isArray(text) ? text : [text];
+    // Each line is escaped: a tensor name or metadata value must not forge lines or drive the terminal.
+    const lines = (Array.isArray(text) ? text : text.split('\n')).map(escapeControls);
     if (lines.length) this.io.stdout.write(`${lines.join('\n')}\n`);
   }
 
@@ -73,4 +74,16 @@ export function toJson(value: unknown, indent?: number): string {
     },
     indent,
   );
+}
+
+/**
+ * Escapes what a file or store may put in human output that a terminal would act on: C0 and C1
+ * control characters (newline, carriage return, escape sequences) and DEL as `\xNN`, and the
+ * bidirectional overrides that reorder text on screen as `\u{NNNN}`. JSON output is already escaped.
+ */
+export function escapeControls(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, (c) => {
+    const n = c.codePointAt(0)!;
+    return n <= 0xff ? `\\x${n.toString(16).padStart(2, '0')}` : `\\u{${n.toString(16)}}`;
+  });
 }

@@ -2,7 +2,7 @@ import { TensorFSError, toTensorFSError } from '@tensorfs/format';
 import yargs from 'yargs';
 import type { TfsCommand } from './command.js';
 import { commands } from './commands/index.js';
-import { type CliIO, CommandContext, type GlobalArgs, toJson } from './context.js';
+import { type CliIO, CommandContext, escapeControls, type GlobalArgs, toJson } from './context.js';
 import { EXIT_CODES } from './exit-codes.js';
 import { VERSION } from './version.js';
 
@@ -85,6 +85,6 @@ export async function runCommands(
 
 function report(err: TensorFSError, io: CliIO, json: boolean): number {
   if (json) io.stderr.write(`${toJson({ error: err.toJSON() })}\n`);
-  else io.stderr.write(`error[${err.code}]: ${err.message}\n`);
+  else io.stderr.write(`error[${err.code}]: ${escapeControls(err.message)}\n`);
   return EXIT_CODES[err.code];
 }

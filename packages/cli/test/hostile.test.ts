@@ -276,3 +276,31 @@ describe('damaged metadata through the CLI', () => {
     }
   });
 });
+
+describe('control characters in human output', () => {
+  it('tensor names and metadata cannot forge lines or drive the terminal; JSON keeps them exact', async () => {
+    const d = temp();
+    const evil = 'w\u001b[2J\nerror[corrupt]: forged\r\u202e';
+    const header = {
+      __metadata__: { note: 'x\u001b]0;title\u0007' },
+      [evil]: { dtype: 'F32', shape: [1], data_offsets: [0, 4] },
+    };
+    let json = Buffer.from(JSON.stringify(header));
+    json = Buffer.concat([json, Buffer.alloc((8 - (json.length % 8)) % 8, 0x20)]);
+    const len = Buffer.alloc(8);
+    len.writeBigUInt64LE(BigInt(json.length));
+    const file = join(d, 'evil.safetensors');
+    writeFileSync(file, Buffer.concat([len, json, Buffer.alloc(4)]));
+    const r = await run(['inspect', file]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f\u202e]/);
+    expect(r.stdout.split('\n').some((l) => l.startsWith('error['))).toBe(false);
+    expect(r.stdout).toContain('w\\x1b[2J\\x0aerror[corrupt]: forged\\x0d\\u{202e}');
+    expect(r.stdout).toContain('note=x\\x1b]0;title\\x07');
+    const j = await run(['inspect', file, '--json']);
+    expect(JSON.parse(j.stdout).tensors[0].name).toBe(evil);
+    const store = join(temp(), 's');
+    const miss = await run(['cat', 'local/none', 'a\u001b[31mb', '--store', store]);
+    expect(miss.stderr).not.toContain('\u001b');
+  });
+});
