@@ -1,7 +1,8 @@
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
-import { JsonNumberText, jsonInteger } from '@tensorfs/format';
+import { JsonNumberText, jsonInteger, TensorFSError } from '@tensorfs/format';
 import { Progress } from './progress.js';
 
 /** Where a command writes and what it was given globally. */
@@ -33,10 +34,34 @@ export class CommandContext {
     this.signal = io.signal ?? new AbortController().signal;
   }
 
-  /** The store root: `--store`, else `TENSORFS_HOME`, else `~/.cache/tensorfs`. */
+  /**
+   * The store root: `--store`, else `TENSORFS_HOME`, else `~/.cache/tensorfs`. An empty one is
+   * refused (`invalid_argument`): it would silently mean the current directory.
+   */
   get storeDir(): string {
     const dir = this.storeOption ?? this.io.env.TENSORFS_HOME ?? path.join(os.homedir(), '.cache', 'tensorfs');
+    if (dir.length === 0) {
+      throw new TensorFSError(
+        'invalid_argument',
+        `${this.storeOption !== undefined ? '--store' : 'TENSORFS_HOME'} is empty; name a store directory`,
+        { details: { rule: 'cli.store_empty' } },
+      );
+    }
     return path.resolve(dir);
+  }
+
+  /**
+   * The store root of a command that only works on an existing store: a mistyped `--store` must
+   * not silently create an empty store (where verify would then say OK). Only `import` creates one.
+   */
+  existingStoreDir(): string {
+    const dir = this.storeDir;
+    if (!fs.existsSync(path.join(dir, 'metadata.sqlite3'))) {
+      throw new TensorFSError('not_found', 'no store at this path (tfs import creates one)', {
+        details: { rule: 'cli.no_store', path: path.basename(dir) },
+      });
+    }
+    return dir;
   }
 
   /** Writes a line of human output to stdout (suppressed with `--json`), control characters escaped. */

@@ -299,8 +299,56 @@ describe('control characters in human output', () => {
     expect(r.stdout).toContain('note=x\\x1b]0;title\\x07');
     const j = await run(['inspect', file, '--json']);
     expect(JSON.parse(j.stdout).tensors[0].name).toBe(evil);
-    const store = join(temp(), 's');
-    const miss = await run(['cat', 'local/none', 'a\u001b[31mb', '--store', store]);
+    const { store } = await tinyStore();
+    const miss = await run(['cat', 'local/m', 'a\u001b[31mb\nerror[x]: y', '--store', store]);
+    expect(miss.code).toBe(6);
     expect(miss.stderr).not.toContain('\u001b');
+    expect(miss.stderr.split('\n').filter((l) => l.startsWith('error['))).toHaveLength(1);
+  });
+});
+
+describe('rough edges of the CLI', () => {
+  it('human errors name the ref or file at fault; --json=true and --json true give JSON errors', async () => {
+    const { store } = await tinyStore();
+    const r = await tfs(store, 'ls', 'local/nope');
+    expect(r.err).toBe('error[not_found]: no such ref (ref local/nope)\n');
+    for (const flag of [['--json=true'], ['--json', 'true']]) {
+      const j = await tfs(store, 'ls', 'local/nope', ...flag);
+      expect(j.code).toBe(6);
+      expect(JSON.parse(j.err).error.details.ref).toBe('local/nope');
+    }
+    const bad = await tfs(store, 'ref', 'frob', 'x');
+    expect(bad.code).toBe(2);
+    expect(bad.err.trimEnd().split('\n')).toHaveLength(1);
+  });
+
+  it('a ref set with --expected none on an existing ref says it exists', async () => {
+    const { store, snapshot } = await tinyStore();
+    const r = await tfs(store, 'ref', 'set', 'local/m', snapshot, '--expected', 'none');
+    expect(r.code).toBe(7);
+    expect(r.err).toMatch(/^error\[conflict\]: ref already exists/);
+  });
+
+  it('a mistyped --store is not_found for every command but import; an empty store path is refused', async () => {
+    const { store } = await tinyStore();
+    const typo = `${store}-typo`;
+    for (const args of [
+      ['verify'],
+      ['gc'],
+      ['ls'],
+      ['du'],
+      ['cat', 'local/m', 'embed.weight'],
+      ['export', 'local/m', join(temp(), 'o')],
+    ]) {
+      const r = await tfs(typo, ...args, '--json');
+      expect(r.code, args.join(' ')).toBe(6);
+      expect(JSON.parse(r.err).error.details.rule).toBe('cli.no_store');
+    }
+    expect(existsSync(typo)).toBe(false);
+    const e1 = await run(['verify', '--store', '']);
+    expect(e1.code).toBe(2);
+    const e2 = await run(['verify'], { TENSORFS_HOME: '' });
+    expect(e2.code).toBe(2);
+    expect(e2.stderr).toMatch(/TENSORFS_HOME is empty/);
   });
 });

@@ -86,7 +86,13 @@ export async function readRef(layout: Layout, name: string): Promise<ObjectId | 
 
 function checkExpected(name: string, current: ObjectId | null, expected: ObjectId | null | undefined): void {
   if (expected !== undefined && expected !== current) {
-    throw new TensorFSError('conflict', 'ref changed meanwhile (compare-and-swap failed)', {
+    const why =
+      expected === null
+        ? 'ref already exists (it was expected not to)'
+        : current === null
+          ? 'ref does not exist (it was expected to hold an id)'
+          : 'ref holds another id than expected (compare-and-swap failed)';
+    throw new TensorFSError('conflict', why, {
       details: { ref: name, expected, actual: current },
     });
   }

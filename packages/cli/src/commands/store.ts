@@ -10,8 +10,14 @@ import { defineCommand } from '../command.js';
 import type { CommandContext, GlobalArgs } from '../context.js';
 import { formatBytes } from '../progress.js';
 
-async function withStore<T>(ctx: CommandContext, readOnly: boolean, fn: (s: Store) => Promise<T>): Promise<T> {
-  const store = await Store.open(ctx.storeDir, { readOnly });
+async function withStore<T>(
+  ctx: CommandContext,
+  readOnly: boolean,
+  fn: (s: Store) => Promise<T>,
+  create = false,
+): Promise<T> {
+  // Only import may create a store; every other command needs one that exists.
+  const store = await Store.open(create ? ctx.storeDir : ctx.existingStoreDir(), { readOnly });
   try {
     return await fn(store);
   } finally {
@@ -43,14 +49,18 @@ export const importCommand = defineCommand<{ path: string; name?: string; thread
   handler: async (args, ctx) => {
     const name = args.name ?? defaultRefName(args.path);
     const bar = ctx.progress('import');
-    const r = await withStore(ctx, false, (s) =>
-      s.importPath(args.path, {
-        name,
-        expected: parseExpected(args.expected),
-        threads: args.threads,
-        signal: ctx.signal,
-        onProgress: (p) => bar.update(p.bytes, p.bytesTotal),
-      }),
+    const r = await withStore(
+      ctx,
+      false,
+      (s) =>
+        s.importPath(args.path, {
+          name,
+          expected: parseExpected(args.expected),
+          threads: args.threads,
+          signal: ctx.signal,
+          onProgress: (p) => bar.update(p.bytes, p.bytesTotal),
+        }),
+      true,
     ).finally(() => bar.done());
     ctx.result({ ref: name, ...r }, () => [
       `${name} -> ${r.snapshot}`,

@@ -11,8 +11,14 @@ import type { CommandContext } from '../context.js';
 import { formatBytes } from '../progress.js';
 
 /** Opens the store, runs `fn`, closes the store. */
-async function withStore<T>(ctx: CommandContext, readOnly: boolean, fn: (store: Store) => Promise<T>): Promise<T> {
-  const store = await Store.open(ctx.storeDir, { readOnly });
+async function withStore<T>(
+  ctx: CommandContext,
+  readOnly: boolean,
+  fn: (store: Store) => Promise<T>,
+  create = false,
+): Promise<T> {
+  // Only import may create a store; every other command needs one that exists.
+  const store = await Store.open(create ? ctx.storeDir : ctx.existingStoreDir(), { readOnly });
   try {
     return await fn(store);
   } finally {
