@@ -321,3 +321,17 @@ describe('hostile names and paths', () => {
     await rejectsCode(Store.open('/proc/self/x'), 'io');
   }, 5_000);
 });
+
+describe('objects that are not files', () => {
+  it('an object replaced by a folder is missing to verify, not passed', async () => {
+    const { root, s, snapshot } = await storeWithSnapshot();
+    const m = await s.getManifest(snapshot);
+    const f = m.entries.find((e) => e.kind === 'file')!;
+    if (f.kind !== 'file') throw new Error('unreachable');
+    const id = f.records[0]!.digest;
+    rmSync(objectFile(root, id));
+    mkdirSync(objectFile(root, id));
+    for (const data of [false, true]) expect((await s.verify({ data })).missing).toEqual([id]);
+    await s.close();
+  });
+});
