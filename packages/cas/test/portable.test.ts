@@ -2,7 +2,7 @@
  * Portable gaps (issue 11): a store on a filesystem without hard links publishes by exclusive
  * rename. The filesystem is simulated by making `link` fail as FAT/exFAT or an SMB mount does.
  */
-import * as fsp from 'node:fs/promises';
+import fsp from 'node:fs/promises';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 import { join } from 'node:path';
@@ -39,7 +39,7 @@ describe('a store on a filesystem without hard links', () => {
   });
 
   it('other link errors still fail the write (io), leaving no temp', async () => {
-    vi.spyOn(fsp.default, 'link').mockRejectedValue(Object.assign(new Error('full'), { code: 'ENOSPC' }));
+    vi.spyOn(fsp, 'link').mockRejectedValue(Object.assign(new Error('full'), { code: 'ENOSPC' }));
     syncBuiltinESMExports();
     const root = tempDir();
     const s = await Store.open(root);
