@@ -17,9 +17,7 @@ afterEach(() => {
 
 describe('a store on a filesystem without hard links', () => {
   it('admits by exclusive rename, dedups, and imports and verifies as usual', async () => {
-    const link = vi
-      .spyOn(fsp, 'link')
-      .mockRejectedValue(Object.assign(new Error('no links'), { code: 'EPERM' }));
+    const link = vi.spyOn(fsp, 'link').mockRejectedValue(Object.assign(new Error('no links'), { code: 'EPERM' }));
     syncBuiltinESMExports();
     const s = await Store.open(tempDir());
     const a = bytesOf(100_000, 1);
