@@ -6,10 +6,12 @@
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import fsp from 'node:fs/promises';
+import { syncBuiltinESMExports } from 'node:module';
 import { join } from 'node:path';
 import { Store } from '@tensorfs/cas';
 import Database from 'better-sqlite3';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { bytesOf, rejectsCode, tempDir } from './helpers.js';
 
 function objectFile(root: string, id: string): string {
@@ -332,6 +334,67 @@ describe('objects that are not files', () => {
     rmSync(objectFile(root, id));
     mkdirSync(objectFile(root, id));
     for (const data of [false, true]) expect((await s.verify({ data })).missing).toEqual([id]);
+    await s.close();
+  });
+});
+
+describe('import and export rough edges', () => {
+  it('follows a symlink given as the argument itself (file and folder), named by the link', async () => {
+    const base = tempDir();
+    mkdirSync(join(base, 'blobs'));
+    writeFileSync(join(base, 'blobs', 'abc123'), bytesOf(1000, 4));
+    symlinkSync(join(base, 'blobs', 'abc123'), join(base, 'model.bin'));
+    mkdirSync(join(base, 'real'));
+    writeFileSync(join(base, 'real', 'c.json'), '{}');
+    symlinkSync(join(base, 'real'), join(base, 'snap'));
+    const s = await Store.open(tempDir());
+    const f = await s.importPath(join(base, 'model.bin'));
+    expect((await s.getManifest(f.snapshot)).entries.map((e) => e.path)).toEqual(['model.bin']);
+    const d = await s.importPath(join(base, 'snap'));
+    expect((await s.getManifest(d.snapshot)).entries.map((e) => e.path)).toEqual(['c.json']);
+    await s.close();
+  });
+
+  it('an absolute symlink says so; an unreadable file is denied (as in inspect)', async () => {
+    const b = join(tempDir(), 'b');
+    mkdirSync(b);
+    symlinkSync('/etc/passwd', join(b, 'abs'));
+    const s = await Store.open(tempDir());
+    const e = await rejectsCode(s.importPath(b), 'invalid_argument');
+    expect(e.details).toMatchObject({ rule: 'import.symlink_absolute', path: 'abs' });
+    expect((e as unknown as Error).message).toMatch(/absolute/);
+    const c = join(tempDir(), 'c');
+    mkdirSync(c);
+    writeFileSync(join(c, 'secret'), 'x');
+    // Tests may run as root, where permissions do not deny: make open fail as EACCES would.
+    const real = fsp.open;
+    const spy = vi
+      .spyOn(fsp, 'open')
+      .mockImplementation(((p: string, ...rest: unknown[]) =>
+        String(p).endsWith('/secret')
+          ? Promise.reject(Object.assign(new Error('denied'), { code: 'EACCES' }))
+          : (real as (...a: unknown[]) => unknown)(p, ...rest)) as typeof fsp.open);
+    syncBuiltinESMExports();
+    try {
+      const d = await rejectsCode(s.importPath(c), 'denied');
+      expect(d.details).toMatchObject({ path: 'secret', errno: 'EACCES' });
+    } finally {
+      spy.mockRestore();
+      syncBuiltinESMExports();
+    }
+    await s.close();
+  });
+
+  it('export refuses a destination inside the store, and an existing file as the folder (conflict)', async () => {
+    const { root, s, snapshot } = await storeWithSnapshot();
+    const e = await rejectsCode(s.exportSnapshot(snapshot, join(root, 'refs')), 'invalid_argument');
+    expect(e.details.rule).toBe('export.inside_store');
+    await rejectsCode(s.exportSnapshot(snapshot, join(root, 'new', 'x')), 'invalid_argument');
+    const m = await s.getManifest(snapshot);
+    await rejectsCode(s.exportFile(snapshot, m.entries[0]!.path, join(root, 'tmp', 'x')), 'invalid_argument');
+    const file = join(tempDir(), 'f');
+    writeFileSync(file, 'x');
+    await rejectsCode(s.exportSnapshot(snapshot, file), 'conflict');
     await s.close();
   });
 });

@@ -145,7 +145,7 @@ async function openScanned(f: Found): Promise<fsp.FileHandle> {
     if (errno === 'ELOOP') throw changedError(f.rel, 'replaced by a symlink', err);
     if (errno === 'ENOENT' || errno === 'ENOTDIR') throw changedError(f.rel, 'removed', err);
     if (errno === 'ENXIO') throw changedError(f.rel, 'replaced by a special file', err);
-    throw ioError(err, 'open', f.rel);
+    throw accessError(err, 'open', f.rel);
   }
   try {
     const change = stampChange(f.stamp, stampOf(await fh.stat({ bigint: true })));
@@ -180,23 +180,29 @@ function utf8Name(raw: Buffer, prefix: string): string {
 }
 
 /** Entries of the tree at `abs` (a file gives one entry named by its basename). */
-export async function scanTree(abs: string): Promise<Found[]> {
+export async function scanTree(given: string): Promise<Found[]> {
+  const name = basename(given);
+  let abs = given;
   let st: import('node:fs').BigIntStats;
   try {
     st = await fsp.lstat(abs, { bigint: true });
+    if (st.isSymbolicLink()) {
+      // The argument itself may be a symlink (a Hugging Face cache snapshot is one, or links
+      // to blobs): follow it, as inspect and plan do; links inside a folder stay links.
+      abs = await fsp.realpath(given);
+      st = await fsp.lstat(abs, { bigint: true });
+    }
   } catch (err) {
     if (errnoOf(err) === 'ENOENT')
-      throw new TensorFSError('not_found', 'nothing to import at this path', { details: { path: basename(abs) } });
-    throw ioError(err, 'stat', basename(abs));
+      throw new TensorFSError('not_found', 'nothing to import at this path', { details: { path: name } });
+    throw accessError(err, 'stat', name);
   }
   if (st.isFile()) {
-    return [
-      { rel: basename(abs), abs, kind: 'file', size: Number(st.size), mode: Number(st.mode), stamp: stampOf(st) },
-    ];
+    return [{ rel: name, abs, kind: 'file', size: Number(st.size), mode: Number(st.mode), stamp: stampOf(st) }];
   }
   if (!st.isDirectory()) {
     throw new TensorFSError('unsupported', 'only a regular file or a folder can be imported', {
-      details: { path: basename(abs), rule: 'file_type' },
+      details: { path: name, rule: 'file_type' },
     });
   }
   // Walk with lstat semantics: a symlink (to a folder too) is recorded as a link, never followed
@@ -209,7 +215,7 @@ export async function scanTree(abs: string): Promise<Found[]> {
       // file would then be looked up (and reported missing) under that mangled name.
       dirents = await fsp.readdir(dir, { withFileTypes: true, encoding: 'buffer' });
     } catch (err) {
-      throw ioError(err, 'readdir', prefix || basename(abs));
+      throw accessError(err, 'readdir', prefix || name);
     }
     for (const d of dirents) {
       const name = utf8Name(d.name, prefix);
@@ -239,6 +245,15 @@ export async function scanTree(abs: string): Promise<Found[]> {
   };
   await walk(abs, '');
   return out.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
+}
+
+/** A permission error is `denied` (as inspect and plan say), anything else `io`. */
+function accessError(err: unknown, op: string, path: string): TensorFSError {
+  const errno = errnoOf(err);
+  if (errno === 'EACCES' || errno === 'EPERM') {
+    return new TensorFSError('denied', `permission denied (${op})`, { details: { op, errno, path }, cause: err });
+  }
+  return ioError(err, op, path);
 }
 
 function isChanged(err: TensorFSError): boolean {
@@ -318,6 +333,15 @@ export async function importTree(
         const now = await lstamp(f.abs);
         const change = now === null ? 'removed' : stampChange(f.stamp, now);
         if (change !== null) throw changedError(f.rel, change);
+        if (target.startsWith('/')) {
+          throw new TensorFSError(
+            'invalid_argument',
+            'symlink target is absolute (only links inside the folder can be imported)',
+            {
+              details: { rule: 'import.symlink_absolute', path: f.rel, target },
+            },
+          );
+        }
         validateSymlinkTarget(f.rel, target);
         entries.push({ path: f.rel, kind: 'symlink', target });
       } else {

@@ -4,7 +4,7 @@
  */
 import * as fsp from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve, sep } from 'node:path';
 import {
   type Manifest,
   type ObjectId,
@@ -397,7 +397,30 @@ export class Store {
     if (entry.kind !== 'file') {
       throw new TensorFSError('invalid_argument', 'not a regular file in the snapshot', { details: { path } });
     }
+    await this.refuseInsideStore(resolve(dest));
     await writeRecordsFile(this.objects, entry.records, resolve(dest), { ...options, mode: entry.mode });
+  }
+
+  /** `invalid_argument` if `dest` (symlinks resolved as far as it exists) lies inside this store. */
+  private async refuseInsideStore(dest: string): Promise<void> {
+    const real = async (p: string): Promise<string> => {
+      const tail: string[] = [];
+      for (let d = p; ; d = dirname(d)) {
+        try {
+          return join(await fsp.realpath(d), ...tail.reverse());
+        } catch {
+          if (dirname(d) === d) return p;
+          tail.push(basename(d));
+        }
+      }
+    };
+    const store = await real(this.root);
+    const at = await real(dest);
+    if (at === store || at.startsWith(store.endsWith(sep) ? store : store + sep)) {
+      throw new TensorFSError('invalid_argument', 'cannot export into the store itself', {
+        details: { rule: 'export.inside_store', path: basename(dest) },
+      });
+    }
   }
 
   /**
@@ -419,9 +442,16 @@ export class Store {
     let files = 0;
     let bytes = 0;
     const report = () => options.onProgress?.({ files, filesTotal, bytes, bytesTotal });
+    await this.refuseInsideStore(root);
     try {
       await mkdirDurable(root);
     } catch (err) {
+      const errno = errnoOf(err);
+      if (errno === 'EEXIST' || errno === 'ENOTDIR') {
+        throw new TensorFSError('conflict', 'export destination exists and is not a folder', {
+          details: { rule: 'export.not_a_folder', path: basename(root) },
+        });
+      }
       throw ioError(err, 'create export folder');
     }
     for (const e of m.entries) {
