@@ -23,6 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { Store } from '@tensorfs/cas';
 import { afterEach, describe, expect, it } from 'vitest';
 import { capture, tfs as run } from './helpers.js';
+import { defaultRefName } from '../src/commands/store.js';
 import { run as runIo } from '../src/index.js';
 
 const BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
@@ -350,5 +351,41 @@ describe('rough edges of the CLI', () => {
     const e2 = await run(['verify'], { TENSORFS_HOME: '' });
     expect(e2.code).toBe(2);
     expect(e2.stderr).toMatch(/TENSORFS_HOME is empty/);
+  });
+});
+
+describe('rough edges of import, ref set and compose', () => {
+  it('different non-ASCII names get different default refs', () => {
+    const a = defaultRefName('/x/模型.safetensors');
+    const b = defaultRefName('/x/权重.safetensors');
+    expect(a).toMatch(/^local\/__-[0-9a-f]{8}\.safetensors$/);
+    expect(b).toMatch(/^local\/__-[0-9a-f]{8}\.safetensors$/);
+    expect(a).not.toBe(b);
+    expect(defaultRefName('/x/Llama 3.1 (8B)')).toBe('local/Llama_3.1__8B_');
+  });
+
+  it('ref set refuses an object that is not a snapshot', async () => {
+    const { store } = await tinyStore();
+    const t = await tfs(store, 'tensors', 'local/m', '--json');
+    const tensorObject = JSON.parse(t.out).tensors.find((x: { objects: string[] }) => x.objects.length > 0).objects[0];
+    const r = await tfs(store, 'ref', 'set', 'local/t', tensorObject, '--json');
+    expect(r.code).toBe(2);
+    expect(JSON.parse(r.err).error.details.rule).toBe('cli.not_a_snapshot');
+    expect((await tfs(store, 'ref', 'get', 'local/t')).code).toBe(6);
+  });
+
+  it('a --trim that matches nothing fails unless --allow-empty; a rekey map with a duplicate key is refused', async () => {
+    const { store } = await tinyStore();
+    const r = await tfs(store, 'compose', 'local/m', '--trim', 'nothing.*', '--name', 'local/c', '--json');
+    expect(r.code).toBe(6);
+    expect(JSON.parse(r.err).error.details).toMatchObject({ rule: 'cli.trim_no_match', patterns: ['nothing.*'] });
+    expect((await tfs(store, 'ref', 'get', 'local/c')).code).toBe(6);
+    const ok = await tfs(store, 'compose', 'local/m', '--trim', 'nothing.*', '--name', 'local/c', '--allow-empty');
+    expect(ok.code, ok.err).toBe(0);
+    const map = join(temp(), 'map.json');
+    writeFileSync(map, '{"embed.weight": "a", "x": {"embed.weight": 1}, "embed.weight": "b"}');
+    const d = await tfs(store, 'compose', 'local/m', '--rekey', map, '--name', 'local/d', '--json');
+    expect(d.code).toBe(2);
+    expect(JSON.parse(d.err).error.details).toMatchObject({ rule: 'cli.rekey_duplicate', tensor: 'embed.weight' });
   });
 });

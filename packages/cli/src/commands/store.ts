@@ -2,9 +2,10 @@
  * Store commands: `tfs import`, `ls`, `ref get|set|rm`, `export`, `verify`, `gc`, `du`.
  * Each opens the store at `--store` (read-only where it only reads) and closes it afterwards.
  */
+import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { Store } from '@tensorfs/cas';
-import { type ObjectId, TensorFSError, parseObjectId } from '@tensorfs/format';
+import { isTensorFSError, type ObjectId, TensorFSError, parseObjectId } from '@tensorfs/format';
 import type { Argv } from 'yargs';
 import { defineCommand } from '../command.js';
 import type { CommandContext, GlobalArgs } from '../context.js';
@@ -25,12 +26,19 @@ async function withStore<T>(
   }
 }
 
-/** `local/<base name>` with every character a ref segment cannot hold replaced by `_`. */
+/**
+ * `local/<base name>` with every character a ref segment cannot hold replaced by `_`. A name with
+ * non-ASCII characters also gets 8 hex digits of its SHA-256 (before the extension), so different
+ * names (`模型.safetensors`, `权重.safetensors`) do not share one ref.
+ */
 export function defaultRefName(file: string): string {
-  const base = path
-    .basename(path.resolve(file))
-    .replace(/[^A-Za-z0-9._-]/g, '_')
-    .replace(/^[.-]+/, '');
+  const original = path.basename(path.resolve(file));
+  let base = original.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^[.-]+/, '');
+  if (/[^\x00-\x7f]/.test(original)) {
+    const tag = createHash('sha256').update(original).digest('hex').slice(0, 8);
+    const dot = base.lastIndexOf('.');
+    base = dot > 0 ? `${base.slice(0, dot)}-${tag}${base.slice(dot)}` : `${base}-${tag}`;
+  }
   return `local/${(base.replace(/\.(lock|tmp)$/, '_$1') || 'import').slice(0, 150)}`;
 }
 
@@ -139,6 +147,16 @@ export const refCommand = defineCommand<RefArgs>({
       }
       await withStore(ctx, false, async (s) => {
         const id = await s.resolve(args.target!);
+        // A ref names a snapshot: a tensor or any other object is refused (malformed).
+        await s.getManifest(id).catch((err) => {
+          if (isTensorFSError(err) && err.code === 'malformed') {
+            throw new TensorFSError('invalid_argument', 'the target is not a snapshot (a ref names a manifest)', {
+              details: { rule: 'cli.not_a_snapshot', digest: id },
+              cause: err,
+            });
+          }
+          throw err;
+        });
         await s.setRef(args.name, id, { expected: parseExpected(args.expected) });
         ctx.result({ name: args.name, id }, () => `${args.name} -> ${id}`);
       });

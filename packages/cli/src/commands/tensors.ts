@@ -7,7 +7,8 @@ import { Store } from '@tensorfs/cas';
 import { jsonInteger, TensorFSError } from '@tensorfs/format';
 import { type ComposeChanges, compose, openTensors, type TensorSet, type TensorView } from '@tensorfs/tensors';
 import { defineCommand } from '../command.js';
-import type { CommandContext } from '../context.js';
+import type { CommandContext, GlobalArgs } from '../context.js';
+import type { Argv } from 'yargs';
 import { formatBytes } from '../progress.js';
 
 /** Opens the store, runs `fn`, closes the store. */
@@ -204,13 +205,16 @@ function onlyFile(set: TensorSet): string {
 }
 
 /** `tfs compose <ref>`: a snapshot whose file has tensors renamed or dropped, sharing every tensor object. */
-export const composeCommand = defineCommand<{
+interface ComposeArgs {
   ref: string;
   file?: string;
   rekey?: string;
   trim?: string[];
   name: string;
-}>({
+  allowEmpty: boolean;
+}
+
+export const composeCommand = defineCommand<ComposeArgs>({
   command: 'compose <ref>',
   describe: 'Rename (--rekey) or drop (--trim) tensors of a file: one new header object, every tensor shared',
   builder: (y) =>
@@ -223,7 +227,12 @@ export const composeCommand = defineCommand<{
         type: 'string',
         demandOption: true,
         describe: 'the ref to point at the result (must not exist, unless it is <ref>)',
-      }),
+      })
+      .option('allow-empty', {
+        type: 'boolean',
+        default: false,
+        describe: 'succeed even when a --trim pattern matches no tensor',
+      }) as unknown as Argv<ComposeArgs & GlobalArgs>,
   handler: async (args, ctx) => {
     if (args.rekey === undefined && (args.trim === undefined || args.trim.length === 0)) {
       throw new TensorFSError('invalid_argument', 'nothing to compose: give --rekey and/or --trim');
@@ -235,6 +244,15 @@ export const composeCommand = defineCommand<{
     await withStore(ctx, false, async (store) => {
       const snapshot = await store.resolve(args.ref);
       const file = args.file ?? onlyFile(await openTensors(store, snapshot, { signal: ctx.signal }));
+      if (args.trim?.length && !args.allowEmpty) {
+        const names = [...(await openTensors(store, snapshot, { file, signal: ctx.signal }))].map((v) => v.name);
+        const idle = args.trim.filter((t) => !names.some((n) => globToRegExp(t).test(n)));
+        if (idle.length > 0) {
+          throw new TensorFSError('not_found', `--trim ${idle.join(', ')} matches no tensor (--allow-empty to go on)`, {
+            details: { rule: 'cli.trim_no_match', patterns: idle, file },
+          });
+        }
+      }
       const result = await compose(store, snapshot, file, changes, {
         ref: args.name,
         expected: args.name === args.ref ? snapshot : null,
@@ -295,6 +313,12 @@ async function readRekeyMap(file: string): Promise<Map<string, string>> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new TensorFSError('invalid_argument', 'the rekey map is a JSON object of old name to new name');
   }
+  const dup = duplicateKey(text);
+  if (dup !== undefined) {
+    throw new TensorFSError('invalid_argument', `the rekey map names ${JSON.stringify(dup)} twice`, {
+      details: { rule: 'cli.rekey_duplicate', tensor: dup, path: path.basename(file) },
+    });
+  }
   const map = new Map<string, string>();
   for (const [from, to] of Object.entries(value)) {
     if (typeof to !== 'string') {
@@ -305,4 +329,32 @@ async function readRekeyMap(file: string): Promise<Map<string, string>> {
     map.set(from, to);
   }
   return map;
+}
+
+/**
+ * The first key that appears twice in the top-level object of valid JSON `text` (JSON.parse keeps
+ * the last silently), or undefined.
+ */
+export function duplicateKey(text: string): string | undefined {
+  const seen = new Set<string>();
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '{' || c === '[') depth++;
+    else if (c === '}' || c === ']') depth--;
+    else if (c === '"') {
+      let j = i + 1;
+      while (text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+      const raw = text.slice(i, j + 1);
+      i = j;
+      if (depth !== 1) continue;
+      let k = j + 1;
+      while (/\s/.test(text[k] ?? '')) k++;
+      if (text[k] !== ':') continue; // a value, not a key
+      const key = JSON.parse(raw) as string;
+      if (seen.has(key)) return key;
+      seen.add(key);
+    }
+  }
+  return undefined;
 }
