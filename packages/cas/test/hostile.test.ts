@@ -398,3 +398,31 @@ describe('import and export rough edges', () => {
     await s.close();
   });
 });
+
+describe('verify --data with unreadable objects', () => {
+  it('lists every unreadable object and goes on, instead of stopping at the first', async () => {
+    const { root, s, snapshot } = await storeWithSnapshot();
+    const m = await s.getManifest(snapshot);
+    const leaves = m.entries.flatMap((e) => (e.kind === 'file' ? e.records.map((r) => r.digest) : [])).sort();
+    expect(leaves.length).toBe(2);
+    const bad = new Set(leaves.map((id) => objectFile(root, id)));
+    const real = fsp.open;
+    const spy = vi
+      .spyOn(fsp, 'open')
+      .mockImplementation(((p: string, ...rest: unknown[]) =>
+        bad.has(String(p))
+          ? Promise.reject(Object.assign(new Error('I/O error'), { code: 'EIO' }))
+          : (real as (...a: unknown[]) => unknown)(p, ...rest)) as typeof fsp.open);
+    syncBuiltinESMExports();
+    try {
+      const v = await s.verify({ data: true });
+      expect(v).toMatchObject({ unreadable: leaves, missing: [], corrupt: [] });
+      expect(v.rehashed).toBe(3);
+    } finally {
+      spy.mockRestore();
+      syncBuiltinESMExports();
+    }
+    expect((await s.verify({ data: true })).unreadable).toEqual([]);
+    await s.close();
+  });
+});

@@ -227,10 +227,16 @@ export const verifyCommand = defineCommand<{ data: boolean; sample?: number; all
       `${r.objects} objects (${formatBytes(r.bytes)}), ${r.rehashed} rehashed`,
       ...r.missing.map((id) => `missing ${id}`),
       ...r.corrupt.map((id) => `corrupt ${id}`),
+      ...r.unreadable.map((id) => `unreadable ${id}`),
     ]);
     if (r.missing.length + r.corrupt.length > 0) {
       throw new TensorFSError('corrupt', 'the store has missing or corrupt objects', {
-        details: { missing: r.missing.length, corrupt: r.corrupt.length },
+        details: { missing: r.missing.length, corrupt: r.corrupt.length, unreadable: r.unreadable.length },
+      });
+    }
+    if (r.unreadable.length > 0) {
+      throw new TensorFSError('io', 'some objects could not be read', {
+        details: { unreadable: r.unreadable.length },
       });
     }
   },
