@@ -3,7 +3,8 @@
  * See docs/store.md for the durability, lease and GC protocols.
  */
 import * as fsp from 'node:fs/promises';
-import { homedir } from 'node:os';
+import * as fs from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
 import { basename, dirname, join, resolve, sep } from 'node:path';
 import {
   type Manifest,
@@ -13,6 +14,7 @@ import {
   decodeManifest,
   encodeManifest,
   isObjectId,
+  isTensorFSError,
   throwIfAborted,
   validatePath,
 } from '@tensorfs/format';
@@ -119,7 +121,24 @@ export class Store {
         throw ioError(err, 'create store layout');
       }
     }
-    return new Store(layout, openDb(layout.db, options.readOnly ?? false), options);
+    if (!options.readOnly) return new Store(layout, openDb(layout.db, false), options);
+    try {
+      return new Store(layout, openDb(layout.db, true), options);
+    } catch (err) {
+      // Read-only media (a CD, a read-only mount, a folder we may not write): SQLite cannot
+      // create the WAL index (-shm) it needs even to read. Read a private copy of the metadata
+      // instead; nothing on such media can change under it.
+      if (!isTensorFSError(err) || err.details.errno !== 'SQLITE_CANTOPEN' || canWrite(layout.root)) throw err;
+      const copy = await copyMetadata(layout);
+      try {
+        const store = new Store(layout, openDb(join(copy, 'metadata.sqlite3'), true), options);
+        store.scratch = copy;
+        return store;
+      } catch (e) {
+        await fsp.rm(copy, { recursive: true, force: true });
+        throw e;
+      }
+    }
   }
 
   /** Closes the metadata database. Idempotent. */
@@ -127,7 +146,11 @@ export class Store {
     if (this.closed) return;
     this.closed = true;
     this.db.close();
+    if (this.scratch !== undefined) await fsp.rm(this.scratch, { recursive: true, force: true });
   }
+
+  /** A private copy of the metadata, when the store is on read-only media. */
+  private scratch: string | undefined;
 
   private live(): void {
     if (this.closed)
@@ -538,6 +561,31 @@ export class Store {
     } catch {
       return (await this.objects.rawSize(id)) ?? 0;
     }
+  }
+}
+
+/** True if this process may create files in `dir`. */
+function canWrite(dir: string): boolean {
+  try {
+    fs.accessSync(dir, fs.constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Copies metadata.sqlite3 (and its -wal, if any) into a new private temp folder. */
+async function copyMetadata(layout: Layout): Promise<string> {
+  const dir = await fsp.mkdtemp(join(tmpdir(), 'tensorfs-ro-'));
+  try {
+    await fsp.copyFile(layout.db, join(dir, 'metadata.sqlite3'));
+    await fsp.copyFile(`${layout.db}-wal`, join(dir, 'metadata.sqlite3-wal')).catch((err) => {
+      if (errnoOf(err) !== 'ENOENT') throw err;
+    });
+    return dir;
+  } catch (err) {
+    await fsp.rm(dir, { recursive: true, force: true });
+    throw ioError(err, 'copy metadata from read-only media', 'metadata.sqlite3');
   }
 }
 
