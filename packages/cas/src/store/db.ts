@@ -3,7 +3,8 @@
  * WAL mode, a busy timeout, and a schema versioned with `PRAGMA user_version` migrations.
  *
  * Existence of an object is never recorded here: it is always an fs stat of the object file, so no
- * stale row can make a writer skip an object that GC has removed (storage.md §6.12).
+ * stale row can make a writer skip an object that GC has removed (docs/store.md, "Where the rules
+ * come from").
  */
 import Database from 'better-sqlite3';
 import { TensorFSError, isTensorFSError } from '@tensorfs/format';

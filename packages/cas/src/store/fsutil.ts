@@ -9,7 +9,7 @@ import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { TensorFSError, isTensorFSError } from '@tensorfs/format';
 
-/** Directory fsync errors that mean "this filesystem cannot do that" (restic tolerates the same). */
+/** Directory fsync errors that mean "this filesystem cannot do that" (restic tolerates the same; docs/store.md). */
 const DIR_SYNC_UNSUPPORTED = new Set(['EISDIR', 'EPERM', 'EINVAL', 'ENOTSUP', 'EBADF', 'EACCES']);
 
 /** Short host name used in temp names so a GC on this host can tell dead writers by pid. */

@@ -1,5 +1,5 @@
 /**
- * {@link LocalStore}: one local content-addressed store on disk (DESIGN.md "Store on disk"), the
+ * {@link LocalStore}: one local content-addressed store on disk (docs/store.md), the
  * SQLite-backed implementation of the {@link Store} port. See docs/store.md for the durability,
  * lease and GC protocols.
  */
