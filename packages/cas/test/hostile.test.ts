@@ -426,3 +426,29 @@ describe('verify --data with unreadable objects', () => {
     await s.close();
   });
 });
+
+describe('lost metadata', () => {
+  it('a deleted or emptied metadata.sqlite3 is corrupt, not silently recreated; recreateMetadata starts an empty one', async () => {
+    for (const how of ['delete', 'empty'] as const) {
+      const { root, s, snapshot } = await storeWithSnapshot();
+      const keep = (await s.put(bytesOf(10, 8))).id;
+      await s.addRoot(keep, 'keep me');
+      await s.close();
+      for (const f of ['', '-wal', '-shm']) rmSync(join(root, `metadata.sqlite3${f}`), { force: true });
+      if (how === 'empty') writeFileSync(join(root, 'metadata.sqlite3'), '');
+      for (const readOnly of [false, true]) {
+        const e = await rejectsCode(Store.open(root, { readOnly }), 'corrupt');
+        expect(e.details, how).toMatchObject({ rule: 'metadata.damaged', path: 'metadata.sqlite3' });
+        expect((e as unknown as Error).message).toMatch(/recreate-metadata/);
+      }
+      const r = await Store.open(root, { recreateMetadata: true });
+      expect(await r.listRoots()).toEqual([]);
+      expect(await r.getRef('local/m')).toBe(snapshot);
+      expect((await r.verify({ data: true })).corrupt).toEqual([]);
+      await r.close();
+    }
+    // A fresh, empty folder is still a new store.
+    const fresh = await Store.open(join(tempDir(), 'new'));
+    await fresh.close();
+  });
+});
