@@ -5,7 +5,7 @@
  * big files are in hostile-slow.test.ts (TENSORFS_SLOW=1).
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import fsp from 'node:fs/promises';
 import { syncBuiltinESMExports } from 'node:module';
 import { join } from 'node:path';
@@ -450,5 +450,22 @@ describe('lost metadata', () => {
     // A fresh, empty folder is still a new store.
     const fresh = await Store.open(join(tempDir(), 'new'));
     await fresh.close();
+  });
+});
+
+describe('temps of killed exports', () => {
+  it('the next export of the same file removes temps whose writer is dead, keeps live ones', async () => {
+    const { s, snapshot } = await storeWithSnapshot();
+    const out = tempDir();
+    const dead = spawnSync(process.execPath, ['-e', '0']).pid!;
+    const stale = join(out, `.a.bin.tfs-${dead}-0123abcd.tmp`);
+    const live = join(out, `.a.bin.tfs-${process.pid}-0123abce.tmp`);
+    const other = join(out, `.b.bin.tfs-${dead}-0123abcd.tmp`);
+    for (const f of [stale, live, other]) writeFileSync(f, 'half');
+    await s.exportFile(snapshot, 'a.bin', join(out, 'a.bin'));
+    expect(existsSync(stale)).toBe(false);
+    expect(existsSync(live)).toBe(true);
+    expect(existsSync(other)).toBe(true);
+    await s.close();
   });
 });

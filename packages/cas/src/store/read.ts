@@ -15,7 +15,7 @@ import {
   checkRange,
   throwIfAborted,
 } from '@tensorfs/format';
-import { errnoOf, fsyncDir, ioError } from './fsutil.js';
+import { errnoOf, fsyncDir, ioError, pidAlive } from './fsutil.js';
 import { objectRel } from './layout.js';
 import { type Objects, checkId, readExactlyInto } from './objects.js';
 
@@ -133,10 +133,9 @@ export async function writeRecordsFile(
 ): Promise<number> {
   offsetsOf(records);
   const dir = dirname(dest);
-  const tmp = join(
-    dir,
-    `.${basename(dest).slice(0, 100)}.tfs-${process.pid}-${Math.random().toString(16).slice(2, 10)}.tmp`,
-  );
+  const prefix = `.${basename(dest).slice(0, 100)}.tfs-`;
+  await removeDeadTemps(dir, prefix);
+  const tmp = join(dir, `${prefix}${process.pid}-${Math.random().toString(16).slice(2, 10)}.tmp`);
   let fh: fsp.FileHandle;
   try {
     fh = await fsp.open(tmp, 'wx', 0o600);
@@ -165,6 +164,25 @@ export async function writeRecordsFile(
     throw ioError(err, 'fsync', basename(dir));
   });
   return total;
+}
+
+/**
+ * Removes temps an earlier export of the same destination left when it was killed (SIGKILL, power
+ * loss): `<prefix><pid>-<hex>.tmp` whose writer is no longer running. Best effort.
+ */
+async function removeDeadTemps(dir: string, prefix: string): Promise<void> {
+  let names: string[];
+  try {
+    names = await fsp.readdir(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    if (!name.startsWith(prefix)) continue;
+    const m = /^(\d+)-[0-9a-f]+\.tmp$/.exec(name.slice(prefix.length));
+    if (m === null || pidAlive(Number(m[1]))) continue;
+    await fsp.rm(join(dir, name), { force: true }).catch(() => {});
+  }
 }
 
 /** Copies one object into `out` at `at` with double buffering (read the next chunk while writing). */
