@@ -5,10 +5,11 @@
  * big files are in hostile-slow.test.ts (TENSORFS_SLOW=1).
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import fsp from 'node:fs/promises';
 import { syncBuiltinESMExports } from 'node:module';
 import { join } from 'node:path';
+import { hostname } from 'node:os';
 import { LocalStore } from '@tensorfs/cas';
 import Database from 'better-sqlite3';
 import { describe, expect, it, vi } from 'vitest';
@@ -423,6 +424,54 @@ describe('verify --data with unreadable objects', () => {
       syncBuiltinESMExports();
     }
     expect((await s.verify({ data: true })).unreadable).toEqual([]);
+    await s.close();
+  });
+});
+
+describe('lost metadata', () => {
+  it('a deleted or emptied metadata.sqlite3 is corrupt, not silently recreated; recreateMetadata starts an empty one', async () => {
+    for (const how of ['delete', 'empty'] as const) {
+      const { root, s, snapshot } = await storeWithSnapshot();
+      const keep = (await s.put(bytesOf(10, 8))).id;
+      await s.addRoot(keep, 'keep me');
+      await s.close();
+      for (const f of ['', '-wal', '-shm']) rmSync(join(root, `metadata.sqlite3${f}`), { force: true });
+      if (how === 'empty') writeFileSync(join(root, 'metadata.sqlite3'), '');
+      for (const readOnly of [false, true]) {
+        const e = await expectCode(LocalStore.open(root, { readOnly }), 'corrupt');
+        expect(e.details, how).toMatchObject({ rule: 'metadata.damaged', path: 'metadata.sqlite3' });
+        expect((e as unknown as Error).message).toMatch(/recreate-metadata/);
+      }
+      const r = await LocalStore.open(root, { recreateMetadata: true });
+      expect(await r.listRoots()).toEqual([]);
+      expect(await r.getRef('local/m')).toBe(snapshot);
+      expect((await r.verify({ data: true })).corrupt).toEqual([]);
+      await r.close();
+    }
+    // A fresh, empty folder is still a new store.
+    const fresh = await LocalStore.open(join(tempDir(), 'new'));
+    await fresh.close();
+  });
+});
+
+describe('temps of killed exports', () => {
+  it('the next export of the same file removes temps whose writer is dead, keeps live ones', async () => {
+    const { s, snapshot } = await storeWithSnapshot();
+    const out = tempDir();
+    const dead = spawnSync(process.execPath, ['-e', '0']).pid!;
+    // The store's temp scheme: `.<name>.<host>-<pid>-<16 hex>.tmp`.
+    const host =
+      hostname()
+        .replace(/[^A-Za-z0-9.-]/g, '_')
+        .slice(0, 64) || 'host';
+    const stale = join(out, `.a.bin.${host}-${dead}-0123456789abcdef.tmp`);
+    const live = join(out, `.a.bin.${host}-${process.pid}-0123456789abcdee.tmp`);
+    const other = join(out, `.b.bin.${host}-${dead}-0123456789abcdef.tmp`);
+    for (const f of [stale, live, other]) writeFileSync(f, 'half');
+    await s.exportFile(snapshot, 'a.bin', join(out, 'a.bin'));
+    expect(existsSync(stale)).toBe(false);
+    expect(existsSync(live)).toBe(true);
+    expect(existsSync(other)).toBe(true);
     await s.close();
   });
 });

@@ -56,7 +56,7 @@ export class CommandContext {
    */
   existingStoreDir(): string {
     const dir = this.storeDir;
-    if (!fs.existsSync(path.join(dir, 'metadata.sqlite3'))) {
+    if (!['metadata.sqlite3', 'refs', 'objects'].some((p) => fs.existsSync(path.join(dir, p)))) {
       throw new TensorFSError('not_found', 'no store at this path (tfs import creates one)', {
         details: { rule: 'cli.no_store', path: path.basename(dir) },
       });

@@ -22,6 +22,23 @@ export async function runCommands(
   available: readonly TfsCommand<any>[],
 ): Promise<number> {
   const wantsJson = jsonRequested(argv);
+  // yargs leaves everything after `--` out of the positionals, so `tfs import -- -file` found no
+  // path. Pass those operands under placeholders that cannot look like options, and put the
+  // real text back into the parsed arguments.
+  const operands = new Map<string, string>();
+  const dashdash = argv.indexOf('--');
+  if (dashdash >= 0) {
+    argv = [
+      ...argv.slice(0, dashdash),
+      ...argv.slice(dashdash + 1).map((text, i) => {
+        const key = `\u0000operand${i}\u0000`;
+        operands.set(key, text);
+        return key;
+      }),
+    ];
+  }
+  const restore = (v: unknown): unknown =>
+    typeof v === 'string' ? (operands.get(v) ?? v) : Array.isArray(v) ? v.map(restore) : v;
   let failure: TensorFSError | undefined;
 
   const parser = yargs([...argv])
@@ -56,7 +73,8 @@ export async function runCommands(
       describe: cmd.describe,
       builder: (y: never) => (cmd.builder ? cmd.builder(y) : y),
       handler: async (args: never) => {
-        const a = args as GlobalArgs;
+        const a = args as GlobalArgs & Record<string, unknown>;
+        for (const k of Object.keys(a)) a[k] = restore(a[k]);
         try {
           await cmd.handler(a, new CommandContext(io, a));
         } catch (err) {

@@ -389,3 +389,20 @@ describe('rough edges of import, ref set and compose', () => {
     expect(JSON.parse(d.err).error.details).toMatchObject({ rule: 'cli.rekey_duplicate', tensor: 'embed.weight' });
   });
 });
+
+describe('operands after --', () => {
+  it('tfs import -- -file imports a file whose name starts with a dash', async () => {
+    const d = temp();
+    writeFileSync(join(d, '-file'), 'dash');
+    const store = join(temp(), 's');
+    const prev = process.cwd();
+    process.chdir(d);
+    try {
+      const r = await run(['import', '--store', store, '--name', 'local/dash', '--json', '--', '-file']);
+      expect(r.code, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout)).toMatchObject({ ref: 'local/dash', files: 1, bytes: 4 });
+    } finally {
+      process.chdir(prev);
+    }
+  });
+});

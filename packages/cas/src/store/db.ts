@@ -94,11 +94,12 @@ export function openDb(file: string, readOnly: boolean): Db {
 
 /** How to recover from damaged metadata; said with every `corrupt` about it. */
 const RECOVER =
-  'objects and refs are not affected: restore metadata.sqlite3 from a backup, or move it (and its -wal, -shm files) aside and open the store again to start an empty one (roots and the quarantine list are lost: re-add roots, then run tfs verify --data)';
+  'objects and refs are not affected: restore metadata.sqlite3 from a backup, or move it (and its -wal, -shm files) aside and run tfs verify --data --recreate-metadata (Store.open with recreateMetadata) to start an empty one (roots and the quarantine list are lost: re-add roots)';
 
 /** `corrupt`: the named part of metadata.sqlite3 is damaged or missing. */
-export function damagedMetadata(part: string, cause?: unknown): TensorFSError {
-  return new TensorFSError('corrupt', `metadata.sqlite3 is damaged (${part}); ${RECOVER}`, {
+export function damagedMetadata(part: string, cause?: unknown, lost = false): TensorFSError {
+  const what = lost ? 'is lost' : 'is damaged';
+  return new TensorFSError('corrupt', `metadata.sqlite3 ${what} (${part}); ${RECOVER}`, {
     details: { rule: 'metadata.damaged', path: 'metadata.sqlite3', part },
     ...(cause !== undefined ? { cause } : {}),
   });

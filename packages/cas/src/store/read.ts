@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import * as fsp from 'node:fs/promises';
-import { basename, dirname } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import {
   type ObjectId,
   type RecordRef,
@@ -16,7 +16,17 @@ import {
   throwIfAborted,
 } from '@tensorfs/format';
 import type { FileSource } from './file-source.js';
-import { CHUNK_BYTES, errnoOf, fsyncDir, ioError, siblingTemp, writeFully } from './fsutil.js';
+import {
+  CHUNK_BYTES,
+  HOST,
+  errnoOf,
+  fsyncDir,
+  ioError,
+  parseTempName,
+  pidAlive,
+  siblingTemp,
+  writeFully,
+} from './fsutil.js';
 import { objectRel } from './layout.js';
 import { type Objects, readExactlyInto } from './objects.js';
 
@@ -153,6 +163,7 @@ export async function writeRecordsFile(
 ): Promise<number> {
   offsetsOf(records);
   const dir = dirname(dest);
+  await removeDeadTemps(dir, `.${basename(dest).slice(0, 100)}.`);
   const tmp = siblingTemp(dest);
   let fh: fsp.FileHandle;
   try {
@@ -182,6 +193,25 @@ export async function writeRecordsFile(
     throw ioError(err, 'fsync', basename(dir));
   });
   return total;
+}
+
+/**
+ * Removes temps an earlier export of the same destination left when it was killed (SIGKILL, power
+ * loss): `<prefix><pid>-<hex>.tmp` whose writer is no longer running. Best effort.
+ */
+async function removeDeadTemps(dir: string, prefix: string): Promise<void> {
+  let names: string[];
+  try {
+    names = await fsp.readdir(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    if (!name.startsWith(prefix)) continue;
+    const t = parseTempName(name.slice(prefix.length));
+    if (t === null || t.host !== HOST || pidAlive(t.pid)) continue;
+    await fsp.rm(join(dir, name), { force: true }).catch(() => {});
+  }
 }
 
 /** Copies one object into `out` at `at` with double buffering (read the next chunk while writing). */

@@ -20,7 +20,7 @@ import {
   throwIfAborted,
   validatePath,
 } from '@tensorfs/format';
-import { type Db, bumpEpoch, durably, openDb } from './db.js';
+import { type Db, bumpEpoch, damagedMetadata, durably, openDb } from './db.js';
 import { errnoOf, fsyncDir, ioError, mkdirDurable, siblingTemp } from './fsutil.js';
 import { type GcOptions, type GcResult, collect } from './gc.js';
 import { childrenOf, reach } from './graph.js';
@@ -41,6 +41,12 @@ export interface StoreOptions {
   readOnly?: boolean;
   /** GC grace period: unreachable objects younger than this are kept (default 1 hour). */
   graceMs?: number;
+  /**
+   * Start an empty `metadata.sqlite3` when it is missing or empty although the store holds refs or
+   * objects (default: refuse with `corrupt`, since roots and the quarantine list would be lost
+   * silently). Objects and refs are kept; re-add roots and run a verify with data afterwards.
+   */
+  recreateMetadata?: boolean;
 }
 
 /** A root: an object kept forever (with what it reaches) until removed. */
@@ -120,12 +126,14 @@ export class LocalStore implements Store {
     }
     const layout = layoutOf(resolve(root));
     if (options.readOnly) {
+      await refuseLostMetadata(layout);
       try {
         await fsp.access(layout.db);
       } catch {
         throw new TensorFSError('not_found', 'no store at this path', { details: { rule: 'store.no_metadata' } });
       }
     } else {
+      if (!options.recreateMetadata) await refuseLostMetadata(layout);
       try {
         for (const d of [layout.objects, layout.tmp, layout.refs]) await mkdirDurable(d);
       } catch (err) {
@@ -573,6 +581,23 @@ export class LocalStore implements Store {
       return (await this.objects.rawSize(id)) ?? 0;
     }
   }
+}
+
+/**
+ * `corrupt` when metadata.sqlite3 is missing or empty but the store holds refs or objects: opening
+ * would silently start a new database, losing roots and the quarantine list.
+ */
+async function refuseLostMetadata(layout: Layout): Promise<void> {
+  let size: number | null = null;
+  try {
+    size = (await fsp.stat(layout.db)).size;
+  } catch (err) {
+    if (errnoOf(err) !== 'ENOENT') return; // let the open report it
+  }
+  if (size !== null && size > 0) return;
+  const entries = async (d: string) => (await fsp.readdir(d).catch(() => [] as string[])).length;
+  if ((await entries(layout.refs)) + (await entries(layout.objects)) === 0) return;
+  throw damagedMetadata(size === null ? 'the file is missing' : 'the file is empty', undefined, true);
 }
 
 /** True if this process may create files in `dir`. */

@@ -16,9 +16,10 @@ async function withStore<T>(
   readOnly: boolean,
   fn: (s: LocalStore) => Promise<T>,
   create = false,
+  recreateMetadata = false,
 ): Promise<T> {
   // Only import may create a store; every other command needs one that exists.
-  const store = await LocalStore.open(create ? ctx.storeDir : ctx.existingStoreDir(), { readOnly });
+  const store = await LocalStore.open(create ? ctx.storeDir : ctx.existingStoreDir(), { readOnly, recreateMetadata });
   try {
     return await fn(store);
   } finally {
@@ -202,26 +203,39 @@ export const exportCommand = defineCommand<{ ref: string; dir: string; verify: b
   },
 });
 
-export const verifyCommand = defineCommand<{ data: boolean; sample?: number; all: boolean }>({
+export const verifyCommand = defineCommand<{
+  data: boolean;
+  sample?: number;
+  all: boolean;
+  recreateMetadata: boolean;
+}>({
   command: 'verify',
   describe: 'Check that everything refs and roots reach is present and intact (exit 4 if not)',
   builder: (y) =>
     y
       .option('data', { type: 'boolean', default: false, describe: 'rehash object bytes, not just lengths' })
       .option('sample', { type: 'number', describe: 'with --data, rehash this fraction (0..1] of objects' })
-      .option('all', { type: 'boolean', default: false, describe: 'also check unreferenced objects' }) as Argv<
-      { data: boolean; sample?: number; all: boolean } & GlobalArgs
-    >,
+      .option('all', { type: 'boolean', default: false, describe: 'also check unreferenced objects' })
+      .option('recreate-metadata', {
+        type: 'boolean',
+        default: false,
+        describe: 'start an empty metadata.sqlite3 if it is missing or empty (roots and quarantine are lost)',
+      }) as unknown as Argv<{ data: boolean; sample?: number; all: boolean; recreateMetadata: boolean } & GlobalArgs>,
   handler: async (args, ctx) => {
     const bar = ctx.progress('verify');
-    const r = await withStore(ctx, false, (s) =>
-      s.verify({
-        data: args.data,
-        sample: args.sample,
-        all: args.all,
-        signal: ctx.signal,
-        onProgress: (p) => bar.update(p.bytes),
-      }),
+    const r = await withStore(
+      ctx,
+      false,
+      (s) =>
+        s.verify({
+          data: args.data,
+          sample: args.sample,
+          all: args.all,
+          signal: ctx.signal,
+          onProgress: (p) => bar.update(p.bytes),
+        }),
+      false,
+      args.recreateMetadata,
     ).finally(() => bar.done());
     ctx.result(r, () => [
       `${r.objects} objects (${formatBytes(r.bytes)}), ${r.rehashed} rehashed`,
