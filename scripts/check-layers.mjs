@@ -19,7 +19,7 @@ export const ALLOWED = {
   cli: ['format', 'planner', 'cas', 'tensors', 'lanes', 'remote'],
 };
 /** Packages that must run anywhere: no Node builtins. */
-export const PORTABLE = new Set(['format', 'planner']);
+export const PORTABLE = new Set(['format', 'planner', 'lanes']);
 
 const BUILTINS = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
 const SOURCE_RE = /\.(?:[cm]?[jt]sx?)$/;
