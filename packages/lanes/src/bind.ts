@@ -174,7 +174,10 @@ function match(cand: Map<string, CandidateTensor>, comp: LayoutComponent, topolo
   return m;
 }
 
-const fits = (m: Match) => m.missing.length === 0 && m.shape.length === 0 && m.extra.length === 0;
+/** Code dtypes identify an encoding: a candidate whose codes differ is not that rule's layout. */
+const CODE_ROLES = new Set(['codes', 'blocks']);
+const fits = (m: Match) =>
+  m.missing.length === 0 && m.shape.length === 0 && m.extra.length === 0 && !m.dtype.some((d) => CODE_ROLES.has(d.part.role));
 const misfit = (m: Match) => m.missing.length + m.shape.length + m.extra.length;
 
 /** Topologies with a morphism path to `target`, nearest first, with the path (source -> target). */
@@ -269,6 +272,7 @@ function derive(catalog: Catalog, lane: LaneRef, m: Match, cand: Map<string, Can
         const toEntries = op.to.map((k) => toLayout?.entries.find((e) => e.key === k)).filter((e): e is LayoutEntry => e !== undefined);
         const names = (es: LayoutEntry[]) => es.flatMap((e) => e.parts.map((p) => p.name));
         let tier: Tier;
+        if (op.kind === 'rekey' && op.from[0] === op.to[0]) continue;
         if (op.kind === 'rekey') tier = 'T1';
         else if (op.kind === 'permute') tier = 'T3';
         else tier = op.contiguous && !(quantized && tiled) ? 'T2' : 'T3';
@@ -423,7 +427,12 @@ export function bind(candidate: CandidateHeaders, lane: string | LaneRef, catalo
     let chosen = ok[0] as Match;
     // Fail closed on conventions: layouts that coincide but decode differently need a declaration.
     const twins = ok.filter(
-      (m) => m !== chosen && m.dtype.length === chosen.dtype.length && m.topology === chosen.topology && conventionsDiffer(catalog.rule(m.rule), catalog.rule(chosen.rule)),
+      (m) =>
+        m !== chosen &&
+        chosen.dtype.length === 0 &&
+        m.dtype.length === 0 &&
+        m.topology === chosen.topology &&
+        conventionsDiffer(catalog.rule(m.rule), catalog.rule(chosen.rule)),
     );
     if (twins.length) {
       const group = [chosen, ...twins];
