@@ -36,7 +36,11 @@ export function pretty(doc) {
     Array.isArray(v)
       ? v.map(sort)
       : v && typeof v === 'object'
-        ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sort(v[k])]))
+        ? Object.fromEntries(
+            Object.keys(v)
+              .sort()
+              .map((k) => [k, sort(v[k])]),
+          )
         : v;
   return `${JSON.stringify(sort(doc), null, 2).replace(/\[\s+([-0-9,\s]*?)\s+\]/g, (_, body) => `[${body.split(/,\s*/).join(', ')}]`)}\n`;
 }
@@ -58,7 +62,8 @@ for (const [dir, field] of [
 ]) {
   for (const f of fs.readdirSync(path.join(v2, dir)).sort()) {
     const doc = readJson(path.join(v2, dir, f));
-    if (f !== `${doc.name}@${doc.version}.json`) throw new Error(`${dir}/${f}: file name must be ${doc.name}@${doc.version}.json`);
+    if (f !== `${doc.name}@${doc.version}.json`)
+      throw new Error(`${dir}/${f}: file name must be ${doc.name}@${doc.version}.json`);
     documents.push(doc);
     index[field][`${doc.name}@${doc.version}`] = documentDigest(doc);
   }

@@ -92,18 +92,25 @@ interface Match {
   first: BindRefusal | null;
 }
 
-const sameShape = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((d, i) => d === b[i]);
+const sameShape = (a: readonly number[], b: readonly number[]) =>
+  a.length === b.length && a.every((d, i) => d === b[i]);
 const count = (s: readonly number[]) => s.reduce((a, b) => a * b, 1);
 
 function checkCandidate(c: string, tensors: readonly CandidateTensor[]): Map<string, CandidateTensor> {
   const m = new Map<string, CandidateTensor>();
   for (const t of tensors) {
     if (!t || typeof t.name !== 'string' || typeof t.dtype !== 'string' || !Array.isArray(t.shape))
-      throw new TensorFSError('invalid_argument', `component ${c}: a candidate tensor is {name, dtype, shape}`, { details: { rule: 'lanes.candidate' } });
+      throw new TensorFSError('invalid_argument', `component ${c}: a candidate tensor is {name, dtype, shape}`, {
+        details: { rule: 'lanes.candidate' },
+      });
     if (m.has(t.name))
-      throw new TensorFSError('invalid_argument', `component ${c}: ${t.name} appears twice`, { details: { rule: 'lanes.candidate', tensor: t.name } });
+      throw new TensorFSError('invalid_argument', `component ${c}: ${t.name} appears twice`, {
+        details: { rule: 'lanes.candidate', tensor: t.name },
+      });
     if (!t.shape.every((d) => Number.isSafeInteger(d) && d >= 0))
-      throw new TensorFSError('invalid_argument', `${t.name}: dims must be non-negative safe integers`, { details: { rule: 'lanes.candidate', tensor: t.name } });
+      throw new TensorFSError('invalid_argument', `${t.name}: dims must be non-negative safe integers`, {
+        details: { rule: 'lanes.candidate', tensor: t.name },
+      });
     if (!isKnownDtype(t.dtype))
       throw new TensorFSError('unsupported', `${t.name}: dtype ${t.dtype} is neither a safetensors nor a GGML type`, {
         details: { rule: 'lanes.candidate_dtype', tensor: t.name, actual: t.dtype },
@@ -113,7 +120,15 @@ function checkCandidate(c: string, tensors: readonly CandidateTensor[]): Map<str
   return m;
 }
 
-function match(cand: Map<string, CandidateTensor>, comp: LayoutComponent, topology: DocRef, rule: DocRef, path: MorphismEdge[], c: string, full: boolean): Match {
+function match(
+  cand: Map<string, CandidateTensor>,
+  comp: LayoutComponent,
+  topology: DocRef,
+  rule: DocRef,
+  path: MorphismEdge[],
+  c: string,
+  full: boolean,
+): Match {
   const against = `${topology}+${rule}`;
   const m: Match = { topology, rule, path, comp, missing: [], shape: [], dtype: [], extra: [], first: null };
   let present = 0;
@@ -177,7 +192,10 @@ function match(cand: Map<string, CandidateTensor>, comp: LayoutComponent, topolo
 /** Code dtypes identify an encoding: a candidate whose codes differ is not that rule's layout. */
 const CODE_ROLES = new Set(['codes', 'blocks']);
 const fits = (m: Match) =>
-  m.missing.length === 0 && m.shape.length === 0 && m.extra.length === 0 && !m.dtype.some((d) => CODE_ROLES.has(d.part.role));
+  m.missing.length === 0 &&
+  m.shape.length === 0 &&
+  m.extra.length === 0 &&
+  !m.dtype.some((d) => CODE_ROLES.has(d.part.role));
 const misfit = (m: Match) => m.missing.length + m.shape.length + m.extra.length;
 
 /** Topologies with a morphism path to `target`, nearest first, with the path (source -> target). */
@@ -190,7 +208,9 @@ function sourcesOf(catalog: Catalog, target: DocRef): { topology: DocRef; path: 
       if (seen.has(e.to)) continue;
       seen.add(e.to);
       // e goes cur -> e.to; the derivation runs e.to -> cur: the opposite edge.
-      const back = (catalog.edges.get(e.to) ?? []).find((x) => x.to === cur.topology && x.morphism === e.morphism) as MorphismEdge;
+      const back = (catalog.edges.get(e.to) ?? []).find(
+        (x) => x.to === cur.topology && x.morphism === e.morphism,
+      ) as MorphismEdge;
       out.push({ topology: e.to, path: [back, ...cur.path] });
     }
   }
@@ -225,7 +245,13 @@ function sameValues(a: RuleDoc, b: RuleDoc): boolean {
 class Steps {
   readonly list: BindStep[] = [];
   private readonly by = new Map<string, BindStep>();
-  add(s: Omit<BindStep, 'tensors' | 'bytes' | 'newBytes'>, from: string[], to: string[], bytes: number, newBytes: number): void {
+  add(
+    s: Omit<BindStep, 'tensors' | 'bytes' | 'newBytes'>,
+    from: string[],
+    to: string[],
+    bytes: number,
+    newBytes: number,
+  ): void {
     const key = `${s.component}|${s.tier}|${s.op}|${s.via}|${s.lossy}`;
     let step = this.by.get(key);
     if (!step) {
@@ -244,7 +270,14 @@ function partsBytes(parts: readonly LayoutPart[], dtypeOf: (p: LayoutPart) => st
 }
 
 /** Derivation steps from the matched source layout to the lane layout, for one component. */
-function derive(catalog: Catalog, lane: LaneRef, m: Match, cand: Map<string, CandidateTensor>, c: string, steps: Steps): void {
+function derive(
+  catalog: Catalog,
+  lane: LaneRef,
+  m: Match,
+  cand: Map<string, CandidateTensor>,
+  c: string,
+  steps: Steps,
+): void {
   const srcRule = catalog.rule(m.rule);
   // dtype of each (key, role) as the candidate holds it; follows the keys through the morphisms.
   const dt = new Map<string, string>();
@@ -262,21 +295,34 @@ function derive(catalog: Catalog, lane: LaneRef, m: Match, cand: Map<string, Can
     for (const { component, applied } of catalog.appliedOps(edge)) {
       if (component !== c) continue;
       for (const op of applied) {
-        const srcEntries = op.from.map((k) => entries.get(k)).filter((e): e is LayoutEntry => e !== undefined && (!e.optional || e.parts.some((p) => dt.has(`${e.key}\u0000${p.role}`))));
+        const srcEntries = op.from
+          .map((k) => entries.get(k))
+          .filter(
+            (e): e is LayoutEntry =>
+              e !== undefined && (!e.optional || e.parts.some((p) => dt.has(`${e.key}\u0000${p.role}`))),
+          );
         if (srcEntries.length === 0) continue;
         const srcParts = srcEntries.flatMap((e) => e.parts);
         const dOf = (p: LayoutPart) => dt.get(`${p.key}\u0000${p.role}`) ?? (p.dtypes[0] as string);
         const bytes = partsBytes(srcParts, dOf);
         const quantized = srcEntries.some((e) => e.quantized);
         const toLayout = catalog.layout({ topology: edge.to, rule: m.rule }).components[c];
-        const toEntries = op.to.map((k) => toLayout?.entries.find((e) => e.key === k)).filter((e): e is LayoutEntry => e !== undefined);
+        const toEntries = op.to
+          .map((k) => toLayout?.entries.find((e) => e.key === k))
+          .filter((e): e is LayoutEntry => e !== undefined);
         const names = (es: LayoutEntry[]) => es.flatMap((e) => e.parts.map((p) => p.name));
         let tier: Tier;
         if (op.kind === 'rekey' && op.from[0] === op.to[0]) continue;
         if (op.kind === 'rekey') tier = 'T1';
         else if (op.kind === 'permute') tier = 'T3';
         else tier = op.contiguous && !(quantized && tiled) ? 'T2' : 'T3';
-        steps.add({ tier, op: op.kind, component: c, via, lossy: false }, names(srcEntries), names(toEntries), bytes, tier === 'T1' || tier === 'T2' ? 0 : bytes);
+        steps.add(
+          { tier, op: op.kind, component: c, via, lossy: false },
+          names(srcEntries),
+          names(toEntries),
+          bytes,
+          tier === 'T1' || tier === 'T2' ? 0 : bytes,
+        );
         // carry dtypes to the new keys
         const first = srcEntries[0] as LayoutEntry;
         for (const k of op.to)
@@ -307,28 +353,76 @@ function derive(catalog: Catalog, lane: LaneRef, m: Match, cand: Map<string, Can
       if (wp.dtypes.includes(d)) continue;
       const to = castTarget(d, wp.dtypes);
       const block = isBlockType(d) || isBlockType(to);
-      const op = block ? (isBlockType(d) && !isBlockType(to) ? 'dequantize' : isBlockType(to) && !isBlockType(d) ? 'quantize' : 'requantize') : 'cast';
+      const op = block
+        ? isBlockType(d) && !isBlockType(to)
+          ? 'dequantize'
+          : isBlockType(to) && !isBlockType(d)
+            ? 'quantize'
+            : 'requantize'
+        : 'cast';
       const lossy = op === 'dequantize' ? to !== 'F32' : block || !castIsExact(d, to);
-      steps.add({ tier: 'T4', op, component: c, via: `${d}->${to}`, lossy }, srcNames, dstNames, srcBytes, byteLength(to, wp.shape));
+      steps.add(
+        { tier: 'T4', op, component: c, via: `${d}->${to}`, lossy },
+        srcNames,
+        dstNames,
+        srcBytes,
+        byteLength(to, wp.shape),
+      );
     } else if (e.quantized && w.quantized && m.rule === lane.rule) {
       for (const p of e.parts) {
         const d = dOf(p);
         if (p.dtypes.includes(d)) continue;
         const to = p.dtypes[0] as string;
-        steps.add({ tier: 'T4', op: 'cast', component: c, via: `${d}->${to}`, lossy: !castIsExact(d, to) }, [p.name], [p.name], byteLength(d, p.shape), byteLength(to, p.shape));
+        steps.add(
+          { tier: 'T4', op: 'cast', component: c, via: `${d}->${to}`, lossy: !castIsExact(d, to) },
+          [p.name],
+          [p.name],
+          byteLength(d, p.shape),
+          byteLength(to, p.shape),
+        );
       }
     } else if (!e.quantized && w.quantized) {
-      steps.add({ tier: 'T4', op: 'quantize', component: c, via: `${dOf(e.parts[0] as LayoutPart)}->${lane.rule}`, lossy: true }, srcNames, dstNames, srcBytes, partsBytes(w.parts, (p) => p.dtypes[0] as string));
+      steps.add(
+        {
+          tier: 'T4',
+          op: 'quantize',
+          component: c,
+          via: `${dOf(e.parts[0] as LayoutPart)}->${lane.rule}`,
+          lossy: true,
+        },
+        srcNames,
+        dstNames,
+        srcBytes,
+        partsBytes(w.parts, (p) => p.dtypes[0] as string),
+      );
     } else if (e.quantized && !w.quantized) {
       const wp = w.parts[0] as LayoutPart;
       const to = wp.dtypes.includes('F32') ? 'F32' : (wp.dtypes[0] as string);
-      steps.add({ tier: 'T4', op: 'dequantize', component: c, via: `${m.rule}->${to}`, lossy: to !== 'F32' }, srcNames, dstNames, srcBytes, byteLength(to, wp.shape));
+      steps.add(
+        { tier: 'T4', op: 'dequantize', component: c, via: `${m.rule}->${to}`, lossy: to !== 'F32' },
+        srcNames,
+        dstNames,
+        srcBytes,
+        byteLength(to, wp.shape),
+      );
     } else if (sameValues(srcRule, dstRule)) {
       const out = partsBytes(w.parts, (p) => p.dtypes[0] as string);
-      steps.add({ tier: 'T3', op: 'relayout', component: c, via: `${m.rule}->${lane.rule}`, lossy: false }, srcNames, dstNames, srcBytes, out);
+      steps.add(
+        { tier: 'T3', op: 'relayout', component: c, via: `${m.rule}->${lane.rule}`, lossy: false },
+        srcNames,
+        dstNames,
+        srcBytes,
+        out,
+      );
     } else {
       const out = partsBytes(w.parts, (p) => p.dtypes[0] as string);
-      steps.add({ tier: 'T4', op: 'requantize', component: c, via: `${m.rule}->${lane.rule}`, lossy: true }, srcNames, dstNames, srcBytes, out);
+      steps.add(
+        { tier: 'T4', op: 'requantize', component: c, via: `${m.rule}->${lane.rule}`, lossy: true },
+        srcNames,
+        dstNames,
+        srcBytes,
+        out,
+      );
     }
   }
 }
@@ -342,7 +436,12 @@ function refuseResult(laneName: string, r: BindRefusal): BindResult {
  * malformed input (`invalid_argument`/`unsupported`, `lanes.candidate*`) or an unknown lane
  * (`not_found`); every disagreement is a `refuse` answer, never an exception.
  */
-export function bind(candidate: CandidateHeaders, lane: string | LaneRef, catalog: Catalog, options: BindOptions = {}): BindResult {
+export function bind(
+  candidate: CandidateHeaders,
+  lane: string | LaneRef,
+  catalog: Catalog,
+  options: BindOptions = {},
+): BindResult {
   const ref = typeof lane === 'string' ? catalog.lane(lane) : lane;
   const laneName = `${ref.topology}+${ref.rule}`;
   const layout = catalog.layout(ref);
@@ -356,7 +455,11 @@ export function bind(candidate: CandidateHeaders, lane: string | LaneRef, catalo
         details: { rule: 'lanes.unknown_component', component: options.component },
       });
     components = [options.component];
-    pick[options.component] = candidate[options.component] ? options.component : candNames.length === 1 ? (candNames[0] as string) : options.component;
+    pick[options.component] = candidate[options.component]
+      ? options.component
+      : candNames.length === 1
+        ? (candNames[0] as string)
+        : options.component;
   } else {
     for (const c of components) pick[c] = c;
     if (components.length === 1 && candNames.length === 1) pick[components[0] as string] = candNames[0] as string;
@@ -398,7 +501,9 @@ export function bind(candidate: CandidateHeaders, lane: string | LaneRef, catalo
       all.push(own);
       for (const r of catalog.rules.values()) {
         if (r === laneRule || r.emit.length !== laneRule.emit.length || !conventionsDiffer(r, laneRule)) continue;
-        const other = catalog.layout({ topology: ref.topology, rule: `${r.name}@${r.version}` as DocRef }).components[c];
+        const other = catalog.layout({ topology: ref.topology, rule: `${r.name}@${r.version}` as DocRef }).components[
+          c
+        ];
         if (other) all.push(match(cand, other, ref.topology, `${r.name}@${r.version}` as DocRef, [], c, false));
       }
     } else {
@@ -407,7 +512,11 @@ export function bind(candidate: CandidateHeaders, lane: string | LaneRef, catalo
           const rr = `${r.name}@${r.version}` as DocRef;
           const lc = catalog.layout({ topology: src.topology, rule: rr }).components[c];
           if (!lc) continue;
-          all.push(src.topology === ref.topology && rr === ref.rule ? match(cand, lc, src.topology, rr, [], c, true) : match(cand, lc, src.topology, rr, src.path, c, true));
+          all.push(
+            src.topology === ref.topology && rr === ref.rule
+              ? match(cand, lc, src.topology, rr, [], c, true)
+              : match(cand, lc, src.topology, rr, src.path, c, true),
+          );
         }
     }
     const ok = all.filter(fits);
@@ -417,7 +526,13 @@ export function bind(candidate: CandidateHeaders, lane: string | LaneRef, catalo
       return refuseResult(laneName, best.first as BindRefusal);
     }
     // Prefer a perfect fit, then the lane's topology, then the lane's rule, then the shortest path.
-    const rank = (m: Match) => [m.dtype.length ? 1 : 0, m.topology === ref.topology ? 0 : 1, m.rule === ref.rule ? 0 : 1, m.path.length, m.dtype.length];
+    const rank = (m: Match) => [
+      m.dtype.length ? 1 : 0,
+      m.topology === ref.topology ? 0 : 1,
+      m.rule === ref.rule ? 0 : 1,
+      m.path.length,
+      m.dtype.length,
+    ];
     ok.sort((a, b) => {
       const ra = rank(a);
       const rb = rank(b);
@@ -452,7 +567,10 @@ export function bind(candidate: CandidateHeaders, lane: string | LaneRef, catalo
       if (!declared || Object.keys(declared).length === 0)
         return refuseResult(
           laneName,
-          refusal('lanes.convention_undeclared', `${tensor} fits ${group.map((m) => m.rule).join(' and ')} alike; they decode differently and the candidate declares no conventions`),
+          refusal(
+            'lanes.convention_undeclared',
+            `${tensor} fits ${group.map((m) => m.rule).join(' and ')} alike; they decode differently and the candidate declares no conventions`,
+          ),
         );
       const fitting = group.filter((m) => declaredFits(catalog.rule(m.rule), declared));
       if (fitting.length !== 1)
@@ -460,7 +578,9 @@ export function bind(candidate: CandidateHeaders, lane: string | LaneRef, catalo
           laneName,
           refusal(
             fitting.length ? 'lanes.convention_undeclared' : 'lanes.convention_mismatch',
-            fitting.length ? `the declared conventions do not single out one of ${group.map((m) => m.rule).join(', ')}` : `the declared conventions match none of ${group.map((m) => m.rule).join(', ')}`,
+            fitting.length
+              ? `the declared conventions do not single out one of ${group.map((m) => m.rule).join(', ')}`
+              : `the declared conventions match none of ${group.map((m) => m.rule).join(', ')}`,
           ),
         );
       chosen = fitting[0] as Match;
@@ -470,7 +590,8 @@ export function bind(candidate: CandidateHeaders, lane: string | LaneRef, catalo
     derive(catalog, ref, chosen, cand, c, steps);
   }
   const list = steps.list;
-  if (list.length === 0) return { verdict: 'admit', lane: laneName, source: null, steps: [], refuse: null, lossy: false, newBytes: 0 };
+  if (list.length === 0)
+    return { verdict: 'admit', lane: laneName, source: null, steps: [], refuse: null, lossy: false, newBytes: 0 };
   return {
     verdict: 'derivable',
     lane: laneName,
@@ -483,7 +604,12 @@ export function bind(candidate: CandidateHeaders, lane: string | LaneRef, catalo
 }
 
 /** {@link bind}, throwing `conflict` (`details.rule` from the refusal) instead of answering `refuse`. */
-export function bindOrThrow(candidate: CandidateHeaders, lane: string | LaneRef, catalog: Catalog, options: BindOptions = {}): BindResult {
+export function bindOrThrow(
+  candidate: CandidateHeaders,
+  lane: string | LaneRef,
+  catalog: Catalog,
+  options: BindOptions = {},
+): BindResult {
   const r = bind(candidate, lane, catalog, options);
   if (r.verdict === 'refuse' && r.refuse)
     throw new TensorFSError('conflict', `does not bind to ${r.lane}: ${r.refuse.message}`, {

@@ -5,7 +5,15 @@
  */
 import { TensorFSError } from '@tensorfs/format';
 import { canonicalJson, documentDigest } from './canonical.js';
-import type { CatalogIndex, DocRef, LaneDocument, MorphismDoc, RuleDoc, TopologyComponent, TopologyDoc } from './documents.js';
+import type {
+  CatalogIndex,
+  DocRef,
+  LaneDocument,
+  MorphismDoc,
+  RuleDoc,
+  TopologyComponent,
+  TopologyDoc,
+} from './documents.js';
 import { checkDocument, refOf } from './documents.js';
 import { computeLayout, type Layout } from './layout.js';
 import { type AppliedOp, applyOps, morphismOps } from './morphism.js';
@@ -76,9 +84,12 @@ export class Catalog {
     const version = at < 0 ? undefined : Number(ref.slice(at + 1));
     let best: { name: string; version: number } | undefined;
     for (const d of docs.values())
-      if (d.name === name && (version === undefined ? !best || d.version > best.version : d.version === version)) best = d;
+      if (d.name === name && (version === undefined ? !best || d.version > best.version : d.version === version))
+        best = d;
     if (!best)
-      throw new TensorFSError('not_found', `no ${what} ${ref} in the lane catalog`, { details: { rule: 'lanes.unknown_document', document: ref } });
+      throw new TensorFSError('not_found', `no ${what} ${ref} in the lane catalog`, {
+        details: { rule: 'lanes.unknown_document', document: ref },
+      });
     return refOf(best);
   }
 
@@ -89,9 +100,13 @@ export class Catalog {
   lane(spec: string): LaneRef {
     const m = /^([a-z0-9][a-z0-9._-]*(?:@[1-9][0-9]*)?)(?:\+([a-z0-9][a-z0-9._-]*(?:@[1-9][0-9]*)?))?$/.exec(spec);
     if (!m)
-      throw new TensorFSError('invalid_argument', `a lane is '<topology>[@v][+<rule>[@v]]', not ${JSON.stringify(spec)}`, {
-        details: { rule: 'lanes.lane_syntax' },
-      });
+      throw new TensorFSError(
+        'invalid_argument',
+        `a lane is '<topology>[@v][+<rule>[@v]]', not ${JSON.stringify(spec)}`,
+        {
+          details: { rule: 'lanes.lane_syntax' },
+        },
+      );
     return {
       topology: this.resolve(m[1] as string, this.topologies, 'topology'),
       rule: this.resolve(m[2] ?? 'none', this.rules, 'rule'),
@@ -109,13 +124,18 @@ export class Catalog {
   }
 }
 
-function componentDiff(a: TopologyComponent, b: TopologyComponent): { tensor: string; expected: unknown; actual: unknown } | null {
+function componentDiff(
+  a: TopologyComponent,
+  b: TopologyComponent,
+): { tensor: string; expected: unknown; actual: unknown } | null {
   for (const [k, s] of Object.entries(b.keys)) {
     const got = a.keys[k];
     if (!got || got.join(',') !== s.join(',')) return { tensor: k, expected: s, actual: got ?? null };
   }
-  for (const [k, s] of Object.entries(a.keys)) if (!Object.hasOwn(b.keys, k)) return { tensor: k, expected: null, actual: s };
-  if (a.optional.join('\n') !== b.optional.join('\n')) return { tensor: '(optional keys)', expected: b.optional, actual: a.optional };
+  for (const [k, s] of Object.entries(a.keys))
+    if (!Object.hasOwn(b.keys, k)) return { tensor: k, expected: null, actual: s };
+  if (a.optional.join('\n') !== b.optional.join('\n'))
+    return { tensor: '(optional keys)', expected: b.optional, actual: a.optional };
   return null;
 }
 
@@ -135,9 +155,13 @@ function rederive(cat: Catalog, m: MorphismDoc, edge: MorphismEdge, forwardOnly 
     const r = applyOps(where, ops, edge.params, from.components[c] as TopologyComponent);
     const diff = componentDiff(r.component, to.components[c] as TopologyComponent);
     if (diff)
-      throw new TensorFSError('corrupt', `${where}: re-applying the morphism does not give the committed target at ${diff.tensor}`, {
-        details: { rule: 'lanes.morphism_rederive', morphism: refOf(m), component: c, ...diff },
-      });
+      throw new TensorFSError(
+        'corrupt',
+        `${where}: re-applying the morphism does not give the committed target at ${diff.tensor}`,
+        {
+          details: { rule: 'lanes.morphism_rederive', morphism: refOf(m), component: c, ...diff },
+        },
+      );
     perComponent.push({ component: c, applied: r.applied });
   }
   cat.setApplied(edge, perComponent);
@@ -155,7 +179,9 @@ function rederive(cat: Catalog, m: MorphismDoc, edge: MorphismEdge, forwardOnly 
 export function loadCatalog(input: CatalogInput): Catalog {
   const { index } = input;
   if (!index || index.kind !== 'tensorfs.lanes.catalog' || index.version !== 1)
-    throw new TensorFSError('malformed', 'not a lane catalog index', { details: { rule: 'lanes.schema', document: 'catalog' } });
+    throw new TensorFSError('malformed', 'not a lane catalog index', {
+      details: { rule: 'lanes.schema', document: 'catalog' },
+    });
   const cat = new Catalog();
   const seen = new Set<string>();
   for (const raw of input.documents) {
@@ -163,11 +189,15 @@ export function loadCatalog(input: CatalogInput): Catalog {
     const ref = refOf(doc);
     const field = KIND_FIELD[doc.kind];
     if (seen.has(`${field}:${ref}`))
-      throw new TensorFSError('conflict', `${ref} appears twice`, { details: { rule: 'lanes.duplicate_document', document: ref } });
+      throw new TensorFSError('conflict', `${ref} appears twice`, {
+        details: { rule: 'lanes.duplicate_document', document: ref },
+      });
     seen.add(`${field}:${ref}`);
     const pinned = index[field][ref];
     if (pinned === undefined)
-      throw new TensorFSError('malformed', `${ref} is not pinned by the catalog index`, { details: { rule: 'lanes.unpinned', document: ref } });
+      throw new TensorFSError('malformed', `${ref} is not pinned by the catalog index`, {
+        details: { rule: 'lanes.unpinned', document: ref },
+      });
     const digest = documentDigest(doc);
     if (digest !== pinned)
       throw new TensorFSError('corrupt', `${ref} does not match its pinned digest`, {
@@ -198,7 +228,9 @@ export function loadCatalog(input: CatalogInput): Catalog {
             details: { rule: 'lanes.unknown_document', document: r },
           });
       if (p.from === p.to)
-        throw new TensorFSError('malformed', `${refOf(m)} maps ${p.from} to itself`, { details: { rule: 'lanes.morphism_cycle', morphism: refOf(m) } });
+        throw new TensorFSError('malformed', `${refOf(m)} maps ${p.from} to itself`, {
+          details: { rule: 'lanes.morphism_cycle', morphism: refOf(m) },
+        });
       forward.set(p.from, [...(forward.get(p.from) ?? []), p.to]);
       edges.push({ m, edge: { from: p.from, to: p.to, morphism: refOf(m), inverse: false, params: p.params } });
     }
@@ -229,9 +261,13 @@ export function loadCatalog(input: CatalogInput): Catalog {
     const a = find(edge.from);
     const b = find(edge.to);
     if (undirected.has(pair) || a === b)
-      throw new TensorFSError('conflict', `${refOf(m)}: a second route between ${edge.from} and ${edge.to}; which one is right cannot be decided`, {
-        details: { rule: 'lanes.morphism_ambiguous', morphism: refOf(m), from: edge.from, to: edge.to },
-      });
+      throw new TensorFSError(
+        'conflict',
+        `${refOf(m)}: a second route between ${edge.from} and ${edge.to}; which one is right cannot be decided`,
+        {
+          details: { rule: 'lanes.morphism_ambiguous', morphism: refOf(m), from: edge.from, to: edge.to },
+        },
+      );
     undirected.add(pair);
     parent.set(a, b);
   }

@@ -4,6 +4,7 @@
  * the same structure at load without a schema engine, so the loader runs in a browser as is.
  */
 import { TensorFSError } from '@tensorfs/format';
+import { parseExpr } from './expr.js';
 
 /** A reference to a versioned document: `name@version`. */
 export type DocRef = `${string}@${number}`;
@@ -69,7 +70,11 @@ export interface RuleDoc {
 /** A rename, a row permutation or a seam, from a key template to one or more key templates. */
 export type MorphismEntry =
   | { from: string; to: string }
-  | { from: string; to: string; permute: { kind: 'rotary_halves_to_pairs' | 'rotary_pairs_to_halves'; axis: 0; heads: string } }
+  | {
+      from: string;
+      to: string;
+      permute: { kind: 'rotary_halves_to_pairs' | 'rotary_pairs_to_halves'; axis: 0; heads: string };
+    }
   | { from: string; to: string[]; split: { axis: number; sizes: string[] } };
 
 /** Evidence: the reference code or test that shows a mapping. */
@@ -103,7 +108,9 @@ export interface CatalogIndex {
 export type LaneDocument = TopologyDoc | RuleDoc | MorphismDoc;
 
 function bad(what: string, path: string, why: string): never {
-  throw new TensorFSError('malformed', `${what}: ${path} ${why}`, { details: { rule: 'lanes.schema', document: what, path } });
+  throw new TensorFSError('malformed', `${what}: ${path} ${why}`, {
+    details: { rule: 'lanes.schema', document: what, path },
+  });
 }
 
 const NAME_RE = /^[a-z0-9][a-z0-9._-]*$/;
@@ -130,7 +137,8 @@ function checkTopology(d: Record<string, unknown>): void {
   const src = d.derived_from;
   if (!isObj(src) || !isStr(src.header) || !isStr(src.digest)) bad(w, '/derived_from', 'must be {header, digest}');
   only(w, '/derived_from', src, ['header', 'digest']);
-  if (!isObj(d.components) || Object.keys(d.components).length === 0) bad(w, '/components', 'must be a non-empty object');
+  if (!isObj(d.components) || Object.keys(d.components).length === 0)
+    bad(w, '/components', 'must be a non-empty object');
   for (const [c, comp] of Object.entries(d.components)) {
     if (!isObj(comp)) bad(w, `/components/${c}`, 'must be an object');
     only(w, `/components/${c}`, comp, ['keys', 'optional']);
@@ -144,15 +152,29 @@ function checkTopology(d: Record<string, unknown>): void {
 
 function checkRule(d: Record<string, unknown>): void {
   const w = `rule ${String(d.name)}`;
-  only(w, '', d, ['kind', 'name', 'version', 'description', 'encoding', 'dequant', 'conventions', 'dense', 'eligible', 'emit']);
+  only(w, '', d, [
+    'kind',
+    'name',
+    'version',
+    'description',
+    'encoding',
+    'dequant',
+    'conventions',
+    'dense',
+    'eligible',
+    'emit',
+  ]);
   head(w, d, 'tensorfs.lanes.rule');
   if (!isStr(d.description) || !isStr(d.dequant)) bad(w, '/description', 'and /dequant must be strings');
   if (d.encoding !== null) {
-    if (!isObj(d.encoding) || !isStr(d.encoding.scheme) || !isObj(d.encoding.params)) bad(w, '/encoding', 'must be {scheme, params} or null');
+    if (!isObj(d.encoding) || !isStr(d.encoding.scheme) || !isObj(d.encoding.params))
+      bad(w, '/encoding', 'must be {scheme, params} or null');
     only(w, '/encoding', d.encoding, ['scheme', 'params']);
   }
-  if (!isObj(d.conventions) || !Object.values(d.conventions).every(isStr)) bad(w, '/conventions', 'must map names to strings');
-  if (!isObj(d.dense) || !isStrArr(d.dense.dtypes) || d.dense.dtypes.length === 0) bad(w, '/dense/dtypes', 'must be a non-empty array');
+  if (!isObj(d.conventions) || !Object.values(d.conventions).every(isStr))
+    bad(w, '/conventions', 'must map names to strings');
+  if (!isObj(d.dense) || !isStrArr(d.dense.dtypes) || d.dense.dtypes.length === 0)
+    bad(w, '/dense/dtypes', 'must be a non-empty array');
   only(w, '/dense', d.dense, ['dtypes']);
   if (!Array.isArray(d.emit)) bad(w, '/emit', 'must be an array');
   if (d.eligible === null) {
@@ -163,7 +185,8 @@ function checkRule(d: Record<string, unknown>): void {
   const e = d.eligible;
   if (!isObj(e)) bad(w, '/eligible', 'must be an object or null');
   only(w, '/eligible', e, ['rank', 'include', 'exclude', 'divisible']);
-  if (!isDim(e.rank) || !isStrArr(e.include) || !isStrArr(e.exclude)) bad(w, '/eligible', 'needs rank, include, exclude');
+  if (!isDim(e.rank) || !isStrArr(e.include) || !isStrArr(e.exclude))
+    bad(w, '/eligible', 'needs rank, include, exclude');
   if (!Array.isArray(e.divisible) || !e.divisible.every((x) => isObj(x) && isStr(x.dim) && isDim(x.by) && x.by > 0))
     bad(w, '/eligible/divisible', 'must be [{dim, by}]');
   if (d.encoding === null || d.emit.length === 0) bad(w, '/emit', 'a quantizing rule needs an encoding and emissions');
@@ -171,8 +194,10 @@ function checkRule(d: Record<string, unknown>): void {
   d.emit.forEach((x, i) => {
     if (!isObj(x)) bad(w, `/emit/${i}`, 'must be an object');
     only(w, `/emit/${i}`, x, ['suffix', 'role', 'dtype', 'shape']);
-    if (!isStr(x.suffix) || !isStr(x.role) || !isStr(x.dtype) || !isStrArr(x.shape)) bad(w, `/emit/${i}`, 'has a wrong field type');
+    if (!isStr(x.suffix) || !isStr(x.role) || !isStr(x.dtype) || !isStrArr(x.shape))
+      bad(w, `/emit/${i}`, 'has a wrong field type');
     if (suffixes.has(x.suffix)) bad(w, `/emit/${i}/suffix`, 'repeats another emission');
+    for (const e of x.shape) parseExpr(e);
     suffixes.add(x.suffix);
   });
   if (!suffixes.has('')) bad(w, '/emit', 'must emit the key itself (suffix "")');
@@ -186,9 +211,11 @@ function checkMorphism(d: Record<string, unknown>): void {
   const REF = /^[a-z0-9][a-z0-9._-]*@[1-9][0-9]*$/;
   if (!Array.isArray(d.pairs) || d.pairs.length === 0) bad(w, '/pairs', 'must be a non-empty array');
   d.pairs.forEach((p, i) => {
-    if (!isObj(p) || !isStr(p.from) || !isStr(p.to) || !REF.test(p.from) || !REF.test(p.to)) bad(w, `/pairs/${i}`, 'needs from and to as name@version');
+    if (!isObj(p) || !isStr(p.from) || !isStr(p.to) || !REF.test(p.from) || !REF.test(p.to))
+      bad(w, `/pairs/${i}`, 'needs from and to as name@version');
     only(w, `/pairs/${i}`, p, ['from', 'to', 'params']);
-    if (!isObj(p.params) || !Object.values(p.params).every(isDim)) bad(w, `/pairs/${i}/params`, 'must map names to integers');
+    if (!isObj(p.params) || !Object.values(p.params).every(isDim))
+      bad(w, `/pairs/${i}/params`, 'must map names to integers');
   });
   if (!Array.isArray(d.map) || d.map.length === 0) bad(w, '/map', 'must be a non-empty array');
   d.map.forEach((m, i) => {
@@ -197,28 +224,41 @@ function checkMorphism(d: Record<string, unknown>): void {
       only(w, `/map/${i}`, m, ['from', 'to', 'split']);
       const s = m.split;
       if (!isStrArr(m.to) || m.to.length < 2) bad(w, `/map/${i}/to`, 'must list at least two keys for a split');
-      if (!isObj(s) || !isDim(s.axis) || !isStrArr(s.sizes) || s.sizes.length !== m.to.length) bad(w, `/map/${i}/split`, 'needs axis and one size per key');
+      if (!isObj(s) || !isDim(s.axis) || !isStrArr(s.sizes) || s.sizes.length !== m.to.length)
+        bad(w, `/map/${i}/split`, 'needs axis and one size per key');
+      for (const e of s.sizes) parseExpr(e);
     } else if ('permute' in m) {
       only(w, `/map/${i}`, m, ['from', 'to', 'permute']);
       const p = m.permute;
       if (!isStr(m.to)) bad(w, `/map/${i}/to`, 'must be a key');
-      if (!isObj(p) || (p.kind !== 'rotary_halves_to_pairs' && p.kind !== 'rotary_pairs_to_halves') || p.axis !== 0 || !isStr(p.heads))
+      if (
+        !isObj(p) ||
+        (p.kind !== 'rotary_halves_to_pairs' && p.kind !== 'rotary_pairs_to_halves') ||
+        p.axis !== 0 ||
+        !isStr(p.heads)
+      )
         bad(w, `/map/${i}/permute`, 'needs kind, axis 0 and heads');
+      parseExpr(p.heads);
     } else {
       only(w, `/map/${i}`, m, ['from', 'to']);
       if (!isStr(m.to)) bad(w, `/map/${i}/to`, 'must be a key');
     }
   });
-  if (!Array.isArray(d.evidence) || d.evidence.length === 0) bad(w, '/evidence', 'is required: a morphism without evidence is a guess');
+  if (!Array.isArray(d.evidence) || d.evidence.length === 0)
+    bad(w, '/evidence', 'is required: a morphism without evidence is a guess');
   d.evidence.forEach((e, i) => {
-    if (!isObj(e) || !isStr(e.claim) || !isStr(e.source) || !isStr(e.locator)) bad(w, `/evidence/${i}`, 'needs claim, source, locator');
+    if (!isObj(e) || !isStr(e.claim) || !isStr(e.source) || !isStr(e.locator))
+      bad(w, `/evidence/${i}`, 'needs claim, source, locator');
     only(w, `/evidence/${i}`, e, ['claim', 'source', 'locator']);
   });
 }
 
 /** Structural validation of a lane document; `malformed` (`lanes.schema`) naming the path. */
 export function checkDocument(doc: unknown): LaneDocument {
-  if (!isObj(doc)) throw new TensorFSError('malformed', 'a lane document must be a JSON object', { details: { rule: 'lanes.schema' } });
+  if (!isObj(doc))
+    throw new TensorFSError('malformed', 'a lane document must be a JSON object', {
+      details: { rule: 'lanes.schema' },
+    });
   if (doc.kind === 'tensorfs.lanes.topology') checkTopology(doc);
   else if (doc.kind === 'tensorfs.lanes.rule') checkRule(doc);
   else if (doc.kind === 'tensorfs.lanes.morphism') checkMorphism(doc);

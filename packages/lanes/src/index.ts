@@ -6,7 +6,17 @@
 import { BUNDLED } from './bundled.js';
 import { type Catalog, loadCatalog } from './catalog.js';
 
-export { bind, bindOrThrow, type BindOptions, type BindRefusal, type BindResult, type BindStep, type CandidateHeaders, type CandidateTensor, type Tier } from './bind.js';
+export {
+  bind,
+  bindOrThrow,
+  type BindOptions,
+  type BindRefusal,
+  type BindResult,
+  type BindStep,
+  type CandidateHeaders,
+  type CandidateTensor,
+  type Tier,
+} from './bind.js';
 export { candidateFromGguf, candidateFromSafetensors } from './candidates.js';
 export { canonicalJson, documentDigest } from './canonical.js';
 export { Catalog, type CatalogInput, documentText, type LaneRef, loadCatalog, type MorphismEdge } from './catalog.js';

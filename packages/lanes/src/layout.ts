@@ -38,10 +38,14 @@ export function deriveTopology(header: BankedHeader, opts: DeriveOptions): Topol
   const keys: Record<string, number[]> = {};
   for (const t of [...header.tensors].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
     if (Object.hasOwn(keys, t.name))
-      throw new TensorFSError('malformed', `the header names ${t.name} twice`, { details: { rule: 'lanes.duplicate_key', tensor: t.name } });
+      throw new TensorFSError('malformed', `the header names ${t.name} twice`, {
+        details: { rule: 'lanes.duplicate_key', tensor: t.name },
+      });
     keys[t.name] = t.shape.map((d) => {
       if (!Number.isSafeInteger(d) || d < 0)
-        throw new TensorFSError('malformed', `${t.name} has a dimension that is not a safe integer`, { details: { rule: 'lanes.shape', tensor: t.name } });
+        throw new TensorFSError('malformed', `${t.name} has a dimension that is not a safe integer`, {
+          details: { rule: 'lanes.shape', tensor: t.name },
+        });
       return d;
     });
   }
@@ -96,7 +100,12 @@ const globCache = new Map<string, RegExp>();
 function glob(pattern: string): RegExp {
   let re = globCache.get(pattern);
   if (!re) {
-    re = new RegExp(`^${pattern.split('*').map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+    re = new RegExp(
+      `^${pattern
+        .split('*')
+        .map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+        .join('.*')}$`,
+    );
     globCache.set(pattern, re);
   }
   return re;
@@ -142,7 +151,9 @@ function layoutComponent(rule: RuleDoc, comp: TopologyComponent, where: string):
   const byName = new Map<string, LayoutPart>();
   for (const [key, shape] of Object.entries(comp.keys)) {
     const quantized = isEligible(rule, key, shape);
-    const parts = quantized ? emissionsOf(rule, key, shape) : [{ name: key, key, role: 'dense', dtypes: rule.dense.dtypes, shape }];
+    const parts = quantized
+      ? emissionsOf(rule, key, shape)
+      : [{ name: key, key, role: 'dense', dtypes: rule.dense.dtypes, shape }];
     for (const p of parts) {
       if (byName.has(p.name))
         throw new TensorFSError('conflict', `${where}: the layout names ${p.name} twice`, {
@@ -170,7 +181,13 @@ export function layoutToJson(layout: Layout): Record<string, unknown> {
     const tensors: Record<string, unknown> = {};
     for (const e of comp.entries)
       for (const p of e.parts)
-        tensors[p.name] = { key: p.key, role: p.role, dtypes: [...p.dtypes], shape: [...p.shape], ...(e.optional ? { optional: true } : {}) };
+        tensors[p.name] = {
+          key: p.key,
+          role: p.role,
+          dtypes: [...p.dtypes],
+          shape: [...p.shape],
+          ...(e.optional ? { optional: true } : {}),
+        };
     components[c] = { tensors };
   }
   return { lane: `${layout.topology}+${layout.rule}`, components };

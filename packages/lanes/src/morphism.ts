@@ -10,7 +10,13 @@ import { evalExpr } from './expr.js';
 /** One operation of a morphism in one direction, over key templates. */
 export type MorphismOp =
   | { kind: 'rekey'; from: [string]; to: [string] }
-  | { kind: 'permute'; from: [string]; to: [string]; perm: 'rotary_halves_to_pairs' | 'rotary_pairs_to_halves'; heads: string }
+  | {
+      kind: 'permute';
+      from: [string];
+      to: [string];
+      perm: 'rotary_halves_to_pairs' | 'rotary_pairs_to_halves';
+      heads: string;
+    }
   | { kind: 'split'; from: [string]; to: string[]; axis: number; sizes: string[] }
   | { kind: 'fuse'; from: string[]; to: [string]; axis: number; sizes: string[] };
 
@@ -129,7 +135,8 @@ export function applyOps(
         const prev = claimed.get(s);
         if (prev !== undefined && prev !== i)
           fail(where, 'lanes.morphism_ambiguous', `${s} is matched by map entries ${prev} and ${i}`, { tensor: s });
-        if (!Object.hasOwn(comp.keys, s)) fail(where, 'lanes.morphism_unmapped', `${s} is needed by a fuse but absent`, { tensor: s });
+        if (!Object.hasOwn(comp.keys, s))
+          fail(where, 'lanes.morphism_unmapped', `${s} is needed by a fuse but absent`, { tensor: s });
         claimed.set(s, i);
       }
       const targets = op.to.map((t) => fill(t, vars));
@@ -142,15 +149,26 @@ export function applyOps(
         const heads = evalExpr(op.heads, params);
         const rows = first[0] ?? 0;
         if (first.length < 1 || heads === 0 || rows % (2 * heads) !== 0)
-          fail(where, 'lanes.morphism_permute', `${key}: ${rows} rows do not split into ${heads} heads of pairs`, { tensor: key });
+          fail(where, 'lanes.morphism_permute', `${key}: ${rows} rows do not split into ${heads} heads of pairs`, {
+            tensor: key,
+          });
         put(targets[0] as string, [...first]);
-        applied.push({ kind: 'permute', from: sources, to: targets, contiguous: false, perm: { kind: op.perm, heads } });
+        applied.push({
+          kind: 'permute',
+          from: sources,
+          to: targets,
+          contiguous: false,
+          perm: { kind: op.perm, heads },
+        });
       } else {
         const axis = op.axis;
-        const total = op.kind === 'split' ? (first[axis] ?? -1) : shapes.reduce((a, s) => a + (s[axis] ?? Number.NaN), 0);
+        const total =
+          op.kind === 'split' ? (first[axis] ?? -1) : shapes.reduce((a, s) => a + (s[axis] ?? Number.NaN), 0);
         const sizes = op.sizes.map((s) => evalExpr(s, { ...params, D: total }));
         if (sizes.reduce((a, b) => a + b, 0) !== total)
-          fail(where, 'lanes.morphism_seam', `${key}: seam sizes ${sizes.join('+')} do not add up to ${total}`, { tensor: key });
+          fail(where, 'lanes.morphism_seam', `${key}: seam sizes ${sizes.join('+')} do not add up to ${total}`, {
+            tensor: key,
+          });
         if (op.kind === 'split') {
           targets.forEach((t, j) => {
             const s = [...first];
@@ -160,8 +178,14 @@ export function applyOps(
         } else {
           shapes.forEach((s, j) => {
             const rest = s.filter((_, d) => d !== axis).join(',');
-            if (s.length !== first.length || rest !== first.filter((_, d) => d !== axis).join(',') || s[axis] !== sizes[j])
-              fail(where, 'lanes.morphism_seam', `${sources[j]}: shape [${s}] does not fit the seam`, { tensor: sources[j] });
+            if (
+              s.length !== first.length ||
+              rest !== first.filter((_, d) => d !== axis).join(',') ||
+              s[axis] !== sizes[j]
+            )
+              fail(where, 'lanes.morphism_seam', `${sources[j]}: shape [${s}] does not fit the seam`, {
+                tensor: sources[j],
+              });
           });
           const s = [...first];
           s[axis] = total;
@@ -171,14 +195,19 @@ export function applyOps(
       }
     });
   }
-  for (const key of keys) if (!claimed.has(key)) fail(where, 'lanes.morphism_unmapped', `no map entry covers ${key}`, { tensor: key });
+  for (const key of keys)
+    if (!claimed.has(key)) fail(where, 'lanes.morphism_unmapped', `no map entry covers ${key}`, { tensor: key });
   const sorted: Record<string, number[]> = {};
   for (const k of Object.keys(out).sort()) sorted[k] = out[k] as number[];
   const renamed = new Map<string, string>();
-  for (const a of applied) if (a.from.length === 1 && a.to.length === 1) renamed.set(a.from[0] as string, a.to[0] as string);
+  for (const a of applied)
+    if (a.from.length === 1 && a.to.length === 1) renamed.set(a.from[0] as string, a.to[0] as string);
   const optional = comp.optional.map((k) => {
     const r = renamed.get(k);
-    if (r === undefined) fail(where, 'lanes.morphism_unmapped', `optional key ${k} is not carried by a rename or permutation`, { tensor: k });
+    if (r === undefined)
+      fail(where, 'lanes.morphism_unmapped', `optional key ${k} is not carried by a rename or permutation`, {
+        tensor: k,
+      });
     return r;
   });
   return { component: { keys: sorted, optional: optional.sort() }, applied };
@@ -189,7 +218,11 @@ export function applyOps(
  * viewed as `[heads, 2, rows/heads/2, ...]` and the middle two axes swapped. Returns `src` with
  * `out[i] = in[src[i]]` for `rotary_halves_to_pairs` (Hugging Face -> GGUF) or its inverse.
  */
-export function rotaryRowOrder(rows: number, heads: number, kind: 'rotary_halves_to_pairs' | 'rotary_pairs_to_halves'): Uint32Array {
+export function rotaryRowOrder(
+  rows: number,
+  heads: number,
+  kind: 'rotary_halves_to_pairs' | 'rotary_pairs_to_halves',
+): Uint32Array {
   if (heads <= 0 || rows % (2 * heads) !== 0)
     throw new TensorFSError('invalid_argument', `${rows} rows do not split into ${heads} heads of pairs`, {
       details: { rule: 'lanes.morphism_permute' },

@@ -13,7 +13,7 @@ import {
   type TopologyDoc,
 } from '@tensorfs/lanes';
 import { toHex } from '@tensorfs/format';
-import Ajv from 'ajv';
+import { Ajv } from 'ajv';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { readJson, specCatalog, V2 } from './helpers.js';
@@ -30,7 +30,9 @@ describe('sha256 and canonical JSON', () => {
   });
 
   it('sorts keys, drops whitespace and refuses floats', () => {
-    expect(canonicalJson({ b: [1, 2, { d: null, c: true }], a: 'x"y' })).toBe('{"a":"x\\"y","b":[1,2,{"c":true,"d":null}]}');
+    expect(canonicalJson({ b: [1, 2, { d: null, c: true }], a: 'x"y' })).toBe(
+      '{"a":"x\\"y","b":[1,2,{"c":true,"d":null}]}',
+    );
     expect(() => canonicalJson({ a: 1.5 })).toThrow(/safe integers/);
     expect(documentDigest({ a: 1 })).toBe(`sha256:${createHash('sha256').update('{"a":1}').digest('hex')}`);
   });
@@ -62,9 +64,11 @@ describe('spec/v2 documents', () => {
 
   it('pins every document by the SHA-256 of its canonical JSON', () => {
     for (const doc of documents) {
-      const field = { 'tensorfs.lanes.topology': 'topologies', 'tensorfs.lanes.rule': 'rules', 'tensorfs.lanes.morphism': 'morphisms' }[
-        doc.kind as string
-      ] as 'topologies' | 'rules' | 'morphisms';
+      const field = {
+        'tensorfs.lanes.topology': 'topologies',
+        'tensorfs.lanes.rule': 'rules',
+        'tensorfs.lanes.morphism': 'morphisms',
+      }[doc.kind as string] as 'topologies' | 'rules' | 'morphisms';
       expect(index[field][`${doc.name}@${doc.version}`]).toBe(documentDigest(doc));
     }
   });
@@ -72,15 +76,30 @@ describe('spec/v2 documents', () => {
   it('re-derives every topology from its banked header to its committed digest', () => {
     const topologies = documents.filter((d) => d.kind === 'tensorfs.lanes.topology') as TopologyDoc[];
     expect(topologies.map((t) => t.name).sort()).toEqual(
-      expect.arrayContaining(['llama-3-8b', 'mistral-7b', 'qwen2-7b', 'gemma-2-9b', 'phi-3-mini', 'gpt2', 't5-base-encoder', 'clip-vit-large-patch14-text']),
+      expect.arrayContaining([
+        'llama-3-8b',
+        'mistral-7b',
+        'qwen2-7b',
+        'gemma-2-9b',
+        'phi-3-mini',
+        'gpt2',
+        't5-base-encoder',
+        'clip-vit-large-patch14-text',
+      ]),
     );
     const drift: string[] = [];
     for (const t of topologies) {
       const header = readJson(path.join(V2, t.derived_from.header));
       const component = Object.keys(t.components)[0] as string;
-      const again = deriveTopology(header, { name: t.name, version: t.version, component, header: t.derived_from.header });
+      const again = deriveTopology(header, {
+        name: t.name,
+        version: t.version,
+        component,
+        header: t.derived_from.header,
+      });
       const pinned = index.topologies[`${t.name}@${t.version}`];
-      if (documentDigest(again) !== pinned) drift.push(`${t.name}@${t.version}: re-derives to ${documentDigest(again)}, pinned ${pinned}`);
+      if (documentDigest(again) !== pinned)
+        drift.push(`${t.name}@${t.version}: re-derives to ${documentDigest(again)}, pinned ${pinned}`);
     }
     expect(drift).toEqual([]);
   });
@@ -101,7 +120,8 @@ describe('spec/v2 documents', () => {
     });
     expect(phi.find((t: any) => t.name === 'model.layers.0.mlp.gate_up_proj.weight').shape).toEqual([16384, 3072]);
     for (const f of fs.readdirSync(path.join(V2, 'headers')))
-      for (const t of readJson(path.join(V2, 'headers', f)).tensors) expect(Object.keys(t).sort()).toEqual(['dtype', 'name', 'shape']);
+      for (const t of readJson(path.join(V2, 'headers', f)).tensors)
+        expect(Object.keys(t).sort()).toEqual(['dtype', 'name', 'shape']);
   });
 
   it('the bundled catalog is exactly spec/v2 and loads', () => {
@@ -112,6 +132,10 @@ describe('spec/v2 documents', () => {
     expect(cat.topologies.size).toBe(11);
     expect(cat.rules.size).toBe(7);
     expect(cat.morphisms.size).toBe(2);
-    expect(loadCatalog({ index, documents }).edges.get('llama-3-8b@1')?.map((e) => e.to)).toEqual(['llama-3-8b-gguf@1']);
+    expect(
+      loadCatalog({ index, documents })
+        .edges.get('llama-3-8b@1')
+        ?.map((e) => e.to),
+    ).toEqual(['llama-3-8b-gguf@1']);
   });
 });
