@@ -92,6 +92,9 @@ interface Match {
   first: BindRefusal | null;
 }
 
+/** Code dtypes identify an encoding: a candidate whose codes differ is not that rule's layout. */
+const CODE_ROLES = new Set(['codes', 'blocks']);
+
 const sameShape = (a: readonly number[], b: readonly number[]) =>
   a.length === b.length && a.every((d, i) => d === b[i]);
 const count = (s: readonly number[]) => s.reduce((a, b) => a * b, 1);
@@ -167,7 +170,10 @@ function match(
           };
         }
         if (!full) return m;
-      } else if (!p.dtypes.includes(t.dtype)) m.dtype.push({ part: p, t });
+      } else if (!p.dtypes.includes(t.dtype)) {
+        m.dtype.push({ part: p, t });
+        if (!full && CODE_ROLES.has(p.role)) return m;
+      }
     }
   }
   if (cand.size !== present) {
@@ -189,8 +195,6 @@ function match(
   return m;
 }
 
-/** Code dtypes identify an encoding: a candidate whose codes differ is not that rule's layout. */
-const CODE_ROLES = new Set(['codes', 'blocks']);
 const fits = (m: Match) =>
   m.missing.length === 0 &&
   m.shape.length === 0 &&
@@ -252,7 +256,7 @@ class Steps {
     bytes: number,
     newBytes: number,
   ): void {
-    const key = `${s.component}|${s.tier}|${s.op}|${s.via}|${s.lossy}`;
+    const key = s.component + '|' + s.tier + '|' + s.op + '|' + s.via + (s.lossy ? '|1' : '|0');
     let step = this.by.get(key);
     if (!step) {
       step = { ...s, tensors: [], bytes: 0, newBytes: 0 };
@@ -263,6 +267,31 @@ class Steps {
     step.bytes += bytes;
     step.newBytes += newBytes;
   }
+}
+
+interface CastPlan {
+  to: string;
+  op: string;
+  lossy: boolean;
+  via: string;
+}
+const castPlans = new WeakMap<readonly string[], Map<string, CastPlan>>();
+
+/** How a dense tensor of dtype `d` reaches one of `accepted` (memoized: the hot path of a cast). */
+function castPlan(d: string, accepted: readonly string[]): CastPlan {
+  let memo = castPlans.get(accepted);
+  if (!memo) castPlans.set(accepted, (memo = new Map()));
+  let plan = memo.get(d);
+  if (!plan) {
+    const to = castTarget(d, accepted);
+    const bd = isBlockType(d);
+    const bt = isBlockType(to);
+    const op = bd || bt ? (bd && !bt ? 'dequantize' : bt && !bd ? 'quantize' : 'requantize') : 'cast';
+    const lossy = op === 'dequantize' ? to !== 'F32' : bd || bt || !castIsExact(d, to);
+    plan = { to, op, lossy, via: `${d}->${to}` };
+    memo.set(d, plan);
+  }
+  return plan;
 }
 
 function partsBytes(parts: readonly LayoutPart[], dtypeOf: (p: LayoutPart) => string): number {
@@ -280,11 +309,17 @@ function derive(
 ): void {
   const srcRule = catalog.rule(m.rule);
   // dtype of each (key, role) as the candidate holds it; follows the keys through the morphisms.
-  const dt = new Map<string, string>();
+  const dt = new Map<string, Map<string, string>>();
+  const dget = (key: string, role: string) => dt.get(key)?.get(role);
+  const dset = (key: string, role: string, d: string) => {
+    let r = dt.get(key);
+    if (!r) dt.set(key, (r = new Map()));
+    r.set(role, d);
+  };
   for (const e of m.comp.entries)
     for (const p of e.parts) {
       const t = cand.get(p.name);
-      if (t) dt.set(`${e.key}\u0000${p.role}`, t.dtype);
+      if (t) dset(e.key, p.role, t.dtype);
     }
   const tiled = srcRule.conventions.row_slicing === 'tiled';
   for (const edge of m.path) {
@@ -299,11 +334,11 @@ function derive(
           .map((k) => entries.get(k))
           .filter(
             (e): e is LayoutEntry =>
-              e !== undefined && (!e.optional || e.parts.some((p) => dt.has(`${e.key}\u0000${p.role}`))),
+              e !== undefined && (!e.optional || e.parts.some((p) => dget(e.key, p.role) !== undefined)),
           );
         if (srcEntries.length === 0) continue;
         const srcParts = srcEntries.flatMap((e) => e.parts);
-        const dOf = (p: LayoutPart) => dt.get(`${p.key}\u0000${p.role}`) ?? (p.dtypes[0] as string);
+        const dOf = (p: LayoutPart) => dget(p.key, p.role) ?? (p.dtypes[0] as string);
         const bytes = partsBytes(srcParts, dOf);
         const quantized = srcEntries.some((e) => e.quantized);
         const toLayout = catalog.layout({ topology: edge.to, rule: m.rule }).components[c];
@@ -327,8 +362,8 @@ function derive(
         const first = srcEntries[0] as LayoutEntry;
         for (const k of op.to)
           for (const p of first.parts) {
-            const d = dt.get(`${first.key}\u0000${p.role}`);
-            if (d) dt.set(`${k}\u0000${p.role}`, d);
+            const d = dget(first.key, p.role);
+            if (d) dset(k, p.role, d);
           }
       }
     }
@@ -340,35 +375,30 @@ function derive(
   const wantBy = new Map(want.entries.map((e) => [e.key, e]));
   for (const e of cur.entries) {
     const w = wantBy.get(e.key) as LayoutEntry;
-    const have = (p: LayoutPart) => dt.get(`${e.key}\u0000${p.role}`);
+    const roles = dt.get(e.key);
+    const have = (p: LayoutPart) => roles?.get(p.role);
     if (e.optional && !e.parts.some((p) => have(p) !== undefined)) continue;
+    if (!e.quantized && !w.quantized) {
+      // The common case, kept lean: one dense tensor, maybe a cast.
+      const p = e.parts[0] as LayoutPart;
+      const d = roles?.get(p.role) ?? (p.dtypes[0] as string);
+      const wp = w.parts[0] as LayoutPart;
+      if (wp.dtypes.includes(d)) continue;
+      const plan = castPlan(d, wp.dtypes);
+      steps.add(
+        { tier: 'T4', op: plan.op, component: c, via: plan.via, lossy: plan.lossy },
+        [p.name],
+        [wp.name],
+        byteLength(d, p.shape),
+        byteLength(plan.to, wp.shape),
+      );
+      continue;
+    }
     const dOf = (p: LayoutPart) => have(p) ?? (p.dtypes[0] as string);
     const srcBytes = partsBytes(e.parts, dOf);
     const srcNames = e.parts.map((p) => p.name);
     const dstNames = w.parts.map((p) => p.name);
-    if (!e.quantized && !w.quantized) {
-      const p = e.parts[0] as LayoutPart;
-      const d = dOf(p);
-      const wp = w.parts[0] as LayoutPart;
-      if (wp.dtypes.includes(d)) continue;
-      const to = castTarget(d, wp.dtypes);
-      const block = isBlockType(d) || isBlockType(to);
-      const op = block
-        ? isBlockType(d) && !isBlockType(to)
-          ? 'dequantize'
-          : isBlockType(to) && !isBlockType(d)
-            ? 'quantize'
-            : 'requantize'
-        : 'cast';
-      const lossy = op === 'dequantize' ? to !== 'F32' : block || !castIsExact(d, to);
-      steps.add(
-        { tier: 'T4', op, component: c, via: `${d}->${to}`, lossy },
-        srcNames,
-        dstNames,
-        srcBytes,
-        byteLength(to, wp.shape),
-      );
-    } else if (e.quantized && w.quantized && m.rule === lane.rule) {
+    if (e.quantized && w.quantized && m.rule === lane.rule) {
       for (const p of e.parts) {
         const d = dOf(p);
         if (p.dtypes.includes(d)) continue;
@@ -507,17 +537,20 @@ export function bind(
         if (other) all.push(match(cand, other, ref.topology, `${r.name}@${r.version}` as DocRef, [], c, false));
       }
     } else {
+      // First pass stops at each layout's first disagreement; only a refusal needs full counts.
+      const tries: { lc: LayoutComponent; topology: DocRef; rule: DocRef; path: MorphismEdge[] }[] = [];
       for (const src of sourcesOf(catalog, ref.topology))
         for (const r of [laneRule, ...[...catalog.rules.values()].filter((x) => x !== laneRule)]) {
           const rr = `${r.name}@${r.version}` as DocRef;
           const lc = catalog.layout({ topology: src.topology, rule: rr }).components[c];
-          if (!lc) continue;
-          all.push(
-            src.topology === ref.topology && rr === ref.rule
-              ? match(cand, lc, src.topology, rr, [], c, true)
-              : match(cand, lc, src.topology, rr, src.path, c, true),
-          );
+          if (lc) tries.push({ lc, topology: src.topology, rule: rr, path: src.path });
         }
+      for (const x of tries)
+        all.push(x.lc === comp && x.path.length === 0 ? own : match(cand, x.lc, x.topology, x.rule, x.path, c, false));
+      if (!all.some(fits)) {
+        all.length = 0;
+        for (const x of tries) all.push(match(cand, x.lc, x.topology, x.rule, x.path, c, true));
+      }
     }
     const ok = all.filter(fits);
     if (ok.length === 0) {

@@ -70,6 +70,16 @@ export function castIsExact(from: string, to: string): boolean {
 
 /** The accepted dtype a cast from `from` should target: the first exact one, else the widest. */
 export function castTarget(from: string, accepted: readonly string[]): string {
+  let memo = targets.get(accepted);
+  if (!memo) targets.set(accepted, (memo = new Map()));
+  let t = memo.get(from);
+  if (t === undefined) memo.set(from, (t = pickTarget(from, accepted)));
+  return t;
+}
+
+const targets = new WeakMap<readonly string[], Map<string, string>>();
+
+function pickTarget(from: string, accepted: readonly string[]): string {
   const exact = accepted.find((d) => castIsExact(from, d));
   if (exact) return exact;
   let best = accepted[0] as string;
