@@ -40,6 +40,16 @@ function stripComments(src) {
   return src.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`\\])\/\/.*$/gm, '$1');
 }
 
+/** The subpaths a workspace package declares in `exports` (its published entry points). */
+function exportsOf(pkgsDir, name) {
+  try {
+    const pj = JSON.parse(fs.readFileSync(path.join(pkgsDir, name, 'package.json'), 'utf8'));
+    return new Set(pj.exports && typeof pj.exports === 'object' ? Object.keys(pj.exports) : []);
+  } catch {
+    return new Set();
+  }
+}
+
 /** Returns a list of human-readable violations for the repo at `root`. */
 export function checkLayers(root) {
   const problems = [];
@@ -68,7 +78,8 @@ export function checkLayers(root) {
           if (spec.startsWith('@tensorfs/')) {
             const [, name, ...rest] = spec.split('/');
             if (name !== dir && !allowed.has(name)) problems.push(`${rel(file)}: imports ${spec} (not below ${dir})`);
-            if (rest.length) problems.push(`${rel(file)}: imports ${spec} (only package entry points may be imported)`);
+            if (rest.length && !exportsOf(pkgsDir, name).has(`./${rest.join('/')}`))
+              problems.push(`${rel(file)}: imports ${spec} (only package entry points may be imported)`);
           } else if (spec.startsWith('.')) {
             const resolved = path.resolve(path.dirname(file), spec);
             const inside = path.relative(path.join(pkgsDir, dir), resolved);

@@ -138,3 +138,14 @@ describe('tfs lanes', () => {
     expect(none.code).toBe(2);
   });
 });
+
+describe('tfs bind --apply', () => {
+  it('needs --name and a ref', async () => {
+    const noName = await tfs(['bind', 'local/x', '--lane', 'gpt2', '--apply']);
+    expect(noName.code).toBe(2);
+    expect(noName.stderr).toBe('error[invalid_argument]: --apply needs --name NEW\n');
+    const file = await tfs(['bind', gpt2, '--lane', 'gpt2', '--apply', '--name', 'local/y']);
+    expect(file.code).toBe(2);
+    expect(file.stderr).toBe('error[invalid_argument]: --apply works on a ref of the store, not a file\n');
+  });
+});

@@ -32,8 +32,16 @@ export interface BindStep {
   via: string;
   /** True when the step loses information (narrowing cast, quantization); lossy steps are gated. */
   lossy: boolean;
-  /** Tensors read (source names) and written (target names), one row per op. */
-  tensors: { from: string[]; to: string[] }[];
+  /**
+   * Tensors read (source names) and written (target names), one row per op; a permutation carries
+   * its kind and head count, a seam its axis and part sizes.
+   */
+  tensors: {
+    from: string[];
+    to: string[];
+    permute?: { kind: string; heads: number };
+    seam?: { axis: number; sizes: number[] };
+  }[];
   /** Bytes of the source tensors the step reads. */
   bytes: number;
   /** New bytes the step stores: 0 for T1 and T2. */
@@ -195,6 +203,8 @@ function match(
   return m;
 }
 
+/** Conventions only matter where a layout quantizes something. */
+const quantizes = (c: LayoutComponent) => c.entries.some((e) => e.quantized);
 const fits = (m: Match) =>
   m.missing.length === 0 &&
   m.shape.length === 0 &&
@@ -255,6 +265,7 @@ class Steps {
     to: string[],
     bytes: number,
     newBytes: number,
+    extra?: { permute?: { kind: string; heads: number }; seam?: { axis: number; sizes: number[] } },
   ): void {
     const key = s.component + '|' + s.tier + '|' + s.op + '|' + s.via + (s.lossy ? '|1' : '|0');
     let step = this.by.get(key);
@@ -263,7 +274,7 @@ class Steps {
       this.by.set(key, step);
       this.list.push(step);
     }
-    step.tensors.push({ from, to });
+    step.tensors.push(extra ? { from, to, ...extra } : { from, to });
     step.bytes += bytes;
     step.newBytes += newBytes;
   }
@@ -357,6 +368,7 @@ function derive(
           names(toEntries),
           bytes,
           tier === 'T1' || tier === 'T2' ? 0 : bytes,
+          op.perm ? { permute: op.perm } : op.seam ? { seam: op.seam } : undefined,
         );
         // carry dtypes to the new keys
         const first = srcEntries[0] as LayoutEntry;
@@ -580,6 +592,8 @@ export function bind(
         chosen.dtype.length === 0 &&
         m.dtype.length === 0 &&
         m.topology === chosen.topology &&
+        quantizes(m.comp) &&
+        quantizes(chosen.comp) &&
         conventionsDiffer(catalog.rule(m.rule), catalog.rule(chosen.rule)),
     );
     if (twins.length) {

@@ -82,7 +82,12 @@ describe('bind', () => {
     expect(Object.keys(byOp).sort()).toEqual(['T1:rekey', 'T3:permute']);
     const perm = byOp['T3:permute']!;
     expect(perm.tensors.length).toBe(64); // q and k of 32 layers
-    expect(perm.tensors[0]).toEqual({ from: ['model.layers.0.self_attn.k_proj.weight'], to: ['blk.0.attn_k.weight'] });
+    expect(perm.tensors[0]).toEqual({
+      from: ['model.layers.0.self_attn.k_proj.weight'],
+      to: ['blk.0.attn_k.weight'],
+      permute: { kind: 'rotary_halves_to_pairs', heads: 8 },
+    });
+    expect(perm.tensors[1]?.permute).toEqual({ kind: 'rotary_halves_to_pairs', heads: 32 });
     // q: 4096x4096, k: 1024x4096, BF16
     expect(perm.bytes).toBe(32 * (4096 * 4096 + 1024 * 4096) * 2);
     expect(perm.newBytes).toBe(perm.bytes);
@@ -104,6 +109,7 @@ describe('bind', () => {
     expect(split.steps[0]!.tensors[0]).toEqual({
       from: ['model.layers.0.mlp.gate_up_proj.weight'],
       to: ['model.layers.0.mlp.gate_proj.weight', 'model.layers.0.mlp.up_proj.weight'],
+      seam: { axis: 0, sizes: [8192, 8192] },
     });
     const fuse = bind(exactCandidate(cat, lane('phi-3-mini-split+int8-rowwise')), 'phi-3-mini+int8-rowwise', cat);
     expect(fuse.steps.map((s) => [s.tier, s.op, s.newBytes])).toEqual([['T2', 'fuse', 0]]);

@@ -15,6 +15,7 @@ import {
   layoutToJson,
   refOf,
 } from '@tensorfs/lanes';
+import { applyLane } from '@tensorfs/lanes/apply';
 import { openTensors } from '@tensorfs/tensors';
 import type { Argv } from 'yargs';
 import { defineCommand } from '../command.js';
@@ -100,7 +101,16 @@ function humanBind(r: BindResult): string[] {
 }
 
 /** `tfs bind <file|ref> --lane L`: admit, derivable (with priced steps) or refuse, from headers only. */
-export const bindCommand = defineCommand<{ target: string; lane: string; component?: string; convention?: string[] }>({
+type BindArgs = {
+  target: string;
+  lane: string;
+  component?: string;
+  convention?: string[];
+  apply: boolean;
+  name?: string;
+};
+
+export const bindCommand = defineCommand<BindArgs>({
   command: 'bind <target>',
   describe: 'Does a checkpoint bind to a lane? admit | derivable (priced steps) | refuse, from headers only',
   builder: (y) =>
@@ -116,13 +126,47 @@ export const bindCommand = defineCommand<{ target: string; lane: string; compone
         type: 'string',
         array: true,
         describe: 'a convention the checkpoint declares, name=value (e.g. scale_layout=row_major); repeatable',
-      }) as unknown as Argv<{ target: string; lane: string; component?: string; convention?: string[] } & GlobalArgs>,
+      })
+      .option('apply', {
+        type: 'boolean',
+        default: false,
+        describe: 'perform the steps on a ref (T1 renames, T2 seams, T3 permutations) and create ref --name',
+      })
+      .option('name', { type: 'string', describe: 'with --apply: the new ref (must not exist)' }) as unknown as Argv<
+      BindArgs & GlobalArgs
+    >,
   handler: async (args, ctx) => {
     const catalog = defaultCatalog();
     const lane = catalog.lane(args.lane);
+    const conv = parseConventions(args.convention);
+    if (args.apply) {
+      if (!args.name)
+        throw new TensorFSError('invalid_argument', '--apply needs --name NEW', { details: { rule: 'cli.bind' } });
+      const st = await fsp.stat(args.target).catch(() => null);
+      if (st)
+        throw new TensorFSError('invalid_argument', '--apply works on a ref of the store, not a file', {
+          details: { rule: 'cli.bind' },
+        });
+      const store = await Store.open(ctx.storeDir);
+      try {
+        const done = await applyLane(store, args.target, args.lane, catalog, {
+          name: args.name,
+          signal: ctx.signal,
+          ...(args.component ? { component: args.component } : {}),
+          ...(conv ? { conventions: conv } : {}),
+        });
+        ctx.result(
+          { ...done.bind, applied: { ref: args.name, snapshot: done.snapshot, entries: done.entries } },
+          () => [...humanBind(done.bind), `applied: ${args.name} -> ${done.snapshot}`],
+        );
+      } finally {
+        await store.close();
+      }
+      return;
+    }
     const component = args.component ?? (Object.keys(catalog.topology(lane.topology).components)[0] as string);
     const cand = await candidateOf(args.target, component, ctx);
-    const conventions = parseConventions(args.convention);
+    const conventions = conv;
     const r = bind(cand, lane, catalog, {
       ...(args.component ? { component: args.component } : {}),
       ...(conventions ? { conventions } : {}),
