@@ -178,7 +178,7 @@ function rederive(cat: Catalog, m: MorphismDoc, edge: MorphismEdge, forwardOnly 
  */
 export function loadCatalog(input: CatalogInput): Catalog {
   const { index } = input;
-  if (!index || index.kind !== 'tensorfs.lanes.catalog' || index.version !== 1)
+  if (index?.kind !== 'tensorfs.lanes.catalog' || index.version !== 1)
     throw new TensorFSError('malformed', 'not a lane catalog index', {
       details: { rule: 'lanes.schema', document: 'catalog' },
     });

@@ -12,7 +12,10 @@ describe('bind on hostile input', () => {
   const tensor = fc.record({
     name: fc.oneof(fc.constantFrom(...names), fc.string({ maxLength: 12 })),
     dtype: fc.constantFrom('F32', 'BF16', 'F16', 'I8', 'U8', 'F8_E4M3', 'Q8_0', 'Q4_K', 'F64', 'NOPE', ''),
-    shape: fc.array(fc.oneof(fc.nat(10_000), fc.constantFrom(3072, 9216, 8192, 16384, -1, 1.5, Number.MAX_SAFE_INTEGER + 2)), { maxLength: 4 }),
+    shape: fc.array(
+      fc.oneof(fc.nat(10_000), fc.constantFrom(3072, 9216, 8192, 16384, -1, 1.5, Number.MAX_SAFE_INTEGER + 2)),
+      { maxLength: 4 },
+    ),
   });
   it('answers a verdict or throws a TensorFSError, never anything else', () => {
     fc.assert(
@@ -48,19 +51,23 @@ describe('derivable answers account for every difference', () => {
             for (const x of ts) {
               const p = comp.byName.get(x.name);
               const fine = p && p.shape.join() === x.shape.join() && p.dtypes.includes(x.dtype);
-              if (!fine && !read.has(x.name)) problems.push(`${res.lane} ${v.name}: ${x.name} differs and no step reads it`);
+              if (!fine && !read.has(x.name))
+                problems.push(`${res.lane} ${v.name}: ${x.name} differs and no step reads it`);
             }
             const have = new Map(ts.map((x) => [x.name, x]));
             for (const p of comp.byName.values()) {
               const x = have.get(p.name);
               const fine = x && p.shape.join() === x.shape.join() && p.dtypes.includes(x.dtype);
-              if (!fine && !written.has(p.name)) problems.push(`${res.lane} ${v.name}: ${p.name} is not produced by any step`);
+              if (!fine && !written.has(p.name))
+                problems.push(`${res.lane} ${v.name}: ${p.name} is not produced by any step`);
             }
           }
           const tiers = res.steps.map((s) => s.tier);
           for (const s of res.steps) {
-            if ((s.tier === 'T1' || s.tier === 'T2') && s.newBytes !== 0) problems.push(`${res.lane} ${v.name}: ${s.tier} stores bytes`);
-            if (s.tier === 'T4' && s.op === 'quantize' && !s.lossy) problems.push(`${res.lane} ${v.name}: a lossless quantization`);
+            if ((s.tier === 'T1' || s.tier === 'T2') && s.newBytes !== 0)
+              problems.push(`${res.lane} ${v.name}: ${s.tier} stores bytes`);
+            if (s.tier === 'T4' && s.op === 'quantize' && !s.lossy)
+              problems.push(`${res.lane} ${v.name}: a lossless quantization`);
           }
           if (tiers.length === 0) problems.push(`${res.lane} ${v.name}: derivable without steps`);
         }
