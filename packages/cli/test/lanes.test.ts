@@ -85,6 +85,18 @@ describe('tfs bind', () => {
     ]);
   });
 
+  it('reads every shard header of a sharded checkpoint through its index', async () => {
+    const t = layoutTensors('gpt2').map((x) => ({ ...x, dtype: 'F32' }));
+    const a = sparseSafetensors('model-00001-of-00002.safetensors', t.slice(0, 80));
+    const b = sparseSafetensors('model-00002-of-00002.safetensors', t.slice(80));
+    const weightMap = Object.fromEntries(t.map((x, i) => [x.name, path.basename(i < 80 ? a : b)]));
+    const index = path.join(tmp, 'model.safetensors.index.json');
+    fs.writeFileSync(index, JSON.stringify({ metadata: {}, weight_map: weightMap }));
+    const r = await tfs(['bind', index, '--lane', 'gpt2', '--json']);
+    expect(r.stderr).toBe('');
+    expect(JSON.parse(r.stdout).verdict).toBe('admit');
+  });
+
   it('refuses with exit code 7, the result on stdout and the error on stderr', async () => {
     const r = await tfs(['bind', wrong, '--lane', 'gpt2', '--json']);
     expect(r.code).toBe(7);

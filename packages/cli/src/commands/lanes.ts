@@ -1,7 +1,15 @@
 import * as fsp from 'node:fs/promises';
 import path from 'node:path';
 import { openFileSource, Store } from '@tensorfs/cas';
-import { readGgufHeader, readSafetensorsHeader, TensorFSError } from '@tensorfs/format';
+import {
+  checkShardIndex,
+  MAX_SHARD_INDEX_SIZE,
+  parseShardIndex,
+  readGgufHeader,
+  readSafetensorsHeader,
+  type SafetensorsHeader,
+  TensorFSError,
+} from '@tensorfs/format';
 import {
   type BindResult,
   bind,
@@ -25,12 +33,37 @@ import { table } from './inspect.js';
 
 const GGUF_MAGIC = [0x47, 0x47, 0x55, 0x46];
 
+/** The headers of every shard a `*.safetensors.index.json` names (each read for its header only). */
+async function shardHeaders(index: string, ctx: CommandContext): Promise<SafetensorsHeader[]> {
+  const bytes = await fsp.readFile(index);
+  if (bytes.length > MAX_SHARD_INDEX_SIZE)
+    throw new TensorFSError('limit_exceeded', 'shard index larger than the limit', {
+      details: { limit: MAX_SHARD_INDEX_SIZE, actual: bytes.length },
+    });
+  const parsed = parseShardIndex(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length));
+  const headers = new Map<string, SafetensorsHeader>();
+  for (const shard of parsed.shards) {
+    // parseShardIndex accepts plain basenames only, so this stays in the index's folder.
+    const source = await openFileSource(path.join(path.dirname(index), shard));
+    try {
+      headers.set(shard, await readSafetensorsHeader(source, { signal: ctx.signal }));
+    } finally {
+      await source.close();
+    }
+  }
+  checkShardIndex(parsed, headers);
+  return [...headers.values()];
+}
+
 /**
- * The headers of a local file (read for its header only) or, when no such file exists, of a
- * store ref (headers from the manifest, no tensor byte), as one shard-flattened component.
+ * The headers of a local file (read for its header only; a `*.safetensors.index.json` brings the
+ * headers of all its shards) or, when no such file exists, of a store ref (headers from the
+ * manifest, no tensor byte), as one shard-flattened component.
  */
 async function candidateOf(target: string, component: string, ctx: CommandContext): Promise<CandidateHeaders> {
   const stat = await fsp.stat(target).catch(() => null);
+  if (stat?.isFile() && target.endsWith('.json'))
+    return candidateFromSafetensors(await shardHeaders(target, ctx), component);
   if (stat?.isFile()) {
     const source = await openFileSource(target);
     try {
