@@ -15,37 +15,39 @@ function fail(path: string, why: string): never {
   });
 }
 
-function write(value: unknown, path: string, out: string[]): void {
-  if (value === null) out.push('null');
-  else if (typeof value === 'boolean') out.push(value ? 'true' : 'false');
-  else if (typeof value === 'string') out.push(JSON.stringify(value));
-  else if (typeof value === 'number') {
-    if (!Number.isSafeInteger(value)) fail(path, 'numbers must be safe integers');
-    out.push(Object.is(value, -0) ? '0' : String(value));
-  } else if (Array.isArray(value)) {
-    out.push('[');
+// `path` is built only when reporting: the parent path and the key are passed down instead.
+function write(value: unknown, parent: () => string): string {
+  if (value === null) return 'null';
+  if (typeof value === 'boolean') return value ? 'true' : 'false';
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'number') {
+    if (!Number.isSafeInteger(value)) fail(parent(), 'numbers must be safe integers');
+    return Object.is(value, -0) ? '0' : String(value);
+  }
+  if (Array.isArray(value)) {
+    let out = '[';
     for (let i = 0; i < value.length; i++) {
-      if (i) out.push(',');
-      write(value[i], `${path}/${i}`, out);
+      if (i) out += ',';
+      out += write(value[i], () => `${parent()}/${i}`);
     }
-    out.push(']');
-  } else if (typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
+    return `${out}]`;
+  }
+  if (typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
     const keys = Object.keys(value as object).sort();
-    out.push('{');
-    keys.forEach((k, i) => {
-      if (i) out.push(',');
-      out.push(JSON.stringify(k), ':');
-      write((value as Record<string, unknown>)[k], `${path}/${k}`, out);
-    });
-    out.push('}');
-  } else fail(path, `unsupported value of type ${typeof value}`);
+    let out = '{';
+    for (let i = 0; i < keys.length; i++) {
+      const k = keys[i] as string;
+      if (i) out += ',';
+      out += `${JSON.stringify(k)}:${write((value as Record<string, unknown>)[k], () => `${parent()}/${k}`)}`;
+    }
+    return `${out}}`;
+  }
+  return fail(parent(), `unsupported value of type ${typeof value}`);
 }
 
 /** The canonical JSON text of `value` (see the module comment for the rules). */
 export function canonicalJson(value: unknown): string {
-  const out: string[] = [];
-  write(value, '', out);
-  return out.join('');
+  return write(value, () => '');
 }
 
 /** `sha256:<hex>` of the canonical JSON of `value`: the digest that pins a lane document. */

@@ -55,6 +55,9 @@ export function morphismOps(doc: MorphismDoc, inverse: boolean): MorphismOp[] {
 interface Template {
   re: RegExp;
   names: string[];
+  /** The literal text before the first placeholder and after the last: a cheap pre-check. */
+  prefix: string;
+  suffix: string;
 }
 const tplCache = new Map<string, Template>();
 function template(t: string): Template {
@@ -72,14 +75,22 @@ function template(t: string): Template {
         return part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
       })
       .join('');
-    c = { re: new RegExp(`^${src}$`), names };
+    const first = t.indexOf('{');
+    const last = t.lastIndexOf('}');
+    c = {
+      re: new RegExp(`^${src}$`),
+      names,
+      prefix: first < 0 ? t : t.slice(0, first),
+      suffix: last < 0 ? t : t.slice(last + 1),
+    };
     tplCache.set(t, c);
   }
   return c;
 }
 
 function matchTpl(t: string, key: string): Record<string, string> | null {
-  const { re, names } = template(t);
+  const { re, names, prefix, suffix } = template(t);
+  if (!key.startsWith(prefix) || !key.endsWith(suffix)) return null;
   const m = re.exec(key);
   if (!m) return null;
   const out: Record<string, string> = {};

@@ -21,15 +21,30 @@ export function sha256(data: Uint8Array): Uint8Array {
   const padded = new Uint8Array((((data.length + 9 + 63) >> 6) << 6) >>> 0);
   padded.set(data);
   padded[data.length] = 0x80;
-  const view = new DataView(padded.buffer);
-  view.setUint32(padded.length - 8, Math.floor(bitLen / 0x1_0000_0000));
-  view.setUint32(padded.length - 4, bitLen >>> 0);
+  const hi = Math.floor(bitLen / 0x1_0000_0000);
+  const lo = bitLen >>> 0;
+  const end = padded.length;
+  padded[end - 8] = hi >>> 24;
+  padded[end - 7] = (hi >>> 16) & 0xff;
+  padded[end - 6] = (hi >>> 8) & 0xff;
+  padded[end - 5] = hi & 0xff;
+  padded[end - 4] = lo >>> 24;
+  padded[end - 3] = (lo >>> 16) & 0xff;
+  padded[end - 2] = (lo >>> 8) & 0xff;
+  padded[end - 1] = lo & 0xff;
+  const b8 = padded;
   const h = new Uint32Array([
     0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
   ]);
   const w = new Uint32Array(64);
   for (let off = 0; off < padded.length; off += 64) {
-    for (let i = 0; i < 16; i++) w[i] = view.getUint32(off + i * 4);
+    for (let i = 0, o = off; i < 16; i++, o += 4)
+      w[i] =
+        (((b8[o] as number) << 24) |
+          ((b8[o + 1] as number) << 16) |
+          ((b8[o + 2] as number) << 8) |
+          (b8[o + 3] as number)) >>>
+        0;
     for (let i = 16; i < 64; i++) {
       const a = w[i - 15] as number;
       const b = w[i - 2] as number;
