@@ -161,3 +161,92 @@ describe('tfs bind --apply', () => {
     expect(file.stderr).toBe('error[invalid_argument]: --apply works on a ref of the store, not a file\n');
   });
 });
+
+describe('your own architectures: --catalog', () => {
+  it('derive pins a topology in a folder, bind uses it, --apply performs a derivation', async () => {
+    const { Store } = await import('@tensorfs/cas');
+    const { writeSafetensors } = await import('@tensorfs/format');
+    const catDir = path.join(tmp, 'my-lanes');
+    const tensors = [
+      { name: 'a.weight', dtype: 'F32', shape: [4, 2], data: new Uint8Array(32).fill(1) },
+      { name: 'b.weight', dtype: 'F32', shape: [2], data: new Uint8Array(8).fill(2) },
+    ];
+    const src = path.join(tmp, 'mine');
+    fs.mkdirSync(src);
+    fs.writeFileSync(path.join(src, 'model.safetensors'), writeSafetensors(tensors));
+    const d = await tfs([
+      'lanes',
+      'derive',
+      path.join(src, 'model.safetensors'),
+      '--name',
+      'mine',
+      '--catalog',
+      catDir,
+      '--json',
+    ]);
+    expect(d.stderr, d.stderr).toBe('');
+    expect(JSON.parse(d.stdout)).toMatchObject({ ref: 'mine@1', keys: 2 });
+    // a renamed form and the morphism to it, hand-authored with evidence
+    fs.writeFileSync(
+      path.join(src, 'renamed.safetensors'),
+      writeSafetensors(tensors.map((t) => ({ ...t, name: `x.${t.name}` }))),
+    );
+    expect(
+      (await tfs(['lanes', 'derive', path.join(src, 'renamed.safetensors'), '--name', 'mine-x', '--catalog', catDir]))
+        .code,
+    ).toBe(0);
+    const { documentDigest } = await import('@tensorfs/lanes');
+    const m = {
+      kind: 'tensorfs.lanes.morphism',
+      name: 'mine-to-x',
+      version: 1,
+      description: 'prefix x.',
+      pairs: [{ from: 'mine@1', to: 'mine-x@1', params: {} }],
+      map: [
+        { from: 'a.weight', to: 'x.a.weight' },
+        { from: 'b.weight', to: 'x.b.weight' },
+      ],
+      evidence: [{ claim: 'the test wrote both', source: 'packages/cli/test/lanes.test.ts', locator: 'this test' }],
+    };
+    fs.mkdirSync(path.join(catDir, 'morphisms'));
+    fs.writeFileSync(path.join(catDir, 'morphisms', 'mine-to-x@1.json'), JSON.stringify(m));
+    const idx = JSON.parse(fs.readFileSync(path.join(catDir, 'catalog.json'), 'utf8'));
+    idx.morphisms['mine-to-x@1'] = documentDigest(m);
+    fs.writeFileSync(path.join(catDir, 'catalog.json'), JSON.stringify(idx));
+    const b = await tfs([
+      'bind',
+      path.join(src, 'model.safetensors'),
+      '--lane',
+      'mine-x',
+      '--catalog',
+      catDir,
+      '--json',
+    ]);
+    expect(b.stderr).toBe('');
+    expect(JSON.parse(b.stdout).steps.map((s: { tier: string; op: string }) => `${s.tier}:${s.op}`)).toEqual([
+      'T1:rekey',
+    ]);
+    const storeDir = path.join(tmp, 'store');
+    const store = await Store.open(storeDir);
+    fs.rmSync(path.join(src, 'renamed.safetensors'));
+    await store.importPath(src, { name: 'local/mine', threads: 1 });
+    await store.close();
+    const env = { TENSORFS_HOME: storeDir };
+    const a = await tfs(
+      ['bind', 'local/mine', '--lane', 'mine-x', '--catalog', catDir, '--apply', '--name', 'local/mine-x', '--json'],
+      env,
+    );
+    expect(a.stderr).toBe('');
+    expect(JSON.parse(a.stdout).applied).toMatchObject({ ref: 'local/mine-x', entries: 1 });
+    const again = await tfs(['bind', 'local/mine-x', '--lane', 'mine-x', '--catalog', catDir, '--json'], env);
+    expect(JSON.parse(again.stdout).verdict).toBe('admit');
+    // a tampered document in the folder is refused
+    fs.writeFileSync(
+      path.join(catDir, 'morphisms', 'mine-to-x@1.json'),
+      JSON.stringify({ ...m, description: 'changed' }),
+    );
+    const bad = await tfs(['lanes', 'ls', '--catalog', catDir]);
+    expect(bad.code).toBe(4);
+    expect(bad.stderr).toBe('error[corrupt]: mine-to-x@1 does not match its pinned digest\n');
+  });
+});

@@ -11,8 +11,11 @@ import {
   TensorFSError,
 } from '@tensorfs/format';
 import {
+  BUNDLED_CATALOG,
   type BindResult,
   bind,
+  type Catalog,
+  type CatalogIndex,
   type CandidateHeaders,
   type CandidateTensor,
   candidateFromGguf,
@@ -21,6 +24,7 @@ import {
   deriveTopology,
   documentDigest,
   layoutToJson,
+  loadCatalog,
   refOf,
 } from '@tensorfs/lanes';
 import { applyLane } from '@tensorfs/lanes/apply';
@@ -32,6 +36,42 @@ import { formatBytes } from '../progress.js';
 import { table } from './inspect.js';
 
 const GGUF_MAGIC = [0x47, 0x47, 0x55, 0x46];
+
+const FIELDS = { topologies: 'topologies', rules: 'rules', morphisms: 'morphisms' } as const;
+
+/** A user catalog folder: `catalog.json` pinning documents under `topologies/`, `rules/`, `morphisms/`. */
+async function readUserCatalog(dir: string): Promise<{ index: CatalogIndex; documents: unknown[] }> {
+  const text = await fsp.readFile(path.join(dir, 'catalog.json'), 'utf8').catch(() => null);
+  const index: CatalogIndex = text
+    ? (JSON.parse(text) as CatalogIndex)
+    : { kind: 'tensorfs.lanes.catalog', version: 1, topologies: {}, rules: {}, morphisms: {} };
+  const documents: unknown[] = [];
+  for (const field of Object.values(FIELDS))
+    for (const ref of Object.keys(index[field] ?? {})) {
+      if (!/^[a-z0-9][a-z0-9._-]*@[1-9][0-9]*$/.test(ref))
+        throw new TensorFSError('malformed', `catalog.json pins ${JSON.stringify(ref)}, not a name@version`, {
+          details: { rule: 'lanes.schema', document: ref },
+        });
+      const doc = await fsp.readFile(path.join(dir, field, `${ref}.json`), 'utf8').catch(() => null);
+      if (doc !== null) documents.push(JSON.parse(doc));
+    }
+  return { index, documents };
+}
+
+async function writeAtomic(file: string, text: string): Promise<void> {
+  const tmp = `${file}.${process.pid}.tmp`;
+  await fsp.writeFile(tmp, text);
+  await fsp.rename(tmp, file);
+}
+
+/** The bundled catalog, or the bundled catalog plus a user folder (`--catalog`), verified. */
+async function catalogOf(dir: string | undefined): Promise<Catalog> {
+  if (!dir) return defaultCatalog();
+  const user = await readUserCatalog(dir);
+  const index: CatalogIndex = { ...BUNDLED_CATALOG.index };
+  for (const field of Object.values(FIELDS)) index[field] = { ...BUNDLED_CATALOG.index[field], ...user.index[field] };
+  return loadCatalog({ index, documents: [...BUNDLED_CATALOG.documents, ...user.documents] });
+}
 
 /** The headers of every shard a `*.safetensors.index.json` names (each read for its header only). */
 async function shardHeaders(index: string, ctx: CommandContext): Promise<SafetensorsHeader[]> {
@@ -165,11 +205,13 @@ export const bindCommand = defineCommand<BindArgs>({
         default: false,
         describe: 'perform the steps on a ref (T1 renames, T2 seams, T3 permutations) and create ref --name',
       })
-      .option('name', { type: 'string', describe: 'with --apply: the new ref (must not exist)' }) as unknown as Argv<
-      BindArgs & GlobalArgs
-    >,
+      .option('name', { type: 'string', describe: 'with --apply: the new ref (must not exist)' })
+      .option('catalog', {
+        type: 'string',
+        describe: 'a folder of your own lane documents, added to the bundled catalog',
+      }) as unknown as Argv<BindArgs & GlobalArgs>,
   handler: async (args, ctx) => {
-    const catalog = defaultCatalog();
+    const catalog = await catalogOf(args.catalog);
     const lane = catalog.lane(args.lane);
     const conv = parseConventions(args.convention);
     if (args.apply) {
@@ -212,7 +254,15 @@ export const bindCommand = defineCommand<BindArgs>({
   },
 });
 
-type LanesArgs = { action: string; arg?: string; name?: string; component?: string; version?: number; out?: string };
+type LanesArgs = {
+  action: string;
+  arg?: string;
+  name?: string;
+  component?: string;
+  version?: number;
+  out?: string;
+  catalog?: string;
+};
 
 /** `tfs lanes ls|show|layout|derive`. */
 export const lanesCommand = defineCommand<LanesArgs>({
@@ -233,9 +283,14 @@ export const lanesCommand = defineCommand<LanesArgs>({
       .option('out', {
         type: 'string',
         describe: 'derive: write the document to this file instead of stdout',
+      })
+      .option('catalog', {
+        type: 'string',
+        describe:
+          'a folder of your own lane documents (added to the bundled ones); derive writes and pins the topology there',
       }) as unknown as Argv<LanesArgs & GlobalArgs>,
   handler: async (args, ctx) => {
-    const catalog = defaultCatalog();
+    const catalog = await catalogOf(args.catalog);
     const need = (what: string) => {
       if (!args.arg)
         throw new TensorFSError('invalid_argument', `tfs lanes ${args.action} needs ${what}`, {
@@ -329,7 +384,28 @@ export const lanesCommand = defineCommand<LanesArgs>({
         { name: args.name, version: args.version ?? 1, component, header: path.basename(target) },
       );
       const digest = documentDigest(doc);
-      if (args.out) {
+      if (args.catalog) {
+        const ref = refOf(doc);
+        if (catalog.topologies.has(ref) && catalog.digests.get(ref) !== digest)
+          throw new TensorFSError('conflict', `topology ${ref} already exists with another digest`, {
+            details: {
+              rule: 'lanes.duplicate_document',
+              document: ref,
+              expected: catalog.digests.get(ref),
+              actual: digest,
+            },
+          });
+        const user = await readUserCatalog(args.catalog);
+        user.index.topologies = { ...user.index.topologies, [ref]: digest };
+        await fsp.mkdir(path.join(args.catalog, 'topologies'), { recursive: true });
+        await writeAtomic(path.join(args.catalog, 'topologies', `${ref}.json`), `${JSON.stringify(doc, null, 2)}\n`);
+        await writeAtomic(path.join(args.catalog, 'catalog.json'), `${JSON.stringify(user.index, null, 2)}\n`);
+        await catalogOf(args.catalog); // the folder still loads, verified
+        ctx.result(
+          { ref, digest, keys: Object.keys(doc.components[component]?.keys ?? {}).length },
+          () => `${ref} ${digest}`,
+        );
+      } else if (args.out) {
         const tmp = `${args.out}.${process.pid}.tmp`;
         await fsp.writeFile(tmp, `${JSON.stringify(doc, null, 2)}\n`, { flag: 'wx' });
         await fsp.rename(tmp, args.out);
