@@ -181,6 +181,7 @@ type BindArgs = {
   convention?: string[];
   apply: boolean;
   name?: string;
+  catalog?: string;
 };
 
 export const bindCommand = defineCommand<BindArgs>({
