@@ -260,7 +260,7 @@ type LanesArgs = {
   arg?: string;
   name?: string;
   component?: string;
-  version?: number;
+  docVersion?: number;
   out?: string;
   catalog?: string;
 };
@@ -280,7 +280,7 @@ export const lanesCommand = defineCommand<LanesArgs>({
       .positional('arg', { type: 'string', describe: 'show: name[@v]; layout: a lane; derive: a file or ref' })
       .option('name', { type: 'string', describe: 'derive: the new topology name' })
       .option('component', { type: 'string', describe: 'derive: component name (default model)' })
-      .option('version', { type: 'number', describe: 'derive: version (default 1)' })
+      .option('doc-version', { type: 'number', describe: 'derive: the topology version (default 1)' })
       .option('out', {
         type: 'string',
         describe: 'derive: write the document to this file instead of stdout',
@@ -382,7 +382,7 @@ export const lanesCommand = defineCommand<LanesArgs>({
       const cand = await candidateOf(target, component, ctx);
       const doc = deriveTopology(
         { tensors: [...(cand[component] ?? [])] },
-        { name: args.name, version: args.version ?? 1, component, header: path.basename(target) },
+        { name: args.name, version: args.docVersion ?? 1, component, header: path.basename(target) },
       );
       const digest = documentDigest(doc);
       if (args.catalog) {
