@@ -24,7 +24,7 @@ export const ALLOWED = {
 /** Packages only tests may use (never published, never a runtime dependency). */
 export const TEST_ONLY = new Set(['testkit']);
 /** Packages that must run anywhere: no Node builtins. */
-export const PORTABLE = new Set(['format', 'planner']);
+export const PORTABLE = new Set(['format', 'planner', 'lanes']);
 
 const BUILTINS = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
 const SOURCE_RE = /\.(?:[cm]?[jt]sx?)$/;
@@ -43,6 +43,16 @@ function* walk(dir) {
 
 function stripComments(src) {
   return src.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`\\])\/\/.*$/gm, '$1');
+}
+
+/** The subpaths a workspace package declares in `exports` (its published entry points). */
+function exportsOf(pkgsDir, name) {
+  try {
+    const pj = JSON.parse(fs.readFileSync(path.join(pkgsDir, name, 'package.json'), 'utf8'));
+    return new Set(pj.exports && typeof pj.exports === 'object' ? Object.keys(pj.exports) : []);
+  } catch {
+    return new Set();
+  }
 }
 
 /** Returns a list of human-readable violations for the repo at `root`. */
@@ -80,7 +90,8 @@ export function checkLayers(root) {
                 problems.push(`${rel(file)}: imports ${spec} (test-only; tests may use it, src/ may not)`);
             } else if (name !== dir && !allowed.has(name))
               problems.push(`${rel(file)}: imports ${spec} (not below ${dir})`);
-            if (rest.length) problems.push(`${rel(file)}: imports ${spec} (only package entry points may be imported)`);
+            if (rest.length && !exportsOf(pkgsDir, name).has(`./${rest.join('/')}`))
+              problems.push(`${rel(file)}: imports ${spec} (only package entry points may be imported)`);
           } else if (spec.startsWith('.')) {
             const resolved = path.resolve(path.dirname(file), spec);
             const inside = path.relative(path.join(pkgsDir, dir), resolved);

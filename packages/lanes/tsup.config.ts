@@ -1,3 +1,4 @@
 import { packageConfig } from '../../tsup.shared.js';
 
-export default packageConfig();
+// Two entries: the portable main entry and the Node-only `@tensorfs/lanes/apply`.
+export default { ...packageConfig(), entry: ['src/index.ts', 'src/apply.ts'] };

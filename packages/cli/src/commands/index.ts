@@ -1,6 +1,7 @@
 import type { TfsCommand } from '../command.js';
 import { envCommand } from './env.js';
 import { inspectCommand } from './inspect.js';
+import { bindCommand, lanesCommand } from './lanes.js';
 import { planCommand } from './plan.js';
 import { duCommand, exportCommand, gcCommand, importCommand, lsCommand, refCommand, verifyCommand } from './store.js';
 import { catCommand, composeCommand, tensorsCommand } from './tensors.js';
@@ -20,5 +21,7 @@ export const commands: TfsCommand<any>[] = [
   tensorsCommand,
   catCommand,
   composeCommand,
+  lanesCommand,
+  bindCommand,
   envCommand,
 ];

@@ -1,0 +1,262 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { LocalStore } from '@tensorfs/cas';
+import { writeSafetensors } from '@tensorfs/format';
+import {
+  BUNDLED_CATALOG,
+  bind,
+  type Catalog,
+  deriveTopology,
+  documentDigest,
+  loadCatalog,
+  refOf,
+} from '@tensorfs/lanes';
+import { applyLane } from '@tensorfs/lanes/apply';
+import { openTensors } from '@tensorfs/tensors';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clone, expectCode } from './helpers.js';
+
+type T = { name: string; dtype: string; shape: number[] };
+
+function llamaTensors(): T[] {
+  const ts: T[] = [
+    { name: 'model.embed_tokens.weight', dtype: 'F32', shape: [16, 8] },
+    { name: 'model.norm.weight', dtype: 'F32', shape: [8] },
+    { name: 'lm_head.weight', dtype: 'F32', shape: [16, 8] },
+  ];
+  for (let l = 0; l < 2; l++) {
+    const p = `model.layers.${l}`;
+    ts.push(
+      { name: `${p}.input_layernorm.weight`, dtype: 'F32', shape: [8] },
+      { name: `${p}.post_attention_layernorm.weight`, dtype: 'F32', shape: [8] },
+      { name: `${p}.self_attn.q_proj.weight`, dtype: 'F32', shape: [8, 8] }, // 2 heads of 4
+      { name: `${p}.self_attn.k_proj.weight`, dtype: 'F32', shape: [4, 8] }, // 1 kv head
+      { name: `${p}.self_attn.v_proj.weight`, dtype: 'F32', shape: [4, 8] },
+      { name: `${p}.self_attn.o_proj.weight`, dtype: 'F32', shape: [8, 8] },
+      { name: `${p}.mlp.gate_proj.weight`, dtype: 'F32', shape: [12, 8] },
+      { name: `${p}.mlp.up_proj.weight`, dtype: 'F32', shape: [12, 8] },
+      { name: `${p}.mlp.down_proj.weight`, dtype: 'F32', shape: [8, 12] },
+    );
+  }
+  return ts;
+}
+
+/** A tiny catalog: the committed rules and morphism maps over tiny topologies with real bytes. */
+function tinyCatalog(): Catalog {
+  const rules = BUNDLED_CATALOG.documents.filter((d: any) => d.kind === 'tensorfs.lanes.rule');
+  const hf = llamaTensors();
+  const byName = new Map((BUNDLED_CATALOG.documents as any[]).map((d) => [d.name, d]));
+  const gguf = clone(byName.get('llama-hf-to-gguf'));
+  gguf.name = 'tiny-hf-to-gguf';
+  gguf.pairs = [{ from: 'tiny-llama@1', to: 'tiny-llama-gguf@1', params: { n_head: 2, n_head_kv: 1 } }];
+  const phi = clone(byName.get('phi3-fused-to-split'));
+  phi.name = 'tiny-phi-split';
+  phi.pairs = [
+    { from: 'tiny-phi@1', to: 'tiny-llama@1', params: { n_head: 2, n_head_kv: 1, head_dim: 4, intermediate: 12 } },
+  ];
+  const rename = (n: string) =>
+    (gguf.map as any[]).reduce<string | null>((acc, m) => {
+      if (acc) return acc;
+      const re = new RegExp(`^${m.from.replace(/\./g, '\\.').replace('{n}', '(\\d+)')}$`);
+      const x = re.exec(n);
+      return x ? m.to.replace('{n}', x[1] ?? '') : null;
+    }, null) as string;
+  const fused = hf
+    .filter((t) => !/(q|k|v|gate|up)_proj/.test(t.name))
+    .concat(
+      [0, 1].flatMap((l) => [
+        { name: `model.layers.${l}.self_attn.qkv_proj.weight`, dtype: 'F32', shape: [16, 8] },
+        { name: `model.layers.${l}.mlp.gate_up_proj.weight`, dtype: 'F32', shape: [24, 8] },
+      ]),
+    );
+  const topo = [
+    deriveTopology({ tensors: hf }, { name: 'tiny-llama', header: 'tiny' }),
+    deriveTopology(
+      { tensors: hf.map((t) => ({ ...t, name: rename(t.name) })) },
+      { name: 'tiny-llama-gguf', header: 'tiny' },
+    ),
+    deriveTopology({ tensors: fused }, { name: 'tiny-phi', header: 'tiny' }),
+    deriveTopology(
+      { tensors: [{ name: 'other.weight', dtype: 'F32', shape: [2] }] },
+      { name: 'tiny-other', header: 'tiny' },
+    ),
+    deriveTopology(
+      { tensors: [{ name: 'renamed.weight', dtype: 'F32', shape: [2] }] },
+      { name: 'tiny-renamed', header: 'tiny' },
+    ),
+  ];
+  const ren = {
+    kind: 'tensorfs.lanes.morphism',
+    name: 'tiny-rename',
+    version: 1,
+    description: 'a rename',
+    pairs: [{ from: 'tiny-other@1', to: 'tiny-renamed@1', params: {} }],
+    map: [{ from: 'other.weight', to: 'renamed.weight' }],
+    evidence: [{ claim: 'test', source: 'test', locator: 'test' }],
+  };
+  const documents = [...topo, ...rules, gguf, phi, ren];
+  const index = { kind: 'tensorfs.lanes.catalog', version: 1, topologies: {}, rules: {}, morphisms: {} } as any;
+  for (const d of documents as any[])
+    index[
+      {
+        'tensorfs.lanes.topology': 'topologies',
+        'tensorfs.lanes.rule': 'rules',
+        'tensorfs.lanes.morphism': 'morphisms',
+      }[d.kind as string] as string
+    ][refOf(d)] = documentDigest(d);
+  return loadCatalog({ index, documents });
+}
+
+function f32(shape: number[], seed: number): Uint8Array {
+  const n = shape.reduce((a, b) => a * b, 1);
+  const a = new Float32Array(n);
+  for (let i = 0; i < n; i++) a[i] = seed * 1000 + i;
+  return new Uint8Array(a.buffer);
+}
+
+function countObjects(dir: string): number {
+  let n = 0;
+  const walk = (d: string) => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) e.isDirectory() ? walk(path.join(d, e.name)) : n++;
+  };
+  walk(path.join(dir, 'objects'));
+  return n;
+}
+
+let dir = '';
+let storeDir = '';
+const cat = tinyCatalog();
+const data = new Map<string, Uint8Array>();
+beforeAll(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lanes-apply-'));
+  storeDir = path.join(dir, 'store');
+  for (const [i, t] of llamaTensors().entries()) data.set(t.name, f32(t.shape, i + 1));
+  const write = (sub: string, ts: T[]) => {
+    fs.mkdirSync(path.join(dir, sub));
+    fs.writeFileSync(
+      path.join(dir, sub, 'model.safetensors'),
+      writeSafetensors(ts.map((t) => ({ ...t, data: data.get(t.name) as Uint8Array }))),
+    );
+  };
+  write('hf', llamaTensors());
+  const fusedData = (l: number, parts: string[]) => {
+    const chunks = parts.map((p) => data.get(`model.layers.${l}.${p}.weight`) as Uint8Array);
+    const out = new Uint8Array(chunks.reduce((a, c) => a + c.length, 0));
+    let at = 0;
+    for (const c of chunks) out.set(c, (at += c.length) - c.length);
+    return out;
+  };
+  for (const l of [0, 1]) {
+    data.set(
+      `model.layers.${l}.self_attn.qkv_proj.weight`,
+      fusedData(l, ['self_attn.q_proj', 'self_attn.k_proj', 'self_attn.v_proj']),
+    );
+    data.set(`model.layers.${l}.mlp.gate_up_proj.weight`, fusedData(l, ['mlp.gate_proj', 'mlp.up_proj']));
+  }
+  const phi = cat.topology('tiny-phi@1').components.model!.keys;
+  write(
+    'phi',
+    Object.entries(phi).map(([name, shape]) => ({ name, dtype: 'F32', shape })),
+  );
+  data.set('other.weight', f32([2], 99));
+  write('other', [{ name: 'other.weight', dtype: 'F32', shape: [2] }]);
+  const store = await LocalStore.open(storeDir);
+  await store.importPath(path.join(dir, 'other'), { name: 'local/other', threads: 1 });
+  await store.importPath(path.join(dir, 'hf'), { name: 'local/hf', threads: 1 });
+  await store.importPath(path.join(dir, 'phi'), { name: 'local/phi', threads: 1 });
+  await store.close();
+});
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+async function withStore<R>(fn: (s: LocalStore) => Promise<R>): Promise<R> {
+  const s = await LocalStore.open(storeDir);
+  try {
+    return await fn(s);
+  } finally {
+    await s.close();
+  }
+}
+
+describe('applyLane', () => {
+  it('T1 + T3: Hugging Face -> GGUF names writes only the permuted q/k tensors, and the result admits', async () => {
+    const before = countObjects(storeDir);
+    const r = await withStore((s) => applyLane(s, 'local/hf', 'tiny-llama-gguf', cat, { name: 'local/gguf' }));
+    expect(r.bind.steps.map((s) => `${s.tier}:${s.op}`).sort()).toEqual(['T1:rekey', 'T3:permute']);
+    // new objects: 4 permuted tensors (q, k of 2 layers), 1 header, 1 manifest
+    expect(countObjects(storeDir) - before).toBe(6);
+    await withStore(async (s) => {
+      const set = await openTensors(s, 'local/gguf');
+      const cand = { model: [...set].map((v) => ({ name: v.name, dtype: v.dtype, shape: v.shape.map(Number) })) };
+      expect(bind(cand, 'tiny-llama-gguf', cat).verdict).toBe('admit');
+      // llama.cpp: rows reshaped (heads, 2, hd/2) and the last two axes swapped
+      const q = new Float32Array((await set.get('blk.1.attn_q.weight').read()).slice().buffer);
+      const src = new Float32Array((data.get('model.layers.1.self_attn.q_proj.weight') as Uint8Array).slice().buffer);
+      const heads = 2;
+      const hd = 4;
+      for (let h = 0; h < heads; h++)
+        for (let i = 0; i < 2; i++)
+          for (let j = 0; j < hd / 2; j++)
+            for (let c = 0; c < 8; c++)
+              expect(q[(h * hd + j * 2 + i) * 8 + c]).toBe(src[(h * hd + i * (hd / 2) + j) * 8 + c]);
+      const k = new Float32Array((await set.get('blk.0.attn_k.weight').read()).slice().buffer);
+      const ks = new Float32Array((data.get('model.layers.0.self_attn.k_proj.weight') as Uint8Array).slice().buffer);
+      expect([...k.subarray(8, 16)]).toEqual([...ks.subarray(16, 24)]); // row 1 <- row 2 (one head of 4 rows)
+      expect(await set.get('blk.0.ffn_up.weight').read()).toEqual(data.get('model.layers.0.mlp.up_proj.weight'));
+    });
+    // back: the inverse permutation restores the original bytes and header: the very same snapshot
+    const mid = countObjects(storeDir);
+    const back = await withStore((s) => applyLane(s, 'local/gguf', 'tiny-llama', cat, { name: 'local/hf-again' }));
+    expect(countObjects(storeDir) - mid).toBe(0);
+    expect(back.snapshot).toBe(await withStore(async (s) => (await openTensors(s, 'local/hf')).snapshot));
+    await withStore(async (s) => {
+      const set = await openTensors(s, 'local/hf-again');
+      expect(await set.get('model.layers.1.self_attn.q_proj.weight').read()).toEqual(
+        data.get('model.layers.1.self_attn.q_proj.weight'),
+      );
+    });
+  });
+
+  it('T1 only: a composition that costs one header (and the manifest)', async () => {
+    const before = countObjects(storeDir);
+    const r = await withStore((s) => applyLane(s, 'local/other', 'tiny-renamed', cat, { name: 'local/renamed' }));
+    expect(r.bind.steps.map((s) => [s.tier, s.op, s.newBytes])).toEqual([['T1', 'rekey', 0]]);
+    expect(countObjects(storeDir) - before).toBe(2);
+    await withStore(async (s) => {
+      const set = await openTensors(s, 'local/renamed');
+      expect(set.names()).toEqual(['renamed.weight']);
+      expect(await set.get('renamed.weight').read()).toEqual(data.get('other.weight'));
+    });
+  });
+
+  it('T2: Phi-3 fused -> split; the result admits and holds the exact row slices', async () => {
+    const r = await withStore((s) => applyLane(s, 'local/phi', 'tiny-llama', cat, { name: 'local/phi-split' }));
+    expect(r.bind.steps.map((s) => [s.tier, s.op, s.newBytes])).toEqual([['T2', 'split', 0]]);
+    await withStore(async (s) => {
+      const set = await openTensors(s, 'local/phi-split');
+      const cand = { model: [...set].map((v) => ({ name: v.name, dtype: v.dtype, shape: v.shape.map(Number) })) };
+      expect(bind(cand, 'tiny-llama', cat).verdict).toBe('admit');
+      for (const n of ['self_attn.q_proj', 'self_attn.k_proj', 'self_attn.v_proj', 'mlp.gate_proj', 'mlp.up_proj'])
+        expect(await set.get(`model.layers.1.${n}.weight`).read()).toEqual(data.get(`model.layers.1.${n}.weight`));
+    });
+  });
+
+  it('admit makes the ref; refuse and T4 are errors, and nothing is written', async () => {
+    await withStore((s) => applyLane(s, 'local/hf', 'tiny-llama', cat, { name: 'local/same' }));
+    const before = countObjects(storeDir);
+    await withStore(async (s) => {
+      await expect(applyLane(s, 'local/hf', 'tiny-llama+int8-rowwise', cat, { name: 'local/q' })).rejects.toMatchObject(
+        {
+          code: 'unsupported',
+          details: { rule: 'lanes.apply_unsupported' },
+        },
+      );
+      await expect(applyLane(s, 'local/phi', 'tiny-other', cat, { name: 'local/x' })).rejects.toMatchObject({
+        code: 'conflict',
+        details: { rule: 'lanes.missing_tensor', tensor: 'other.weight' },
+      });
+    });
+    expect(countObjects(storeDir)).toBe(before);
+    expectCode(() => cat.lane('tiny-llama+nope'), 'not_found', 'lanes.unknown_document');
+  });
+});
