@@ -10,3 +10,4 @@ export * from './safetensors/index.js';
 export * from './gguf/index.js';
 export * from './manifest/index.js';
 export * from './references.js';
+export * from './codecs.js';

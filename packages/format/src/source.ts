@@ -1,4 +1,4 @@
-import { TensorFSError } from './errors.js';
+import { isTensorFSError, TensorFSError, throwIfAborted } from './errors.js';
 
 /**
  * Random-access bytes: a file handle, a stored record list, an HTTP range reader or a buffer.
@@ -12,6 +12,19 @@ export interface ByteSource {
    * view into a shared buffer only until the next call; copy it to keep it.
    */
   read(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array>;
+  /**
+   * Optional: fills `target` with the bytes at `[offset, offset + target.length)`, saving the
+   * copy `read` would need (a file handle can; `@tensorfs/cas` file and record sources do).
+   */
+  readInto?(offset: number, target: Uint8Array, signal?: AbortSignal): Promise<void>;
+}
+
+/** A {@link ByteSource} that implements {@link ByteSource.readInto}. */
+export type ReadIntoSource = ByteSource & Required<Pick<ByteSource, 'readInto'>>;
+
+/** True if `source` implements {@link ByteSource.readInto}. */
+export function canReadInto(source: ByteSource): source is ReadIntoSource {
+  return typeof (source as Partial<ReadIntoSource>).readInto === 'function';
 }
 
 /** A {@link ByteSource} over bytes already in memory (zero-copy subarrays). */
@@ -35,7 +48,75 @@ export function checkRange(offset: number, length: number, size: number): void {
     offset + length > size
   ) {
     throw new TensorFSError('invalid_argument', 'read outside the source', {
-      details: { offset, length, size },
+      details: { rule: 'source.range', offset, length, size },
     });
   }
+}
+
+/**
+ * Exactly `length` bytes of `source` at `offset` — the one read-fully helper. A read that throws
+ * becomes `io` (a TensorFSError of the source passes through; an abort is `cancelled`); an answer
+ * that is shorter is `io`, one that is not a `Uint8Array` is `invalid_argument`. The result may be the source's own
+ * buffer: copy it to keep it past the next read.
+ * @throws {TensorFSError} `io` (rule `source.read` / `source.short_read`), `invalid_argument` (rule
+ *   `source.contract`: the source answered with something other than bytes), `cancelled`, the source's own.
+ */
+export async function readFully(
+  source: ByteSource,
+  offset: number,
+  length: number,
+  signal?: AbortSignal,
+): Promise<Uint8Array> {
+  throwIfAborted(signal);
+  let bytes: unknown;
+  try {
+    bytes = await source.read(offset, length, signal);
+  } catch (err) {
+    throw readFailure(err, offset, length, signal);
+  }
+  if (!(bytes instanceof Uint8Array)) {
+    // A source that breaks its contract is the caller's bug, not an I/O failure.
+    throw new TensorFSError('invalid_argument', 'the source returned something other than bytes', {
+      details: { rule: 'source.contract', offset, length, actual: bytes === null ? 'null' : typeof bytes },
+    });
+  }
+  if (bytes.length !== length) {
+    throw new TensorFSError('io', 'the source returned fewer bytes than asked', {
+      details: { rule: 'source.short_read', offset, expected: length, actual: bytes.length },
+    });
+  }
+  return bytes;
+}
+
+/**
+ * Fills `target` from `source` at `offset`: through `readInto` when the source has it, else
+ * {@link readFully} and a copy. Failures as {@link readFully}.
+ */
+export async function readInto(
+  source: ByteSource,
+  offset: number,
+  target: Uint8Array,
+  signal?: AbortSignal,
+): Promise<void> {
+  if (canReadInto(source)) {
+    try {
+      await source.readInto(offset, target, signal);
+    } catch (err) {
+      throw readFailure(err, offset, target.length, signal);
+    }
+    return;
+  }
+  target.set(await readFully(source, offset, target.length, signal));
+}
+
+function readFailure(err: unknown, offset: number, length: number, signal: AbortSignal | undefined): TensorFSError {
+  if (isTensorFSError(err)) return err;
+  if (signal?.aborted) return new TensorFSError('cancelled', 'operation cancelled', { cause: signal.reason });
+  // The message names the failure, never a path: a source's own error text may hold one.
+  const name = err instanceof Error ? err.name : typeof err;
+  const code = (err as { code?: unknown } | null)?.code;
+  return new TensorFSError('io', `read failed (${typeof code === 'string' ? code : name})`, {
+    details: { rule: 'source.read', offset, length },
+    cause: err,
+  });
 }

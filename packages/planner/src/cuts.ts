@@ -41,25 +41,43 @@ export function countTensorRecords(layout: TensorLayout, size: number): number {
 }
 
 /**
+ * THE cut rule for one tensor (or any region of a tensor file: header, padding, trailing bytes):
+ * the record lengths of `byteLength` bytes, first split at `seams` (byte offsets strictly inside,
+ * ascending, as {@link checkTensorSeams} returns them), then every 64 MiB from the start of each
+ * segment. An empty tensor has no record. Pure; the planner and `TensorWriter` both cut with it,
+ * so a written file and an imported file of the same bytes share every object.
+ */
+export function cutTensor(byteLength: number, seams: readonly number[] = []): number[] {
+  const lengths: number[] = [];
+  let start = 0;
+  for (const seam of [...seams, byteLength]) {
+    for (let at = start; at < seam; at += RECORD_GRID_BYTES) lengths.push(Math.min(RECORD_GRID_BYTES, seam - at));
+    start = seam;
+  }
+  return lengths;
+}
+
+/**
  * The cuts of a tensor profile (`safetensors-v1` / `gguf-v1`): the header region, then each
  * non-empty tensor in data order, every byte not in a tensor (alignment padding, trailing bytes)
- * as a region of its own; each region cut every 64 MiB from its own start, and a tensor first
- * split at its seams.
+ * as a region of its own; each region cut by {@link cutTensor}, a tensor at its seams.
  * @throws {TensorFSError} `limit_exceeded` if seams push the plan past 1,000,000 records.
  */
 export function tensorCuts(layout: TensorLayout, size: number, seams: Map<string, number[]>): Cuts {
   const offsets: number[] = [];
   const lengths: number[] = [];
   const tensors = new Map<string, [number, number]>();
-  const region = (start: number, end: number): void => {
-    for (let at = start; at < end; at += RECORD_GRID_BYTES) {
+  const region = (start: number, end: number, cuts?: readonly number[]): void => {
+    let at = start;
+    for (const length of cutTensor(end - start, cuts)) {
       if (offsets.length === MAX_PLAN_RECORDS) {
         throw new TensorFSError('limit_exceeded', 'seams push the plan past the record bound', {
-          details: { rule: 'plan-records', limit: MAX_PLAN_RECORDS },
+          details: { rule: 'planner.records_limit', limit: MAX_PLAN_RECORDS },
         });
       }
       offsets.push(at);
-      lengths.push(Math.min(RECORD_GRID_BYTES, end - at));
+      lengths.push(length);
+      at += length;
     }
   };
   region(0, layout.dataStart);
@@ -68,18 +86,34 @@ export function tensorCuts(layout: TensorLayout, size: number, seams: Map<string
     if (t.byteLength === 0) continue;
     region(cursor, t.byteOffset);
     const first = offsets.length;
-    let start = t.byteOffset;
-    for (const seam of seams.get(t.name) ?? []) {
-      region(start, t.byteOffset + seam);
-      start = t.byteOffset + seam;
-    }
     const end = t.byteOffset + t.byteLength;
-    region(start, end);
+    region(t.byteOffset, end, seams.get(t.name));
     tensors.set(t.name, [first, offsets.length - 1]);
     cursor = end;
   }
   region(cursor, size);
   return { profile: layout.profile, offsets, lengths, tensors };
+}
+
+/**
+ * Validates the seams of one tensor of `byteLength` bytes: an array of integers strictly inside
+ * it. Returns them ascending and de-duplicated, ready for {@link cutTensor}.
+ * @throws {TensorFSError} `invalid_argument` (rule `planner.seams_type` / `planner.seam_offset`).
+ */
+export function checkTensorSeams(name: string, offsets: unknown, byteLength: number): number[] {
+  if (!Array.isArray(offsets)) {
+    throw new TensorFSError('invalid_argument', 'seams of a tensor must be an array of offsets', {
+      details: { rule: 'planner.seams_type', tensor: name },
+    });
+  }
+  for (const offset of offsets) {
+    if (!Number.isSafeInteger(offset) || offset <= 0 || offset >= byteLength) {
+      throw new TensorFSError('invalid_argument', 'a seam must be an integer strictly inside its tensor', {
+        details: { rule: 'planner.seam_offset', tensor: name, actual: offset, limit: byteLength },
+      });
+    }
+  }
+  return [...new Set(offsets as number[])].sort((a, b) => a - b);
 }
 
 /**
@@ -92,7 +126,7 @@ export function checkSeams(seams: Seams | undefined, layout: TensorLayout | unde
   if (seams === undefined) return out;
   if (typeof seams !== 'object' || seams === null) {
     throw new TensorFSError('invalid_argument', 'seams must be an object of tensor name → offsets', {
-      details: { rule: 'seams-type' },
+      details: { rule: 'planner.seams_type' },
     });
   }
   const lengths = new Map(layout?.tensors.map((t) => [t.name, t.byteLength]));
@@ -100,25 +134,10 @@ export function checkSeams(seams: Seams | undefined, layout: TensorLayout | unde
     const length = lengths.get(name);
     if (length === undefined) {
       throw new TensorFSError('invalid_argument', 'a seam names no tensor of this file', {
-        details: { rule: 'seam-tensor', tensor: name, profile: layout?.profile ?? 'blob-v1' },
+        details: { rule: 'planner.seam_tensor', tensor: name, profile: layout?.profile ?? 'blob-v1' },
       });
     }
-    if (!Array.isArray(list)) {
-      throw new TensorFSError('invalid_argument', 'seams of a tensor must be an array of offsets', {
-        details: { rule: 'seams-type', tensor: name },
-      });
-    }
-    for (const offset of list) {
-      if (!Number.isSafeInteger(offset) || offset <= 0 || offset >= length) {
-        throw new TensorFSError('invalid_argument', 'a seam must be an integer strictly inside its tensor', {
-          details: { rule: 'seam-offset', tensor: name, actual: offset, limit: length },
-        });
-      }
-    }
-    out.set(
-      name,
-      [...new Set(list)].sort((a, b) => a - b),
-    );
+    out.set(name, checkTensorSeams(name, list, length));
   }
   return out;
 }

@@ -3,7 +3,7 @@
  * Runs anywhere; the SHA-256 implementation is injected ({@link Hasher}).
  * @packageDocumentation
  */
-export type { Seams } from './cuts.js';
+export { checkTensorSeams, cutTensor, type Seams } from './cuts.js';
 export { type Hasher, type HashStream, nobleHasher, webCryptoHasher } from './hasher.js';
 export {
   type Plan,

@@ -1,4 +1,11 @@
-import { type ByteSource, isTensorFSError, readGgufHeader, readSafetensorsHeader } from '@tensorfs/format';
+import {
+  type ByteSource,
+  type ContainerCodec,
+  detectCodec,
+  isTensorFSError,
+  type PlanProfile,
+  readHead,
+} from '@tensorfs/format';
 
 /** Where one tensor's bytes lie in the file. */
 export interface TensorSpan {
@@ -11,7 +18,8 @@ export interface TensorSpan {
 
 /** A file recognised as a tensor container: its header region and its tensors in data order. */
 export interface TensorLayout {
-  profile: 'safetensors-v1' | 'gguf-v1';
+  /** The container codec's planner profile (`safetensors-v1`, `gguf-v1`). */
+  profile: PlanProfile;
   /** End of the header region (prefix, header, padding): where the data section starts. */
   dataStart: number;
   /** Tensors in data order. */
@@ -21,38 +29,27 @@ export interface TensorLayout {
 /** The parse failures that make a file `blob-v1` rather than an error. */
 const NOT_A_TENSOR_FILE: ReadonlySet<string> = new Set(['malformed', 'unsupported', 'limit_exceeded']);
 
-const GGUF_MAGIC = [0x47, 0x47, 0x55, 0x46];
-
 /**
- * Recognises a safetensors or GGUF file from its own bytes. Returns `undefined` for anything else
- * (including a file that fails to parse); rethrows `io`, `cancelled` and other failures.
+ * Recognises a tensor container (any codec of `@tensorfs/format`'s table) from its own bytes.
+ * Returns `undefined` for anything else (including a file that fails to parse); rethrows `io`,
+ * `cancelled` and other failures.
  */
 export async function detectLayout(source: ByteSource, signal?: AbortSignal): Promise<TensorLayout | undefined> {
+  const head = await readHead(source, signal);
+  const codec: ContainerCodec | undefined = detectCodec(head, source.size);
+  if (codec === undefined) return undefined;
   try {
-    const layout = (await isGguf(source, signal))
-      ? await ggufLayout(source, signal)
-      : await safetensorsLayout(source, signal);
+    const header = await codec.read(source, signal ? { signal } : {});
+    const layout: TensorLayout = {
+      profile: codec.profile,
+      dataStart: codec.dataStart(header),
+      tensors: codec.tensors(header).map(span),
+    };
     return tiles(layout, source.size) ? layout : undefined;
   } catch (err) {
     if (isTensorFSError(err) && NOT_A_TENSOR_FILE.has(err.code)) return undefined;
     throw err;
   }
-}
-
-async function isGguf(source: ByteSource, signal?: AbortSignal): Promise<boolean> {
-  if (source.size < GGUF_MAGIC.length) return false;
-  const head = await source.read(0, GGUF_MAGIC.length, signal);
-  return GGUF_MAGIC.every((b, i) => head[i] === b);
-}
-
-async function ggufLayout(source: ByteSource, signal?: AbortSignal): Promise<TensorLayout> {
-  const header = await readGgufHeader(source, signal ? { signal } : {});
-  return { profile: 'gguf-v1', dataStart: header.dataStart, tensors: header.tensors.map(span) };
-}
-
-async function safetensorsLayout(source: ByteSource, signal?: AbortSignal): Promise<TensorLayout> {
-  const header = await readSafetensorsHeader(source, signal ? { signal } : {});
-  return { profile: 'safetensors-v1', dataStart: header.dataStart, tensors: header.tensors.map(span) };
 }
 
 function span(t: TensorSpan): TensorSpan {

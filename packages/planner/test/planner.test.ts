@@ -1,4 +1,4 @@
-import { bytesSource, isTensorFSError, RECORD_GRID_BYTES } from '@tensorfs/format';
+import { bytesSource, isTensorFSError, RECORD_GRID_BYTES, TensorFSError } from '@tensorfs/format';
 import { type Hasher, nobleHasher, type Plan, type PlannedRecord, planAndHash, planToJSON } from '@tensorfs/planner';
 import { describe, expect, it } from 'vitest';
 import { ggufBytes, safetensorsBytes, seededBytes, sha256Id, testHasher, virtualSource } from './helpers.js';
@@ -62,7 +62,7 @@ describe('blob-v1', () => {
   it('rejects seams on a blob-v1 file', async () => {
     expect(await codeOf(plan(seededBytes(4, 100), { seams: { a: [1] } }))).toMatchObject({
       code: 'invalid_argument',
-      details: { rule: 'seam-tensor', profile: 'blob-v1' },
+      details: { rule: 'planner.seam_tensor', profile: 'blob-v1' },
     });
   });
 });
@@ -143,12 +143,12 @@ describe('safetensors-v1', () => {
 
   it('rejects seams that name no tensor or fall outside it', async () => {
     for (const [seams, rule] of [
-      [{ nope: [1] }, 'seam-tensor'],
-      [{ empty: [1] }, 'seam-offset'],
-      [{ a: [0] }, 'seam-offset'],
-      [{ a: [100] }, 'seam-offset'],
-      [{ a: [1.5] }, 'seam-offset'],
-      [{ a: 5 }, 'seams-type'],
+      [{ nope: [1] }, 'planner.seam_tensor'],
+      [{ empty: [1] }, 'planner.seam_offset'],
+      [{ a: [0] }, 'planner.seam_offset'],
+      [{ a: [100] }, 'planner.seam_offset'],
+      [{ a: [1.5] }, 'planner.seam_offset'],
+      [{ a: 5 }, 'planner.seams_type'],
     ] as const) {
       expect(await codeOf(plan(file, { seams: seams as never }))).toMatchObject({
         code: 'invalid_argument',
@@ -240,7 +240,7 @@ describe('bounds', () => {
     // Seams are checked before any byte is hashed; the error names the profile the file got.
     expect(await codeOf(planAndHash(source, { hasher, seams: { t: [1] } }))).toMatchObject({
       code: 'invalid_argument',
-      details: { rule: 'seam-tensor', profile: 'blob-v1' },
+      details: { rule: 'planner.seam_tensor', profile: 'blob-v1' },
     });
   });
 
@@ -248,7 +248,7 @@ describe('bounds', () => {
     const source = hugeSource(RECORD_GRID_BYTES * 999_999);
     expect(await codeOf(planAndHash(source, { hasher, seams: { t: [1] } }))).toMatchObject({
       code: 'limit_exceeded',
-      details: { rule: 'plan-records', limit: 1_000_000 },
+      details: { rule: 'planner.records_limit', limit: 1_000_000 },
     });
     const controller = new AbortController();
     const seen: PlannedRecord[] = [];
@@ -318,8 +318,18 @@ describe('failures', () => {
   });
 
   it('propagates source and hasher failures as TensorFSErrors', async () => {
+    // A failing read (here while sniffing the format) is `io`, not `internal` (issue 11).
     const failing = { size: 10, read: async () => Promise.reject(new Error('disk on fire')) };
-    expect((await codeOf(planAndHash(failing, { hasher }))).code).toBe('internal');
+    const failed = await codeOf(planAndHash(failing, { hasher }));
+    expect([failed.code, failed.details.rule]).toEqual(['io', 'source.read']);
+    // A source's own TensorFSError passes through unchanged.
+    const denied = new TensorFSError('denied', 'no access', { details: { rule: 'test.denied' } });
+    const refusing = { size: 10, read: async () => Promise.reject(denied) };
+    await expect(planAndHash(refusing, { hasher })).rejects.toBe(denied);
+    // A source that breaks its contract (resolves null) is the caller's bug: invalid_argument, not a TypeError.
+    const nulls = { size: 10, read: async () => null as unknown as Uint8Array };
+    const contract = await codeOf(planAndHash(nulls, { hasher }));
+    expect([contract.code, contract.details.rule]).toEqual(['invalid_argument', 'source.contract']);
     const short = { size: 10, read: async () => new Uint8Array(3) };
     expect((await codeOf(planAndHash(short, { hasher }))).code).toBe('io');
     const broken: Hasher = { ...hasher, digest: async () => Promise.reject(new Error('boom')) };

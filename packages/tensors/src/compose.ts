@@ -274,16 +274,11 @@ async function rewriteFile(
   lease: Lease,
   signal: AbortSignal | undefined,
 ): Promise<ManifestFileEntry> {
-  const source = set.header(path);
   const writer = new TensorWriter(store, path, {
     lease,
     mode: set.entry(path).mode as 0o644 | 0o755,
     ...(signal ? { signal } : {}),
-    ...(source.format === 'gguf'
-      ? { ggufHeader: set.ggufHeader(path) }
-      : source.header.metadata !== null
-        ? { metadata: source.header.metadata }
-        : {}),
+    template: set.template(path),
   });
   for (const { view, name } of placements) await writer.inherit(view, { name });
   return writer.finish();

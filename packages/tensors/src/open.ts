@@ -1,8 +1,16 @@
 import type { Store } from '@tensorfs/cas';
 import {
+  type AnyContainerCodec,
+  bytesSource,
+  CONTAINER_CODECS,
+  type ContainerCodec,
+  type ContainerHeader,
+  type ContainerTemplateOf,
   type ByteSource,
-  type GgufHeader,
-  type GgufRawMetadata,
+  codecByProfile,
+  codecForPath,
+  comparePaths,
+  type GgufTemplate,
   type ManifestFileEntry,
   type RecordRef,
   type ObjectId,
@@ -13,11 +21,6 @@ import {
   MAX_SHARD_INDEX_SIZE,
   isTensorFSError,
   parseShardIndex,
-  parseGgufHeader,
-  parseSafetensorsHeader,
-  readGgufHeader,
-  readSafetensorsHeader,
-  safetensorsDtype,
   throwIfAborted,
 } from '@tensorfs/format';
 import { RecordLayout } from './records.js';
@@ -61,22 +64,11 @@ export interface SkippedFile {
   readonly message: string;
 }
 
-/** The parsed header of one opened file. */
-export type TensorFileHeader =
-  | { readonly format: 'safetensors'; readonly header: SafetensorsHeader }
-  | { readonly format: 'gguf'; readonly header: GgufHeader };
+/** The parsed header of one opened file, tagged with its format (one member per codec of `@tensorfs/format`). */
+export type TensorFileHeader = ContainerHeader;
 
-/**
- * What a GGUF `TensorWriter` needs to reproduce a source file's header around new tensors: the
- * version, byte order, alignment and the metadata key/value block, verbatim.
- */
-export interface GgufTemplate {
-  readonly version: GgufHeader['version'];
-  readonly endianness: GgufHeader['endianness'];
-  readonly alignment: number;
-  /** The raw metadata block (every key/value pair, as stored) and its pair count. */
-  readonly metadata: GgufRawMetadata;
-}
+/** What a GGUF `TensorWriter` needs to reproduce a source file's header (now defined by the GGUF codec). */
+export type { GgufTemplate };
 
 /** Every tensor of a snapshot's safetensors and GGUF files, by name. */
 export interface TensorSet extends Iterable<TensorView> {
@@ -103,14 +95,19 @@ export interface TensorSet extends Iterable<TensorView> {
   header(file: string): TensorFileHeader;
   /** The header template of an opened GGUF file, for a `TensorWriter`. @throws {TensorFSError} `not_found`, `invalid_argument` */
   ggufHeader(file: string): GgufTemplate;
+  /**
+   * The template of an opened file (its codec's: the safetensors `__metadata__`, the GGUF header
+   * block...), for a `TensorWriter` rewriting it. @throws {TensorFSError} `not_found`
+   */
+  template(file: string): unknown;
   /** The manifest entry of an opened file. @throws {TensorFSError} `not_found` */
   entry(file: string): ManifestFileEntry;
   /** The parsed shard index of an opened index (shard names are relative to its directory). @throws {TensorFSError} `not_found` */
   shardIndex(index: string): SafetensorsShardIndex;
 }
 
-/** Profiles whose records are cut at tensor boundaries. */
-const ALIGNED_PROFILES: ReadonlySet<string> = new Set(['safetensors-v1', 'gguf-v1']);
+/** Profiles whose records are cut at tensor boundaries: the container codecs' own. */
+const ALIGNED_PROFILES: ReadonlySet<string> = new Set(CONTAINER_CODECS.map((c) => c.profile));
 
 /** The codes of a header that does not parse (as opposed to a store failure). */
 const UNPARSABLE: ReadonlySet<string> = new Set(['malformed', 'unsupported', 'limit_exceeded']);
@@ -140,7 +137,7 @@ export async function openTensors(store: Store, refOrId: string, options: OpenTe
       if (entry.path.endsWith(INDEX_SUFFIX)) await opener.openIndex(entry.path);
     }
     for (const entry of tree.files()) {
-      if (opener.opened.has(entry.path) || formatOf(entry) === null) continue;
+      if (opener.opened.has(entry.path) || codecOf(entry) === undefined) continue;
       try {
         await opener.openFile(entry, undefined);
       } catch (error) {
@@ -159,7 +156,7 @@ interface OpenedFile {
   readonly info: TensorFileInfo;
   readonly entry: ManifestFileEntry;
   readonly header: TensorFileHeader;
-  readonly template: GgufTemplate | null;
+  readonly template: unknown;
   readonly views: readonly StoredTensorView[];
 }
 
@@ -183,16 +180,16 @@ class FileOpener {
     const known = this.opened.get(entry.path);
     if (known !== undefined) return known;
     throwIfAborted(this.signal);
-    const format = formatOf(entry);
-    if (format === null) {
-      throw new TensorFSError('invalid_argument', 'not a safetensors or GGUF file', {
-        details: { path: entry.path, profile: entry.profile },
+    const codec = codecOf(entry);
+    if (codec === undefined) {
+      throw new TensorFSError('invalid_argument', 'not a tensor container file', {
+        details: { rule: 'tensors.not_a_tensor_file', path: entry.path, profile: entry.profile },
       });
     }
     const layout = new RecordLayout(entry.records);
     if (layout.size !== entry.size) {
       throw new TensorFSError('corrupt', 'a file entry size disagrees with its records', {
-        details: { rule: 'entry-size', path: entry.path, expected: entry.size, actual: layout.size },
+        details: { rule: 'tensors.entry_size', path: entry.path, expected: entry.size, actual: layout.size },
       });
     }
     const planned = ALIGNED_PROFILES.has(entry.profile);
@@ -200,10 +197,7 @@ class FileOpener {
     // parse it in memory. A whole-stored file is one object of any size: its header is read by
     // range, unverified (rehashing would read the whole file).
     const head = planned ? await this.headerRecord(entry) : this.store.recordsSource(entry.records);
-    const opened =
-      format === 'safetensors'
-        ? await this.openSafetensors(entry, layout, head, index)
-        : await this.openGguf(entry, layout, head, index);
+    const opened = await this.openWith(codec as ContainerCodec, entry, layout, head, index);
     this.opened.set(entry.path, opened);
     return opened;
   }
@@ -258,7 +252,7 @@ class FileOpener {
     if (bytes.length !== first.length) {
       throw new TensorFSError('corrupt', 'a stored object does not have its recorded length', {
         details: {
-          rule: 'object-length',
+          rule: 'tensors.object_length',
           path: entry.path,
           digest: first.digest,
           expected: first.length,
@@ -270,75 +264,45 @@ class FileOpener {
   }
 
   /**
-   * Parses a header from a planned file's first record (in memory) or a whole-stored file's
-   * source. The planner only plans files whose header parses, so a planned one that does not is
-   * `corrupt` (its first record is not its header).
+   * Opens a file with its codec: the header from a planned file's first record (in memory) or a
+   * whole-stored file's source, the tensors' views, the template for rewriting it. The planner
+   * only plans files whose header parses, so a planned one that does not is `corrupt` (its first
+   * record is not its header).
    */
-  private async parseHeader<H>(
+  private async openWith(
+    codec: ContainerCodec,
     entry: ManifestFileEntry,
+    layout: RecordLayout,
     head: Uint8Array | ByteSource,
-    parse: (bytes: Uint8Array, options: { fileSize: number }) => H,
-    read: (source: ByteSource, options: { signal?: AbortSignal }) => Promise<H>,
-  ): Promise<H> {
-    if (!(head instanceof Uint8Array)) return read(head, this.signal ? { signal: this.signal } : {});
-    try {
-      return parse(head, { fileSize: entry.size });
-    } catch (error) {
-      throw new TensorFSError('corrupt', "a planned file's first record does not hold its header", {
-        details: { rule: 'header-record', path: entry.path },
-        cause: error,
-      });
+    index: string | undefined,
+  ): Promise<OpenedFile> {
+    const planned = head instanceof Uint8Array;
+    let header: unknown;
+    if (planned) {
+      try {
+        header = codec.parse(head, entry.size);
+      } catch (error) {
+        throw new TensorFSError('corrupt', "a planned file's first record does not hold its header", {
+          details: { rule: 'tensors.header_record', path: entry.path },
+          cause: error,
+        });
+      }
+    } else {
+      header = await codec.read(head, this.signal ? { signal: this.signal } : {});
     }
-  }
-
-  private async openSafetensors(
-    entry: ManifestFileEntry,
-    layout: RecordLayout,
-    head: Uint8Array | ByteSource,
-    index: string | undefined,
-  ): Promise<OpenedFile> {
-    const planned = head instanceof Uint8Array;
-    const header = await this.parseHeader(entry, head, parseSafetensorsHeader, readSafetensorsHeader);
-    const facts = factsOf(entry, layout, planned, header.tensors, (t) => ({
-      dtype: t.dtype,
-      blockSize: 1,
-      typeSize: safetensorsDtype(t.dtype)!.bits / 8,
+    const facts = codec.tensors(header).map((t) => ({
+      ...t,
+      records: spanRecords(entry, layout, t.byteOffset, t.byteLength, planned, t.name),
     }));
-    if (planned) checkHeaderRecord(entry, layout, header.dataStart);
-    return this.bind(entry, { format: 'safetensors', header }, null, facts, index);
-  }
-
-  private async openGguf(
-    entry: ManifestFileEntry,
-    layout: RecordLayout,
-    head: Uint8Array | ByteSource,
-    index: string | undefined,
-  ): Promise<OpenedFile> {
-    const planned = head instanceof Uint8Array;
-    const header = await this.parseHeader(entry, head, parseGgufHeader, readGgufHeader);
-    const facts = factsOf(entry, layout, planned, header.tensors, (t) => ({
-      dtype: t.typeName,
-      blockSize: t.blockSize,
-      typeSize: t.typeSize,
-    }));
-    if (planned) checkHeaderRecord(entry, layout, Number(header.dataStart));
-    const block = header.metadataBlock;
-    const raw = planned
-      ? head.slice(block.offset, block.offset + block.length)
-      : (await head.read(block.offset, block.length, this.signal)).slice();
-    const template: GgufTemplate = {
-      version: header.version,
-      endianness: header.endianness,
-      alignment: header.alignment,
-      metadata: { raw, count: header.metadata.length },
-    };
-    return this.bind(entry, { format: 'gguf', header }, template, facts, index);
+    if (planned) checkHeaderRecord(entry, layout, codec.dataStart(header));
+    const template = await codec.template(header, planned ? bytesSource(head) : head, this.signal);
+    return this.bind(entry, { format: codec.name, header } as TensorFileHeader, template, facts, index);
   }
 
   private bind(
     entry: ManifestFileEntry,
     header: TensorFileHeader,
-    template: GgufTemplate | null,
+    template: unknown,
     facts: readonly ViewFacts[],
     index: string | undefined,
   ): OpenedFile {
@@ -369,12 +333,8 @@ class FileOpener {
 }
 
 /** Which container a file entry holds, from its profile, else from its name. */
-function formatOf(entry: ManifestFileEntry): TensorFormat | null {
-  if (entry.profile === 'safetensors-v1') return 'safetensors';
-  if (entry.profile === 'gguf-v1') return 'gguf';
-  if (entry.path.endsWith('.safetensors')) return 'safetensors';
-  if (entry.path.endsWith('.gguf')) return 'gguf';
-  return null;
+function codecOf(entry: ManifestFileEntry): AnyContainerCodec | undefined {
+  return codecByProfile(entry.profile) ?? codecForPath(entry.path);
 }
 
 /**
@@ -393,7 +353,7 @@ function spanRecords(
   if (span === null) {
     if (!planned) return null;
     throw new TensorFSError('corrupt', "a tensor's bytes do not fall on its file's record boundaries", {
-      details: { rule: 'tensor-span', path: entry.path, tensor, offset, length, profile: entry.profile },
+      details: { rule: 'tensors.tensor_span', path: entry.path, tensor, offset, length, profile: entry.profile },
     });
   }
   return entry.records.slice(span.first, span.end);
@@ -403,7 +363,7 @@ function spanRecords(
 function checkHeaderRecord(entry: ManifestFileEntry, layout: RecordLayout, dataStart: number): void {
   if (layout.records.length === 0 || layout.start(1) !== dataStart) {
     throw new TensorFSError('corrupt', "a planned file's first record is not exactly its header", {
-      details: { rule: 'header-record', path: entry.path, expected: dataStart, actual: layout.start(1) },
+      details: { rule: 'tensors.header_record', path: entry.path, expected: dataStart, actual: layout.start(1) },
     });
   }
 }
@@ -423,10 +383,10 @@ class StoredTensorSet implements TensorSet {
     readonly snapshot: ObjectId,
     opener: FileOpener,
   ) {
-    const files = [...opener.opened.values()].sort((a, b) => compareText(a.info.path, b.info.path));
+    const files = [...opener.opened.values()].sort((a, b) => comparePaths(a.info.path, b.info.path));
     this.byFile = new Map(files.map((f) => [f.info.path, f]));
     this.files = files.map((f) => f.info);
-    this.indexes = [...opener.indexes].sort(compareText);
+    this.indexes = [...opener.indexes].sort(comparePaths);
     this.skipped = opener.skipped;
     this.shardsOf = opener.shardsOf;
     this.parsedIndexes = opener.parsedIndexes;
@@ -481,10 +441,14 @@ class StoredTensorSet implements TensorSet {
 
   ggufHeader(file: string): GgufTemplate {
     const opened = this.opened(file);
-    if (opened.template === null) {
+    if (opened.header.format !== 'gguf') {
       throw new TensorFSError('invalid_argument', 'not a GGUF file', { details: { path: file } });
     }
-    return opened.template;
+    return opened.template as ContainerTemplateOf<'gguf'>;
+  }
+
+  template(file: string): unknown {
+    return this.opened(file).template;
   }
 
   entry(file: string): ManifestFileEntry {
@@ -510,27 +474,4 @@ class StoredTensorSet implements TensorSet {
     }
     return opened;
   }
-}
-
-/** Code-unit order, as manifest paths are sorted. */
-function compareText(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
-
-/** A file's tensors as view facts, each with its span of the file's records. */
-function factsOf<T extends { name: string; shape: bigint[]; byteOffset: number; byteLength: number }>(
-  entry: ManifestFileEntry,
-  layout: RecordLayout,
-  planned: boolean,
-  tensors: readonly T[],
-  type: (t: T) => Pick<ViewFacts, 'dtype' | 'blockSize' | 'typeSize'>,
-): ViewFacts[] {
-  return tensors.map((t) => ({
-    name: t.name,
-    shape: t.shape,
-    ...type(t),
-    byteOffset: t.byteOffset,
-    byteLength: t.byteLength,
-    records: spanRecords(entry, layout, t.byteOffset, t.byteLength, planned, t.name),
-  }));
 }

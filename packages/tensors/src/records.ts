@@ -23,7 +23,7 @@ export class RecordLayout {
       const record = records[i]!;
       if (!Number.isSafeInteger(record.length) || record.length < 0) {
         throw new TensorFSError('corrupt', 'a record length is not a non-negative integer', {
-          details: { rule: 'record-length', digest: record.digest, actual: record.length },
+          details: { rule: 'tensors.record_length', digest: record.digest, actual: record.length },
         });
       }
       this.starts[i] = at;

@@ -67,7 +67,7 @@ export function dirname(path: string): string {
 export function joinPath(dir: string, relative: string): string {
   if (relative.startsWith('/') || relative.includes('\\') || relative.includes('\0')) {
     throw new TensorFSError('invalid_argument', 'a link target or shard name is not a relative snapshot path', {
-      details: { rule: 'relative-path', actual: relative },
+      details: { rule: 'tensors.relative_path', actual: relative },
     });
   }
   const parts = dir === '' ? [] : dir.split('/');
@@ -76,7 +76,7 @@ export function joinPath(dir: string, relative: string): string {
     if (part === '..') {
       if (parts.length === 0) {
         throw new TensorFSError('invalid_argument', 'a link target or shard name leaves the snapshot', {
-          details: { rule: 'relative-path', actual: relative },
+          details: { rule: 'tensors.relative_path', actual: relative },
         });
       }
       parts.pop();

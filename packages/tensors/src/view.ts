@@ -1,7 +1,9 @@
 import type { Store } from '@tensorfs/cas';
-import { canReadInto, readInto } from '@tensorfs/planner';
 import {
   type ByteSource,
+  type ContainerFormat,
+  canReadInto,
+  readInto,
   type ObjectId,
   type RecordRef,
   TensorFSError,
@@ -10,8 +12,8 @@ import {
   toTensorFSError,
 } from '@tensorfs/format';
 
-/** The container a tensor lives in. */
-export type TensorFormat = 'safetensors' | 'gguf';
+/** The container a tensor lives in: a format of `@tensorfs/format`'s codec table. */
+export type TensorFormat = ContainerFormat;
 
 /** Options of every tensor read. */
 export interface ReadOptions {
@@ -213,7 +215,7 @@ export class StoredTensorView implements TensorView {
     if (bytes.length !== record.length) {
       throw new TensorFSError('corrupt', 'a stored object does not have its recorded length', {
         details: {
-          rule: 'object-length',
+          rule: 'tensors.object_length',
           tensor: this.name,
           path: this.file,
           digest: record.digest,
@@ -240,7 +242,7 @@ export class StoredTensorView implements TensorView {
 
   private shortRead(actual: number): TensorFSError {
     return new TensorFSError('corrupt', 'the stored bytes of a tensor are shorter than its header says', {
-      details: { rule: 'tensor-length', tensor: this.name, path: this.file, expected: this.byteLength, actual },
+      details: { rule: 'tensors.tensor_length', tensor: this.name, path: this.file, expected: this.byteLength, actual },
     });
   }
 }

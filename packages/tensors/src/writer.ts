@@ -1,14 +1,16 @@
 import type { Lease, Store } from '@tensorfs/cas';
 import {
+  type ContainerCodec,
+  codecForPath,
+  type GgufTemplate,
+  type HeaderTensor,
   type ManifestFileEntry,
-  RECORD_GRID_BYTES,
   type RecordRef,
   TensorFSError,
   throwIfAborted,
   validatePath,
 } from '@tensorfs/format';
-import { type Container, ggufContainer, type HeaderTensor, safetensorsContainer } from './containers.js';
-import type { GgufTemplate } from './open.js';
+import { checkTensorSeams, cutTensor, type Seams } from '@tensorfs/planner';
 import type { TensorView } from './view.js';
 
 /** Tensor bytes handed to {@link TensorWriter.add}: one buffer, or buffers in order (sync or async). */
@@ -20,10 +22,23 @@ export interface TensorWriterOptions {
   metadata?: ReadonlyMap<string, string> | Readonly<Record<string, string>>;
   /**
    * The GGUF header to write around the tensors: version, byte order, alignment and the metadata
-   * block, carried verbatim (from `TensorSet.ggufHeader(file)`).
+   * block, carried verbatim (from `TensorSet.ggufHeader(file)`). Same as `template` for a `.gguf`.
    * @default GGUF v3, little-endian, alignment 32, no metadata
    */
   ggufHeader?: GgufTemplate;
+  /**
+   * The container template to write around the tensors, as `TensorSet.template(file)` returns it
+   * (whatever the format: safetensors `{ metadata }`, the GGUF header block, ...).
+   * @default the format's empty template
+   */
+  template?: unknown;
+  /**
+   * Tensor name → byte offsets inside that tensor where a cut must fall, exactly as
+   * `planAndHash`'s `seams`: the tensor is cut at its seams, then every 64 MiB from each segment's
+   * start, so a file written with seams shares its objects with the same file planned with them.
+   * Applies to tensors added (or copied through) by name in the new file.
+   */
+  seams?: Seams;
   /**
    * The lease that keeps the written and inherited objects alive until a snapshot references them.
    * @default a new lease of the store (ten minutes, renewed while the process lives), released by {@link TensorWriter.close}
@@ -46,18 +61,11 @@ interface WrittenTensor extends HeaderTensor {
   readonly records: readonly RecordRef[];
 }
 
-/** The default GGUF header: v3, little-endian, 32-byte alignment, no metadata. */
-const EMPTY_GGUF: GgufTemplate = {
-  version: 3,
-  endianness: 'little',
-  alignment: 32,
-  metadata: { raw: new Uint8Array(0), count: 0 },
-};
-
 /**
- * Writes a safetensors or GGUF file into the store without building it: each tensor's bytes become
- * their own objects (cut every 64 MiB from the tensor's start, exactly as the planner cuts an
- * imported file, so a written file and an imported file share every object), inherited tensors keep
+ * Writes a tensor container file (safetensors, GGUF: any codec of `@tensorfs/format`) into the
+ * store without building it: each tensor's bytes become their own objects (cut by the planner's
+ * `cutTensor`, at the tensor's seams and every 64 MiB, exactly as the planner cuts an imported
+ * file, so a written file and an imported file share every object), inherited tensors keep
  * their objects, and {@link TensorWriter.finish} writes the header object and returns the file's
  * manifest entry. Tensors are laid out in the order they were added.
  *
@@ -77,7 +85,8 @@ const EMPTY_GGUF: GgufTemplate = {
 export class TensorWriter {
   /** The file's snapshot path. */
   readonly path: string;
-  private readonly container: Container;
+  private readonly codec: ContainerCodec;
+  private readonly template: unknown;
   private readonly tensors: WrittenTensor[] = [];
   private readonly names = new Set<string>();
   private readonly paddings = new Map<number, RecordRef>();
@@ -99,7 +108,7 @@ export class TensorWriter {
   ) {
     validatePath(path);
     this.path = path;
-    this.container = containerFor(path, options);
+    [this.codec, this.template] = codecFor(path, options);
     this.held = options.lease;
   }
 
@@ -169,7 +178,7 @@ export class TensorWriter {
   async finish(): Promise<ManifestFileEntry> {
     let entry: ManifestFileEntry | undefined;
     await this.step(async () => {
-      const built = this.container.header(this.tensors);
+      const built = this.codec.writeHeader(this.template, this.tensors);
       const header = await this.put([built.bytes]);
       const records: RecordRef[] = [header];
       for (let i = 0; i < this.tensors.length; i++) {
@@ -183,7 +192,7 @@ export class TensorWriter {
         kind: 'file',
         mode: this.options.mode ?? 0o644,
         size,
-        profile: this.container.profile,
+        profile: this.codec.profile,
         records,
       };
     });
@@ -229,7 +238,7 @@ export class TensorWriter {
         details: { tensor: name, path: this.path },
       });
     }
-    return this.container.byteLength(name, dtype, shape);
+    return this.codec.byteLength(name, dtype, shape);
   }
 
   private push(tensor: WrittenTensor): void {
@@ -237,11 +246,13 @@ export class TensorWriter {
     this.tensors.push(tensor);
   }
 
-  /** Stores a tensor's bytes as objects of at most 64 MiB cut from its start; checks the length. */
+  /** Stores a tensor's bytes as objects cut by the planner's rule (seams, 64 MiB grid); checks the length. */
   private async writeChunks(name: string, byteLength: number, data: TensorData): Promise<RecordRef[]> {
     const records: RecordRef[] = [];
     let total = 0;
-    for await (const chunk of gridChunks(data, byteLength)) {
+    const seams = this.options.seams?.[name];
+    const lengths = cutTensor(byteLength, seams === undefined ? [] : checkTensorSeams(name, seams, byteLength));
+    for await (const chunk of cutChunks(data, lengths)) {
       throwIfAborted(this.options.signal);
       total += chunk.reduce((n, c) => n + c.length, 0);
       if (total > byteLength) break;
@@ -270,40 +281,40 @@ export class TensorWriter {
   }
 }
 
-/** The container a path's extension selects. */
-function containerFor(path: string, options: TensorWriterOptions): Container {
-  if (path.endsWith('.safetensors')) {
-    if (options.ggufHeader !== undefined) {
-      throw new TensorFSError('invalid_argument', 'ggufHeader is for .gguf files', { details: { path } });
-    }
-    return safetensorsContainer(metadataMap(options.metadata));
+/** The codec a path's ending selects, and the template to write with, checked by that codec. */
+function codecFor(path: string, options: TensorWriterOptions): [ContainerCodec, unknown] {
+  const codec: ContainerCodec | undefined = codecForPath(path);
+  if (codec === undefined) {
+    throw new TensorFSError('invalid_argument', 'a TensorWriter writes tensor container files (.safetensors, .gguf)', {
+      details: { rule: 'tensors.writer_path', path },
+    });
   }
-  if (path.endsWith('.gguf')) {
-    if (options.metadata !== undefined) {
-      throw new TensorFSError('invalid_argument', 'GGUF metadata comes from ggufHeader, not metadata', {
-        details: { path },
-      });
-    }
-    return ggufContainer(options.ggufHeader ?? EMPTY_GGUF);
+  // `metadata` and `ggufHeader` are the older, per-format spellings of `template`.
+  const given = [
+    options.template,
+    options.ggufHeader,
+    options.metadata === undefined ? undefined : { metadata: options.metadata },
+  ].filter((t) => t !== undefined);
+  if (given.length > 1) {
+    throw new TensorFSError('invalid_argument', 'give one of template, ggufHeader, metadata', {
+      details: { rule: 'tensors.writer_template', path },
+    });
   }
-  throw new TensorFSError('invalid_argument', 'a TensorWriter writes .safetensors or .gguf files', {
-    details: { path },
-  });
+  if (given.length === 0) return [codec, codec.defaultTemplate];
+  if ((options.ggufHeader !== undefined || options.metadata !== undefined) && !matchesLegacy(codec, options)) {
+    throw new TensorFSError('invalid_argument', `this option is not for ${codec.extensions.join('/')} files`, {
+      details: { rule: 'tensors.writer_template', path },
+    });
+  }
+  return [codec, codec.checkTemplate(given[0])];
 }
 
-function metadataMap(
-  metadata: ReadonlyMap<string, string> | Readonly<Record<string, string>> | undefined,
-): ReadonlyMap<string, string> | null {
-  if (metadata === undefined) return null;
-  const map = metadata instanceof Map ? metadata : new Map(Object.entries(metadata));
-  for (const [key, value] of map) {
-    if (typeof key !== 'string' || typeof value !== 'string') {
-      throw new TensorFSError('invalid_argument', 'safetensors metadata maps strings to strings', {
-        details: { key: String(key) },
-      });
-    }
-  }
-  return map;
+/** The older per-format options and the one format each belongs to (kept for compatibility). */
+const LEGACY_OPTIONS = { ggufHeader: 'gguf', metadata: 'safetensors' } as const;
+
+function matchesLegacy(codec: ContainerCodec, options: TensorWriterOptions): boolean {
+  const option = options.ggufHeader !== undefined ? 'ggufHeader' : 'metadata';
+  return LEGACY_OPTIONS[option] === codec.name;
 }
 
 function toDimension(value: bigint | number): bigint {
@@ -315,20 +326,21 @@ function toDimension(value: bigint | number): bigint {
 }
 
 /**
- * Regroups a stream of buffers into the planner's grid: runs of pieces of exactly 64 MiB from the
- * start, the last one shorter. Pieces are subarrays of the input (no copy). Yields one more
- * (possibly short) group past `byteLength` if the input is longer, so the caller can report it.
+ * Regroups a stream of buffers into records of the given `lengths` (the planner's cut of the
+ * tensor). Pieces are subarrays of the input (no copy). Yields one more (possibly short) group
+ * past the last length if the input is longer, so the caller can report it.
  */
-async function* gridChunks(data: TensorData, byteLength: number): AsyncGenerator<Uint8Array[]> {
+async function* cutChunks(data: TensorData, lengths: readonly number[]): AsyncGenerator<Uint8Array[]> {
   const input: Iterable<Uint8Array> | AsyncIterable<Uint8Array> = data instanceof Uint8Array ? [data] : data;
   let group: Uint8Array[] = [];
   let filled = 0;
-  let emitted = 0;
-  const target = (): number => Math.max(1, Math.min(RECORD_GRID_BYTES, byteLength - emitted));
+  let k = 0;
+  // Past the last record, any byte is one too many: a group of 1 reports the excess.
+  const target = (): number => lengths[k] ?? 1;
   for await (const buffer of input) {
     if (!(buffer instanceof Uint8Array)) {
       throw new TensorFSError('invalid_argument', 'tensor data must be Uint8Array pieces', {
-        details: { actual: typeof buffer },
+        details: { rule: 'tensors.data_type', actual: typeof buffer },
       });
     }
     let rest = buffer;
@@ -339,10 +351,9 @@ async function* gridChunks(data: TensorData, byteLength: number): AsyncGenerator
       rest = rest.subarray(take);
       if (filled === target()) {
         yield group;
-        emitted += filled;
+        if (k++ >= lengths.length) return;
         group = [];
         filled = 0;
-        if (emitted > byteLength) return;
       }
     }
   }

@@ -147,7 +147,7 @@ describe('reads over damaged or hostile snapshots', () => {
       expect.unreachable();
     } catch (error) {
       expect((error as { code: string }).code).toBe('corrupt');
-      expect((error as { details: { rule: string } }).details.rule).toBe('header-record');
+      expect((error as { details: { rule: string } }).details.rule).toBe('tensors.header_record');
     }
   });
 

@@ -12,6 +12,7 @@
 import * as fsp from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import {
+  comparePaths,
   type ManifestEntry,
   type ObjectId,
   TensorFSError,
@@ -121,7 +122,8 @@ export async function scanTree(abs: string): Promise<Found[]> {
     }
   };
   await walk(abs, '');
-  return out.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
+  // Manifest order (UTF-8 bytes), not UTF-16 code units: they differ for astral vs U+E000+ names.
+  return out.sort((a, b) => comparePaths(a.rel, b.rel));
 }
 
 /** Streams `[offset, offset+length)` of an open file in 8 MiB chunks. */

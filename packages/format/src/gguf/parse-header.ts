@@ -37,7 +37,9 @@ export const GGUF_FIXED_HEADER_BYTES = 24;
 /** Longest key accepted, in bytes (the GGUF spec's limit; ggml does not check it). */
 export const GGUF_MAX_KEY_BYTES = 65535;
 
-const MAGIC = [0x47, 0x47, 0x55, 0x46]; // "GGUF"
+/** The four bytes every GGUF file starts with: `GGUF`. */
+export const GGUF_MAGIC: Uint8Array = /* @__PURE__ */ Uint8Array.of(0x47, 0x47, 0x55, 0x46);
+const MAGIC = GGUF_MAGIC;
 /** Smallest possible KV: key length, one key byte, value type, one value byte. */
 const MIN_KV_BYTES = 8 + 1 + 4 + 1;
 /** Smallest possible tensor info: name length (empty name), n_dims, type, offset. */

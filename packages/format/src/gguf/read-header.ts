@@ -1,8 +1,8 @@
 /**
  * Reading a GGUF header from a {@link ByteSource}, incrementally.
  */
-import { TensorFSError, throwIfAborted, toTensorFSError } from '../errors.js';
-import type { ByteSource } from '../source.js';
+import { TensorFSError } from '../errors.js';
+import { type ByteSource, readFully } from '../source.js';
 import { NeedMoreBytes } from './_cursor.js';
 import { emptyMetadata, GGUF_FIXED_HEADER_BYTES, limitsOption, parseGgufPrefix } from './parse-header.js';
 import type { GgufHeader, GgufParseOptions } from './types.js';
@@ -58,20 +58,9 @@ async function readCopy(
   length: number,
   signal: AbortSignal | undefined,
 ): Promise<Uint8Array> {
-  throwIfAborted(signal);
+  const chunk = await readFully(source, prefix.length, length - prefix.length, signal);
   const out = new Uint8Array(length);
   out.set(prefix);
-  let chunk: Uint8Array;
-  try {
-    chunk = await source.read(prefix.length, length - prefix.length, signal);
-  } catch (err) {
-    throw toTensorFSError(err, 'io');
-  }
-  if (chunk.length !== length - prefix.length) {
-    throw new TensorFSError('io', 'the source returned fewer bytes than asked', {
-      details: { offset: prefix.length, length: length - prefix.length, actual: chunk.length },
-    });
-  }
   out.set(chunk, prefix.length);
   return out;
 }

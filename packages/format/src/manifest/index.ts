@@ -29,5 +29,5 @@ export {
   sortManifestEntries,
   TFM1_MAGIC,
 } from './manifest.js';
-export { MAX_PATH_BYTES, MAX_SEGMENT_BYTES, validatePath, validateSymlinkTarget } from './paths.js';
+export { comparePaths, MAX_PATH_BYTES, MAX_SEGMENT_BYTES, validatePath, validateSymlinkTarget } from './paths.js';
 export { isPlanProfile, MAX_PLAN_RECORDS, PLAN_PROFILES, type PlanProfile, RECORD_GRID_BYTES } from './profiles.js';

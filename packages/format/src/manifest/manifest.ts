@@ -11,7 +11,7 @@
 import { type CborKey, type CborValue, compareBytes, decodeCbor, encodeCbor } from './cbor.js';
 import { type ErrorCode, TensorFSError } from '../errors.js';
 import { digestInto, isObjectId, type ObjectId, objectIdFromDigest } from '../ids.js';
-import { checkPath, checkSymlinkTarget } from './paths.js';
+import { checkPath, checkSymlinkTarget, comparePaths } from './paths.js';
 import { isPlanProfile, MAX_PLAN_RECORDS, type PlanProfile, RECORD_GRID_BYTES } from './profiles.js';
 
 /** One record of a stored file: an object and its exact length. The file is the concatenation. */
@@ -183,10 +183,7 @@ export function manifestToJSON(manifest: Manifest): ManifestJSON {
 
 /** Sorts entries into manifest order (by the UTF-8 bytes of their paths), returning a new array. */
 export function sortManifestEntries<T extends { path: string }>(entries: readonly T[]): T[] {
-  return entries
-    .map((entry) => ({ entry, key: utf8.encode(entry.path) }))
-    .sort((a, b) => compareBytes(a.key, b.key))
-    .map(({ entry }) => entry);
+  return [...entries].sort((a, b) => comparePaths(a.path, b.path));
 }
 
 // ---------------------------------------------------------------------------------------------

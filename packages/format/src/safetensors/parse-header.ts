@@ -13,8 +13,8 @@ import {
   safetensorsDtype,
   subInt,
 } from '../dtypes.js';
-import { TensorFSError, throwIfAborted, toTensorFSError } from '../errors.js';
-import type { ByteSource } from '../source.js';
+import { TensorFSError } from '../errors.js';
+import { type ByteSource, readFully } from '../source.js';
 import { decodeUtf8Strict, JsonCursor } from './json-cursor.js';
 import type { SafetensorsHeader, SafetensorsParseOptions, SafetensorsTensorInfo } from './types.js';
 
@@ -22,7 +22,8 @@ import type { SafetensorsHeader, SafetensorsParseOptions, SafetensorsTensorInfo 
 export const MAX_SAFETENSORS_HEADER_SIZE = 100_000_000;
 
 /** Bytes of the little-endian u64 length prefix. */
-const PREFIX_SIZE = 8;
+export const SAFETENSORS_PREFIX_BYTES = 8;
+const PREFIX_SIZE = SAFETENSORS_PREFIX_BYTES;
 
 /** Depth of a tensor descriptor (the root object is depth 1). */
 const DESCRIPTOR_DEPTH = 2;
@@ -145,21 +146,7 @@ function headerLength(prefix: Uint8Array, fileSize: number, maxHeaderSize: numbe
   return low;
 }
 
-async function readExact(source: ByteSource, offset: number, length: number, signal?: AbortSignal) {
-  throwIfAborted(signal);
-  let bytes: Uint8Array;
-  try {
-    bytes = await source.read(offset, length, signal);
-  } catch (error) {
-    throw toTensorFSError(error, 'io', 'reading the safetensors header failed');
-  }
-  if (bytes.length !== length) {
-    throw new TensorFSError('io', 'short read from the source', {
-      details: { offset, expected: length, actual: bytes.length },
-    });
-  }
-  return bytes;
-}
+const readExact = readFully;
 
 /** R5–R17 and S1–S3 over the N header bytes. */
 function parseHeaderBody(header: Uint8Array, fileSize: number, strict: boolean): SafetensorsHeader {
