@@ -1,5 +1,14 @@
 import { bytesSource, isTensorFSError, RECORD_GRID_BYTES, TensorFSError } from '@tensorfs/format';
-import { type Hasher, nobleHasher, type Plan, type PlannedRecord, planAndHash, planToJSON } from '@tensorfs/planner';
+import {
+  checkTensorSeams,
+  cutTensor,
+  type Hasher,
+  nobleHasher,
+  type Plan,
+  type PlannedRecord,
+  planAndHash,
+  planToJSON,
+} from '@tensorfs/planner';
 import { describe, expect, it } from 'vitest';
 import { ggufBytes, safetensorsBytes, seededBytes, sha256Id, testHasher, virtualSource } from './helpers.js';
 
@@ -353,5 +362,23 @@ describe('planToJSON', () => {
       size: 3,
       records: [{ digest: sha256Id(new Uint8Array(3)), length: 3 }],
     });
+  });
+});
+
+describe('cutTensor (the one cut rule)', () => {
+  const G = RECORD_GRID_BYTES;
+  it('cuts every 64 MiB from the start of each seam segment', () => {
+    expect(cutTensor(0)).toEqual([]);
+    expect(cutTensor(5)).toEqual([5]);
+    expect(cutTensor(G)).toEqual([G]);
+    expect(cutTensor(2 * G + 3)).toEqual([G, G, 3]);
+    expect(cutTensor(100, [10, 60])).toEqual([10, 50, 40]);
+    expect(cutTensor(G + 20, [10])).toEqual([10, G, 10]);
+  });
+  it('checks seams: integers strictly inside, returned sorted and unique', () => {
+    expect(checkTensorSeams('t', [60, 10, 60], 100)).toEqual([10, 60]);
+    for (const bad of [[0], [100], [1.5], 'x']) {
+      expect(() => checkTensorSeams('t', bad, 100)).toThrow(expect.objectContaining({ code: 'invalid_argument' }));
+    }
   });
 });

@@ -218,6 +218,32 @@ describe.each(STORE_KINDS)('TensorWriter: seams (%s store)', (kind) => {
     await writer.close();
     expect(written.records).toEqual(plan.records);
   });
+
+  it('adds a tensor with seams: the same objects as the planner cutting the same file with the same seams', async () => {
+    // The writer used to re-implement the grid and could not honour seams; both now use cutTensor.
+    const qkv = noise(192, 43);
+    const o = noise(16, 44);
+    const bytes = writeSafetensors([
+      { name: 'qkv', dtype: 'F32', shape: [12, 4], data: qkv },
+      { name: 'o', dtype: 'F32', shape: [4], data: o },
+    ]);
+    const seams = { qkv: [128, 64, 64] }; // unsorted and repeated: normalised as the planner does
+    const hasher = createNodeHasher({ threads: 1 });
+    const plan = await planAndHash(bytesSource(bytes), { hasher, seams });
+    await hasher.close?.();
+    const writer = new TensorWriter(t.store, 'split.safetensors', { seams });
+    await writer.add('qkv', 'F32', [12, 4], piecesOf(qkv, 50));
+    await writer.add('o', 'F32', [4], o);
+    const written = await writer.finish();
+    await writer.close();
+    expect(written.records).toEqual(plan.records);
+    expect(written.records.map((r) => r.length).slice(1)).toEqual([64, 64, 64, 16]);
+  });
+
+  it('refuses seams outside a tensor as the planner does', async () => {
+    const writer = new TensorWriter(t.store, 'bad.safetensors', { seams: { w: [16] } });
+    expect(await codeOf(() => writer.add('w', 'F32', [4], noise(16, 45)))).toBe('invalid_argument');
+  });
 });
 
 describe.each(STORE_KINDS)('TensorWriter: refusals (%s store)', (kind) => {
