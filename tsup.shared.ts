@@ -4,9 +4,18 @@ import { defineConfig } from 'tsup';
  * The one build recipe every package uses. Portable packages (format, planner) target any
  * runtime and also ship CJS for embedding hosts; the rest are ESM for Node.
  */
-export function packageConfig({ portable = false, bin = false }: { portable?: boolean; bin?: boolean } = {}) {
+export function packageConfig({
+  portable = false,
+  bin = false,
+  entries,
+}: {
+  portable?: boolean;
+  bin?: boolean;
+  /** Subpath entries (output name → source file) besides `index`; their shared modules go to chunks. */
+  entries?: Record<string, string>;
+} = {}) {
   return defineConfig({
-    entry: bin ? ['src/index.ts', 'src/bin.ts'] : ['src/index.ts'],
+    entry: entries ? { index: 'src/index.ts', ...entries } : bin ? ['src/index.ts', 'src/bin.ts'] : ['src/index.ts'],
     format: portable ? ['esm', 'cjs'] : ['esm'],
     // tsup's declaration worker rejects composite projects; tsc -b still typechecks them.
     dts: { compilerOptions: { composite: false, incremental: false } },
@@ -14,7 +23,8 @@ export function packageConfig({ portable = false, bin = false }: { portable?: bo
     sourcemap: true,
     target: portable ? 'es2022' : 'node20',
     platform: portable ? 'neutral' : 'node',
-    splitting: false,
+    // With several entries, shared modules (the error class above all) must be one copy: split.
+    splitting: entries !== undefined,
     treeshake: true,
   });
 }

@@ -41,9 +41,13 @@ try {
       path.join(scratch, 'package.json'),
       JSON.stringify({ name: 'scratch', private: true, type: 'module', dependencies: local, overrides: local }),
     );
+    // Every code subpath of `exports` ('.', './gguf', ...) must import and typecheck on its own.
+    const subpaths = Object.keys(pj.exports ?? { '.': null }).filter((k) => k !== './package.json');
+    const specifiers = subpaths.map((k) => (k === '.' ? name : `${name}/${k.slice(2)}`));
     fs.writeFileSync(
       path.join(scratch, 'check.ts'),
-      `import * as m from '${name}';\nconst names: string[] = Object.keys(m);\nexport default names;\n`,
+      specifiers.map((s, i) => `import * as m${i} from '${s}';\n`).join('') +
+        `const names: string[] = [${specifiers.map((_, i) => `...Object.keys(m${i})`).join(', ')}];\nexport default names;\n`,
     );
     const checks = [`const m = await import('${name}'); console.log(Object.keys(m).length);`];
     if (pj.exports?.['.']?.require) {
@@ -51,9 +55,20 @@ try {
         `import { createRequire } from 'node:module'; const m = createRequire(import.meta.url)('${name}'); console.log(Object.keys(m).length);`,
       );
     }
+    const subChecks = specifiers
+      .slice(1)
+      .flatMap((s) => [
+        `const m = await import('${s}'); if (Object.keys(m).length === 0) throw new Error('${s}: no exports');`,
+        ...(pj.exports[subpaths[specifiers.indexOf(s)]]?.require
+          ? [
+              `import { createRequire } from 'node:module'; const m = createRequire(import.meta.url)('${s}'); if (Object.keys(m).length === 0) throw new Error('${s} (CJS): no exports');`,
+            ]
+          : []),
+      ]);
     try {
       run('npm', ['install', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], scratch);
       const counts = checks.map((code) => Number(run(process.execPath, ['--input-type=module', '-e', code], scratch)));
+      for (const code of subChecks) run(process.execPath, ['--input-type=module', '-e', code], scratch);
       if (counts.length === 2 && counts[0] !== counts[1])
         throw new Error(`ESM has ${counts[0]} exports, CJS ${counts[1]}`);
       run(
@@ -77,7 +92,10 @@ try {
         scratch,
       );
       const what = counts.length === 2 ? 'ESM+CJS' : 'ESM';
-      console.log(`packs: ${name} ok (${what}, types, ${counts[0] ? `${counts[0]} exports` : 'no exports yet'})`);
+      const subs = specifiers.length > 1 ? `, subpaths ${subpaths.slice(1).join(' ')}` : '';
+      console.log(
+        `packs: ${name} ok (${what}, types, ${counts[0] ? `${counts[0]} exports` : 'no exports yet'}${subs})`,
+      );
     } catch (err) {
       failed++;
       console.error(`packs: ${name} FAILED\n${err.stdout ?? ''}${err.stderr ?? err.message}`);

@@ -357,15 +357,15 @@ def write_manifests(plans: list[dict]) -> None:
 
     good = tfm1({"version": 1, "entries": []})
     invalid = [
-        ("bad-magic", b"TFM2" + good[4:], "malformed", "magic"),
-        ("non-shortest-int", good[:-1] + b"\x18\x01", "malformed", "cbor-non-shortest"),
+        ("bad-magic", b"TFM2" + good[4:], "malformed", "manifest.magic"),
+        ("non-shortest-int", good[:-1] + b"\x18\x01", "malformed", "cbor.non_shortest"),
         ("unsorted-keys", b"TFM1" + b"\xa2" + cbor("version") + cbor(1) + cbor("entries") + cbor([]),
-         "malformed", "cbor-key-order"),
-        ("version-2", b"TFM1" + cbor({"version": 2, "entries": []}), "unsupported", "version"),
-        ("trailing-byte", good + b"\x00", "malformed", "cbor-trailing"),
-        ("unknown-key", b"TFM1" + cbor({"version": 1, "entries": [], "created": 0}), "malformed", "unknown-key"),
+         "malformed", "cbor.key_order"),
+        ("version-2", b"TFM1" + cbor({"version": 2, "entries": []}), "unsupported", "manifest.version"),
+        ("trailing-byte", good + b"\x00", "malformed", "cbor.trailing"),
+        ("unknown-key", b"TFM1" + cbor({"version": 1, "entries": [], "created": 0}), "malformed", "manifest.unknown_key"),
         ("indefinite-array", b"TFM1" + b"\xa2" + cbor("entries") + b"\x9f\xff" + cbor("version") + cbor(1),
-         "malformed", "cbor-head"),
+         "malformed", "cbor.head"),
     ]
     rejects = [{"name": n, "hex": b.hex(), "code": c, "rule": r} for n, b, c, r in invalid]
     (OUT / "manifests.json").write_text(

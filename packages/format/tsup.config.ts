@@ -1,3 +1,13 @@
 import { packageConfig } from '../../tsup.shared.js';
 
-export default packageConfig({ portable: true });
+/** One entry per subpath of package.json `exports` (keep the two lists in step). */
+export default packageConfig({
+  portable: true,
+  entries: {
+    safetensors: 'src/safetensors/index.ts',
+    gguf: 'src/gguf/index.ts',
+    manifest: 'src/manifest/index.ts',
+    errors: 'src/errors.ts',
+    codecs: 'src/codecs.ts',
+  },
+});

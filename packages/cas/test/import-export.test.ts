@@ -132,7 +132,7 @@ describe('import and export', () => {
     const a = tempDir();
     symlinkSync('../../etc/passwd', join(a, 'esc'));
     const e = await expectCode(s.importPath(a, { name: 'x' }), 'invalid_argument');
-    expect(e.details).toMatchObject({ path: 'esc', rule: 'symlink-escape' });
+    expect(e.details).toMatchObject({ path: 'esc', rule: 'manifest.symlink_escape' });
     const b = tempDir();
     symlinkSync('/etc/passwd', join(b, 'abs'));
     await expectCode(s.importPath(b, { name: 'x' }), 'invalid_argument');
@@ -140,7 +140,7 @@ describe('import and export', () => {
     const c = tempDir();
     writeFileSync(join(c, 'back\\slash'), 'x');
     const bad = await expectCode(s.importPath(c, { name: 'x' }), 'invalid_argument');
-    expect(bad.details.rule).toBe('path-chars');
+    expect(bad.details.rule).toBe('manifest.path_chars');
     await expectCode(s.importPath(b, { name: '../x' }), 'invalid_argument');
     expect(await s.getRef('x')).toBeNull();
     await s.close();

@@ -56,6 +56,22 @@ describe('tfs inspect', () => {
     const badGguf = write('bad.gguf', new Uint8Array([0x47, 0x47, 0x55, 0x46, 1, 0, 0, 0]));
     expect((await tfs(['inspect', badGguf])).code).toBe(5); // GGUF v1 is unsupported
 
+    // A .gguf without the GGUF magic is "not a GGUF file" (malformed, naming the bytes), not a
+    // safetensors limit_exceeded; a 0-byte .gguf too, not the safetensors prefix message.
+    const wrongMagic = write('wrong.gguf', new TextEncoder().encode('GGML\u0003\u0000\u0000\u0000 and the rest'));
+    const wm = await tfs(['inspect', wrongMagic, '--json']);
+    expect(wm.code).toBe(3);
+    const wmError = JSON.parse(wm.stderr).error;
+    expect([wmError.code, wmError.details.rule, wmError.details.actual]).toEqual([
+      'malformed',
+      'codec.magic',
+      '47474d4c',
+    ]);
+    expect(wmError.message).toContain('not a GGUF file');
+    const empty = await tfs(['inspect', write('empty.gguf', new Uint8Array(0)), '--json']);
+    expect(empty.code).toBe(3);
+    expect(JSON.parse(empty.stderr).error.message).toContain('not a GGUF file');
+
     const missing = await tfs(['inspect', path.join(tmp, 'nope.safetensors')]);
     expect(missing.code).toBe(6);
     expect(missing.stderr).not.toContain(tmp); // no local paths in messages
@@ -93,7 +109,7 @@ describe('tfs inspect', () => {
     fs.writeFileSync(path.join(dir, 'lie.safetensors.index.json'), JSON.stringify(lie));
     const bad = await tfs(['inspect', path.join(dir, 'lie.safetensors.index.json'), '--json']);
     expect(bad.code).toBe(3);
-    expect(JSON.parse(bad.stderr).error.details.rule).toBe('I6');
+    expect(JSON.parse(bad.stderr).error.details.rule).toBe('safetensors.I6');
     fs.rmSync(path.join(dir, 'model-00002-of-00002.safetensors'));
     expect((await tfs(['inspect', path.join(dir, 'model.safetensors.index.json')])).code).toBe(6);
     const escaping = { weight_map: { a: '../model-00001-of-00002.safetensors' } };

@@ -177,11 +177,15 @@ export function payloadByteLength(shape: readonly Int[], bits: number): Int | By
 export function safetensorsByteLength(dtype: string, shape: readonly (bigint | number)[]): bigint {
   const info = safetensorsDtype(dtype);
   if (info === undefined) {
-    throw new TensorFSError('invalid_argument', 'unknown safetensors dtype', { details: { rule: 'R7', dtype } });
+    throw new TensorFSError('invalid_argument', 'unknown safetensors dtype', {
+      details: { rule: 'safetensors.R7', dtype },
+    });
   }
   const result = payloadByteLength(shape.map(dimensionToInt), info.bits);
   if (typeof result === 'string') {
-    throw new TensorFSError('invalid_argument', BYTE_LENGTH_MESSAGES[result], { details: { rule: result, dtype } });
+    throw new TensorFSError('invalid_argument', BYTE_LENGTH_MESSAGES[result], {
+      details: { rule: `safetensors.${result}`, dtype },
+    });
   }
   return BigInt(result);
 }
@@ -205,6 +209,9 @@ export function dimensionToInt(value: bigint | number): Int {
     return toInt(value);
   }
   throw new TensorFSError('invalid_argument', 'a dimension must be an integer in 0…2^64−1', {
-    details: { rule: 'R8', actual: typeof value === 'number' || typeof value === 'bigint' ? value : typeof value },
+    details: {
+      rule: 'safetensors.R8',
+      actual: typeof value === 'number' || typeof value === 'bigint' ? value : typeof value,
+    },
   });
 }

@@ -124,66 +124,66 @@ describe('canonical CBOR encoding', () => {
     const cyclic: CborValue[] = [];
     cyclic.push(cyclic);
     expect(() => encodeCbor(cyclic)).toThrow(
-      expect.objectContaining({ code: 'invalid_argument', details: { rule: 'cbor-depth' } }),
+      expect.objectContaining({ code: 'invalid_argument', details: { rule: 'cbor.depth' } }),
     );
     // What the encoder accepts, the default decoder accepts: 64 levels encode, 65 do not.
     const nest = (n: number): CborValue => (n === 0 ? 0 : [nest(n - 1)]);
     expect(decodeCbor(encodeCbor(nest(64)))).toEqual(nest(64));
-    expect(() => encodeCbor(nest(65))).toThrow(expect.objectContaining({ details: { rule: 'cbor-depth' } }));
+    expect(() => encodeCbor(nest(65))).toThrow(expect.objectContaining({ details: { rule: 'cbor.depth' } }));
     const dup = new Map<string | number, CborValue>([
       [1, 1],
       [1n as unknown as number, 2],
     ]);
-    expect(() => encodeCbor(dup)).toThrow(expect.objectContaining({ details: { rule: 'cbor-duplicate-key' } }));
+    expect(() => encodeCbor(dup)).toThrow(expect.objectContaining({ details: { rule: 'cbor.duplicate_key' } }));
   });
 });
 
 describe('strict CBOR decoding', () => {
   it.each([
-    ['1800', 'cbor-non-shortest'],
-    ['190017', 'cbor-non-shortest'],
-    ['19 00ff'.replace(' ', ''), 'cbor-non-shortest'],
-    ['1a0000ffff', 'cbor-non-shortest'],
-    ['1b00000000ffffffff', 'cbor-non-shortest'],
-    ['5800', 'cbor-non-shortest'],
-    ['9800', 'cbor-non-shortest'],
-    ['5f40ff', 'cbor-head'],
-    ['9fff', 'cbor-head'],
-    ['bfff', 'cbor-head'],
-    ['1c', 'cbor-head'],
-    ['c001', 'cbor-tag'],
-    ['d8184101', 'cbor-tag'],
-    ['f7', 'cbor-simple'],
-    ['f0', 'cbor-simple'],
-    ['f820', 'cbor-simple'],
-    ['fa3fc00000', 'cbor-float'],
-    ['fb3ff8000000000000', 'cbor-float'],
-    ['f93c00', 'cbor-float'],
-    ['f98000', 'cbor-float'],
-    ['fb7ff8000000000000', 'cbor-float'],
-    ['f97e01', 'cbor-float'],
-    ['a202010102', 'cbor-key-order'],
-    ['a201010102', 'cbor-key-order'],
-    ['a2626262016161 02'.replace(' ', ''), 'cbor-key-order'],
-    ['a1400102', 'cbor-key-type'],
-    ['a1f501', 'cbor-key-type'],
+    ['1800', 'cbor.non_shortest'],
+    ['190017', 'cbor.non_shortest'],
+    ['19 00ff'.replace(' ', ''), 'cbor.non_shortest'],
+    ['1a0000ffff', 'cbor.non_shortest'],
+    ['1b00000000ffffffff', 'cbor.non_shortest'],
+    ['5800', 'cbor.non_shortest'],
+    ['9800', 'cbor.non_shortest'],
+    ['5f40ff', 'cbor.head'],
+    ['9fff', 'cbor.head'],
+    ['bfff', 'cbor.head'],
+    ['1c', 'cbor.head'],
+    ['c001', 'cbor.tag'],
+    ['d8184101', 'cbor.tag'],
+    ['f7', 'cbor.simple'],
+    ['f0', 'cbor.simple'],
+    ['f820', 'cbor.simple'],
+    ['fa3fc00000', 'cbor.float'],
+    ['fb3ff8000000000000', 'cbor.float'],
+    ['f93c00', 'cbor.float'],
+    ['f98000', 'cbor.float'],
+    ['fb7ff8000000000000', 'cbor.float'],
+    ['f97e01', 'cbor.float'],
+    ['a202010102', 'cbor.key_order'],
+    ['a201010102', 'cbor.key_order'],
+    ['a2626262016161 02'.replace(' ', ''), 'cbor.key_order'],
+    ['a1400102', 'cbor.key_type'],
+    ['a1f501', 'cbor.key_type'],
     ['62c328', 'cbor-utf8'],
     ['63eda080', 'cbor-utf8'],
-    ['0000', 'cbor-trailing'],
-    ['', 'cbor-truncated'],
-    ['1a0000', 'cbor-truncated'],
-    ['5affffffff00', 'cbor-truncated'],
-    ['9bffffffffffffffff', 'cbor-truncated'],
-    ['bbffffffffffffffff', 'cbor-truncated'],
-    ['83 0102'.replace(' ', ''), 'cbor-truncated'],
-    ['f9', 'cbor-truncated'],
+    ['0000', 'cbor.trailing'],
+    ['', 'cbor.truncated'],
+    ['1a0000', 'cbor.truncated'],
+    ['5affffffff00', 'cbor.truncated'],
+    ['9bffffffffffffffff', 'cbor.truncated'],
+    ['bbffffffffffffffff', 'cbor.truncated'],
+    ['83 0102'.replace(' ', ''), 'cbor.truncated'],
+    ['f9', 'cbor.truncated'],
   ])('rejects %s (%s)', (hex, rule) => {
     expect(malformedRule(hex)).toBe(rule);
   });
 
   it('rejects depth bombs without overflowing the stack', () => {
     const bomb = new Uint8Array(100_000).fill(0x81);
-    expect(malformedRule(toHex(bomb))).toBe('cbor-depth');
+    expect(malformedRule(toHex(bomb))).toBe('cbor.depth');
     const ok = new Uint8Array(65).fill(0x81);
     ok[64] = 0;
     expect(() => decodeCbor(ok)).not.toThrow();
@@ -195,7 +195,7 @@ describe('strict CBOR decoding', () => {
       decodeCbor(fromHex('820118'));
       expect.unreachable();
     } catch (err) {
-      expect(err).toMatchObject({ code: 'malformed', details: { rule: 'cbor-truncated', offset: 2 } });
+      expect(err).toMatchObject({ code: 'malformed', details: { rule: 'cbor.truncated', offset: 2 } });
     }
   });
 });

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
   bytesSource,
-  describeGguf,
   GGML_TYPES,
   type GgufHeader,
   type GgufKV,
@@ -130,64 +129,6 @@ describe('parseGgufHeader on a hand-built file', () => {
     });
   }
 
-  it('describes it in the exact `tfs inspect --json` form', () => {
-    const h = parseGgufHeader(handBuilt());
-    expect(JSON.parse(JSON.stringify(describeGguf(h)))).toEqual({
-      format: 'gguf',
-      version: 3,
-      endianness: 'little',
-      alignment: 32,
-      data_start: h.dataStart,
-      metadata: { 'general.architecture': 'llama', 'llama.block_count': 2, 'tokenizer.ggml.scores': [0.5, -1] },
-      tensors: [
-        { name: 'a', type: 'F32', dims: [4, 2], shape: [2, 4], offset: 0, byte_length: 32 },
-        { name: 'blk.0.q', type: 'Q4_0', dims: [32], shape: [32], offset: 32, byte_length: 18 },
-      ],
-    });
-    expect(Object.keys(describeGguf(h))).toEqual([
-      'format',
-      'version',
-      'endianness',
-      'alignment',
-      'data_start',
-      'metadata',
-      'tensors',
-    ]);
-  });
-
-  it('describes 64-bit values, non-finite floats, arrays in full and a `__proto__` key', () => {
-    const metadata: GgufKV[] = [
-      { key: '__proto__', type: 'uint64', value: (1n << 53n) - 1n },
-      { key: 'big', type: 'int64', value: -(1n << 60n) },
-      { key: 'nan', type: 'float32', value: Number.NaN },
-      { key: 'inf', type: 'array', value: { itemType: 'float64', items: [Number.POSITIVE_INFINITY, -0.5] } },
-      { key: 'many', type: 'array', value: { itemType: 'string', items: Array.from({ length: 5000 }, String) } },
-    ];
-    const h = writeGgufHeader({
-      endianness: 'big',
-      metadata,
-      tensors: [{ name: 'huge', type: 'Q4_0', dims: [1n << 54n, 0n] }],
-    }).header;
-    const d = JSON.parse(JSON.stringify(describeGguf(h)));
-    expect(Object.keys(d.metadata)).toEqual(['__proto__', 'big', 'nan', 'inf', 'many']);
-    expect(Object.getOwnPropertyDescriptor(d.metadata, '__proto__')?.value).toBe(2 ** 53 - 1);
-    expect(d.metadata.big).toBe('-1152921504606846976');
-    expect(d.metadata.nan).toBe('NaN');
-    expect(d.metadata.inf).toEqual(['Infinity', -0.5]);
-    expect(d.metadata.many).toHaveLength(5000);
-    expect(d.endianness).toBe('big');
-    expect(d.tensors).toEqual([
-      {
-        name: 'huge',
-        type: 'Q4_0',
-        dims: ['18014398509481984', 0],
-        shape: [0, '18014398509481984'],
-        offset: 0,
-        byte_length: 0,
-      },
-    ]);
-  });
-
   it('accepts version 2 and a file with no tensors, padded or ending at the tensor infos', () => {
     const v2 = new RawGguf().header(0, 1, 2).kvStr('k', 'v').pad().done();
     expect(parseGgufHeader(v2)).toMatchObject({ version: 2, tensors: [], dataStart: 64, fileSize: 64 });
@@ -205,7 +146,7 @@ describe('parseGgufHeader on a hand-built file', () => {
     expect(parseGgufHeader(bytes.subarray(0, h.dataStart), { fileSize: bytes.length })).toEqual(h);
     const e = catchError(() => parseGgufHeader(bytes.subarray(0, 40), { fileSize: bytes.length }));
     expect(e.code).toBe('invalid_argument');
-    expect(e.details).toMatchObject({ rule: 'need_more_bytes', length: 40 });
+    expect(e.details).toMatchObject({ rule: 'gguf.need_more_bytes', length: 40 });
     expect(catchError(() => parseGgufHeader(bytes, { fileSize: 3 })).code).toBe('invalid_argument');
   });
 });
@@ -225,26 +166,26 @@ function hostileCases(): Case[] {
     new RawGguf().header(1, 0).tensor(name, dims, type, offset).pad().zeros(data).done();
   const kvHeaderEnd = 24;
   return [
-    { name: 'empty file', bytes: new Uint8Array(0), code: 'malformed', rule: 'truncated' },
+    { name: 'empty file', bytes: new Uint8Array(0), code: 'malformed', rule: 'gguf.truncated' },
     {
       name: 'bad magic',
       bytes: new RawGguf().raw([0x47, 0x47, 0x55, 0x58]).u32(3).u64(0).u64(0).done(),
       code: 'malformed',
-      rule: 'magic',
+      rule: 'gguf.magic',
       offset: 0,
     },
     {
       name: 'version 0',
       bytes: new RawGguf().header(0, 0, 0).pad().done(),
       code: 'unsupported',
-      rule: 'version',
+      rule: 'gguf.version',
       offset: 4,
     },
     {
       name: 'version 1',
       bytes: new RawGguf().header(0, 0, 1).pad().done(),
       code: 'unsupported',
-      rule: 'version',
+      rule: 'gguf.version',
       offset: 4,
       extra: { version: 1 },
     },
@@ -252,7 +193,7 @@ function hostileCases(): Case[] {
       name: 'version 4',
       bytes: new RawGguf().header(0, 0, 4).pad().done(),
       code: 'unsupported',
-      rule: 'version',
+      rule: 'gguf.version',
       offset: 4,
       extra: { version: 4 },
     },
@@ -260,20 +201,20 @@ function hostileCases(): Case[] {
       name: 'big-endian version 1',
       bytes: new RawGguf(false).header(0, 0, 1).pad().done(),
       code: 'unsupported',
-      rule: 'version',
+      rule: 'gguf.version',
       extra: { endianness: 'big', version: 1 },
     },
     {
       name: 'truncated fixed header',
       bytes: new RawGguf().header(0, 0).done().subarray(0, 20),
       code: 'malformed',
-      rule: 'truncated',
+      rule: 'gguf.truncated',
     },
     {
       name: 'tensor count 2^64-1',
       bytes: new RawGguf().header(U64_MAX, 0).pad().done(),
       code: 'malformed',
-      rule: 'tensor_count',
+      rule: 'gguf.tensor_count',
       offset: 8,
       extra: { actual: U64_MAX },
     },
@@ -281,7 +222,7 @@ function hostileCases(): Case[] {
       name: 'kv count 2^64-1',
       bytes: new RawGguf().header(0, U64_MAX).pad().done(),
       code: 'malformed',
-      rule: 'kv_count',
+      rule: 'gguf.kv_count',
       offset: 16,
       extra: { actual: U64_MAX },
     },
@@ -289,14 +230,14 @@ function hostileCases(): Case[] {
       name: 'kv count beyond the bytes left',
       bytes: new RawGguf().header(0, 10).kvStr('a', 'b').pad().done(),
       code: 'malformed',
-      rule: 'kv_count',
+      rule: 'gguf.kv_count',
       offset: 16,
     },
     {
       name: 'key length 2^64-1',
       bytes: new RawGguf().header(0, 1).u64(U64_MAX).zeros(40).done(),
       code: 'malformed',
-      rule: 'string_length',
+      rule: 'gguf.string_length',
       offset: kvHeaderEnd,
       extra: { length: U64_MAX },
     },
@@ -304,7 +245,7 @@ function hostileCases(): Case[] {
       name: 'value string past EOF',
       bytes: kv('k').u32(8).u64(1000).zeros(20).done(),
       code: 'malformed',
-      rule: 'string_length',
+      rule: 'gguf.string_length',
       offset: kvHeaderEnd + 13,
       extra: { key: 'k' },
     },
@@ -312,7 +253,7 @@ function hostileCases(): Case[] {
       name: 'key of 65,536 bytes',
       bytes: new RawGguf().header(0, 1).kvU32('k'.repeat(65536), 1).pad().done(),
       code: 'malformed',
-      rule: 'key_length',
+      rule: 'gguf.key_length',
       offset: kvHeaderEnd,
       extra: { limit: 65535, length: 65536n },
     },
@@ -320,14 +261,14 @@ function hostileCases(): Case[] {
       name: 'empty key',
       bytes: kv('').u32(4).u32(1).pad().done(),
       code: 'malformed',
-      rule: 'key_empty',
+      rule: 'gguf.key_empty',
       offset: kvHeaderEnd,
     },
     {
       name: 'duplicate key',
       bytes: new RawGguf().header(0, 2).kvU32('k', 1).kvU32('k', 2).pad().done(),
       code: 'malformed',
-      rule: 'key_duplicate',
+      rule: 'gguf.key_duplicate',
       offset: kvHeaderEnd + 17,
       extra: { key: 'k' },
     },
@@ -340,14 +281,14 @@ function hostileCases(): Case[] {
         .done()
         .map((b, i) => (i === kvHeaderEnd + 8 ? 0xff : b)),
       code: 'malformed',
-      rule: 'utf8',
+      rule: 'gguf.utf8',
       offset: kvHeaderEnd + 8,
     },
     {
       name: 'value not UTF-8 (overlong NUL)',
       bytes: new RawGguf().header(0, 1).kvStr('k', Uint8Array.of(0xc0, 0x80)).pad().done(),
       code: 'malformed',
-      rule: 'utf8',
+      rule: 'gguf.utf8',
       offset: kvHeaderEnd + 21,
       extra: { key: 'k' },
     },
@@ -359,13 +300,13 @@ function hostileCases(): Case[] {
         .pad()
         .done(),
       code: 'malformed',
-      rule: 'utf8',
+      rule: 'gguf.utf8',
     },
     {
       name: 'unknown value type',
       bytes: kv('k').u32(13).u32(0).pad().done(),
       code: 'malformed',
-      rule: 'value_type',
+      rule: 'gguf.value_type',
       offset: kvHeaderEnd + 9,
       extra: { type: 13 },
     },
@@ -373,75 +314,75 @@ function hostileCases(): Case[] {
       name: 'nested array',
       bytes: kv('k').u32(9).u32(9).u64(0).pad().done(),
       code: 'unsupported',
-      rule: 'nested_array',
+      rule: 'gguf.nested_array',
       offset: kvHeaderEnd + 13,
     },
     {
       name: 'array count 2^64-1',
       bytes: kv('k').u32(9).u32(0).u64(U64_MAX).pad().done(),
       code: 'malformed',
-      rule: 'array_count',
+      rule: 'gguf.array_count',
       offset: kvHeaderEnd + 17,
     },
     {
       name: 'string array count past EOF',
       bytes: kv('k').u32(9).u32(8).u64(1000).pad().done(),
       code: 'malformed',
-      rule: 'array_count',
+      rule: 'gguf.array_count',
     },
     {
       name: 'bool value 2',
       bytes: kv('k').u32(7).u8(2).pad().done(),
       code: 'malformed',
-      rule: 'bool_value',
+      rule: 'gguf.bool_value',
       offset: kvHeaderEnd + 13,
     },
     {
       name: 'alignment typed int32',
       bytes: new RawGguf().header(0, 1).str('general.alignment').u32(5).i32(32).pad().done(),
       code: 'malformed',
-      rule: 'alignment_type',
+      rule: 'gguf.alignment_type',
       offset: kvHeaderEnd,
     },
     {
       name: 'alignment typed uint64',
       bytes: new RawGguf().header(0, 1).str('general.alignment').u32(10).u64(32).pad().done(),
       code: 'malformed',
-      rule: 'alignment_type',
+      rule: 'gguf.alignment_type',
     },
     {
       name: 'alignment 0',
       bytes: new RawGguf().header(0, 1).kvU32('general.alignment', 0).pad().done(),
       code: 'malformed',
-      rule: 'alignment_value',
+      rule: 'gguf.alignment_value',
       extra: { actual: 0 },
     },
     {
       name: 'alignment 48',
       bytes: new RawGguf().header(0, 1).kvU32('general.alignment', 48).pad().done(),
       code: 'malformed',
-      rule: 'alignment_value',
+      rule: 'gguf.alignment_value',
       extra: { actual: 48 },
     },
     {
       name: 'tensor name of 64 bytes',
       bytes: oneTensor('x'.repeat(64), [1], 0),
       code: 'malformed',
-      rule: 'tensor_name_length',
+      rule: 'gguf.tensor_name_length',
       offset: 24,
     },
     {
       name: 'tensor name not UTF-8',
       bytes: oneTensor(Uint8Array.of(0x80), [1], 0),
       code: 'malformed',
-      rule: 'utf8',
+      rule: 'gguf.utf8',
       offset: 32,
     },
     {
       name: 'duplicate tensor name',
       bytes: new RawGguf().header(2, 0).tensor('t', [8], 0, 0).tensor('t', [8], 0, 32).pad().zeros(64).done(),
       code: 'malformed',
-      rule: 'tensor_name_duplicate',
+      rule: 'gguf.tensor_name_duplicate',
       offset: 24 + 33,
       extra: { tensor: 't' },
     },
@@ -449,21 +390,21 @@ function hostileCases(): Case[] {
       name: 'NUL in a key',
       bytes: new RawGguf().header(0, 1).kvU32('a\u0000b', 1).pad().done(),
       code: 'malformed',
-      rule: 'key_nul',
+      rule: 'gguf.key_nul',
       offset: 24,
     },
     {
       name: 'NUL in a tensor name',
       bytes: oneTensor('a\u0000b', [1], 0),
       code: 'malformed',
-      rule: 'tensor_name_nul',
+      rule: 'gguf.tensor_name_nul',
       offset: 24,
     },
     {
       name: '5 dims',
       bytes: oneTensor('t', [1, 1, 1, 1, 1], 0),
       code: 'malformed',
-      rule: 'tensor_dims_count',
+      rule: 'gguf.tensor_dims_count',
       offset: 33,
       extra: { tensor: 't', actual: 5 },
     },
@@ -471,22 +412,22 @@ function hostileCases(): Case[] {
       name: 'dim 2^63',
       bytes: oneTensor('t', [1n << 63n], 0),
       code: 'malformed',
-      rule: 'tensor_dim_range',
+      rule: 'gguf.tensor_dim_range',
       extra: { tensor: 't', dim: 0 },
     },
-    { name: 'dim 2^64-1', bytes: oneTensor('t', [U64_MAX, 0], 0), code: 'malformed', rule: 'tensor_dim_range' },
+    { name: 'dim 2^64-1', bytes: oneTensor('t', [U64_MAX, 0], 0), code: 'malformed', rule: 'gguf.tensor_dim_range' },
     {
       name: 'element count overflow',
       bytes: oneTensor('t', [1n << 32n, 1n << 31n], 0),
       code: 'malformed',
-      rule: 'tensor_element_count',
+      rule: 'gguf.tensor_element_count',
       extra: { actual: 1n << 63n },
     },
     {
       name: 'unknown type 43',
       bytes: oneTensor('t', [1], 43),
       code: 'unsupported',
-      rule: 'tensor_type_unknown',
+      rule: 'gguf.tensor_type_unknown',
       offset: 24,
       extra: { type: 43, tensor: 't' },
     },
@@ -494,33 +435,33 @@ function hostileCases(): Case[] {
       name: 'unknown type 2^32-1',
       bytes: oneTensor('t', [1], 0xffffffff),
       code: 'unsupported',
-      rule: 'tensor_type_unknown',
+      rule: 'gguf.tensor_type_unknown',
     },
     {
       name: 'removed type Q4_2',
       bytes: oneTensor('t', [32], 4),
       code: 'unsupported',
-      rule: 'tensor_type_removed',
+      rule: 'gguf.tensor_type_removed',
       extra: { type: 4 },
     },
     {
       name: 'removed type Q4_0_4_4',
       bytes: oneTensor('t', [32], 31),
       code: 'unsupported',
-      rule: 'tensor_type_removed',
+      rule: 'gguf.tensor_type_removed',
     },
     {
       name: 'block misaligned',
       bytes: oneTensor('t', [16, 2], 2),
       code: 'malformed',
-      rule: 'tensor_block_alignment',
+      rule: 'gguf.tensor_block_alignment',
       extra: { blockSize: 32, actual: 16n },
     },
     {
       name: 'first offset not 0',
       bytes: oneTensor('t', [8], 0, 32, 64),
       code: 'malformed',
-      rule: 'tensor_offset',
+      rule: 'gguf.tensor_offset',
       offset: 24 + 9 + 4 + 8 + 4,
       extra: { expected: 0n, actual: 32n },
     },
@@ -528,21 +469,21 @@ function hostileCases(): Case[] {
       name: 'offsets overlapping',
       bytes: new RawGguf().header(2, 0).tensor('a', [8], 0, 0).tensor('b', [8], 0, 16).pad().zeros(64).done(),
       code: 'malformed',
-      rule: 'tensor_offset',
+      rule: 'gguf.tensor_offset',
       extra: { tensor: 'b', expected: 32n, actual: 16n },
     },
     {
       name: 'offsets unaligned',
       bytes: new RawGguf().header(2, 0).tensor('a', [5], 0, 0).tensor('b', [8], 0, 20).pad().zeros(64).done(),
       code: 'malformed',
-      rule: 'tensor_offset',
+      rule: 'gguf.tensor_offset',
       extra: { tensor: 'b', expected: 32n, actual: 20n },
     },
     {
       name: 'offsets out of order',
       bytes: new RawGguf().header(2, 0).tensor('a', [8], 0, 32).tensor('b', [8], 0, 0).pad().zeros(64).done(),
       code: 'malformed',
-      rule: 'tensor_offset',
+      rule: 'gguf.tensor_offset',
       extra: { tensor: 'a' },
     },
     {
@@ -555,14 +496,14 @@ function hostileCases(): Case[] {
         .zeros(64)
         .done(),
       code: 'malformed',
-      rule: 'tensor_offset',
+      rule: 'gguf.tensor_offset',
       extra: { tensor: 'b' },
     },
     {
       name: 'data one byte short',
       bytes: oneTensor('t', [8], 0, 0, 31),
       code: 'malformed',
-      rule: 'data_truncated',
+      rule: 'gguf.data_truncated',
       offset: 24,
       extra: { tensor: 't' },
     },
@@ -570,14 +511,14 @@ function hostileCases(): Case[] {
       name: 'huge tensor past the end',
       bytes: oneTensor('t', [1n << 40n], 0, 0),
       code: 'malformed',
-      rule: 'data_truncated',
+      rule: 'gguf.data_truncated',
       extra: { tensor: 't' },
     },
     {
       name: 'trailing byte',
       bytes: oneTensor('t', [8], 0, 0, 33),
       code: 'malformed',
-      rule: 'trailing_bytes',
+      rule: 'gguf.trailing_bytes',
       offset: 96,
       extra: { fileSize: 97 },
     },
@@ -585,7 +526,7 @@ function hostileCases(): Case[] {
       name: 'truncated in the tensor infos',
       bytes: new RawGguf().header(1, 0).tensor('t', [8], 0, 0).done().subarray(0, 50),
       code: 'malformed',
-      rule: 'truncated',
+      rule: 'gguf.truncated',
     },
   ];
 }
@@ -615,7 +556,7 @@ describe('the hostile corpus', () => {
   it('rejects a header above maxHeaderBytes as limit_exceeded', async () => {
     const bytes = new RawGguf().header(0, 1).kvStr('k', 'x'.repeat(200)).pad().done();
     expect(catchError(() => parseGgufHeader(bytes, { maxHeaderBytes: 100 })).details).toMatchObject({
-      rule: 'header_size',
+      rule: 'gguf.header_size',
       limit: 100,
     });
     expect(catchError(() => parseGgufHeader(bytes, { maxHeaderBytes: 100 })).code).toBe('limit_exceeded');
@@ -637,7 +578,7 @@ describe('the hostile corpus', () => {
     const e = catchError(() => parseGgufHeader(file, { maxArrayItems: 9 }));
     expect([e.code, e.details.rule, e.details.key, e.details.limit, e.details.actual]).toEqual([
       'limit_exceeded',
-      'array_items',
+      'gguf.array_items',
       'b',
       3,
       4n,
@@ -666,14 +607,14 @@ describe('the hostile corpus', () => {
     const kvError = catchError(() => parseGgufHeader(file, { maxKvCount: 5 }));
     expect([kvError.code, kvError.details.rule, kvError.details.offset, kvError.details.actual]).toEqual([
       'limit_exceeded',
-      'kv_count_limit',
+      'gguf.kv_count_limit',
       16,
       6n,
     ]);
     const tensorError = catchError(() => parseGgufHeader(file, { maxTensorCount: 2 }));
     expect([tensorError.code, tensorError.details.rule, tensorError.details.offset]).toEqual([
       'limit_exceeded',
-      'tensor_count_limit',
+      'gguf.tensor_count_limit',
       8,
     ]);
     expect(catchError(() => parseGgufHeader(file, { maxTensorCount: 1.5 })).code).toBe('invalid_argument');
@@ -905,31 +846,31 @@ describe('writer errors', () => {
       expect(e.details).toMatchObject({ key: 'k' });
     }
     const e = write([kv('array', { itemType: 'int8', items: [1, 300] })]);
-    expect(e.details).toMatchObject({ rule: 'value', key: 'k', index: 1 });
-    expect(write([kv('array', { itemType: 'array', items: [] })]).details.rule).toBe('nested_array');
-    expect(write([kv('array', [1, 2])]).details.rule).toBe('value');
+    expect(e.details).toMatchObject({ rule: 'gguf.value', key: 'k', index: 1 });
+    expect(write([kv('array', { itemType: 'array', items: [] })]).details.rule).toBe('gguf.nested_array');
+    expect(write([kv('array', [1, 2])]).details.rule).toBe('gguf.value');
   });
 
   it('refuses what the reader would reject, as invalid_argument with the reader rule', () => {
     const cases: [GgufKV[], { name: string; type: number | string; dims: number[] }[], string][] = [
-      [[kv('uint32', 1), kv('uint32', 2)], [], 'key_duplicate'],
-      [[{ key: '', type: 'uint32', value: 1 }], [], 'key_empty'],
-      [[{ key: 'general.alignment', type: 'uint32', value: 3 }], [], 'alignment_value'],
-      [[{ key: 'general.alignment', type: 'int32', value: 32 }], [], 'alignment_type'],
-      [[], [{ name: 'x'.repeat(64), type: 0, dims: [1] }], 'tensor_name_length'],
+      [[kv('uint32', 1), kv('uint32', 2)], [], 'gguf.key_duplicate'],
+      [[{ key: '', type: 'uint32', value: 1 }], [], 'gguf.key_empty'],
+      [[{ key: 'general.alignment', type: 'uint32', value: 3 }], [], 'gguf.alignment_value'],
+      [[{ key: 'general.alignment', type: 'int32', value: 32 }], [], 'gguf.alignment_type'],
+      [[], [{ name: 'x'.repeat(64), type: 0, dims: [1] }], 'gguf.tensor_name_length'],
       [
         [],
         [
           { name: 't', type: 0, dims: [1] },
           { name: 't', type: 0, dims: [1] },
         ],
-        'tensor_name_duplicate',
+        'gguf.tensor_name_duplicate',
       ],
-      [[], [{ name: 't', type: 'Q4_K', dims: [100] }], 'tensor_block_alignment'],
-      [[], [{ name: 't', type: 0, dims: [1, 1, 1, 1, 1] }], 'tensor_dims_count'],
-      [[], [{ name: 't', type: 0, dims: [-1] }], 'tensor_dim_range'],
-      [[], [{ name: 't', type: 'nope', dims: [1] }], 'tensor_type_unknown'],
-      [[], [{ name: 't', type: 0, dims: [1.5] }], 'tensor_dim_range'],
+      [[], [{ name: 't', type: 'Q4_K', dims: [100] }], 'gguf.tensor_block_alignment'],
+      [[], [{ name: 't', type: 0, dims: [1, 1, 1, 1, 1] }], 'gguf.tensor_dims_count'],
+      [[], [{ name: 't', type: 0, dims: [-1] }], 'gguf.tensor_dim_range'],
+      [[], [{ name: 't', type: 'nope', dims: [1] }], 'gguf.tensor_type_unknown'],
+      [[], [{ name: 't', type: 0, dims: [1.5] }], 'gguf.tensor_dim_range'],
     ];
     for (const [metadata, tensors, rule] of cases) {
       const e = write(metadata, tensors);
@@ -942,7 +883,7 @@ describe('writer errors', () => {
     const withKey = [{ key: 'general.alignment', type: 'uint32', value: 64 } as GgufKV];
     expect(writeGgufHeader({ metadata: withKey, tensors: [], alignment: 64 }).header.alignment).toBe(64);
     expect(catchError(() => writeGgufHeader({ metadata: withKey, tensors: [], alignment: 16 })).details.rule).toBe(
-      'alignment_value',
+      'gguf.alignment_value',
     );
     const added = writeGgufHeader({ metadata: [kv('uint8', 1)], tensors: [], alignment: 16 }).header;
     expect(added.metadata.map((m) => [m.key, m.value])).toEqual([
@@ -964,7 +905,7 @@ describe('writer errors', () => {
     });
     const block = bytes.subarray(24, 24 + header.metadataBlock.length);
     expect(catchError(() => writeGgufHeader({ metadata: { raw: block, count: 1 }, tensors: [] })).details.rule).toBe(
-      'metadata_raw',
+      'gguf.metadata_raw',
     );
     expect(catchError(() => writeGgufHeader({ metadata: { raw: block, count: 3 }, tensors: [] })).code).toBe(
       'invalid_argument',
@@ -978,7 +919,7 @@ describe('writer errors', () => {
     const e = catchError(() =>
       writeGguf({ metadata: [], tensors: [{ name: 't', type: 'F32', dims: [2], data: new Uint8Array(7) }] }),
     );
-    expect([e.code, e.details.rule, e.details.tensor]).toEqual(['invalid_argument', 'tensor_data_length', 't']);
+    expect([e.code, e.details.rule, e.details.tensor]).toEqual(['invalid_argument', 'gguf.tensor_data_length', 't']);
   });
 });
 
@@ -1016,6 +957,6 @@ describe('vocabulary-only files (no tensors)', () => {
 
   it('still reject padding that is only partly there', () => {
     const e = catchError(() => parseGgufHeader(padded.subarray(0, infoEnd + 1)));
-    expect([e.code, e.details.rule]).toEqual(['malformed', 'data_truncated']);
+    expect([e.code, e.details.rule]).toEqual(['malformed', 'gguf.data_truncated']);
   });
 });

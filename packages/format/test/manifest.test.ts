@@ -45,6 +45,11 @@ const sample: Manifest = {
   ],
 };
 
+/** A table's short manifest rule (`entries-order`) as errors name it (`manifest.entries_order`). */
+function fullRule(rule: string): string {
+  return `manifest.${rule.replaceAll('-', '_')}`;
+}
+
 function errorOf(fn: () => unknown): { code: string; rule: unknown } {
   try {
     fn();
@@ -108,7 +113,10 @@ describe('TFM1 encoding', () => {
     }));
     expect(sortManifestEntries(entries).map((e) => e.path)).toEqual(['Z', 'a', '\uff5e', '\u{1f600}']);
     expect(() => encodeManifest({ entries: sortManifestEntries(entries) })).not.toThrow();
-    expect(errorOf(() => encodeManifest({ entries }))).toEqual({ code: 'invalid_argument', rule: 'entries-order' });
+    expect(errorOf(() => encodeManifest({ entries }))).toEqual({
+      code: 'invalid_argument',
+      rule: 'manifest.entries_order',
+    });
   });
 
   const file = (over: Partial<Extract<ManifestEntry, { kind: 'file' }>>): ManifestEntry => ({
@@ -135,12 +143,12 @@ describe('TFM1 encoding', () => {
     const below = [file({ path: `${mid}0000` }), file({ path: `${mid}0000/x` })];
     expect(errorOf(() => encodeManifest({ entries: below }))).toEqual({
       code: 'invalid_argument',
-      rule: 'path-below-entry',
+      rule: 'manifest.path_below_entry',
     });
     const dash = [file({ path: 'a-b' }), file({ path: 'a/b' }), file({ path: 'a' })];
     expect(errorOf(() => encodeManifest({ entries: sortManifestEntries(dash) }))).toEqual({
       code: 'invalid_argument',
-      rule: 'path-below-entry',
+      rule: 'manifest.path_below_entry',
     });
   });
 
@@ -203,7 +211,7 @@ describe('TFM1 encoding', () => {
     ['an absolute symlink', [{ path: 'a', kind: 'symlink', target: '/etc/passwd' }], 'path-absolute'],
     ['an unknown kind', [{ path: 'a', kind: 'dir' } as unknown as ManifestEntry], 'entry-kind'],
   ])('refuses to encode %s', (_name, entries, rule) => {
-    expect(errorOf(() => encodeManifest({ entries }))).toEqual({ code: 'invalid_argument', rule });
+    expect(errorOf(() => encodeManifest({ entries }))).toEqual({ code: 'invalid_argument', rule: fullRule(rule) });
   });
 
   it('accepts a blob-v1 record of any size and symlinks that climb but stay inside', () => {
@@ -247,21 +255,24 @@ describe('TFM1 strict decoding', () => {
     ['mode 0o777', (r) => entryMaps(r)[0]!.set('mode', 0o777), 'malformed', 'file-mode'],
     ['entries not an array', (r) => r.set('entries', new Map()), 'malformed', 'entries'],
   ])('rejects %s', (_name, edit, code, rule) => {
-    expect(errorOf(() => decodeManifest(tamper(sample, edit)))).toEqual({ code, rule });
+    expect(errorOf(() => decodeManifest(tamper(sample, edit)))).toEqual({ code, rule: fullRule(rule) });
   });
 
   it('rejects a bad magic, trailing bytes and non-canonical CBOR', () => {
     const good = encodeManifest(sample);
     const badMagic = good.slice();
     badMagic[3] = 0x32;
-    expect(errorOf(() => decodeManifest(badMagic))).toEqual({ code: 'malformed', rule: 'magic' });
-    expect(errorOf(() => decodeManifest(new Uint8Array([0x54])))).toEqual({ code: 'malformed', rule: 'magic' });
+    expect(errorOf(() => decodeManifest(badMagic))).toEqual({ code: 'malformed', rule: 'manifest.magic' });
+    expect(errorOf(() => decodeManifest(new Uint8Array([0x54])))).toEqual({
+      code: 'malformed',
+      rule: 'manifest.magic',
+    });
     const trailing = new Uint8Array(good.length + 1);
     trailing.set(good);
-    expect(errorOf(() => decodeManifest(trailing))).toEqual({ code: 'malformed', rule: 'cbor-trailing' });
+    expect(errorOf(() => decodeManifest(trailing))).toEqual({ code: 'malformed', rule: 'cbor.trailing' });
     // version written as 18 01 instead of 01
     const long = new Uint8Array([...good.subarray(0, good.length - 1), 0x18, 0x01]);
-    expect(errorOf(() => decodeManifest(long))).toEqual({ code: 'malformed', rule: 'cbor-non-shortest' });
+    expect(errorOf(() => decodeManifest(long))).toEqual({ code: 'malformed', rule: 'cbor.non_shortest' });
   });
 
   it('any mutation of a manifest either decodes to one that re-encodes to the same bytes or throws a TensorFSError', () => {
@@ -321,7 +332,7 @@ describe('path rules', () => {
     ['x'.repeat(256), 'path-segment-length'],
     [Array.from({ length: 1000 }, () => 'abcd').join('/'), 'path-length'],
   ])('rejects %j (%s)', (path, rule) => {
-    expect(errorOf(() => validatePath(path))).toEqual({ code: 'invalid_argument', rule });
+    expect(errorOf(() => validatePath(path))).toEqual({ code: 'invalid_argument', rule: fullRule(rule) });
   });
 
   it('accepts ordinary repository paths', () => {
@@ -342,11 +353,11 @@ describe('path rules', () => {
     expect(() => validateSymlinkTarget('a/b/link', '../../c')).not.toThrow();
     expect(errorOf(() => validateSymlinkTarget('a/link', '../../c'))).toEqual({
       code: 'invalid_argument',
-      rule: 'symlink-escape',
+      rule: 'manifest.symlink_escape',
     });
     expect(errorOf(() => validateSymlinkTarget('link', 'a/../../c'))).toEqual({
       code: 'invalid_argument',
-      rule: 'symlink-escape',
+      rule: 'manifest.symlink_escape',
     });
   });
 });

@@ -149,7 +149,7 @@ describe('safetensors parser under hostile input', () => {
           parseSafetensorsHeader(bytes);
         } catch (error) {
           if (!isTensorFSError(error)) throw error;
-          if (error.details.rule !== 'R5') return;
+          if (error.details.rule !== 'safetensors.R5') return;
           const at = (error.details.offset as number) - 8;
           expect(decodes(header.subarray(0, at))).toBe(true);
           expect(decodes(header.subarray(0, Math.min(header.length, at + 4)))).toBe(false);

@@ -46,7 +46,7 @@ describe('parseShardIndex', () => {
       `{"metadata":{"total_size":1,"total_size":2},"weight_map":{"a":"${A}"}}`,
       `{"metadata":{},"metadat\\u0061":{},"weight_map":{"a":"${A}"}}`,
     ]) {
-      expectError(fail(text), 'malformed', 'S1');
+      expectError(fail(text), 'malformed', 'safetensors.S1');
     }
   });
   it('rejects structure errors', () => {
@@ -65,15 +65,19 @@ describe('parseShardIndex', () => {
       `\ufeff{"weight_map":{"a":"${A}"}}`,
       `{"weight_map":{"a":"${A}",}}`,
     ]) {
-      expectError(fail(text), 'malformed', 'I1');
+      expectError(fail(text), 'malformed', 'safetensors.I1');
     }
     expectError(
       caught(() => parseShardIndex(new Uint8Array([0x7b, 0xff, 0x7d]))),
       'malformed',
-      'I1',
+      'safetensors.I1',
       { offset: 1 },
     );
-    expectError(fail(`{"x":${'['.repeat(200)}${']'.repeat(200)},"weight_map":{"a":"${A}"}}`), 'malformed', 'R10');
+    expectError(
+      fail(`{"x":${'['.repeat(200)}${']'.repeat(200)},"weight_map":{"a":"${A}"}}`),
+      'malformed',
+      'safetensors.R10',
+    );
   });
   it('treats every shard name as hostile', () => {
     const hostile = [
@@ -101,7 +105,7 @@ describe('parseShardIndex', () => {
     ];
     for (const name of hostile) {
       expect(isSafeShardName(name), JSON.stringify(name)).toBe(false);
-      expectError(fail(`{"weight_map":{"t":${JSON.stringify(name)}}}`), 'malformed', 'I2', { tensor: 't' });
+      expectError(fail(`{"weight_map":{"t":${JSON.stringify(name)}}}`), 'malformed', 'safetensors.I2', { tensor: 't' });
     }
     for (const name of [
       A,
@@ -117,9 +121,9 @@ describe('parseShardIndex', () => {
   });
   it('applies size and shard-count limits', () => {
     const text = `{"weight_map":{"a":"${A}","b":"${B}"}}`;
-    expectError(fail(text, { maxIndexSize: text.length - 1 }), 'limit_exceeded', 'I7');
+    expectError(fail(text, { maxIndexSize: text.length - 1 }), 'limit_exceeded', 'safetensors.I7');
     expect(parse(text, { maxIndexSize: text.length }).shards).toHaveLength(2);
-    expectError(fail(text, { maxShards: 1 }), 'limit_exceeded', 'I7', { actual: 2 });
+    expectError(fail(text, { maxShards: 1 }), 'limit_exceeded', 'safetensors.I7', { actual: 2 });
     expect(caught(() => parse(text, { maxShards: -1 })).code).toBe('invalid_argument');
   });
 });
@@ -145,7 +149,7 @@ describe('checkShardIndex', () => {
     expectError(
       caught(() => checkShardIndex(index(25), headers(['x'], ['y', 'z']))),
       'malformed',
-      'I6',
+      'safetensors.I6',
       { expected: 24n, actual: 25n },
     );
     expect(shardIndexTotalSize(headers(['x'], ['y', 'z']).values())).toBe(24n);
@@ -154,13 +158,13 @@ describe('checkShardIndex', () => {
     expectError(
       caught(() => checkShardIndex(index(), headers(['x'], ['y']))),
       'malformed',
-      'I3',
+      'safetensors.I3',
       { tensor: 'z', shard: B },
     );
     expectError(
       caught(() => checkShardIndex(index(), headers(['x', 'w'], ['y', 'z']))),
       'malformed',
-      'I4',
+      'safetensors.I4',
       {
         tensor: 'w',
       },
@@ -168,7 +172,7 @@ describe('checkShardIndex', () => {
     expectError(
       caught(() => checkShardIndex(index(), headers(['x', 'y'], ['y', 'z']))),
       'malformed',
-      'I5',
+      'safetensors.I5',
       {
         tensor: 'y',
         shard: A,
@@ -179,7 +183,7 @@ describe('checkShardIndex', () => {
     expectError(
       caught(() => checkShardIndex(index(), extra)),
       'malformed',
-      'I4',
+      'safetensors.I4',
     );
     expect(caught(() => checkShardIndex(index(), new Map([[A, shard(['x'])]]))).code).toBe('invalid_argument');
   });
@@ -224,39 +228,39 @@ describe('writeShardIndex', () => {
     expectError(
       caught(() => writeShardIndex({ weightMap: {} })),
       'invalid_argument',
-      'I1',
+      'safetensors.I1',
     );
     expectError(
       caught(() => writeShardIndex({ weightMap: { a: '../x.safetensors' } })),
       'invalid_argument',
-      'I2',
+      'safetensors.I2',
     );
     expectError(
       caught(() => writeShardIndex({ weightMap: { a: A }, metadata: { total_size: -1 } })),
       'invalid_argument',
-      'I1',
+      'safetensors.I1',
     );
     expectError(
       caught(() => writeShardIndex({ weightMap: { a: A }, metadata: { total_size: 1.5 } })),
       'invalid_argument',
-      'I1',
+      'safetensors.I1',
     );
     expectError(
       caught(() => writeShardIndex({ weightMap: { a: A }, metadata: { x: 0.5 } })),
       'invalid_argument',
-      'I1',
+      'safetensors.I1',
     );
     expectError(
       caught(() => writeShardIndex({ weightMap: { 'a\udc00': A } })),
       'invalid_argument',
-      'I1',
+      'safetensors.I1',
     );
     const cyclic: Record<string, unknown> = {};
     cyclic.self = cyclic;
     expectError(
       caught(() => writeShardIndex({ weightMap: { a: A }, metadata: cyclic })),
       'invalid_argument',
-      'I1',
+      'safetensors.I1',
     );
   });
 });

@@ -146,7 +146,7 @@ class WorkerPool {
   digest(pieces: readonly Uint8Array[], signal?: AbortSignal): Promise<Uint8Array> {
     if (this.closed) {
       return Promise.reject(
-        new TensorFSError('invalid_argument', 'the hasher is closed', { details: { rule: 'hasher-closed' } }),
+        new TensorFSError('invalid_argument', 'the hasher is closed', { details: { rule: 'store.hasher_closed' } }),
       );
     }
     if (this.slots.length === 0) {

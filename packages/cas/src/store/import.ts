@@ -87,7 +87,7 @@ export async function scanTree(abs: string): Promise<Found[]> {
   if (st.isFile()) return [{ rel: basename(abs), abs, kind: 'file', size: st.size, mode: st.mode }];
   if (!st.isDirectory()) {
     throw new TensorFSError('unsupported', 'only a regular file or a folder can be imported', {
-      details: { path: basename(abs), rule: 'file_type' },
+      details: { path: basename(abs), rule: 'store.file_type' },
     });
   }
   // Walk with lstat semantics: a symlink (to a folder too) is recorded as a link, never followed
@@ -116,7 +116,7 @@ export async function scanTree(abs: string): Promise<Found[]> {
       } else if (d.isSymbolicLink()) out.push({ rel, abs: file, kind: 'symlink', size: 0, mode: 0 });
       else {
         throw new TensorFSError('unsupported', 'the folder holds a special file (socket, device or FIFO)', {
-          details: { path: rel, rule: 'file_type' },
+          details: { path: rel, rule: 'store.file_type' },
         });
       }
     }

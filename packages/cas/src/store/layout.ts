@@ -51,7 +51,10 @@ const SEGMENT_RE = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/;
 export function validateRefName(name: string): string {
   const bad = (rule: string): never => {
     throw new TensorFSError('invalid_argument', `invalid ref name (${rule})`, {
-      details: { rule, actual: typeof name === 'string' ? name.slice(0, MAX_REF_NAME + 1) : String(name) },
+      details: {
+        rule: `store.ref_${rule}`,
+        actual: typeof name === 'string' ? name.slice(0, MAX_REF_NAME + 1) : String(name),
+      },
     });
   };
   if (typeof name !== 'string' || name.length === 0) bad('empty');

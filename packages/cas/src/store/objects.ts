@@ -170,7 +170,7 @@ export class Objects {
   /** Refuses writes on a read-only store. */
   assertWritable(): void {
     if (this.readOnly) {
-      throw new TensorFSError('denied', 'the store was opened read-only', { details: { rule: 'read_only' } });
+      throw new TensorFSError('denied', 'the store was opened read-only', { details: { rule: 'store.read_only' } });
     }
   }
 
@@ -454,7 +454,7 @@ export class Objects {
       'corrupt',
       `object ${rule === 'digest' ? 'does not match its digest' : 'has the wrong length'}`,
       {
-        details: { rule, digest: id, ...details },
+        details: { rule: `store.${rule}`, digest: id, ...details },
       },
     );
   }
@@ -502,7 +502,7 @@ export function readExactlyInto(fh: fsp.FileHandle, offset: number, target: Uint
     target,
     (at) =>
       new TensorFSError('corrupt', 'object is shorter than expected', {
-        details: { rule: 'length', digest: id, expected: offset + target.length, actual: at },
+        details: { rule: 'store.length', digest: id, expected: offset + target.length, actual: at },
       }),
     objectRel(id),
   );

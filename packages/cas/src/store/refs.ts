@@ -80,7 +80,7 @@ export function writeRef(
       const code = errnoOf(err);
       if (code === 'ENOTDIR' || code === 'EISDIR' || code === 'EEXIST') {
         throw new TensorFSError('conflict', 'ref name collides with an existing ref namespace', {
-          details: { ref: name, rule: 'namespace' },
+          details: { ref: name, rule: 'store.ref_namespace' },
         });
       }
       throw ioError(err, 'write ref', `refs/${name}`);

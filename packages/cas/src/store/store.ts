@@ -121,7 +121,7 @@ export class LocalStore implements Store {
       try {
         await fsp.access(layout.db);
       } catch {
-        throw new TensorFSError('not_found', 'no store at this path', { details: { rule: 'no_metadata' } });
+        throw new TensorFSError('not_found', 'no store at this path', { details: { rule: 'store.no_metadata' } });
       }
     } else {
       try {
@@ -142,7 +142,7 @@ export class LocalStore implements Store {
 
   private live(): void {
     if (this.closed)
-      throw new TensorFSError('invalid_argument', 'the store is closed', { details: { rule: 'closed' } });
+      throw new TensorFSError('invalid_argument', 'the store is closed', { details: { rule: 'store.closed' } });
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -1,12 +1,13 @@
 import path from 'node:path';
 import {
   checkShardIndex,
-  describeGguf,
-  describeSafetensors,
+  type ContainerFormat,
+  type ContainerHeaderOf,
+  detectCodec,
   isTensorFSError,
   MAX_SHARD_INDEX_SIZE,
   parseShardIndex,
-  readGgufHeader,
+  readContainerHeader,
   readSafetensorsHeader,
   type SafetensorsHeader,
   TensorFSError,
@@ -14,9 +15,50 @@ import {
 import { defineCommand } from '../command.js';
 import type { CommandContext } from '../context.js';
 import { openFileSource } from '@tensorfs/cas';
+import { describeGguf } from '../describe-gguf.js';
+import { describeSafetensors } from '../describe-safetensors.js';
 import { formatBytes } from '../progress.js';
 
-const GGUF_MAGIC = [0x47, 0x47, 0x55, 0x46]; // "GGUF"
+/** What `inspect` prints for a header: its JSON form and its human lines. */
+interface Printed {
+  json: unknown;
+  lines: () => string[];
+}
+
+/**
+ * How `inspect` prints each container format of the codec table (a format added to the table
+ * without a printer here does not compile).
+ */
+const PRINTERS: { [F in ContainerFormat]: (header: ContainerHeaderOf<F>) => Printed } = {
+  gguf(header) {
+    const d = describeGguf(header);
+    return {
+      json: d,
+      lines: () => [
+        `gguf v${d.version} ${d.endianness}-endian, alignment ${d.alignment}, data at ${d.data_start}, ${Object.keys(d.metadata).length} metadata keys, ${d.tensors.length} tensors`,
+        ...table(d.tensors.map((t) => [t.name, t.type, `[${t.shape.join(', ')}]`, bytes(t.byte_length)])),
+      ],
+    };
+  },
+  safetensors(header) {
+    const d = describeSafetensors(header);
+    const meta = d.metadata ? Object.entries(d.metadata).map(([k, v]) => `${k}=${v}`) : [];
+    return {
+      json: d,
+      lines: () => [
+        `safetensors, header ${d.header_size} bytes, ${d.tensors.length} tensors${meta.length ? `, metadata: ${meta.join(' ')}` : ''}`,
+        ...table(
+          d.tensors.map((t) => [
+            t.name,
+            t.dtype,
+            `[${t.shape.join(', ')}]`,
+            bytes(Number(t.data_offsets[1]) - Number(t.data_offsets[0])),
+          ]),
+        ),
+      ],
+    };
+  },
+};
 
 /** `tfs inspect <file>`: validate a safetensors or GGUF file and print its header. */
 export const inspectCommand = defineCommand<{ file: string; strict: boolean }>({
@@ -38,30 +80,15 @@ export const inspectCommand = defineCommand<{ file: string; strict: boolean }>({
   handler: async (args, ctx) => {
     const source = await openFileSource(args.file);
     try {
-      const head = await source.read(0, Math.min(8, source.size));
-      const isGguf = head.length >= 4 && GGUF_MAGIC.every((b, i) => head[i] === b);
-      if (!isGguf && looksLikeJson(head)) {
+      const head = await source.read(0, Math.min(16, source.size));
+      if (detectCodec(head, source.size) === undefined && looksLikeJson(head)) {
         await inspectIndex(args.file, await source.read(0, source.size), args.strict, ctx);
-      } else if (isGguf) {
-        const d = describeGguf(await readGgufHeader(source));
-        ctx.result(d, () => [
-          `gguf v${d.version} ${d.endianness}-endian, alignment ${d.alignment}, data at ${d.data_start}, ${Object.keys(d.metadata).length} metadata keys, ${d.tensors.length} tensors`,
-          ...table(d.tensors.map((t) => [t.name, t.type, `[${t.shape.join(', ')}]`, bytes(t.byte_length)])),
-        ]);
       } else {
-        const d = describeSafetensors(await readSafetensorsHeader(source, { strict: args.strict }));
-        const meta = d.metadata ? Object.entries(d.metadata).map(([k, v]) => `${k}=${v}`) : [];
-        ctx.result(d, () => [
-          `safetensors, header ${d.header_size} bytes, ${d.tensors.length} tensors${meta.length ? `, metadata: ${meta.join(' ')}` : ''}`,
-          ...table(
-            d.tensors.map((t) => [
-              t.name,
-              t.dtype,
-              `[${t.shape.join(', ')}]`,
-              bytes(Number(t.data_offsets[1]) - Number(t.data_offsets[0])),
-            ]),
-          ),
-        ]);
+        // The format comes from the bytes; a name announcing a format with magic bytes (.gguf)
+        // that the bytes lack is "not a GGUF file", not a safetensors error.
+        const found = await readContainerHeader(source, { path: args.file, strict: args.strict });
+        const printed = (PRINTERS[found.format] as (header: unknown) => Printed)(found.header);
+        ctx.result(printed.json, printed.lines);
       }
     } finally {
       await source.close();

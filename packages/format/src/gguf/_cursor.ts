@@ -16,7 +16,7 @@ export class NeedMoreBytes extends Error {
 
 /** Builds a GGUF error with the rule and context in its details. */
 export function ggufError(code: ErrorCode, rule: string, message: string, details: ErrorDetails): TensorFSError {
-  return new TensorFSError(code, `GGUF: ${message}`, { details: { format: 'gguf', rule, ...details } });
+  return new TensorFSError(code, `GGUF: ${message}`, { details: { format: 'gguf', rule: `gguf.${rule}`, ...details } });
 }
 
 const STRICT_UTF8 = /* @__PURE__ */ new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
@@ -170,7 +170,9 @@ export class Cursor {
     try {
       return STRICT_UTF8.decode(this.bytes.subarray(start, end));
     } catch (cause) {
-      throw this.error('malformed', 'utf8', 'a string is not valid UTF-8', { cause: String(cause) }, start);
+      // The decoder's TypeError is the cause, not a detail: details stay plain facts.
+      const error = this.error('malformed', 'utf8', 'a string is not valid UTF-8', { length: end - start }, start);
+      throw new TensorFSError(error.code, error.message, { details: error.details, cause });
     }
   }
 }

@@ -2,7 +2,6 @@
  * GGUF: header parsing and validation, the ggml type table, tensor geometry, the header writer.
  * The exact rules are in spec/gguf.md.
  */
-export { type GgufDescription, type GgufTensorDescription, describeGguf } from './describe.js';
 export {
   GGML_MAX_DIMS,
   GGML_MAX_NAME,

@@ -73,7 +73,7 @@ export function parseGgufHeader(bytes: Uint8Array, options: GgufParseOptions = {
   } catch (err) {
     if (!(err instanceof NeedMoreBytes)) throw err;
     throw new TensorFSError('invalid_argument', 'the bytes given end before the GGUF header does', {
-      details: { format: 'gguf', rule: 'need_more_bytes', length: bytes.length, needed: err.needed },
+      details: { format: 'gguf', rule: 'gguf.need_more_bytes', length: bytes.length, needed: err.needed },
     });
   }
 }

@@ -128,7 +128,7 @@ export function writeGguf(options: GgufWriteFileOptions): Uint8Array {
       throw new TensorFSError('invalid_argument', `tensor ${t.name} needs ${t.byteLength} bytes of data`, {
         details: {
           format: 'gguf',
-          rule: 'tensor_data_length',
+          rule: 'gguf.tensor_data_length',
           tensor: t.name,
           expected: t.byteLength,
           actual: data.length,

@@ -168,10 +168,10 @@ function encodeItem(w: Writer, value: unknown, ctx: EncodeContext, depth: number
     return;
   }
   if (typeof value !== 'object') {
-    invalid(`cannot encode a ${typeof value}`, 'cbor-type');
+    invalid(`cannot encode a ${typeof value}`, 'cbor.type');
   }
   if (depth >= CBOR_MAX_DEPTH) {
-    invalid(`nesting deeper than ${CBOR_MAX_DEPTH} (or a cycle)`, 'cbor-depth');
+    invalid(`nesting deeper than ${CBOR_MAX_DEPTH} (or a cycle)`, 'cbor.depth');
   }
   if (Array.isArray(value)) {
     w.head(4, value.length);
@@ -184,7 +184,7 @@ function encodeItem(w: Writer, value: unknown, ctx: EncodeContext, depth: number
 function encodeMap(w: Writer, entries: [unknown, unknown][], ctx: EncodeContext, depth: number): void {
   const keyed = entries.map(([k, v]) => {
     if (typeof k !== 'string' && typeof k !== 'number' && typeof k !== 'bigint') {
-      invalid('map keys must be text strings or integers', 'cbor-key-type');
+      invalid('map keys must be text strings or integers', 'cbor.key_type');
     }
     let key = ctx.keys.get(k);
     if (key === undefined) {
@@ -197,7 +197,7 @@ function encodeMap(w: Writer, entries: [unknown, unknown][], ctx: EncodeContext,
   });
   keyed.sort((a, b) => compareBytes(a.key, b.key));
   for (let i = 1; i < keyed.length; i++) {
-    if (compareBytes(keyed[i - 1]!.key, keyed[i]!.key) === 0) invalid('duplicate map key', 'cbor-duplicate-key');
+    if (compareBytes(keyed[i - 1]!.key, keyed[i]!.key) === 0) invalid('duplicate map key', 'cbor.duplicate_key');
   }
   w.head(5, keyed.length);
   for (const { key, value } of keyed) {
@@ -247,12 +247,12 @@ function encodeSafeInteger(w: Writer, v: number): void {
 
 function encodeInteger(w: Writer, v: bigint): void {
   if (v >= 0n) {
-    if (v > U64_MAX) invalid('integer beyond 64 bits', 'cbor-int-range');
+    if (v > U64_MAX) invalid('integer beyond 64 bits', 'cbor.int_range');
     w.head(0, v);
     return;
   }
   const arg = -1n - v;
-  if (arg > U64_MAX) invalid('integer beyond 64 bits', 'cbor-int-range');
+  if (arg > U64_MAX) invalid('integer beyond 64 bits', 'cbor.int_range');
   w.head(1, arg);
 }
 
@@ -317,7 +317,7 @@ export function decodeCbor(bytes: Uint8Array, options: CborDecodeOptions = {}): 
   const reader = new Reader(bytes, options.maxDepth ?? CBOR_MAX_DEPTH, options.views === true);
   const value = reader.item(0);
   if (reader.pos !== bytes.length) {
-    reader.fail('trailing bytes after the CBOR item', 'cbor-trailing', reader.pos);
+    reader.fail('trailing bytes after the CBOR item', 'cbor.trailing', reader.pos);
   }
   return value;
 }
@@ -339,7 +339,7 @@ class Reader {
   }
 
   private need(n: number, at: number): void {
-    if (n > this.bytes.length - this.pos) this.fail('CBOR item runs past the end of the input', 'cbor-truncated', at);
+    if (n > this.bytes.length - this.pos) this.fail('CBOR item runs past the end of the input', 'cbor.truncated', at);
   }
 
   /** Reads a head; returns the major type and argument, rejecting non-shortest forms. */
@@ -353,7 +353,7 @@ class Reader {
     if (info > 27) {
       this.fail(
         info === 31 ? 'indefinite lengths are not canonical' : 'reserved additional information',
-        'cbor-head',
+        'cbor.head',
         at,
       );
     }
@@ -377,14 +377,14 @@ class Reader {
       min = 0x100000000;
     }
     this.pos += n;
-    if (arg < min) this.fail('integer or length not in its shortest form', 'cbor-non-shortest', at);
+    if (arg < min) this.fail('integer or length not in its shortest form', 'cbor.non_shortest', at);
     return { major, info, arg, at };
   }
 
   /** A length argument as a number, bounded by the bytes that remain (each element takes ≥ `unit` bytes). */
   private length(arg: number | bigint, unit: number, at: number): number {
     if (typeof arg === 'bigint' || arg * unit > this.bytes.length - this.pos) {
-      this.fail('CBOR length runs past the end of the input', 'cbor-truncated', at);
+      this.fail('CBOR length runs past the end of the input', 'cbor.truncated', at);
     }
     return arg;
   }
@@ -416,17 +416,17 @@ class Reader {
         }
       }
       case 4: {
-        if (depth >= this.maxDepth) this.fail('CBOR nesting too deep', 'cbor-depth', at);
+        if (depth >= this.maxDepth) this.fail('CBOR nesting too deep', 'cbor.depth', at);
         const n = this.length(arg, 1, at);
         const out: CborValue[] = [];
         for (let i = 0; i < n; i++) out.push(this.item(depth + 1));
         return out;
       }
       case 5:
-        if (depth >= this.maxDepth) this.fail('CBOR nesting too deep', 'cbor-depth', at);
+        if (depth >= this.maxDepth) this.fail('CBOR nesting too deep', 'cbor.depth', at);
         return this.map(this.length(arg, 2, at), depth);
       case 6:
-        return this.fail('CBOR tags are not supported', 'cbor-tag', at);
+        return this.fail('CBOR tags are not supported', 'cbor.tag', at);
       default:
         return this.simple(info, at);
     }
@@ -439,11 +439,11 @@ class Reader {
       const keyAt = this.pos;
       const key = this.item(depth + 1);
       if (typeof key !== 'string' && typeof key !== 'number' && typeof key !== 'bigint') {
-        this.fail('map keys must be text strings or integers', 'cbor-key-type', keyAt);
+        this.fail('map keys must be text strings or integers', 'cbor.key_type', keyAt);
       }
       const keyBytes = this.bytes.subarray(keyAt, this.pos);
       if (prev !== undefined && compareBytes(prev, keyBytes) >= 0) {
-        this.fail('map keys are not in canonical order or repeat', 'cbor-key-order', keyAt);
+        this.fail('map keys are not in canonical order or repeat', 'cbor.key_order', keyAt);
       }
       prev = keyBytes;
       out.set(key, this.item(depth + 1));
@@ -455,7 +455,7 @@ class Reader {
     if (info === 20) return false;
     if (info === 21) return true;
     if (info === 22) return null;
-    if (info < 25 || info > 27) return this.fail('unsupported CBOR simple value', 'cbor-simple', at);
+    if (info < 25 || info > 27) return this.fail('unsupported CBOR simple value', 'cbor.simple', at);
     const n = 1 << (info - 24);
     this.need(n, at);
     let v: number;
@@ -468,7 +468,7 @@ class Reader {
     encodeNumber(w, v);
     const again = w.result();
     if (compareBytes(again, this.bytes.subarray(at, this.pos)) !== 0) {
-      this.fail('float not in its canonical form', 'cbor-float', at);
+      this.fail('float not in its canonical form', 'cbor.float', at);
     }
     return v;
   }

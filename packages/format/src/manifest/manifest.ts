@@ -11,7 +11,7 @@
 import { type CborKey, type CborValue, compareBytes, decodeCbor, encodeCbor } from './cbor.js';
 import { type ErrorCode, TensorFSError } from '../errors.js';
 import { digestInto, isObjectId, type ObjectId, objectIdFromDigest } from '../ids.js';
-import { checkPath, checkSymlinkTarget, comparePaths } from './paths.js';
+import { checkPath, checkSymlinkTarget, comparePaths, manifestRule } from './paths.js';
 import { isPlanProfile, MAX_PLAN_RECORDS, type PlanProfile, RECORD_GRID_BYTES } from './profiles.js';
 
 /** One record of a stored file: an object and its exact length. The file is the concatenation. */
@@ -114,7 +114,9 @@ function encodeValid(manifest: Manifest): Uint8Array {
  */
 export function decodeManifest(bytes: Uint8Array): Manifest {
   if (bytes.length < TFM1_MAGIC.length || compareBytes(bytes.subarray(0, 4), TFM1_MAGIC) !== 0) {
-    throw new TensorFSError('malformed', 'not a TFM1 manifest (bad magic)', { details: { rule: 'magic', offset: 0 } });
+    throw new TensorFSError('malformed', 'not a TFM1 manifest (bad magic)', {
+      details: { rule: 'manifest.magic', offset: 0 },
+    });
   }
   let root: CborValue;
   try {
@@ -126,7 +128,7 @@ export function decodeManifest(bytes: Uint8Array): Manifest {
   const version = top.get('version');
   if (version !== MANIFEST_VERSION) {
     throw new TensorFSError('unsupported', 'unsupported TFM1 manifest version', {
-      details: { rule: 'version', actual: typeof version === 'bigint' ? version.toString() : version },
+      details: { rule: 'manifest.version', actual: typeof version === 'bigint' ? version.toString() : version },
     });
   }
   checkKeys(top, MANIFEST_KEYS, 'manifest');
@@ -139,7 +141,7 @@ export function decodeManifest(bytes: Uint8Array): Manifest {
   // that the manifest re-encodes to exactly these bytes.
   if (compareBytes(encodeCbor(root), bytes.subarray(TFM1_MAGIC.length)) !== 0) {
     throw new TensorFSError('malformed', 'manifest is not in its canonical encoding', {
-      details: { rule: 'canonical' },
+      details: { rule: 'manifest.canonical' },
     });
   }
   return manifest;
@@ -209,7 +211,7 @@ function entryFromCbor(value: CborValue, index: number): ManifestEntry {
   }
   if (kind !== 'file') {
     throw new TensorFSError('unsupported', 'unsupported manifest entry kind', {
-      details: { rule: 'entry-kind', index, actual: typeof kind === 'string' ? kind : typeof kind },
+      details: { rule: 'manifest.entry_kind', index, actual: typeof kind === 'string' ? kind : typeof kind },
     });
   }
   checkKeys(map, FILE_KEYS, `entry ${index}`);
@@ -219,7 +221,7 @@ function entryFromCbor(value: CborValue, index: number): ManifestEntry {
   if (typeof profile !== 'string') shape('profile must be a text string', 'profile');
   if (!isPlanProfile(profile)) {
     throw new TensorFSError('unsupported', 'unsupported planner profile', {
-      details: { rule: 'profile', index, actual: profile },
+      details: { rule: 'manifest.profile', index, actual: profile },
     });
   }
   return {
@@ -264,7 +266,7 @@ function uint(value: CborValue | undefined, rule: string): number {
 }
 
 function shape(message: string, rule: string): never {
-  throw new TensorFSError('malformed', message, { details: { rule } });
+  throw new TensorFSError('malformed', message, { details: { rule: manifestRule(rule) } });
 }
 
 function shiftOffset(err: unknown, by: number): unknown {
@@ -282,7 +284,7 @@ function shiftOffset(err: unknown, by: number): unknown {
 
 function validateManifest(manifest: Manifest, code: ErrorCode, checkDigests = true): void {
   const fail = (rule: string, message: string, details: Record<string, unknown> = {}): never => {
-    throw new TensorFSError(code, message, { details: { rule, ...details } });
+    throw new TensorFSError(code, message, { details: { rule: manifestRule(rule), ...details } });
   };
   if (typeof manifest !== 'object' || manifest === null || !Array.isArray(manifest.entries)) {
     fail('shape', 'a manifest is { entries: [...] }');

@@ -54,12 +54,17 @@ function codePointRank(unit: number): number {
   return unit;
 }
 
+/** @internal A manifest rule's full name: `entries-order` → `manifest.entries_order`. */
+export function manifestRule(rule: string): string {
+  return `manifest.${rule.replaceAll('-', '_')}`;
+}
+
 const NON_ASCII = /[^\x00-\x7f]/;
 
 /** @internal Path check with a chosen error code (`invalid_argument` on encode, `malformed` on decode). */
 export function checkPath(path: string, code: ErrorCode, dotsAllowed: boolean): string[] {
   const fail = (rule: string, message: string): never => {
-    throw new TensorFSError(code, message, { details: { rule, path: shorten(path) } });
+    throw new TensorFSError(code, message, { details: { rule: manifestRule(rule), path: shorten(path) } });
   };
   if (typeof path !== 'string') fail('path-type', 'path must be a string');
   if (path.length === 0) fail('path-empty', 'path is empty');
@@ -90,7 +95,7 @@ export function checkSymlinkTarget(linkPath: string, target: string, code: Error
     else if (segment !== '.') depth++;
     if (depth < 0) {
       throw new TensorFSError(code, 'symlink target leaves the tree', {
-        details: { rule: 'symlink-escape', path: shorten(linkPath), target: shorten(target) },
+        details: { rule: 'manifest.symlink_escape', path: shorten(linkPath), target: shorten(target) },
       });
     }
   }

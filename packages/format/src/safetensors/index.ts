@@ -9,7 +9,6 @@ export {
   safetensorsByteLength,
   safetensorsDtype,
 } from '../dtypes.js';
-export { describeSafetensors, type SafetensorsDescription, type SafetensorsTensorDescription } from './describe.js';
 export { MAX_SAFETENSORS_HEADER_SIZE, parseSafetensorsHeader, readSafetensorsHeader } from './parse-header.js';
 export type { SafetensorsHeader, SafetensorsParseOptions, SafetensorsTensorInfo } from './types.js';
 export {

@@ -74,7 +74,7 @@ export function decodeUtf8Strict(bytes: Uint8Array, origin: number, rule: string
   } catch (cause) {
     const at = firstInvalidUtf8(bytes);
     throw new TensorFSError('malformed', 'header is not valid UTF-8', {
-      details: { rule, offset: origin + at },
+      details: { rule: `safetensors.${rule}`, offset: origin + at },
       cause,
     });
   }
@@ -162,7 +162,9 @@ export class JsonCursor {
 
   /** Throws `malformed` at `at` (default: the current position). */
   fail(message: string, rule: string = this.syntaxRule, details: Record<string, unknown> = {}, at = this.pos): never {
-    throw new TensorFSError('malformed', message, { details: { rule, ...details, offset: this.byteOffset(at) } });
+    throw new TensorFSError('malformed', message, {
+      details: { rule: `safetensors.${rule}`, ...details, offset: this.byteOffset(at) },
+    });
   }
 
   /** True when every code unit has been consumed. */

@@ -77,7 +77,7 @@ function codePointRank(unit: number): number {
 export function checkWellFormed(value: unknown, what: string, rule: string): asserts value is string {
   if (typeof value !== 'string') {
     throw new TensorFSError('invalid_argument', `${what} must be a string`, {
-      details: { rule, actual: typeof value },
+      details: { rule: `safetensors.${rule}`, actual: typeof value },
     });
   }
   for (let i = 0; i < value.length; i++) {
@@ -88,6 +88,8 @@ export function checkWellFormed(value: unknown, what: string, rule: string): ass
       i++;
       continue;
     }
-    throw new TensorFSError('invalid_argument', `${what} contains a lone surrogate`, { details: { rule, index: i } });
+    throw new TensorFSError('invalid_argument', `${what} contains a lone surrogate`, {
+      details: { rule: `safetensors.${rule}`, index: i },
+    });
   }
 }

@@ -122,7 +122,7 @@ function checkSize(size: number, what: string): void {
 function checkPrefixPresent(fileSize: number): void {
   if (fileSize < PREFIX_SIZE) {
     throw new TensorFSError('malformed', 'file is shorter than the 8-byte length prefix', {
-      details: { rule: 'R1', offset: 0, actual: fileSize },
+      details: { rule: 'safetensors.R1', offset: 0, actual: fileSize },
     });
   }
 }
@@ -135,12 +135,12 @@ function headerLength(prefix: Uint8Array, fileSize: number, maxHeaderSize: numbe
   if (high !== 0 || low > maxHeaderSize) {
     const actual = view.getBigUint64(0, true);
     throw new TensorFSError('limit_exceeded', 'header length exceeds the limit', {
-      details: { rule: 'R3', offset: 0, limit: maxHeaderSize, actual: high === 0 ? low : actual },
+      details: { rule: 'safetensors.R3', offset: 0, limit: maxHeaderSize, actual: high === 0 ? low : actual },
     });
   }
   if (PREFIX_SIZE + low > fileSize) {
     throw new TensorFSError('malformed', 'header length runs past the end of the file', {
-      details: { rule: 'R4', offset: 0, actual: low, fileSize },
+      details: { rule: 'safetensors.R4', offset: 0, actual: low, fileSize },
     });
   }
   return low;
@@ -471,7 +471,7 @@ function validate(
   }
   if (running !== fileSize - dataStart) {
     throw new TensorFSError('malformed', 'tensors do not cover the data section exactly', {
-      details: { rule: 'R17', offset: dataStart, expected: fileSize - dataStart, actual: running },
+      details: { rule: 'safetensors.R17', offset: dataStart, expected: fileSize - dataStart, actual: running },
     });
   }
   return { headerSize, dataStart, fileSize, metadata, tensors, byName: p.byName };
@@ -487,6 +487,11 @@ function tensorError(
   extra: Record<string, unknown> = {},
 ): never {
   throw new TensorFSError('malformed', message, {
-    details: { rule, tensor: p.infos[i]!.name, offset: c.byteOffset(p.keyPosition(i)), ...extra },
+    details: {
+      rule: `safetensors.${rule}`,
+      tensor: p.infos[i]!.name,
+      offset: c.byteOffset(p.keyPosition(i)),
+      ...extra,
+    },
   });
 }

@@ -75,7 +75,7 @@ export function isSafeShardName(name: unknown): name is string {
 }
 
 function malformed(rule: string, message: string, details: Record<string, unknown> = {}): TensorFSError {
-  return new TensorFSError('malformed', message, { details: { rule, ...details } });
+  return new TensorFSError('malformed', message, { details: { rule: `safetensors.${rule}`, ...details } });
 }
 
 /**
@@ -88,7 +88,7 @@ export function parseShardIndex(bytes: Uint8Array, options: ShardIndexParseOptio
   const maxShards = limitOption(options.maxShards, MAX_SHARDS, 'maxShards');
   if (bytes.length > maxIndexSize) {
     throw new TensorFSError('limit_exceeded', 'shard index too large', {
-      details: { rule: 'I7', limit: maxIndexSize, actual: bytes.length },
+      details: { rule: 'safetensors.I7', limit: maxIndexSize, actual: bytes.length },
     });
   }
   const c = new JsonCursor(decodeUtf8Strict(bytes, 0, 'I1'), 0, 'I1');
@@ -114,7 +114,7 @@ export function parseShardIndex(bytes: Uint8Array, options: ShardIndexParseOptio
   const shards = [...new Set(weightMap.values())];
   if (shards.length > maxShards) {
     throw new TensorFSError('limit_exceeded', 'too many shards', {
-      details: { rule: 'I7', limit: maxShards, actual: shards.length },
+      details: { rule: 'safetensors.I7', limit: maxShards, actual: shards.length },
     });
   }
   const total = metadata?.get('total_size');
@@ -231,7 +231,7 @@ export function writeShardIndex(index: ShardIndexInput): Uint8Array {
     checkWellFormed(tensor, 'tensor name', 'I1');
     if (!isSafeShardName(shard)) {
       throw new TensorFSError('invalid_argument', 'unsafe shard file name', {
-        details: { rule: 'I2', tensor, shard: String(shard) },
+        details: { rule: 'safetensors.I2', tensor, shard: String(shard) },
       });
     }
   }
@@ -252,7 +252,7 @@ export function writeShardIndex(index: ShardIndexInput): Uint8Array {
 }
 
 function invalidIndex(message: string): TensorFSError {
-  return new TensorFSError('invalid_argument', message, { details: { rule: 'I1' } });
+  return new TensorFSError('invalid_argument', message, { details: { rule: 'safetensors.I1' } });
 }
 
 function entriesOf(value: unknown, what: string): [string, unknown][] {

@@ -113,7 +113,7 @@ export function writeSafetensors(
     }
     if (t.byteLength !== undefined && BigInt(t.byteLength) !== BigInt(t.data.length)) {
       throw new TensorFSError('invalid_argument', 'byteLength differs from data.length', {
-        details: { rule: 'R16', tensor: t.name, expected: t.data.length, actual: t.byteLength },
+        details: { rule: 'safetensors.R16', tensor: t.name, expected: t.data.length, actual: t.byteLength },
       });
     }
     return { name: t.name, dtype: t.dtype, shape: t.shape, byteLength: t.data.length };
@@ -153,7 +153,9 @@ function planHeader(
   const names = new Set<string>();
   for (const t of planned) {
     if (names.has(t.name)) {
-      throw new TensorFSError('invalid_argument', 'duplicate tensor name', { details: { rule: 'S1', tensor: t.name } });
+      throw new TensorFSError('invalid_argument', 'duplicate tensor name', {
+        details: { rule: 'safetensors.S1', tensor: t.name },
+      });
     }
     names.add(t.name);
   }
@@ -172,7 +174,7 @@ function planHeader(
   const headerSize = Math.ceil(encoded.length / 8) * 8;
   if (headerSize > maxHeaderSize) {
     throw new TensorFSError('limit_exceeded', 'header exceeds the size limit', {
-      details: { rule: 'R3', limit: maxHeaderSize, actual: headerSize },
+      details: { rule: 'safetensors.R3', limit: maxHeaderSize, actual: headerSize },
     });
   }
   const dataStart = 8 + headerSize;
@@ -206,29 +208,33 @@ function planTensor(t: SafetensorsWriteTensor, index: number): PlannedTensor {
   checkWellFormed(t.name, 'tensor name', 'R7');
   const details = { tensor: t.name };
   if (t.name === '__metadata__') {
-    throw new TensorFSError('invalid_argument', '"__metadata__" is reserved', { details: { rule: 'R9', ...details } });
+    throw new TensorFSError('invalid_argument', '"__metadata__" is reserved', {
+      details: { rule: 'safetensors.R9', ...details },
+    });
   }
   const dtype = typeof t.dtype === 'string' ? safetensorsDtype(t.dtype) : undefined;
   if (dtype === undefined) {
     throw new TensorFSError('invalid_argument', 'unknown dtype', {
-      details: { rule: 'R7', ...details, dtype: String(t.dtype) },
+      details: { rule: 'safetensors.R7', ...details, dtype: String(t.dtype) },
     });
   }
   if (!Array.isArray(t.shape)) {
-    throw new TensorFSError('invalid_argument', 'shape must be an array', { details: { rule: 'R7', ...details } });
+    throw new TensorFSError('invalid_argument', 'shape must be an array', {
+      details: { rule: 'safetensors.R7', ...details },
+    });
   }
   const shape = t.shape.map(dimensionToInt);
   const length = byteLengthOfCount(elementCount(shape), dtype.bits);
   if (typeof length === 'string') {
     throw new TensorFSError('invalid_argument', BYTE_LENGTH_MESSAGES[length], {
-      details: { rule: length, ...details },
+      details: { rule: `safetensors.${length}`, ...details },
     });
   }
   if (t.byteLength !== undefined) {
     const given = typeof t.byteLength === 'number' || typeof t.byteLength === 'bigint' ? t.byteLength : Number.NaN;
     if (!isExactInteger(given) || BigInt(given) !== BigInt(length)) {
       throw new TensorFSError('invalid_argument', 'byteLength differs from shape × dtype size', {
-        details: { rule: 'R16', ...details, expected: length, actual: String(t.byteLength) },
+        details: { rule: 'safetensors.R16', ...details, expected: length, actual: String(t.byteLength) },
       });
     }
   }
@@ -247,7 +253,7 @@ function metadataEntries(metadata: SafetensorsWriteOptions['metadata']): [string
   else if (typeof metadata === 'object' && !Array.isArray(metadata)) entries = Object.entries(metadata);
   else
     throw new TensorFSError('invalid_argument', 'metadata must be a Map or a plain object', {
-      details: { rule: 'R9' },
+      details: { rule: 'safetensors.R9' },
     });
   for (const [key, value] of entries) {
     checkWellFormed(key, 'metadata key', 'R9');

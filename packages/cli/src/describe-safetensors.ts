@@ -1,5 +1,4 @@
-import { jsonInteger } from '../json.js';
-import type { SafetensorsHeader } from './types.js';
+import { jsonInteger, type SafetensorsHeader } from '@tensorfs/format';
 
 /** One tensor in the {@link describeSafetensors} form. */
 export interface SafetensorsTensorDescription {

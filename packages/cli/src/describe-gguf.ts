@@ -1,8 +1,7 @@
 /**
  * The JSON description of a GGUF header (`tfs inspect --json`).
  */
-import { jsonInteger } from '../json.js';
-import type { GgufArray, GgufHeader, GgufScalar, GgufValue } from './types.js';
+import { type GgufArray, type GgufHeader, type GgufScalar, type GgufValue, jsonInteger } from '@tensorfs/format';
 
 /** JSON form of a GGUF header, as printed by `tfs inspect --json`. */
 export interface GgufDescription {
