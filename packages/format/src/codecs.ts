@@ -26,7 +26,8 @@ import {
 } from './safetensors/parse-header.js';
 import type { SafetensorsHeader } from './safetensors/types.js';
 import { writeSafetensorsHeader } from './safetensors/write-header.js';
-import { type ByteSource, readFully } from './source.js';
+import { type ByteSource, checkByteSource, readFully } from './source.js';
+import { requireString } from './args.js';
 
 /** One tensor as every container describes it. */
 export interface ContainerTensor {
@@ -363,6 +364,7 @@ export function codecByProfile(profile: string): AnyContainerCodec | undefined {
 
 /** The codec a file name's ending announces, or `undefined`. */
 export function codecForPath(path: string): AnyContainerCodec | undefined {
+  requireString(path, 'path', 'codec');
   return CONTAINER_CODECS.find((c) => c.extensions.some((e) => path.endsWith(e)));
 }
 
@@ -393,6 +395,7 @@ export async function readContainerHeader(
   source: ByteSource,
   options: ReadContainerOptions = {},
 ): Promise<ContainerHeader> {
+  checkByteSource(source);
   const head = await readHead(source, options.signal);
   const named = options.path !== undefined ? codecForPath(options.path) : undefined;
   const found = CONTAINER_CODECS.find((c) => c.magic !== null && c.detect(head, source.size));

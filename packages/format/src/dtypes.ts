@@ -5,6 +5,7 @@
  *
  * This is the one table every TensorFS layer uses for safetensors dtypes.
  */
+import { requireArray } from './args.js';
 import { TensorFSError } from './errors.js';
 
 /** A safetensors dtype wire name (matched case-sensitively). */
@@ -175,6 +176,7 @@ export function payloadByteLength(shape: readonly Int[], bits: number): Int | By
  *   tensor that does not fill whole bytes (R15).
  */
 export function safetensorsByteLength(dtype: string, shape: readonly (bigint | number)[]): bigint {
+  requireArray(shape, 'shape', 'safetensors');
   const info = safetensorsDtype(dtype);
   if (info === undefined) {
     throw new TensorFSError('invalid_argument', 'unknown safetensors dtype', {

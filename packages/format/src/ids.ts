@@ -1,3 +1,4 @@
+import { requireBytes } from './args.js';
 import { TensorFSError } from './errors.js';
 
 /** An object id as text: `sha256:` and 64 lowercase hex digits. */
@@ -54,6 +55,7 @@ export function parseObjectId(value: string): ObjectId {
  * pieces), which matters when a manifest of a million records is decoded.
  */
 export function objectIdFromDigest(digest: Uint8Array): ObjectId {
+  requireBytes(digest, 'digest', 'ids');
   if (digest.length !== 32) {
     throw new TensorFSError('invalid_argument', 'a SHA-256 digest is 32 bytes', { details: { actual: digest.length } });
   }

@@ -27,6 +27,25 @@ export function canReadInto(source: ByteSource): source is ReadIntoSource {
   return typeof (source as Partial<ReadIntoSource>).readInto === 'function';
 }
 
+/**
+ * `invalid_argument` (rule `source.argument`) unless `source` looks like a {@link ByteSource}: an
+ * object with a safe non-negative integer `size` and a `read` function.
+ */
+export function checkByteSource(source: unknown): asserts source is ByteSource {
+  const s = source as Partial<ByteSource> | null;
+  if (
+    typeof s !== 'object' ||
+    s === null ||
+    typeof s.read !== 'function' ||
+    !Number.isSafeInteger(s.size) ||
+    (s.size as number) < 0
+  ) {
+    throw new TensorFSError('invalid_argument', 'a byte source is { size, read(offset, length) }', {
+      details: { rule: 'source.argument', actual: s === null ? 'null' : typeof s },
+    });
+  }
+}
+
 /** A {@link ByteSource} over bytes already in memory (zero-copy subarrays). */
 export function bytesSource(bytes: Uint8Array): ByteSource {
   return {

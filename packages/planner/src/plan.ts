@@ -1,5 +1,6 @@
 import {
   type ByteSource,
+  checkByteSource,
   MAX_PLAN_RECORDS,
   type ObjectId,
   objectIdFromDigest,
@@ -95,6 +96,7 @@ export async function planAndHash(source: ByteSource, options: PlanOptions = {})
   const { signal } = options;
   try {
     throwIfAborted(signal);
+    checkByteSource(source);
     const size = checkSize(source.size);
     const cuts = await chooseCuts(source, size, options.seams, signal);
     const hasher = options.hasher ?? nobleHasher();

@@ -339,6 +339,9 @@ describe('failures', () => {
     const nulls = { size: 10, read: async () => null as unknown as Uint8Array };
     const contract = await codeOf(planAndHash(nulls, { hasher }));
     expect([contract.code, contract.details.rule]).toEqual(['invalid_argument', 'source.contract']);
+    // Not a byte source at all: invalid_argument, not a TypeError turned internal.
+    const notASource = await codeOf(planAndHash(null as never, { hasher }));
+    expect([notASource.code, notASource.details.rule]).toEqual(['invalid_argument', 'source.argument']);
     const short = { size: 10, read: async () => new Uint8Array(3) };
     expect((await codeOf(planAndHash(short, { hasher }))).code).toBe('io');
     const broken: Hasher = { ...hasher, digest: async () => Promise.reject(new Error('boom')) };

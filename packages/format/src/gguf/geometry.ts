@@ -1,6 +1,7 @@
 /**
  * Tensor geometry: element count, byte length and alignment padding of a ggml tensor.
  */
+import { requireArray } from '../args.js';
 import type { ErrorDetails } from '../errors.js';
 import { ggufError } from './_cursor.js';
 import { type GgmlTypeInfo, ggmlType } from './ggml-types.js';
@@ -44,6 +45,7 @@ export function ggmlTensorGeometry(
   dims: readonly bigint[],
   details: ErrorDetails = {},
 ): GgmlTensorGeometry {
+  requireArray(dims, 'dims', 'gguf');
   if (dims.length > GGML_MAX_DIMS) {
     throw ggufError('malformed', 'tensor_dims_count', `a tensor has more than ${GGML_MAX_DIMS} dimensions`, {
       ...details,

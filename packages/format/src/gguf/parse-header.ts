@@ -1,6 +1,7 @@
 /**
  * GGUF header parsing and validation (header, KVs, tensor infos; never tensor data).
  */
+import { requireBytes } from '../args.js';
 import { type ErrorDetails, TensorFSError } from '../errors.js';
 import { Cursor, ggufError, NeedMoreBytes } from './_cursor.js';
 import { GGML_MAX_DIMS, GGML_MAX_NAME, GGUF_DEFAULT_ALIGNMENT, ggmlPad, ggmlTensorGeometry } from './geometry.js';
@@ -62,6 +63,7 @@ const VALUE_SIZES = [1, 1, 2, 2, 4, 4, 4, 1, 8, 12, 8, 8, 8];
  *   error's `details` carries `rule` and `offset`, plus `key` or `tensor` where one is concerned.
  */
 export function parseGgufHeader(bytes: Uint8Array, options: GgufParseOptions = {}): GgufHeader {
+  requireBytes(bytes, 'bytes', 'gguf');
   const fileSize = options.fileSize ?? bytes.length;
   if (!Number.isSafeInteger(fileSize) || fileSize < bytes.length) {
     throw new TensorFSError('invalid_argument', 'fileSize must be an integer at least bytes.length', {

@@ -2,7 +2,7 @@
  * Reading a GGUF header from a {@link ByteSource}, incrementally.
  */
 import { TensorFSError } from '../errors.js';
-import { type ByteSource, readFully } from '../source.js';
+import { type ByteSource, checkByteSource, readFully } from '../source.js';
 import { NeedMoreBytes } from './_cursor.js';
 import { emptyMetadata, GGUF_FIXED_HEADER_BYTES, limitsOption, parseGgufPrefix } from './parse-header.js';
 import type { GgufHeader, GgufParseOptions } from './types.js';
@@ -19,6 +19,7 @@ export const GGUF_INITIAL_READ_BYTES = 1024 * 1024;
  * @throws {TensorFSError} as {@link parseGgufHeader}; `io`/`cancelled` from the source or the signal.
  */
 export async function readGgufHeader(source: ByteSource, options: GgufParseOptions = {}): Promise<GgufHeader> {
+  checkByteSource(source);
   const fileSize = source.size;
   if (!Number.isSafeInteger(fileSize) || fileSize < 0) {
     throw new TensorFSError('invalid_argument', 'the source size must be a non-negative integer', {

@@ -1,6 +1,7 @@
 /**
  * The GGUF writer: header, KVs (encoded or carried verbatim), tensor infos, padding; optionally data.
  */
+import { requireObject, requireObjects } from '../args.js';
 import { type ErrorDetails, isTensorFSError, TensorFSError } from '../errors.js';
 import { Cursor, ggufError } from './_cursor.js';
 import { ggmlPad, ggmlTensorGeometry } from './geometry.js';
@@ -101,6 +102,9 @@ const BIG_RANGES: Partial<Record<GgufValueType, readonly [bigint, bigint]>> = {
  *   `count` KVs; `unsupported` for unknown or removed ggml type ids.
  */
 export function writeGgufHeader(options: GgufWriteOptions): GgufWriteResult {
+  requireObject(options, 'options', 'gguf');
+  requireObject(options.metadata, 'options.metadata', 'gguf');
+  requireObjects(options.tensors, 'options.tensors', 'gguf');
   try {
     return writeHeader(options);
   } catch (err) {

@@ -8,6 +8,7 @@
  * symlink: { "kind": "symlink", "path": tstr, "target": tstr }
  * ```
  */
+import { requireBytes, requireObject, requireObjects, requireString } from '../args.js';
 import { type CborKey, type CborValue, compareBytes, decodeCbor, encodeCbor } from './cbor.js';
 import { type ErrorCode, TensorFSError } from '../errors.js';
 import { digestInto, isObjectId, type ObjectId, objectIdFromDigest } from '../ids.js';
@@ -113,6 +114,7 @@ function encodeValid(manifest: Manifest): Uint8Array {
  * rule {@link encodeManifest} checks; `unsupported` for another manifest version, entry kind or profile.
  */
 export function decodeManifest(bytes: Uint8Array): Manifest {
+  requireBytes(bytes, 'bytes', 'manifest');
   if (bytes.length < TFM1_MAGIC.length || compareBytes(bytes.subarray(0, 4), TFM1_MAGIC) !== 0) {
     throw new TensorFSError('malformed', 'not a TFM1 manifest (bad magic)', {
       details: { rule: 'manifest.magic', offset: 0 },
@@ -155,6 +157,12 @@ export async function manifestId(
   bytes: Uint8Array,
   sha256: (bytes: Uint8Array) => Uint8Array | Promise<Uint8Array>,
 ): Promise<ObjectId> {
+  requireBytes(bytes, 'bytes', 'manifest');
+  if (typeof sha256 !== 'function') {
+    throw new TensorFSError('invalid_argument', 'sha256 must be a function', {
+      details: { rule: 'manifest.argument', argument: 'sha256' },
+    });
+  }
   return objectIdFromDigest(await sha256(bytes));
 }
 
@@ -166,6 +174,8 @@ export interface ManifestJSON {
 
 /** The JSON form of a manifest: `{"version": 1, "entries": [...]}` with fields in a fixed order. */
 export function manifestToJSON(manifest: Manifest): ManifestJSON {
+  requireObject(manifest, 'manifest', 'manifest');
+  requireObjects(manifest.entries, 'manifest.entries', 'manifest');
   return {
     version: MANIFEST_VERSION,
     entries: manifest.entries.map((e) =>
@@ -185,6 +195,8 @@ export function manifestToJSON(manifest: Manifest): ManifestJSON {
 
 /** Sorts entries into manifest order (by the UTF-8 bytes of their paths), returning a new array. */
 export function sortManifestEntries<T extends { path: string }>(entries: readonly T[]): T[] {
+  requireObjects(entries, 'entries', 'manifest');
+  for (const e of entries) requireString(e.path, 'entries[].path', 'manifest');
   return [...entries].sort((a, b) => comparePaths(a.path, b.path));
 }
 
@@ -369,6 +381,8 @@ function validateFile(entry: ManifestFileEntry, fail: Fail, checkDigests: boolea
   const ceiling = entry.profile === 'blob-v1' ? Number.MAX_SAFE_INTEGER : RECORD_GRID_BYTES;
   let total = 0;
   records.forEach((record, index) => {
+    if (typeof record !== 'object' || record === null)
+      fail('record-shape', 'a record must be an object', { ...at, index });
     if (checkDigests && !isObjectId(record.digest))
       fail('record-digest', 'record digest is not an object id', { ...at, index });
     if (!Number.isSafeInteger(record.length) || record.length < 1 || record.length > ceiling) {

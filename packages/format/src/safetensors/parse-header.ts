@@ -14,7 +14,8 @@ import {
   subInt,
 } from '../dtypes.js';
 import { TensorFSError } from '../errors.js';
-import { type ByteSource, readFully } from '../source.js';
+import { type ByteSource, checkByteSource, readFully } from '../source.js';
+import { requireBytes } from '../args.js';
 import { decodeUtf8Strict, JsonCursor } from './json-cursor.js';
 import type { SafetensorsHeader, SafetensorsParseOptions, SafetensorsTensorInfo } from './types.js';
 
@@ -42,6 +43,7 @@ const DESCRIPTOR_DEPTH = 2;
  * h.byName.get('lm_head.weight')?.byteOffset;
  */
 export function parseSafetensorsHeader(bytes: Uint8Array, options: SafetensorsParseOptions = {}): SafetensorsHeader {
+  requireBytes(bytes, 'bytes', 'safetensors');
   const { strict, maxHeaderSize } = resolveOptions(options);
   const fileSize = options.fileSize ?? bytes.length;
   checkSize(fileSize, 'fileSize');
@@ -76,6 +78,7 @@ export async function readSafetensorsHeader(
   source: ByteSource,
   options: SafetensorsParseOptions = {},
 ): Promise<SafetensorsHeader> {
+  checkByteSource(source);
   const { strict, maxHeaderSize } = resolveOptions(options);
   const fileSize = source.size;
   checkSize(fileSize, 'source.size');

@@ -7,6 +7,7 @@
  * from its shard, I4 tensor (or shard) not in the index, I5 tensor in two shards, I6 total_size
  * mismatch, I7 limits; S1 duplicate decoded keys, R10 nesting depth (as for headers).
  */
+import { requireBytes, requireObject } from '../args.js';
 import { U64_MAX } from '../dtypes.js';
 import { TensorFSError } from '../errors.js';
 import { decodeUtf8Strict, type ExactJsonValue, JsonCursor, JsonNumberText, MAX_JSON_DEPTH } from './json-cursor.js';
@@ -84,6 +85,7 @@ function malformed(rule: string, message: string, details: Record<string, unknow
  *   (I7) for an oversized index or too many shards, `invalid_argument` for bad options
  */
 export function parseShardIndex(bytes: Uint8Array, options: ShardIndexParseOptions = {}): SafetensorsShardIndex {
+  requireBytes(bytes, 'bytes', 'safetensors');
   const maxIndexSize = limitOption(options.maxIndexSize, MAX_SHARD_INDEX_SIZE, 'maxIndexSize');
   const maxShards = limitOption(options.maxShards, MAX_SHARDS, 'maxShards');
   if (bytes.length > maxIndexSize) {
@@ -173,6 +175,12 @@ export function checkShardIndex(
   index: SafetensorsShardIndex,
   headersByShard: ReadonlyMap<string, SafetensorsHeader>,
 ): void {
+  requireObject(index, 'index', 'safetensors');
+  if (!(headersByShard instanceof Map)) {
+    throw new TensorFSError('invalid_argument', 'headersByShard must be a Map', {
+      details: { rule: 'safetensors.argument', argument: 'headersByShard' },
+    });
+  }
   for (const shard of index.shards) {
     if (!headersByShard.has(shard)) {
       throw new TensorFSError('invalid_argument', 'no header given for a shard the index names', {
@@ -225,6 +233,7 @@ export function shardIndexTotalSize(headers: Iterable<SafetensorsHeader>): bigin
  *   a lone surrogate, a bad `total_size` or a value JSON cannot hold
  */
 export function writeShardIndex(index: ShardIndexInput): Uint8Array {
+  requireObject(index, 'index', 'safetensors');
   const weightMap = entriesOf(index?.weightMap, 'weight_map');
   if (weightMap.length === 0) throw invalidIndex('weight_map must not be empty');
   for (const [tensor, shard] of weightMap) {

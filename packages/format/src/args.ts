@@ -1,0 +1,38 @@
+/**
+ * Type checks at the public entry points: a caller passing the wrong kind of value gets
+ * `invalid_argument` (rule `<area>.argument`), never a `TypeError` from deep inside a parser.
+ * @internal
+ */
+import { TensorFSError } from './errors.js';
+
+function fail(area: string, what: string, expected: string, value: unknown): never {
+  throw new TensorFSError('invalid_argument', `${what} must be ${expected}`, {
+    details: { rule: `${area}.argument`, argument: what, actual: value === null ? 'null' : typeof value },
+  });
+}
+
+/** `invalid_argument` unless `value` is a `Uint8Array`. @internal */
+export function requireBytes(value: unknown, what: string, area: string): asserts value is Uint8Array {
+  if (!(value instanceof Uint8Array)) fail(area, what, 'a Uint8Array', value);
+}
+
+/** `invalid_argument` unless `value` is a non-null object. @internal */
+export function requireObject(value: unknown, what: string, area: string): asserts value is object {
+  if (typeof value !== 'object' || value === null) fail(area, what, 'an object', value);
+}
+
+/** `invalid_argument` unless `value` is an array. @internal */
+export function requireArray(value: unknown, what: string, area: string): asserts value is readonly unknown[] {
+  if (!Array.isArray(value)) fail(area, what, 'an array', value);
+}
+
+/** `invalid_argument` unless `value` is an array of non-null objects. @internal */
+export function requireObjects(value: unknown, what: string, area: string): asserts value is readonly object[] {
+  requireArray(value, what, area);
+  for (const item of value) if (typeof item !== 'object' || item === null) fail(area, `${what}[]`, 'an object', item);
+}
+
+/** `invalid_argument` unless `value` is a string. @internal */
+export function requireString(value: unknown, what: string, area: string): asserts value is string {
+  if (typeof value !== 'string') fail(area, what, 'a string', value);
+}
