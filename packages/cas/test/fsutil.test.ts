@@ -16,7 +16,7 @@ describe('read-fully and write-fully', () => {
     const src = fileHandleSource(fh, 200);
     await expectCode(src.read(90, 20), 'conflict');
     const id = `sha256:${'0'.repeat(64)}` as const;
-    const e = await expectCode(readExactlyInto(fh, 90, new Uint8Array(20), id), 'corrupt', 'length');
+    const e = await expectCode(readExactlyInto(fh, 90, new Uint8Array(20), id), 'corrupt', 'store.length');
     expect(e.details).toMatchObject({ expected: 110, actual: 100 });
     await fh.close();
     expect((await expectCode(src.read(0, 10), 'io')).details.errno).toBe('EBADF');

@@ -1,8 +1,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Store } from '@tensorfs/cas';
+import { LocalStore } from '@tensorfs/cas';
 import { describe, expect, it } from 'vitest';
-import { tempDir } from './helpers.js';
+import { tempDir } from '@tensorfs/testkit';
 
 describe('import sorts paths in manifest order (UTF-8 bytes)', () => {
   it('imports a folder holding \\uE000.txt and 😀.txt (UTF-16 order differs from byte order)', async () => {
@@ -13,7 +13,7 @@ describe('import sorts paths in manifest order (UTF-8 bytes)', () => {
     writeFileSync(join(src, '\uE000.txt'), 'a');
     writeFileSync(join(src, '😀.txt'), 'b');
     writeFileSync(join(src, 'z.txt'), 'c');
-    const s = await Store.open(tempDir());
+    const s = await LocalStore.open(tempDir());
     try {
       const r = await s.importPath(src, { name: 'local/unicode' });
       const m = await s.getManifest(r.snapshot);

@@ -87,7 +87,7 @@ export class MemoryStore implements Store {
     const actual = hashOf([bytes]).id;
     if (actual !== id) {
       throw new TensorFSError('corrupt', 'object does not hash to its id', {
-        details: { rule: 'digest', digest: id, actual },
+        details: { rule: 'store.digest', digest: id, actual },
       });
     }
     return bytes;
@@ -109,7 +109,7 @@ export class MemoryStore implements Store {
     const h = hashOf(bytes instanceof Uint8Array ? [bytes] : bytes);
     if (options.expected !== undefined && parseObjectId(options.expected) !== h.id) {
       throw new TensorFSError('corrupt', 'bytes do not hash to the expected id', {
-        details: { rule: 'digest', expected: options.expected, actual: h.id },
+        details: { rule: 'store.digest', expected: options.expected, actual: h.id },
       });
     }
     this.claim(options.lease, h.id);
@@ -134,7 +134,7 @@ export class MemoryStore implements Store {
     const length = pieces.reduce((n, p) => n + p.length, 0);
     if (options.expectedLength !== undefined && options.expectedLength !== length) {
       throw new TensorFSError('corrupt', 'stream length differs from the expected length', {
-        details: { rule: 'length', expected: options.expectedLength, actual: length },
+        details: { rule: 'store.length', expected: options.expectedLength, actual: length },
       });
     }
     return this.put(pieces, options);
@@ -155,7 +155,7 @@ export class MemoryStore implements Store {
       const bytes = options.verify ? this.verified(r.digest) : this.get(r.digest);
       if (bytes.length !== r.length) {
         throw new TensorFSError('corrupt', 'object length differs from its record', {
-          details: { rule: 'length', digest: r.digest, expected: r.length, actual: bytes.length },
+          details: { rule: 'store.length', digest: r.digest, expected: r.length, actual: bytes.length },
         });
       }
       target.set(bytes.subarray(start, start + target.length));
