@@ -90,6 +90,13 @@ describe('readContainerHeader', () => {
     expect(other.details.rule).toBe('safetensors.R3');
   });
 
+  it('the GGUF parser itself names the bytes it found instead of the magic', async () => {
+    const bytes = new TextEncoder().encode('GGML and more bytes after it');
+    const e = await expectCode(ggufCodec.read(bytesSource(bytes)), 'malformed', 'gguf.magic');
+    expect([e.details.expected, e.details.actual]).toEqual(['GGUF', '47474d4c']);
+    expect(e.message).toContain('47474d4c');
+  });
+
   it('says a 0-byte .gguf is not a GGUF file, not the safetensors prefix message', async () => {
     const e = await expectCode(
       readContainerHeader(bytesSource(new Uint8Array(0)), { path: 'empty.gguf' }),
