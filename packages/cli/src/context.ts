@@ -1,7 +1,8 @@
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
-import { JsonNumberText, jsonInteger } from '@tensorfs/format';
+import { JsonNumberText, jsonInteger, TensorFSError } from '@tensorfs/format';
 import { Progress } from './progress.js';
 
 /** Where a command writes and what it was given globally. */
@@ -33,15 +34,39 @@ export class CommandContext {
     this.signal = io.signal ?? new AbortController().signal;
   }
 
-  /** The store root: `--store`, else `TENSORFS_HOME`, else `~/.cache/tensorfs`. */
+  /**
+   * The store root: `--store`, else `TENSORFS_HOME`, else `~/.cache/tensorfs`. An empty one is
+   * refused (`invalid_argument`): it would silently mean the current directory.
+   */
   get storeDir(): string {
     const dir = this.storeOption ?? this.io.env.TENSORFS_HOME ?? path.join(os.homedir(), '.cache', 'tensorfs');
+    if (dir.length === 0) {
+      throw new TensorFSError(
+        'invalid_argument',
+        `${this.storeOption !== undefined ? '--store' : 'TENSORFS_HOME'} is empty; name a store directory`,
+        { details: { rule: 'cli.store_empty' } },
+      );
+    }
     return path.resolve(dir);
   }
 
-  /** Writes a line of human output to stdout (suppressed with `--json`). */
+  /**
+   * The store root of a command that only works on an existing store: a mistyped `--store` must
+   * not silently create an empty store (where verify would then say OK). Only `import` creates one.
+   */
+  existingStoreDir(): string {
+    const dir = this.storeDir;
+    if (!fs.existsSync(path.join(dir, 'metadata.sqlite3'))) {
+      throw new TensorFSError('not_found', 'no store at this path (tfs import creates one)', {
+        details: { rule: 'cli.no_store', path: path.basename(dir) },
+      });
+    }
+    return dir;
+  }
+
+  /** Writes a line of human output to stdout (suppressed with `--json`), control characters escaped. */
   say(line: string): void {
-    if (!this.json) this.io.stdout.write(`${line}\n`);
+    if (!this.json) this.io.stdout.write(`${escapeControls(line)}\n`);
   }
 
   /** Writes the command's result: JSON on stdout with `--json`, else the human form. */
@@ -51,7 +76,8 @@ export class CommandContext {
       return;
     }
     const text = human ? human() : toJson(value, 2);
-    const lines = Array.isArray(text) ? text : [text];
+    // Each line is escaped: a tensor name or metadata value must not forge lines or drive the terminal.
+    const lines = (Array.isArray(text) ? text : text.split('\n')).map(escapeControls);
     if (lines.length) this.io.stdout.write(`${lines.join('\n')}\n`);
   }
 
@@ -73,4 +99,16 @@ export function toJson(value: unknown, indent?: number): string {
     },
     indent,
   );
+}
+
+/**
+ * Escapes what a file or store may put in human output that a terminal would act on: C0 and C1
+ * control characters (newline, carriage return, escape sequences) and DEL as `\xNN`, and the
+ * bidirectional overrides that reorder text on screen as `\u{NNNN}`. JSON output is already escaped.
+ */
+export function escapeControls(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, (c) => {
+    const n = c.codePointAt(0)!;
+    return n <= 0xff ? `\\x${n.toString(16).padStart(2, '0')}` : `\\u{${n.toString(16)}}`;
+  });
 }

@@ -2,7 +2,7 @@ import { TensorFSError, toTensorFSError } from '@tensorfs/format';
 import yargs from 'yargs';
 import type { TfsCommand } from './command.js';
 import { commands } from './commands/index.js';
-import { type CliIO, CommandContext, type GlobalArgs, toJson } from './context.js';
+import { type CliIO, CommandContext, escapeControls, type GlobalArgs, toJson } from './context.js';
 import { EXIT_CODES } from './exit-codes.js';
 import { VERSION } from './version.js';
 
@@ -21,7 +21,7 @@ export async function runCommands(
   // biome-ignore lint/suspicious/noExplicitAny: commands differ in their argument types
   available: readonly TfsCommand<any>[],
 ): Promise<number> {
-  const wantsJson = argv.includes('--json');
+  const wantsJson = jsonRequested(argv);
   let failure: TensorFSError | undefined;
 
   const parser = yargs([...argv])
@@ -45,7 +45,7 @@ export async function runCommands(
     .fail((message: string | undefined, err: Error | undefined) => {
       failure = err
         ? toTensorFSError(err, 'invalid_argument')
-        : new TensorFSError('invalid_argument', message ?? 'invalid arguments');
+        : new TensorFSError('invalid_argument', (message ?? 'invalid arguments').replace(/\s*\n\s*/g, ' '));
       throw failure;
     });
 
@@ -85,6 +85,37 @@ export async function runCommands(
 
 function report(err: TensorFSError, io: CliIO, json: boolean): number {
   if (json) io.stderr.write(`${toJson({ error: err.toJSON() })}\n`);
-  else io.stderr.write(`error[${err.code}]: ${err.message}\n`);
+  else io.stderr.write(`${humanError(err)}\n`);
   return EXIT_CODES[err.code];
+}
+
+/** Detail keys that say which file, ref or shard is at fault, in the order they are shown. */
+const WHERE = ['ref', 'shard', 'path', 'file', 'tensor'] as const;
+
+/**
+ * `error[<code>]: <message> (<where>)`: the file, ref or shard at fault is named in human mode too
+ * (unless the message already says it). Control characters are escaped; a message of several
+ * lines has its later lines indented, so nothing can start a line of its own.
+ */
+export function humanError(err: TensorFSError): string {
+  const where: string[] = [];
+  for (const k of WHERE) {
+    const v = err.details[k];
+    if (typeof v === 'string' && v.length > 0 && !err.message.includes(v)) where.push(`${k} ${v}`);
+  }
+  const text = where.length > 0 ? `${err.message} (${where.join(', ')})` : err.message;
+  return `error[${err.code}]: ${text.split('\n').map(escapeControls).join('\n  ')}`;
+}
+
+/** True when `--json` is on: `--json`, `--json=true`, or `--json true` (last one wins, `--no-json` too). */
+function jsonRequested(argv: readonly string[]): boolean {
+  let on = false;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--') break;
+    if (a === '--json') on = argv[i + 1] !== 'false';
+    else if (a === '--json=true') on = true;
+    else if (a === '--json=false' || a === '--no-json') on = false;
+  }
+  return on;
 }

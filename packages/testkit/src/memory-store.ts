@@ -5,7 +5,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { Chunks, FileSource, Lease, LeaseOptions, PutResult, ReadOptions, Store } from '@tensorfs/cas';
-import { recordsSourceOf, validateRefName } from '@tensorfs/cas';
+import { DEFAULT_LEASE_TTL_MS, recordsSourceOf, validateRefName } from '@tensorfs/cas';
 import {
   checkRange,
   decodeManifest,
@@ -212,7 +212,7 @@ export class MemoryStore implements Store {
   }
 
   async lease(options: LeaseOptions = {}): Promise<Lease> {
-    const ttl = options.ttlMs ?? 10 * 60_000;
+    const ttl = options.ttlMs ?? DEFAULT_LEASE_TTL_MS;
     if (!Number.isSafeInteger(ttl) || ttl <= 0) {
       throw new TensorFSError('invalid_argument', 'lease ttlMs must be a positive integer', {
         details: { actual: ttl },

@@ -2,8 +2,8 @@ import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
 
 /**
- * The path of an object's file in a local store (`objects/sha256/ab/cd/<hex>`, DESIGN.md
- * "Store on disk"), spelled out independently of the store's own layout code.
+ * The path of an object's file in a local store (`objects/sha256/ab/cd/<hex>`, docs/store.md),
+ * spelled out independently of the store's own layout code.
  */
 export function objectFile(root: string, id: string): string {
   const hex = id.slice('sha256:'.length);

@@ -3,7 +3,8 @@
  * WAL mode, a busy timeout, and a schema versioned with `PRAGMA user_version` migrations.
  *
  * Existence of an object is never recorded here: it is always an fs stat of the object file, so no
- * stale row can make a writer skip an object that GC has removed (storage.md §6.12).
+ * stale row can make a writer skip an object that GC has removed (docs/store.md, "Where the rules
+ * come from").
  */
 import Database from 'better-sqlite3';
 import { TensorFSError, isTensorFSError } from '@tensorfs/format';
@@ -82,8 +83,8 @@ export function openDb(file: string, readOnly: boolean): Db {
     }
     db.pragma('foreign_keys = ON');
     migrate(db, readOnly);
-    // A read-only open is lazy: touch the schema now so an unreadable store fails here.
-    db.prepare('SELECT count(*) FROM gc_state').get();
+    // Also makes a read-only open (which is lazy) fail here on an unreadable store.
+    checkSchema(db);
   } catch (err) {
     db.close();
     throw sqliteError(err, 'open');
@@ -91,14 +92,45 @@ export function openDb(file: string, readOnly: boolean): Db {
   return db;
 }
 
+/** How to recover from damaged metadata; said with every `corrupt` about it. */
+const RECOVER =
+  'objects and refs are not affected: restore metadata.sqlite3 from a backup, or move it (and its -wal, -shm files) aside and open the store again to start an empty one (roots and the quarantine list are lost: re-add roots, then run tfs verify --data)';
+
+/** `corrupt`: the named part of metadata.sqlite3 is damaged or missing. */
+export function damagedMetadata(part: string, cause?: unknown): TensorFSError {
+  return new TensorFSError('corrupt', `metadata.sqlite3 is damaged (${part}); ${RECOVER}`, {
+    details: { rule: 'metadata.damaged', path: 'metadata.sqlite3', part },
+    ...(cause !== undefined ? { cause } : {}),
+  });
+}
+
+/** Every table the current schema has. */
+const TABLES = ['roots', 'leases', 'lease_objects', 'cache_entries', 'corrupt_objects', 'gc_state', 'ref_log'];
+
+/** A store at the current schema version must have every table and the GC epoch row. */
+function checkSchema(db: Db): void {
+  const have = new Set(db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[]);
+  const missing = TABLES.filter((t) => !have.has(t));
+  if (missing.length > 0) throw damagedMetadata(`missing table ${missing.join(', ')}`);
+  if (db.prepare("SELECT 1 FROM gc_state WHERE key = 'epoch'").get() === undefined) {
+    throw damagedMetadata('missing the gc_state epoch row');
+  }
+}
+
 /**
  * An SQLite failure as a TensorFSError: `unavailable` when another process holds the lock past
- * the busy timeout, else `io` (e.g. a read-only or full filesystem: SQLite cannot create its
- * `-wal`/`-shm` files). TensorFSErrors pass through.
+ * the busy timeout; `corrupt` (naming the damage and how to recover) when the file is not a
+ * database, is damaged or lacks a table; else `io` (e.g. a read-only or full filesystem: SQLite
+ * cannot create its `-wal`/`-shm` files). TensorFSErrors pass through.
  */
 export function sqliteError(err: unknown, op: string): TensorFSError {
   if (isTensorFSError(err)) return err;
   const code = (err as { code?: string }).code;
+  if (code === 'SQLITE_NOTADB') return damagedMetadata('not a database', err);
+  if (code?.startsWith('SQLITE_CORRUPT')) return damagedMetadata('database disk image is malformed', err);
+  const text = err instanceof Error ? err.message : '';
+  const schema = /^no such (table|column): (\S+)/.exec(text);
+  if (code === 'SQLITE_ERROR' && schema) return damagedMetadata(`missing ${schema[1]} ${schema[2]}`, err);
   if (code === 'SQLITE_BUSY') {
     return new TensorFSError('unavailable', 'the store is busy (another process holds its write lock)', {
       details: { limit: BUSY_TIMEOUT_MS },
@@ -156,8 +188,10 @@ export function durably<T>(db: Db, fn: () => T): T {
 
 /** The GC epoch: bumped by every operation that can make an object reachable (setRef, addRoot). */
 export function readEpoch(db: Db): number {
-  const row = db.prepare("SELECT value FROM gc_state WHERE key = 'epoch'").get() as { value: string };
-  return Number(row.value);
+  const row = db.prepare("SELECT value FROM gc_state WHERE key = 'epoch'").get() as { value: string } | undefined;
+  const epoch = Number(row?.value);
+  if (row === undefined || !Number.isSafeInteger(epoch)) throw damagedMetadata('the gc_state epoch row');
+  return epoch;
 }
 
 /**

@@ -1,3 +1,4 @@
+import * as fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import { type ByteSource, checkRange, TensorFSError } from '@tensorfs/format';
 import { errnoOf, ioError, readFully, shrank } from './fsutil.js';
@@ -27,22 +28,30 @@ export function fileHandleSource(fh: fsp.FileHandle, size: number): FileSource {
 
 /**
  * Opens a regular file as a {@link FileSource}; `close()` releases it. A missing file is
- * `not_found`, a forbidden one `denied`, a folder `invalid_argument`, anything else `io`.
- * Messages carry no local path.
+ * `not_found`, a forbidden one `denied`, a folder or special file (FIFO, socket, device)
+ * `invalid_argument` at once (opened with `O_NONBLOCK`, so a FIFO never blocks the open), anything
+ * else `io`. Messages carry no local path.
  */
 export async function openFileSource(path: string): Promise<FileSource & { close(): Promise<void> }> {
   let fh: fsp.FileHandle;
   try {
-    fh = await fsp.open(path, 'r');
+    fh = await fsp.open(path, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
   } catch (err) {
     const errno = errnoOf(err);
+    if (errno === 'ENXIO' || errno === 'EOPNOTSUPP') {
+      throw new TensorFSError('invalid_argument', 'not a regular file', {
+        details: { rule: 'store.file_type' },
+        cause: err,
+      });
+    }
     if (errno === 'ENOENT' || errno === 'ENOTDIR') throw new TensorFSError('not_found', 'no such file', { cause: err });
     if (errno === 'EACCES' || errno === 'EPERM') throw new TensorFSError('denied', 'permission denied', { cause: err });
     throw ioError(err, 'open');
   }
   try {
     const st = await fh.stat();
-    if (!st.isFile()) throw new TensorFSError('invalid_argument', 'not a regular file');
+    if (!st.isFile())
+      throw new TensorFSError('invalid_argument', 'not a regular file', { details: { rule: 'store.file_type' } });
     return Object.assign(fileHandleSource(fh, st.size), { close: () => fh.close() });
   } catch (err) {
     await fh.close();

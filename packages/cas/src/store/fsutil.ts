@@ -9,7 +9,7 @@ import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { TensorFSError, isTensorFSError } from '@tensorfs/format';
 
-/** Directory fsync errors that mean "this filesystem cannot do that" (restic tolerates the same). */
+/** Directory fsync errors that mean "this filesystem cannot do that" (restic tolerates the same; docs/store.md). */
 const DIR_SYNC_UNSUPPORTED = new Set(['EISDIR', 'EPERM', 'EINVAL', 'ENOTSUP', 'EBADF', 'EACCES']);
 
 /** Short host name used in temp names so a GC on this host can tell dead writers by pid. */
@@ -106,16 +106,47 @@ export async function fsyncDir(dir: string): Promise<void> {
  * new entries are durable. `stop` bounds the walk (an existing ancestor, e.g. the store root).
  */
 export async function mkdirDurable(dir: string): Promise<void> {
-  const created = await fsp.mkdir(dir, { recursive: true });
+  const created = mkdirsSync(dir);
   if (created === undefined) return;
   for (const p of parentsToSync(dir, created)) await fsyncDir(p);
 }
 
 /** Sync twin of {@link mkdirDurable}. */
 export function mkdirDurableSync(dir: string): void {
-  const created = fs.mkdirSync(dir, { recursive: true });
+  const created = mkdirsSync(dir);
   if (created === undefined) return;
   for (const p of parentsToSync(dir, created)) fsyncDirSync(p);
+}
+
+/**
+ * `mkdir -p` that cannot spin: finds the nearest existing ancestor (at most one step per path
+ * component), then creates each missing level once; any failure is thrown as is. (Node's
+ * recursive mkdir loops forever where mkdir answers ENOENT under an existing folder, as in
+ * `/proc/self/x`.) Returns the outermost folder it created, or undefined if `dir` existed.
+ */
+function mkdirsSync(dir: string): string | undefined {
+  const missing: string[] = [];
+  for (let d = dir; ; ) {
+    try {
+      if (fs.statSync(d).isDirectory()) break;
+      // An existing non-folder: let mkdir report it (EEXIST / ENOTDIR).
+      fs.mkdirSync(d);
+    } catch (err) {
+      if (errnoOf(err) !== 'ENOENT') throw err;
+    }
+    missing.push(d);
+    const up = dirname(d);
+    if (up === d) break;
+    d = up;
+  }
+  for (const d of missing.reverse()) {
+    try {
+      fs.mkdirSync(d);
+    } catch (err) {
+      if (errnoOf(err) !== 'EEXIST' || !fs.statSync(d).isDirectory()) throw err;
+    }
+  }
+  return missing[0];
 }
 
 /**

@@ -9,7 +9,7 @@
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
-import { type ObjectId, TensorFSError } from '@tensorfs/format';
+import { type ObjectId, TensorFSError, throwIfAborted } from '@tensorfs/format';
 import { type Db, immediate, pruneRefLog, reachableSince, readEpoch } from './db.js';
 import { HOST, errnoOf, ioError, parseTempName, pidAlive } from './fsutil.js';
 import { childrenOfSync, reach } from './graph.js';
@@ -95,7 +95,7 @@ export async function collect(ctx: GcContext, graceMs: number, options: GcOption
     result.bytes = candidates.reduce((n, c) => n + c.size, 0);
   }
   for (let i = 0; i < candidates.length && !dryRun; i += BATCH) {
-    signal?.throwIfAborted();
+    throwIfAborted(signal);
     const batch = candidates.slice(i, i + BATCH);
     immediate(db, () => {
       if (Date.now() - started > REF_LOG_MAX_AGE_MS) {
@@ -154,6 +154,15 @@ async function mark(ctx: GcContext, signal?: AbortSignal): Promise<Set<ObjectId>
   if (r.corrupt.length > 0) {
     throw new TensorFSError('corrupt', 'GC refuses to run: a ref or root names an object that does not decode', {
       details: { corrupt: r.corrupt },
+    });
+  }
+  // A ref or root (or an object one of them reaches through) whose own object is absent: what it
+  // keeps alive is unknown (it may come back from a backup or a partial restore), so nothing that
+  // might be its may go. Only referencing objects are opened by the walk, so `missing` lists
+  // exactly those; absent leaves need no protection.
+  if (r.missing.length > 0) {
+    throw new TensorFSError('corrupt', 'GC refuses to run: a ref or root names an object that is missing', {
+      details: { rule: 'gc.missing_root', missing: r.missing },
     });
   }
   const marked = new Set(r.objects.keys());

@@ -11,6 +11,7 @@ import {
   REFERENCE_MAGIC_LENGTH,
   type ReferenceKind,
   isTensorFSError,
+  throwIfAborted,
   referenceKindOf,
 } from '@tensorfs/format';
 import type { Objects } from './objects.js';
@@ -44,7 +45,7 @@ export async function reach(objects: Objects, tops: Iterable<ObjectId>, signal?:
     }
   }
   while (queue.length > 0) {
-    signal?.throwIfAborted();
+    throwIfAborted(signal);
     const id = queue.pop()!;
     if (!out.objects.has(id)) out.objects.set(id, undefined);
     let children: Child[];

@@ -9,6 +9,7 @@
  * silently drops or rewrites entries would not be the tree the user imported. Empty folders are
  * not recorded (a manifest lists files and symlinks).
  */
+import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import {
@@ -16,6 +17,7 @@ import {
   type ManifestEntry,
   type ObjectId,
   TensorFSError,
+  isTensorFSError,
   throwIfAborted,
   validatePath,
   validateSymlinkTarget,
@@ -23,7 +25,7 @@ import {
 import { planAndHash } from '@tensorfs/planner';
 import { createNodeHasher } from '../hash/index.js';
 import { fileHandleSource } from './file-source.js';
-import { CHUNK_BYTES, errnoOf, ioError, readFully, shrank } from './fsutil.js';
+import { CHUNK_BYTES, errnoOf, ioError, readFully } from './fsutil.js';
 import type { Lease } from './leases.js';
 import { type Objects, type PutResult, writeAllv } from './objects.js';
 
@@ -72,49 +74,170 @@ interface Found {
   kind: 'file' | 'symlink';
   size: number;
   mode: number;
+  /** The file's identity and change stamps when it was scanned (lstat, nanoseconds). */
+  stamp: Stamp;
+}
+
+/**
+ * What says a file is still the one that was scanned and has not changed since: device and inode
+ * (the same file, not a swapped one), type, size, and modification and status-change times in
+ * nanoseconds (git's racy-file check uses the same fields). Any write changes mtime and ctime.
+ */
+interface Stamp {
+  dev: bigint;
+  ino: bigint;
+  size: bigint;
+  mtimeNs: bigint;
+  ctimeNs: bigint;
+  regular: boolean;
+  symlink: boolean;
+}
+
+function stampOf(st: import('node:fs').BigIntStats): Stamp {
+  return {
+    dev: st.dev,
+    ino: st.ino,
+    size: st.size,
+    mtimeNs: st.mtimeNs,
+    ctimeNs: st.ctimeNs,
+    regular: st.isFile(),
+    symlink: st.isSymbolicLink(),
+  };
+}
+
+/** The field that differs between two stamps, or null if they are equal. */
+function stampChange(a: Stamp, b: Stamp): string | null {
+  if (a.regular !== b.regular || a.symlink !== b.symlink) return 'type';
+  if (a.dev !== b.dev || a.ino !== b.ino) return 'inode';
+  if (a.size !== b.size) return 'size';
+  if (a.mtimeNs !== b.mtimeNs) return 'mtime';
+  if (a.ctimeNs !== b.ctimeNs) return 'ctime';
+  return null;
+}
+
+/** `conflict`: the source changed (was rewritten, replaced, swapped) while it was imported. */
+function changedError(rel: string, change: string, cause?: unknown): TensorFSError {
+  return new TensorFSError('conflict', `${rel} changed while it was being imported (${change}); import it again`, {
+    details: { rule: 'import.source_changed', path: rel, actual: change },
+    ...(cause !== undefined ? { cause } : {}),
+  });
+}
+
+/** lstat of `abs` as a stamp; null if it is gone. */
+async function lstamp(abs: string): Promise<Stamp | null> {
+  try {
+    return stampOf(await fsp.lstat(abs, { bigint: true }));
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Opens a scanned regular file for reading without following a symlink put in its place
+ * (`O_NOFOLLOW`) and without blocking on a FIFO put in its place (`O_NONBLOCK`), then checks the
+ * handle is the very file scanned (device, inode, type, size, times): anything else is `conflict`.
+ */
+async function openScanned(f: Found): Promise<fsp.FileHandle> {
+  let fh: fsp.FileHandle;
+  try {
+    fh = await fsp.open(f.abs, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+  } catch (err) {
+    const errno = errnoOf(err);
+    if (errno === 'ELOOP') throw changedError(f.rel, 'replaced by a symlink', err);
+    if (errno === 'ENOENT' || errno === 'ENOTDIR') throw changedError(f.rel, 'removed', err);
+    if (errno === 'ENXIO') throw changedError(f.rel, 'replaced by a special file', err);
+    throw accessError(err, 'open', f.rel);
+  }
+  try {
+    const change = stampChange(f.stamp, stampOf(await fh.stat({ bigint: true })));
+    if (change !== null) throw changedError(f.rel, change);
+    return fh;
+  } catch (err) {
+    await fh.close();
+    throw ioError(err, 'stat', f.rel);
+  }
+}
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** A file name as text; `invalid_argument` naming it if it is not UTF-8 (manifests hold UTF-8 paths). */
+function utf8Name(raw: Buffer, prefix: string): string {
+  try {
+    return strictUtf8.decode(raw);
+  } catch {
+    const shown = raw.toString('utf8'); // with U+FFFD where the bytes are not UTF-8
+    throw new TensorFSError(
+      'invalid_argument',
+      `file name is not UTF-8: ${JSON.stringify(shown)}; rename it to import`,
+      {
+        details: {
+          rule: 'import.name_not_utf8',
+          path: prefix ? `${prefix}/${shown}` : shown,
+          bytes: raw.toString('hex'),
+        },
+      },
+    );
+  }
 }
 
 /** Entries of the tree at `abs` (a file gives one entry named by its basename). */
-export async function scanTree(abs: string): Promise<Found[]> {
-  let st: Awaited<ReturnType<typeof fsp.lstat>>;
+export async function scanTree(given: string): Promise<Found[]> {
+  const name = basename(given);
+  let abs = given;
+  let st: import('node:fs').BigIntStats;
   try {
-    st = await fsp.lstat(abs);
+    st = await fsp.lstat(abs, { bigint: true });
+    if (st.isSymbolicLink()) {
+      // The argument itself may be a symlink (a Hugging Face cache snapshot is one, or links
+      // to blobs): follow it, as inspect and plan do; links inside a folder stay links.
+      abs = await fsp.realpath(given);
+      st = await fsp.lstat(abs, { bigint: true });
+    }
   } catch (err) {
     if (errnoOf(err) === 'ENOENT')
-      throw new TensorFSError('not_found', 'nothing to import at this path', { details: { path: basename(abs) } });
-    throw ioError(err, 'stat', basename(abs));
+      throw new TensorFSError('not_found', 'nothing to import at this path', { details: { path: name } });
+    throw accessError(err, 'stat', name);
   }
-  if (st.isFile()) return [{ rel: basename(abs), abs, kind: 'file', size: st.size, mode: st.mode }];
+  if (st.isFile()) {
+    return [{ rel: name, abs, kind: 'file', size: Number(st.size), mode: Number(st.mode), stamp: stampOf(st) }];
+  }
   if (!st.isDirectory()) {
     throw new TensorFSError('unsupported', 'only a regular file or a folder can be imported', {
-      details: { path: basename(abs), rule: 'store.file_type' },
+      details: { path: name, rule: 'store.file_type' },
     });
   }
   // Walk with lstat semantics: a symlink (to a folder too) is recorded as a link, never followed
   // (Node 20's recursive readdir descends into linked folders and loops on a link to a parent).
   const out: Found[] = [];
   const walk = async (dir: string, prefix: string): Promise<void> => {
-    let dirents: import('node:fs').Dirent[];
+    let dirents: import('node:fs').Dirent<Buffer>[];
     try {
-      dirents = await fsp.readdir(dir, { withFileTypes: true });
+      // Raw names: a name that is not UTF-8 would otherwise come back with U+FFFD in it, and the
+      // file would then be looked up (and reported missing) under that mangled name.
+      dirents = await fsp.readdir(dir, { withFileTypes: true, encoding: 'buffer' });
     } catch (err) {
-      throw ioError(err, 'readdir', prefix || basename(abs));
+      throw accessError(err, 'readdir', prefix || name);
     }
     for (const d of dirents) {
-      const file = join(dir, d.name);
-      const rel = prefix ? `${prefix}/${d.name}` : d.name;
+      const name = utf8Name(d.name, prefix);
+      const file = join(dir, name);
+      const rel = prefix ? `${prefix}/${name}` : name;
       if (d.isDirectory()) {
         await walk(file, rel);
         continue;
       }
       validatePath(rel); // fail before hashing anything if the manifest could not hold this name
-      if (d.isFile()) {
-        const s = await fsp.lstat(file).catch((err) => {
+      if (d.isFile() || d.isSymbolicLink()) {
+        const s = await fsp.lstat(file, { bigint: true }).catch((err) => {
+          if (errnoOf(err) === 'ENOENT') throw changedError(rel, 'removed', err);
           throw ioError(err, 'stat', rel);
         });
-        out.push({ rel, abs: file, kind: 'file', size: s.size, mode: s.mode });
-      } else if (d.isSymbolicLink()) out.push({ rel, abs: file, kind: 'symlink', size: 0, mode: 0 });
-      else {
+        const stamp = stampOf(s);
+        if (d.isFile() ? !stamp.regular : !stamp.symlink) throw changedError(rel, 'type');
+        if (stamp.regular)
+          out.push({ rel, abs: file, kind: 'file', size: Number(s.size), mode: Number(s.mode), stamp });
+        else out.push({ rel, abs: file, kind: 'symlink', size: 0, mode: 0, stamp });
+      } else {
         throw new TensorFSError('unsupported', 'the folder holds a special file (socket, device or FIFO)', {
           details: { path: rel, rule: 'store.file_type' },
         });
@@ -126,11 +249,46 @@ export async function scanTree(abs: string): Promise<Found[]> {
   return out.sort((a, b) => comparePaths(a.rel, b.rel));
 }
 
+/** A permission error is `denied` (as inspect and plan say), anything else `io`. */
+function accessError(err: unknown, op: string, path: string): TensorFSError {
+  const errno = errnoOf(err);
+  if (errno === 'EACCES' || errno === 'EPERM') {
+    return new TensorFSError('denied', `permission denied (${op})`, { details: { op, errno, path }, cause: err });
+  }
+  return ioError(err, op, path);
+}
+
+function isChanged(err: TensorFSError): boolean {
+  return err.details.rule === 'import.source_changed';
+}
+
+/** `conflict` (with `cause`) unless both the open handle and the name still show the scanned file unchanged. */
+async function checkUnchanged(f: Found, fh: fsp.FileHandle, cause?: unknown): Promise<void> {
+  let handle: Stamp | null = null;
+  try {
+    handle = stampOf(await fh.stat({ bigint: true }));
+  } catch {
+    // an unreadable handle is judged by the name alone
+  }
+  const name = await lstamp(f.abs);
+  const change =
+    (handle === null ? null : stampChange(f.stamp, handle)) ?? (name === null ? 'removed' : stampChange(f.stamp, name));
+  if (change !== null) throw changedError(f.rel, change, cause);
+}
+
 /** Streams `[offset, offset+length)` of an open file in 8 MiB chunks. */
 async function* fileRange(fh: fsp.FileHandle, offset: number, length: number): AsyncGenerator<Uint8Array> {
   for (let at = 0; at < length; at += CHUNK_BYTES) {
     const buf = new Uint8Array(Math.min(CHUNK_BYTES, length - at));
-    await readFully(fh, offset + at, buf, (end) => shrank('file shrank while being imported', end));
+    await readFully(
+      fh,
+      offset + at,
+      buf,
+      (end) =>
+        new TensorFSError('conflict', 'file shrank while being imported', {
+          details: { rule: 'import.source_changed', offset: end },
+        }),
+    );
     yield buf;
   }
 }
@@ -168,29 +326,47 @@ export async function importTree(
       progress.path = f.rel;
       if (f.kind === 'symlink') {
         const target = await fsp.readlink(f.abs).catch((err) => {
+          if (errnoOf(err) === 'ENOENT' || errnoOf(err) === 'EINVAL') throw changedError(f.rel, 'type', err);
           throw ioError(err, 'readlink', f.rel);
         });
+        // A link swapped for another between the scan and the readlink has a new inode.
+        const now = await lstamp(f.abs);
+        const change = now === null ? 'removed' : stampChange(f.stamp, now);
+        if (change !== null) throw changedError(f.rel, change);
+        if (target.startsWith('/')) {
+          throw new TensorFSError(
+            'invalid_argument',
+            'symlink target is absolute (only links inside the folder can be imported)',
+            {
+              details: { rule: 'import.symlink_absolute', path: f.rel, target },
+            },
+          );
+        }
         validateSymlinkTarget(f.rel, target);
         entries.push({ path: f.rel, kind: 'symlink', target });
       } else {
-        const fh = await fsp.open(f.abs, 'r').catch((err) => {
-          throw ioError(err, 'open', f.rel);
-        });
+        const fh = await openScanned(f);
         try {
-          const size = (await fh.stat()).size;
+          const size = f.size;
           const plan = await planAndHash(fileHandleSource(fh, size), {
             hasher,
             signal,
             onRecord: async (record, bytes) => {
               if (bytes === null) {
-                counted(
-                  await objects.putStream(fileRange(fh, record.offset, record.length), {
+                // Read again from the file: bytes that differ from what was hashed mean the
+                // source changed (conflict), not that the store is damaged.
+                const put = await objects
+                  .putStream(fileRange(fh, record.offset, record.length), {
                     expected: record.digest,
                     expectedLength: record.length,
                     lease: lease.id,
                     signal,
-                  }),
-                );
+                  })
+                  .catch((err) => {
+                    if (isTensorFSError(err) && err.code === 'corrupt') throw changedError(f.rel, 'content', err);
+                    throw err;
+                  });
+                counted(put);
               } else if (objects.present(record.digest, lease.id, record.length) < 0) {
                 // Write the temp now (the planner reuses these buffers once we return), but let
                 // its fdatasync and publish run while the planner reads and hashes on.
@@ -207,6 +383,9 @@ export async function importTree(
               onProgress?.({ ...progress });
             },
           });
+          // After every byte was read: the handle and the name must still be the file scanned,
+          // unchanged (a write during the read would have moved mtime/ctime).
+          await checkUnchanged(f, fh);
           entries.push({
             path: f.rel,
             kind: 'file',
@@ -215,6 +394,13 @@ export async function importTree(
             profile: plan.profile,
             records: plan.records.map((r) => ({ digest: r.digest, length: r.length })),
           });
+        } catch (err) {
+          // Whatever failed (a header that stopped parsing, a short read), if the file changed
+          // meanwhile that is the cause to report.
+          if (!isTensorFSError(err) || (err.code !== 'cancelled' && !isChanged(err))) {
+            await checkUnchanged(f, fh, err);
+          }
+          throw err;
         } finally {
           await fh.close();
         }

@@ -1,4 +1,4 @@
-/** Where things live under a store root (DESIGN.md "Store on disk"), and ref name rules. */
+/** Where things live under a store root (docs/store.md), and ref name rules. */
 import { join } from 'node:path';
 import { type ObjectId, TensorFSError, parseObjectId } from '@tensorfs/format';
 

@@ -310,7 +310,7 @@ export class Objects {
         this.dirsReady.add(dir);
       }
       try {
-        await fsp.link(tmp.path, final);
+        await linkOrRename(tmp.path, final);
       } catch (err) {
         if (errnoOf(err) !== 'EEXIST') throw err;
         const st = await fsp.stat(final);
@@ -356,7 +356,9 @@ export class Objects {
   /** Size of the object file, or null if absent; ignores quarantine (for verify). */
   async rawSize(id: ObjectId): Promise<number | null> {
     try {
-      return (await fsp.stat(this.path(id))).size;
+      const st = await fsp.lstat(this.path(id));
+      // Anything but a regular file (a folder, a symlink) at an object's path is not the object.
+      return st.isFile() ? st.size : null;
     } catch (err) {
       if (errnoOf(err) === 'ENOENT') return null;
       throw ioError(err, 'stat', objectRel(id));
@@ -511,4 +513,30 @@ export function readExactlyInto(fh: fsp.FileHandle, offset: number, target: Uint
 /** Writes several buffers completely at the current position. */
 export async function writeAllv(fh: fsp.FileHandle, chunks: readonly Uint8Array[]): Promise<void> {
   for (const c of chunks) await writeFully(fh, c);
+}
+
+/** `link` errors that mean "this filesystem has no hard links" (FAT/exFAT, some FUSE and SMB mounts). */
+const NO_HARD_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS', 'EMLINK']);
+
+/**
+ * Publishes `tmp` as `final` without replacing an existing `final` (`EEXIST` then, as `link`
+ * gives). Where the filesystem cannot hard-link, falls back to an exclusive rename: check, then
+ * rename. Two writers racing there can both rename, but both hold the same verified bytes of the
+ * same id, so the one replaced is identical.
+ */
+async function linkOrRename(tmp: string, final: string): Promise<void> {
+  try {
+    await fsp.link(tmp, final);
+    return;
+  } catch (err) {
+    if (!NO_HARD_LINKS.has(errnoOf(err) ?? '')) throw err;
+  }
+  try {
+    await fsp.lstat(final);
+    throw Object.assign(new Error('object exists'), { code: 'EEXIST' });
+  } catch (err) {
+    if (errnoOf(err) !== 'ENOENT') throw err;
+  }
+  // The caller removes `tmp` afterwards; after a rename it is already gone (rm with force).
+  await fsp.rename(tmp, final);
 }

@@ -7,7 +7,7 @@
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
-import { type ObjectId, TensorFSError } from '@tensorfs/format';
+import { type ObjectId, TensorFSError, isTensorFSError } from '@tensorfs/format';
 import { type Db, bumpEpoch, immediate } from './db.js';
 import { errnoOf, fsyncDirSync, ioError, mkdirDurableSync, replaceFileSync } from './fsutil.js';
 import { type Layout, isRefName, parseRefContent, validateRefName } from './layout.js';
@@ -22,35 +22,77 @@ function refFile(layout: Layout, name: string): string {
   return join(layout.refs, ...validateRefName(name).split('/'));
 }
 
-/** Reads a ref synchronously; null if it does not exist. */
-export function readRefSync(layout: Layout, name: string): ObjectId | null {
-  let text: string;
-  try {
-    text = fs.readFileSync(refFile(layout, name), 'utf8');
-  } catch (err) {
-    const code = errnoOf(err);
-    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR') return null;
-    throw ioError(err, 'read ref', `refs/${name}`);
-  }
-  return parseRefContent(name, text);
+/** A ref file is one id and a newline: anything longer is not a ref. */
+const MAX_REF_FILE = 256;
+
+/** `corrupt`: something in refs/ is not a regular file the store wrote (symlink, FIFO, socket, device). */
+function notRegular(name: string, kind: string, all?: string[]): TensorFSError {
+  return new TensorFSError(
+    'corrupt',
+    `refs/${name} is a ${kind}, not a ref file; remove it (tfs ref rm ${name}) or set it again`,
+    { details: { rule: 'ref.not_regular', ref: name, actual: kind, ...(all ? { refs: all } : {}) } },
+  );
 }
 
-/** Reads a ref; null if it does not exist. */
-export async function readRef(layout: Layout, name: string): Promise<ObjectId | null> {
-  let text: string;
+function kindOfStat(st: fs.Stats): string {
+  if (st.isSymbolicLink()) return 'symlink';
+  if (st.isFIFO()) return 'FIFO';
+  if (st.isSocket()) return 'socket';
+  if (st.isCharacterDevice() || st.isBlockDevice()) return 'device';
+  return 'special file';
+}
+
+/**
+ * Reads a ref synchronously; null if it does not exist (or is a folder of refs). The file is
+ * opened without following a symlink and without blocking on a FIFO; anything but a regular file
+ * is `corrupt` naming it: a ref the store did not write is neither followed nor ignored.
+ */
+export function readRefSync(layout: Layout, name: string): ObjectId | null {
+  const file = refFile(layout, name);
+  let fd: number;
   try {
-    text = await fsp.readFile(refFile(layout, name), 'utf8');
+    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
   } catch (err) {
     const code = errnoOf(err);
     if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR') return null;
+    if (code === 'ELOOP') throw notRegular(name, 'symlink');
+    if (code === 'ENXIO') throw notRegular(name, 'socket');
     throw ioError(err, 'read ref', `refs/${name}`);
   }
-  return parseRefContent(name, text);
+  try {
+    const st = fs.fstatSync(fd);
+    if (st.isDirectory()) return null;
+    if (!st.isFile()) throw notRegular(name, kindOfStat(st));
+    const buf = Buffer.alloc(MAX_REF_FILE + 1);
+    let n = 0;
+    for (let got = -1; got !== 0 && n < buf.length; n += got) got = fs.readSync(fd, buf, n, buf.length - n, n);
+    if (n > MAX_REF_FILE) {
+      throw new TensorFSError('corrupt', 'ref file is not one id and a newline', {
+        details: { rule: 'ref.content', ref: name },
+      });
+    }
+    return parseRefContent(name, buf.subarray(0, n).toString('utf8'));
+  } catch (err) {
+    throw ioError(err, 'read ref', `refs/${name}`);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** Reads a ref; null if it does not exist. See {@link readRefSync}. */
+export async function readRef(layout: Layout, name: string): Promise<ObjectId | null> {
+  return readRefSync(layout, name);
 }
 
 function checkExpected(name: string, current: ObjectId | null, expected: ObjectId | null | undefined): void {
   if (expected !== undefined && expected !== current) {
-    throw new TensorFSError('conflict', 'ref changed meanwhile (compare-and-swap failed)', {
+    const why =
+      expected === null
+        ? 'ref already exists (it was expected not to)'
+        : current === null
+          ? 'ref does not exist (it was expected to hold an id)'
+          : 'ref holds another id than expected (compare-and-swap failed)';
+    throw new TensorFSError('conflict', why, {
       details: { ref: name, expected, actual: current },
     });
   }
@@ -71,7 +113,15 @@ export function writeRef(
 ): void {
   const file = refFile(layout, name);
   immediate(db, () => {
-    checkExpected(name, readRefSync(layout, name), expected);
+    let current: ObjectId | null;
+    try {
+      current = readRefSync(layout, name);
+    } catch (err) {
+      // An unconditional set replaces a damaged ref (rename replaces a symlink, not its target).
+      if (!isTensorFSError(err) || err.code !== 'corrupt' || expected !== undefined) throw err;
+      current = null;
+    }
+    checkExpected(name, current, expected);
     check();
     try {
       mkdirDurableSync(dirname(file));
@@ -93,9 +143,18 @@ export function writeRef(
 export function removeRef(db: Db, layout: Layout, name: string, expected: ObjectId | undefined): void {
   const file = refFile(layout, name);
   immediate(db, () => {
-    const current = readRefSync(layout, name);
-    if (current === null) throw new TensorFSError('not_found', 'no such ref', { details: { ref: name } });
-    checkExpected(name, current, expected);
+    let current: ObjectId | null;
+    try {
+      current = readRefSync(layout, name);
+    } catch (err) {
+      // A damaged ref (bad content, a symlink, a FIFO) can be removed, but not compared.
+      if (!isTensorFSError(err) || err.code !== 'corrupt' || expected !== undefined) throw err;
+      current = null;
+      if (!lexists(file)) throw err;
+    }
+    if (current === null && !(expected === undefined && lexists(file) && !isDir(file)))
+      throw new TensorFSError('not_found', 'no such ref', { details: { ref: name } });
+    if (current !== null) checkExpected(name, current, expected);
     try {
       fs.unlinkSync(file);
       fsyncDirSync(dirname(file));
@@ -104,6 +163,23 @@ export function removeRef(db: Db, layout: Layout, name: string, expected: Object
       throw ioError(err, 'delete ref', `refs/${name}`);
     }
   });
+}
+
+function lexists(file: string): boolean {
+  try {
+    fs.lstatSync(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function isDir(file: string): boolean {
+  try {
+    return fs.lstatSync(file).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 function pruneEmptyDirs(top: string, dir: string): void {
@@ -118,22 +194,63 @@ function pruneEmptyDirs(top: string, dir: string): void {
   }
 }
 
-/** Every ref, sorted by name. */
+/** What is in refs/: the refs, and entries that are not regular files (named store-relative). */
+export interface RefScan {
+  refs: RefEntry[];
+  /** Entries of refs/ that are neither folders nor regular files (symlinks, FIFOs, ...). */
+  notRegular: { name: string; kind: string }[];
+}
+
+/**
+ * Walks refs/ without following symlinks (a linked folder is not descended into). Regular files
+ * with a valid ref name are read; other regular files are strays (editor backups) and ignored;
+ * anything else is listed in `notRegular`.
+ */
+export async function scanRefs(layout: Layout): Promise<RefScan> {
+  const out: RefScan = { refs: [], notRegular: [] };
+  const walk = async (dir: string): Promise<void> => {
+    let entries: fs.Dirent[];
+    try {
+      entries = await fsp.readdir(dir, { withFileTypes: true });
+    } catch (err) {
+      if (errnoOf(err) === 'ENOENT' && dir === layout.refs) return;
+      throw ioError(err, 'list refs', 'refs/');
+    }
+    for (const e of entries) {
+      const abs = join(dir, e.name);
+      const name = relative(layout.refs, abs).split(sep).join('/');
+      if (e.isDirectory()) await walk(abs);
+      else if (e.isFile()) {
+        if (!isRefName(name)) continue; // a stray file (editor backup, OS metadata) is not a ref
+        const id = readRefSync(layout, name);
+        if (id !== null) out.refs.push({ name, id });
+      } else {
+        out.notRegular.push({
+          name,
+          kind: e.isSymbolicLink() ? 'symlink' : e.isFIFO() ? 'FIFO' : e.isSocket() ? 'socket' : 'device',
+        });
+      }
+    }
+  };
+  await walk(layout.refs);
+  out.refs.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  out.notRegular.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return out;
+}
+
+/**
+ * Every ref, sorted by name. Anything in refs/ that is not a regular file is `corrupt` (naming
+ * it): a ref that GC and listings could not see would have its objects collected.
+ */
 export async function listRefs(layout: Layout): Promise<RefEntry[]> {
-  let entries: fs.Dirent[];
-  try {
-    entries = await fsp.readdir(layout.refs, { withFileTypes: true, recursive: true });
-  } catch (err) {
-    if (errnoOf(err) === 'ENOENT') return [];
-    throw ioError(err, 'list refs', 'refs/');
+  const scan = await scanRefs(layout);
+  const bad = scan.notRegular[0];
+  if (bad !== undefined) {
+    throw notRegular(
+      bad.name,
+      bad.kind,
+      scan.notRegular.map((b) => b.name),
+    );
   }
-  const out: RefEntry[] = [];
-  for (const e of entries) {
-    if (!e.isFile()) continue;
-    const name = relative(layout.refs, join(e.parentPath, e.name)).split(sep).join('/');
-    if (!isRefName(name)) continue; // a stray file (editor backup, OS metadata) is not a ref
-    const id = await readRef(layout, name);
-    if (id !== null) out.push({ name, id });
-  }
-  return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return scan.refs;
 }

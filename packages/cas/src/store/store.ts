@@ -1,11 +1,12 @@
 /**
- * {@link LocalStore}: one local content-addressed store on disk (DESIGN.md "Store on disk"), the
+ * {@link LocalStore}: one local content-addressed store on disk (docs/store.md), the
  * SQLite-backed implementation of the {@link Store} port. See docs/store.md for the durability,
  * lease and GC protocols.
  */
 import * as fsp from 'node:fs/promises';
-import { homedir } from 'node:os';
-import { basename, dirname, join, resolve } from 'node:path';
+import * as fs from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import { basename, dirname, join, resolve, sep } from 'node:path';
 import {
   type Manifest,
   type ObjectId,
@@ -15,6 +16,7 @@ import {
   encodeManifest,
   isObjectId,
   parseObjectId,
+  isTensorFSError,
   throwIfAborted,
   validatePath,
 } from '@tensorfs/format';
@@ -130,7 +132,24 @@ export class LocalStore implements Store {
         throw ioError(err, 'create store layout');
       }
     }
-    return new LocalStore(layout, openDb(layout.db, options.readOnly ?? false), options);
+    if (!options.readOnly) return new LocalStore(layout, openDb(layout.db, false), options);
+    try {
+      return new LocalStore(layout, openDb(layout.db, true), options);
+    } catch (err) {
+      // Read-only media (a CD, a read-only mount, a folder we may not write): SQLite cannot
+      // create the WAL index (-shm) it needs even to read. Read a private copy of the metadata
+      // instead; nothing on such media can change under it.
+      if (!isTensorFSError(err) || err.details.errno !== 'SQLITE_CANTOPEN' || canWrite(layout.root)) throw err;
+      const copy = await copyMetadata(layout);
+      try {
+        const store = new LocalStore(layout, openDb(join(copy, 'metadata.sqlite3'), true), options);
+        store.scratch = copy;
+        return store;
+      } catch (e) {
+        await fsp.rm(copy, { recursive: true, force: true });
+        throw e;
+      }
+    }
   }
 
   /** Closes the metadata database. Idempotent. */
@@ -138,7 +157,11 @@ export class LocalStore implements Store {
     if (this.closed) return;
     this.closed = true;
     this.db.close();
+    if (this.scratch !== undefined) await fsp.rm(this.scratch, { recursive: true, force: true });
   }
+
+  /** A private copy of the metadata, when the store is on read-only media. */
+  private scratch: string | undefined;
 
   private live(): void {
     if (this.closed)
@@ -408,7 +431,30 @@ export class LocalStore implements Store {
     if (entry.kind !== 'file') {
       throw new TensorFSError('invalid_argument', 'not a regular file in the snapshot', { details: { path } });
     }
+    await this.refuseInsideStore(resolve(dest));
     await writeRecordsFile(this.objects, entry.records, resolve(dest), { ...options, mode: entry.mode });
+  }
+
+  /** `invalid_argument` if `dest` (symlinks resolved as far as it exists) lies inside this store. */
+  private async refuseInsideStore(dest: string): Promise<void> {
+    const real = async (p: string): Promise<string> => {
+      const tail: string[] = [];
+      for (let d = p; ; d = dirname(d)) {
+        try {
+          return join(await fsp.realpath(d), ...tail.reverse());
+        } catch {
+          if (dirname(d) === d) return p;
+          tail.push(basename(d));
+        }
+      }
+    };
+    const store = await real(this.root);
+    const at = await real(dest);
+    if (at === store || at.startsWith(store.endsWith(sep) ? store : store + sep)) {
+      throw new TensorFSError('invalid_argument', 'cannot export into the store itself', {
+        details: { rule: 'export.inside_store', path: basename(dest) },
+      });
+    }
   }
 
   /**
@@ -430,9 +476,16 @@ export class LocalStore implements Store {
     let files = 0;
     let bytes = 0;
     const report = () => options.onProgress?.({ files, filesTotal, bytes, bytesTotal });
+    await this.refuseInsideStore(root);
     try {
       await mkdirDurable(root);
     } catch (err) {
+      const errno = errnoOf(err);
+      if (errno === 'EEXIST' || errno === 'ENOTDIR') {
+        throw new TensorFSError('conflict', 'export destination exists and is not a folder', {
+          details: { rule: 'export.not_a_folder', path: basename(root) },
+        });
+      }
       throw ioError(err, 'create export folder');
     }
     for (const e of m.entries) {
@@ -478,13 +531,14 @@ export class LocalStore implements Store {
     );
   }
 
-  /** Logical vs stored bytes, overall and per ref. */
-  async usage(): Promise<Usage> {
+  /** Logical vs stored bytes, overall and per ref. Abort `signal` to stop (`cancelled`). */
+  async usage(options: { signal?: AbortSignal } = {}): Promise<Usage> {
     this.live();
+    const { signal } = options;
     let storedBytes = 0;
     let objects = 0;
     const sizes = new Map<ObjectId, number>();
-    for await (const o of listObjects(this.layout)) {
+    for await (const o of listObjects(this.layout, signal)) {
       storedBytes += o.size;
       objects++;
       sizes.set(o.id, o.size);
@@ -495,7 +549,7 @@ export class LocalStore implements Store {
     const entries: { name: string; id: ObjectId }[] = [...(await listRefs(this.layout))];
     for (const r of await this.listRoots()) entries.push({ name: `root:${r.reason}`, id: r.id });
     for (const { name, id } of entries) {
-      const r = await reach(this.objects, [id]);
+      const r = await reach(this.objects, [id], signal);
       let own = 0;
       for (const o of r.objects.keys()) {
         own += sizes.get(o) ?? 0;
@@ -518,6 +572,31 @@ export class LocalStore implements Store {
     } catch {
       return (await this.objects.rawSize(id)) ?? 0;
     }
+  }
+}
+
+/** True if this process may create files in `dir`. */
+function canWrite(dir: string): boolean {
+  try {
+    fs.accessSync(dir, fs.constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Copies metadata.sqlite3 (and its -wal, if any) into a new private temp folder. */
+async function copyMetadata(layout: Layout): Promise<string> {
+  const dir = await fsp.mkdtemp(join(tmpdir(), 'tensorfs-ro-'));
+  try {
+    await fsp.copyFile(layout.db, join(dir, 'metadata.sqlite3'));
+    await fsp.copyFile(`${layout.db}-wal`, join(dir, 'metadata.sqlite3-wal')).catch((err) => {
+      if (errnoOf(err) !== 'ENOENT') throw err;
+    });
+    return dir;
+  } catch (err) {
+    await fsp.rm(dir, { recursive: true, force: true });
+    throw ioError(err, 'copy metadata from read-only media', 'metadata.sqlite3');
   }
 }
 

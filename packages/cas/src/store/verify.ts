@@ -3,7 +3,7 @@
  * length its referrer declares; with `data` each one (or a random sample) is rehashed. Corrupt
  * objects are quarantined, so readers refuse them (`corrupt`) until a good copy is admitted.
  */
-import { type ObjectId, TensorFSError } from '@tensorfs/format';
+import { type ObjectId, TensorFSError, isTensorFSError, throwIfAborted } from '@tensorfs/format';
 import { reach } from './graph.js';
 import type { Objects } from './objects.js';
 import { listObjects } from './walk.js';
@@ -33,6 +33,8 @@ export interface VerifyResult {
   missing: ObjectId[];
   /** Objects with wrong bytes or length, or referencing objects that do not decode. */
   corrupt: ObjectId[];
+  /** Objects that could not be read (an I/O or permission error); every one is listed. */
+  unreadable: ObjectId[];
   /** Refs and roots walked. */
   tops: number;
 }
@@ -49,9 +51,18 @@ export async function verifyStore(objects: Objects, tops: ObjectId[], options: V
     for await (const o of listObjects(objects.layout, signal)) if (!targets.has(o.id)) targets.set(o.id, undefined);
   const missing = new Set(r.missing);
   const corrupt = new Set(r.corrupt);
-  const out: VerifyResult = { objects: 0, bytes: 0, rehashed: 0, missing: [], corrupt: [], tops: tops.length };
+  const unreadable = new Set<ObjectId>();
+  const out: VerifyResult = {
+    objects: 0,
+    bytes: 0,
+    rehashed: 0,
+    missing: [],
+    corrupt: [],
+    unreadable: [],
+    tops: tops.length,
+  };
   for (const [id, declared] of targets) {
-    signal?.throwIfAborted();
+    throwIfAborted(signal);
     if (missing.has(id) || corrupt.has(id)) continue;
     const size = await objects.rawSize(id);
     if (size === null) {
@@ -65,7 +76,16 @@ export async function verifyStore(objects: Objects, tops: ObjectId[], options: V
       corrupt.add(id);
     } else if (data && (sample === 1 || Math.random() < sample)) {
       out.rehashed++;
-      const { actual } = await objects.hashFile(id, signal, true);
+      let actual: ObjectId;
+      try {
+        actual = (await objects.hashFile(id, signal, true)).actual;
+      } catch (err) {
+        // One unreadable object must not hide the state of the others: list it and go on.
+        if (!isTensorFSError(err) || (err.code !== 'io' && err.code !== 'denied')) throw err;
+        unreadable.add(id);
+        onProgress?.({ objects: out.objects, bytes: out.bytes });
+        continue;
+      }
       if (actual !== id) {
         objects.quarantine(id, 'digest');
         corrupt.add(id);
@@ -79,5 +99,6 @@ export async function verifyStore(objects: Objects, tops: ObjectId[], options: V
   }
   out.missing = [...missing].sort();
   out.corrupt = [...corrupt].sort();
+  out.unreadable = [...unreadable].sort();
   return out;
 }

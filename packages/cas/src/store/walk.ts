@@ -1,7 +1,7 @@
 /** Enumerates the object files of a store (the filesystem is the only record of existence). */
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
-import type { ObjectId } from '@tensorfs/format';
+import { type ObjectId, throwIfAborted } from '@tensorfs/format';
 import { errnoOf, ioError } from './fsutil.js';
 import type { Layout } from './layout.js';
 
@@ -34,7 +34,7 @@ export async function* listObjects(layout: Layout, signal?: AbortSignal): AsyncG
     for (const b of (await readdirOrEmpty(join(layout.objects, a))).sort()) {
       if (!HEX2.test(b)) continue;
       const dir = join(layout.objects, a, b);
-      signal?.throwIfAborted();
+      throwIfAborted(signal);
       for (const hex of (await readdirOrEmpty(dir)).sort()) {
         if (!HEX64.test(hex) || hex.slice(0, 2) !== a || hex.slice(2, 4) !== b) continue;
         try {

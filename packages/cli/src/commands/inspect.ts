@@ -117,7 +117,9 @@ async function inspectIndex(file: string, bytes: Uint8Array, strict: boolean, ct
   const headers = new Map<string, SafetensorsHeader>();
   for (const shard of index.shards) {
     // Shard names are validated as plain basenames by parseShardIndex, so this stays in the folder.
-    const source = await openFileSource(path.join(path.dirname(file), shard));
+    const source = await openFileSource(path.join(path.dirname(file), shard)).catch((err) => {
+      throw withShard(err, shard);
+    });
     try {
       headers.set(shard, await readSafetensorsHeader(source, { strict }));
     } catch (err) {

@@ -2,16 +2,23 @@
  * LocalStore commands: `tfs import`, `ls`, `ref get|set|rm`, `export`, `verify`, `gc`, `du`.
  * Each opens the store at `--store` (read-only where it only reads) and closes it afterwards.
  */
+import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { LocalStore } from '@tensorfs/cas';
-import { type ObjectId, TensorFSError, parseObjectId } from '@tensorfs/format';
+import { isTensorFSError, type ObjectId, TensorFSError, parseObjectId } from '@tensorfs/format';
 import type { Argv } from 'yargs';
 import { defineCommand } from '../command.js';
 import type { CommandContext, GlobalArgs } from '../context.js';
 import { formatBytes } from '../progress.js';
 
-async function withStore<T>(ctx: CommandContext, readOnly: boolean, fn: (s: LocalStore) => Promise<T>): Promise<T> {
-  const store = await LocalStore.open(ctx.storeDir, { readOnly });
+async function withStore<T>(
+  ctx: CommandContext,
+  readOnly: boolean,
+  fn: (s: LocalStore) => Promise<T>,
+  create = false,
+): Promise<T> {
+  // Only import may create a store; every other command needs one that exists.
+  const store = await LocalStore.open(create ? ctx.storeDir : ctx.existingStoreDir(), { readOnly });
   try {
     return await fn(store);
   } finally {
@@ -19,12 +26,19 @@ async function withStore<T>(ctx: CommandContext, readOnly: boolean, fn: (s: Loca
   }
 }
 
-/** `local/<base name>` with every character a ref segment cannot hold replaced by `_`. */
+/**
+ * `local/<base name>` with every character a ref segment cannot hold replaced by `_`. A name with
+ * non-ASCII characters also gets 8 hex digits of its SHA-256 (before the extension), so different
+ * names (`模型.safetensors`, `权重.safetensors`) do not share one ref.
+ */
 export function defaultRefName(file: string): string {
-  const base = path
-    .basename(path.resolve(file))
-    .replace(/[^A-Za-z0-9._-]/g, '_')
-    .replace(/^[.-]+/, '');
+  const original = path.basename(path.resolve(file));
+  let base = original.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^[.-]+/, '');
+  if (/[^\x00-\x7f]/.test(original)) {
+    const tag = createHash('sha256').update(original).digest('hex').slice(0, 8);
+    const dot = base.lastIndexOf('.');
+    base = dot > 0 ? `${base.slice(0, dot)}-${tag}${base.slice(dot)}` : `${base}-${tag}`;
+  }
   return `local/${(base.replace(/\.(lock|tmp)$/, '_$1') || 'import').slice(0, 150)}`;
 }
 
@@ -43,14 +57,18 @@ export const importCommand = defineCommand<{ path: string; name?: string; thread
   handler: async (args, ctx) => {
     const name = args.name ?? defaultRefName(args.path);
     const bar = ctx.progress('import');
-    const r = await withStore(ctx, false, (s) =>
-      s.importPath(args.path, {
-        name,
-        expected: parseExpected(args.expected),
-        threads: args.threads,
-        signal: ctx.signal,
-        onProgress: (p) => bar.update(p.bytes, p.bytesTotal),
-      }),
+    const r = await withStore(
+      ctx,
+      false,
+      (s) =>
+        s.importPath(args.path, {
+          name,
+          expected: parseExpected(args.expected),
+          threads: args.threads,
+          signal: ctx.signal,
+          onProgress: (p) => bar.update(p.bytes, p.bytesTotal),
+        }),
+      true,
     ).finally(() => bar.done());
     ctx.result({ ref: name, ...r }, () => [
       `${name} -> ${r.snapshot}`,
@@ -129,6 +147,16 @@ export const refCommand = defineCommand<RefArgs>({
       }
       await withStore(ctx, false, async (s) => {
         const id = await s.resolve(args.target!);
+        // A ref names a snapshot: a tensor or any other object is refused (malformed).
+        await s.getManifest(id).catch((err) => {
+          if (isTensorFSError(err) && err.code === 'malformed') {
+            throw new TensorFSError('invalid_argument', 'the target is not a snapshot (a ref names a manifest)', {
+              details: { rule: 'cli.not_a_snapshot', digest: id },
+              cause: err,
+            });
+          }
+          throw err;
+        });
         await s.setRef(args.name, id, { expected: parseExpected(args.expected) });
         ctx.result({ name: args.name, id }, () => `${args.name} -> ${id}`);
       });
@@ -199,10 +227,16 @@ export const verifyCommand = defineCommand<{ data: boolean; sample?: number; all
       `${r.objects} objects (${formatBytes(r.bytes)}), ${r.rehashed} rehashed`,
       ...r.missing.map((id) => `missing ${id}`),
       ...r.corrupt.map((id) => `corrupt ${id}`),
+      ...r.unreadable.map((id) => `unreadable ${id}`),
     ]);
     if (r.missing.length + r.corrupt.length > 0) {
       throw new TensorFSError('corrupt', 'the store has missing or corrupt objects', {
-        details: { missing: r.missing.length, corrupt: r.corrupt.length },
+        details: { missing: r.missing.length, corrupt: r.corrupt.length, unreadable: r.unreadable.length },
+      });
+    }
+    if (r.unreadable.length > 0) {
+      throw new TensorFSError('io', 'some objects could not be read', {
+        details: { unreadable: r.unreadable.length },
       });
     }
   },
@@ -237,7 +271,7 @@ export const duCommand = defineCommand({
   command: 'du',
   describe: 'Show logical and stored bytes, the dedup ratio and per-ref figures',
   handler: async (_args, ctx) => {
-    const u = await withStore(ctx, true, (s) => s.usage());
+    const u = await withStore(ctx, true, (s) => s.usage({ signal: ctx.signal }));
     ctx.result(u, () => [
       `logical ${formatBytes(u.logicalBytes)}, stored ${formatBytes(u.storedBytes)} in ${u.objects} objects, dedup ${u.dedupRatio.toFixed(2)}x`,
       ...u.refs.map(

@@ -1,17 +1,25 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import { constants as fsConstants, type Stats } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import path from 'node:path';
 import { LocalStore } from '@tensorfs/cas';
 import { jsonInteger, TensorFSError } from '@tensorfs/format';
 import { type ComposeChanges, compose, openTensors, type TensorSet, type TensorView } from '@tensorfs/tensors';
 import { defineCommand } from '../command.js';
-import type { CommandContext } from '../context.js';
+import type { CommandContext, GlobalArgs } from '../context.js';
+import type { Argv } from 'yargs';
 import { formatBytes } from '../progress.js';
 
 /** Opens the store, runs `fn`, closes the store. */
-async function withStore<T>(ctx: CommandContext, readOnly: boolean, fn: (store: LocalStore) => Promise<T>): Promise<T> {
-  const store = await LocalStore.open(ctx.storeDir, { readOnly });
+async function withStore<T>(
+  ctx: CommandContext,
+  readOnly: boolean,
+  fn: (store: LocalStore) => Promise<T>,
+  create = false,
+): Promise<T> {
+  // Only import may create a store; every other command needs one that exists.
+  const store = await LocalStore.open(create ? ctx.storeDir : ctx.existingStoreDir(), { readOnly });
   try {
     return await fn(store);
   } finally {
@@ -103,12 +111,55 @@ export const catCommand = defineCommand<{
         }
         return;
       }
-      await writeAtomically(path.resolve(args.output), view, options);
+      await writeOutput(path.resolve(args.output), view, options);
       if (!ctx.json) return;
       ctx.result({ tensor: view.name, file: view.file, bytes: view.byteLength, output: path.basename(args.output) });
     });
   },
 });
+
+/**
+ * Writes a tensor to `dest`. A character device (`/dev/null`, a terminal) or a FIFO is written
+ * straight into, as `cat > dest` would: the temp-and-rename below would replace the device node
+ * with a regular file (or fail, unprivileged, in `/dev`). Other special files (sockets, block
+ * devices, folders) are refused; anything else is written atomically.
+ */
+async function writeOutput(dest: string, view: TensorView, options: { verify: boolean; signal: AbortSignal }) {
+  let st: Stats | undefined;
+  try {
+    st = await fsp.stat(dest);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw outputError(dest, error);
+  }
+  if (st === undefined || st.isFile()) return writeAtomically(dest, view, options);
+  if (!st.isCharacterDevice() && !st.isFIFO()) {
+    throw new TensorFSError(
+      st.isDirectory() ? 'conflict' : 'invalid_argument',
+      `-o must name a file, a character device or a FIFO; ${path.basename(dest)} is ${st.isDirectory() ? 'a folder' : 'another special file'}`,
+      { details: { rule: 'cli.output_type', path: path.basename(dest) } },
+    );
+  }
+  let fh: fsp.FileHandle | undefined;
+  try {
+    // No O_CREAT, no O_TRUNC: a device or FIFO is written as it is, never replaced.
+    fh = await fsp.open(dest, fsConstants.O_WRONLY | fsConstants.O_NOCTTY);
+    for await (const piece of view.pieces(options)) {
+      for (let done = 0; done < piece.length; ) done += (await fh.write(piece, done)).bytesWritten;
+    }
+  } catch (error) {
+    if (error instanceof TensorFSError) throw error;
+    throw outputError(dest, error);
+  } finally {
+    await fh?.close().catch(() => {});
+  }
+}
+
+function outputError(dest: string, error: unknown): TensorFSError {
+  return new TensorFSError('io', `cannot write ${path.basename(dest)}`, {
+    details: { path: path.basename(dest), errno: (error as NodeJS.ErrnoException).code },
+    cause: error,
+  });
+}
 
 /** Writes a tensor to `dest` through a temp beside it: fsync, rename; nothing is left on failure. */
 async function writeAtomically(dest: string, view: TensorView, options: { verify: boolean; signal: AbortSignal }) {
@@ -154,13 +205,16 @@ function onlyFile(set: TensorSet): string {
 }
 
 /** `tfs compose <ref>`: a snapshot whose file has tensors renamed or dropped, sharing every tensor object. */
-export const composeCommand = defineCommand<{
+interface ComposeArgs {
   ref: string;
   file?: string;
   rekey?: string;
   trim?: string[];
   name: string;
-}>({
+  allowEmpty: boolean;
+}
+
+export const composeCommand = defineCommand<ComposeArgs>({
   command: 'compose <ref>',
   describe: 'Rename (--rekey) or drop (--trim) tensors of a file: one new header object, every tensor shared',
   builder: (y) =>
@@ -173,7 +227,12 @@ export const composeCommand = defineCommand<{
         type: 'string',
         demandOption: true,
         describe: 'the ref to point at the result (must not exist, unless it is <ref>)',
-      }),
+      })
+      .option('allow-empty', {
+        type: 'boolean',
+        default: false,
+        describe: 'succeed even when a --trim pattern matches no tensor',
+      }) as unknown as Argv<ComposeArgs & GlobalArgs>,
   handler: async (args, ctx) => {
     if (args.rekey === undefined && (args.trim === undefined || args.trim.length === 0)) {
       throw new TensorFSError('invalid_argument', 'nothing to compose: give --rekey and/or --trim');
@@ -185,12 +244,27 @@ export const composeCommand = defineCommand<{
     await withStore(ctx, false, async (store) => {
       const snapshot = await store.resolve(args.ref);
       const file = args.file ?? onlyFile(await openTensors(store, snapshot, { signal: ctx.signal }));
+      if (args.trim?.length && !args.allowEmpty) {
+        const names = [...(await openTensors(store, snapshot, { file, signal: ctx.signal }))].map((v) => v.name);
+        const idle = args.trim.filter((t) => !names.some((n) => globToRegExp(t).test(n)));
+        if (idle.length > 0) {
+          throw new TensorFSError('not_found', `--trim ${idle.join(', ')} matches no tensor (--allow-empty to go on)`, {
+            details: { rule: 'cli.trim_no_match', patterns: idle, file },
+          });
+        }
+      }
       const result = await compose(store, snapshot, file, changes, {
         ref: args.name,
         expected: args.name === args.ref ? snapshot : null,
         signal: ctx.signal,
       });
-      const tensors = (await openTensors(store, result.snapshot, { file, signal: ctx.signal })).size;
+      // The ref is set: nothing after this point may fail the command. A file whose every tensor
+      // was trimmed is gone from the snapshot (0 tensors); a count that cannot be made is null.
+      const tensors = result.removed.includes(file)
+        ? 0
+        : await openTensors(store, result.snapshot, { file })
+            .then((set) => set.size)
+            .catch(() => null);
       const written = result.entries.map((e) => ({ path: e.path, header: e.records[0]?.digest ?? null }));
       ctx.result(
         {
@@ -204,7 +278,7 @@ export const composeCommand = defineCommand<{
         },
         () => [
           `${args.name} -> ${result.snapshot}`,
-          `${file}: ${tensors} tensors`,
+          result.removed.includes(file) ? `${file}: removed (no tensors left)` : `${file}: ${tensors ?? '?'} tensors`,
           ...written.map((w) => `  wrote ${w.path} (${w.header})`),
           ...result.removed.map((r) => `  removed ${r}`),
         ],
@@ -239,6 +313,12 @@ async function readRekeyMap(file: string): Promise<Map<string, string>> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new TensorFSError('invalid_argument', 'the rekey map is a JSON object of old name to new name');
   }
+  const dup = duplicateKey(text);
+  if (dup !== undefined) {
+    throw new TensorFSError('invalid_argument', `the rekey map names ${JSON.stringify(dup)} twice`, {
+      details: { rule: 'cli.rekey_duplicate', tensor: dup, path: path.basename(file) },
+    });
+  }
   const map = new Map<string, string>();
   for (const [from, to] of Object.entries(value)) {
     if (typeof to !== 'string') {
@@ -249,4 +329,32 @@ async function readRekeyMap(file: string): Promise<Map<string, string>> {
     map.set(from, to);
   }
   return map;
+}
+
+/**
+ * The first key that appears twice in the top-level object of valid JSON `text` (JSON.parse keeps
+ * the last silently), or undefined.
+ */
+export function duplicateKey(text: string): string | undefined {
+  const seen = new Set<string>();
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '{' || c === '[') depth++;
+    else if (c === '}' || c === ']') depth--;
+    else if (c === '"') {
+      let j = i + 1;
+      while (text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+      const raw = text.slice(i, j + 1);
+      i = j;
+      if (depth !== 1) continue;
+      let k = j + 1;
+      while (/\s/.test(text[k] ?? '')) k++;
+      if (text[k] !== ':') continue; // a value, not a key
+      const key = JSON.parse(raw) as string;
+      if (seen.has(key)) return key;
+      seen.add(key);
+    }
+  }
+  return undefined;
 }
