@@ -221,7 +221,7 @@ describe('special files as inputs', () => {
     for (const cmd of ['inspect', 'plan']) {
       const r = spawnSync(process.execPath, [BIN, cmd, fifo, '--json'], { encoding: 'utf8', timeout: 10_000 });
       expect(r.status, `${cmd}: ${r.stderr}`).toBe(2);
-      expect(JSON.parse(r.stderr).error.details.rule).toBe('file_type');
+      expect(JSON.parse(r.stderr).error.details.rule).toBe('store.file_type');
     }
     writeFileSync(
       join(d, 'model.safetensors.index.json'),
@@ -232,7 +232,7 @@ describe('special files as inputs', () => {
       timeout: 10_000,
     });
     expect(r.status, r.stderr).toBe(2);
-    expect(JSON.parse(r.stderr).error.details).toMatchObject({ rule: 'file_type', shard: 'p.safetensors' });
+    expect(JSON.parse(r.stderr).error.details).toMatchObject({ rule: 'store.file_type', shard: 'p.safetensors' });
   }, 30_000);
 });
 

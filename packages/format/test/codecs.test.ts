@@ -5,24 +5,13 @@ import {
   codecForPath,
   detectCodec,
   ggufCodec,
-  isTensorFSError,
   readContainerHeader,
   safetensorsCodec,
-  type TensorFSError,
   writeGguf,
   writeSafetensors,
 } from '@tensorfs/format';
+import { expectCode } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
-
-async function failure(promise: Promise<unknown>): Promise<TensorFSError> {
-  try {
-    await promise;
-  } catch (err) {
-    if (isTensorFSError(err)) return err;
-    throw err;
-  }
-  throw new Error('did not throw');
-}
 
 const st = writeSafetensors([{ name: 'w', dtype: 'F32', shape: [2], data: new Uint8Array(8) }]);
 const gg = writeGguf({ metadata: [], tensors: [{ name: 'w', type: 'F32', dims: [2n], data: new Uint8Array(8) }] });
@@ -81,20 +70,40 @@ describe('readContainerHeader', () => {
   });
 
   it('says a .gguf with another magic is not a GGUF file (malformed, naming the bytes), not a safetensors limit', async () => {
-    const e = await failure(readContainerHeader(bytesSource(st), { path: 'model.gguf' }));
-    expect([e.code, e.details.rule, e.details.expected]).toEqual(['malformed', 'codec.magic', 'GGUF']);
+    const e = await expectCode(
+      readContainerHeader(bytesSource(st), { path: 'model.gguf' }),
+      'malformed',
+      'codec.magic',
+    );
+    expect(e.details.expected).toBe('GGUF');
     expect(e.message).toContain('not a GGUF file');
     const text = new TextEncoder().encode('GGML and more bytes');
-    const named = await failure(readContainerHeader(bytesSource(text), { path: 'm.gguf' }));
+    const named = await expectCode(
+      readContainerHeader(bytesSource(text), { path: 'm.gguf' }),
+      'malformed',
+      'codec.magic',
+    );
     expect(named.message).toContain('"GGML"');
     expect(named.details.actual).toBe('47474d4c');
     // Without the name, the same bytes are read as safetensors (the format without magic).
-    expect((await failure(readContainerHeader(bytesSource(text)))).details.rule).toMatch(/^safetensors\./);
+    const other = await expectCode(readContainerHeader(bytesSource(text)), 'limit_exceeded');
+    expect(other.details.rule).toBe('safetensors.R3');
+  });
+
+  it('the GGUF parser itself names the bytes it found instead of the magic', async () => {
+    const bytes = new TextEncoder().encode('GGML and more bytes after it');
+    const e = await expectCode(ggufCodec.read(bytesSource(bytes)), 'malformed', 'gguf.magic');
+    expect([e.details.expected, e.details.actual]).toEqual(['GGUF', '47474d4c']);
+    expect(e.message).toContain('47474d4c');
   });
 
   it('says a 0-byte .gguf is not a GGUF file, not the safetensors prefix message', async () => {
-    const e = await failure(readContainerHeader(bytesSource(new Uint8Array(0)), { path: 'empty.gguf' }));
-    expect([e.code, e.details.rule, e.details.actual]).toEqual(['malformed', 'codec.magic', 0]);
+    const e = await expectCode(
+      readContainerHeader(bytesSource(new Uint8Array(0)), { path: 'empty.gguf' }),
+      'malformed',
+      'codec.magic',
+    );
+    expect(e.details.actual).toBe(0);
     expect(e.message).toContain('not a GGUF file');
   });
 });

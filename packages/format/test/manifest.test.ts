@@ -14,9 +14,11 @@ import {
   toHex,
   validatePath,
   validateSymlinkTarget,
+  type ErrorCode,
 } from '@tensorfs/format';
 import fc from 'fast-check';
 import { createHash } from 'node:crypto';
+import { expectCodeSync } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
 
 /** TENSORFS_SLOW=1 runs the property tests 20 times longer. */
@@ -48,16 +50,6 @@ const sample: Manifest = {
 /** A table's short manifest rule (`entries-order`) as errors name it (`manifest.entries_order`). */
 function fullRule(rule: string): string {
   return `manifest.${rule.replaceAll('-', '_')}`;
-}
-
-function errorOf(fn: () => unknown): { code: string; rule: unknown } {
-  try {
-    fn();
-  } catch (err) {
-    if (isTensorFSError(err)) return { code: err.code, rule: err.details.rule };
-    throw err;
-  }
-  throw new Error('did not throw');
 }
 
 /** The CBOR body of `m`, edited by `edit`, as TFM1 bytes (to build non-conforming manifests). */
@@ -113,10 +105,7 @@ describe('TFM1 encoding', () => {
     }));
     expect(sortManifestEntries(entries).map((e) => e.path)).toEqual(['Z', 'a', '\uff5e', '\u{1f600}']);
     expect(() => encodeManifest({ entries: sortManifestEntries(entries) })).not.toThrow();
-    expect(errorOf(() => encodeManifest({ entries }))).toEqual({
-      code: 'invalid_argument',
-      rule: 'manifest.entries_order',
-    });
+    expectCodeSync(() => encodeManifest({ entries }), 'invalid_argument', 'manifest.entries_order');
   });
 
   const file = (over: Partial<Extract<ManifestEntry, { kind: 'file' }>>): ManifestEntry => ({
@@ -141,15 +130,13 @@ describe('TFM1 encoding', () => {
     // …and still finds an entry below a file at any depth, in either order of appearance.
     const mid = 'a/'.repeat(1000);
     const below = [file({ path: `${mid}0000` }), file({ path: `${mid}0000/x` })];
-    expect(errorOf(() => encodeManifest({ entries: below }))).toEqual({
-      code: 'invalid_argument',
-      rule: 'manifest.path_below_entry',
-    });
+    expectCodeSync(() => encodeManifest({ entries: below }), 'invalid_argument', 'manifest.path_below_entry');
     const dash = [file({ path: 'a-b' }), file({ path: 'a/b' }), file({ path: 'a' })];
-    expect(errorOf(() => encodeManifest({ entries: sortManifestEntries(dash) }))).toEqual({
-      code: 'invalid_argument',
-      rule: 'manifest.path_below_entry',
-    });
+    expectCodeSync(
+      () => encodeManifest({ entries: sortManifestEntries(dash) }),
+      'invalid_argument',
+      'manifest.path_below_entry',
+    );
   });
 
   it.each<[string, ManifestEntry[], string]>([
@@ -211,7 +198,7 @@ describe('TFM1 encoding', () => {
     ['an absolute symlink', [{ path: 'a', kind: 'symlink', target: '/etc/passwd' }], 'path-absolute'],
     ['an unknown kind', [{ path: 'a', kind: 'dir' } as unknown as ManifestEntry], 'entry-kind'],
   ])('refuses to encode %s', (_name, entries, rule) => {
-    expect(errorOf(() => encodeManifest({ entries }))).toEqual({ code: 'invalid_argument', rule: fullRule(rule) });
+    expectCodeSync(() => encodeManifest({ entries }), 'invalid_argument', fullRule(rule));
   });
 
   it('accepts a blob-v1 record of any size and symlinks that climb but stay inside', () => {
@@ -255,24 +242,21 @@ describe('TFM1 strict decoding', () => {
     ['mode 0o777', (r) => entryMaps(r)[0]!.set('mode', 0o777), 'malformed', 'file-mode'],
     ['entries not an array', (r) => r.set('entries', new Map()), 'malformed', 'entries'],
   ])('rejects %s', (_name, edit, code, rule) => {
-    expect(errorOf(() => decodeManifest(tamper(sample, edit)))).toEqual({ code, rule: fullRule(rule) });
+    expectCodeSync(() => decodeManifest(tamper(sample, edit)), code as ErrorCode, fullRule(rule));
   });
 
   it('rejects a bad magic, trailing bytes and non-canonical CBOR', () => {
     const good = encodeManifest(sample);
     const badMagic = good.slice();
     badMagic[3] = 0x32;
-    expect(errorOf(() => decodeManifest(badMagic))).toEqual({ code: 'malformed', rule: 'manifest.magic' });
-    expect(errorOf(() => decodeManifest(new Uint8Array([0x54])))).toEqual({
-      code: 'malformed',
-      rule: 'manifest.magic',
-    });
+    expectCodeSync(() => decodeManifest(badMagic), 'malformed', 'manifest.magic');
+    expectCodeSync(() => decodeManifest(new Uint8Array([0x54])), 'malformed', 'manifest.magic');
     const trailing = new Uint8Array(good.length + 1);
     trailing.set(good);
-    expect(errorOf(() => decodeManifest(trailing))).toEqual({ code: 'malformed', rule: 'cbor.trailing' });
+    expectCodeSync(() => decodeManifest(trailing), 'malformed', 'cbor.trailing');
     // version written as 18 01 instead of 01
     const long = new Uint8Array([...good.subarray(0, good.length - 1), 0x18, 0x01]);
-    expect(errorOf(() => decodeManifest(long))).toEqual({ code: 'malformed', rule: 'cbor.non_shortest' });
+    expectCodeSync(() => decodeManifest(long), 'malformed', 'cbor.non_shortest');
   });
 
   it('any mutation of a manifest either decodes to one that re-encodes to the same bytes or throws a TensorFSError', () => {
@@ -332,7 +316,7 @@ describe('path rules', () => {
     ['x'.repeat(256), 'path-segment-length'],
     [Array.from({ length: 1000 }, () => 'abcd').join('/'), 'path-length'],
   ])('rejects %j (%s)', (path, rule) => {
-    expect(errorOf(() => validatePath(path))).toEqual({ code: 'invalid_argument', rule: fullRule(rule) });
+    expectCodeSync(() => validatePath(path), 'invalid_argument', fullRule(rule));
   });
 
   it('accepts ordinary repository paths', () => {
@@ -351,13 +335,7 @@ describe('path rules', () => {
 
   it('checks symlink targets against the tree root', () => {
     expect(() => validateSymlinkTarget('a/b/link', '../../c')).not.toThrow();
-    expect(errorOf(() => validateSymlinkTarget('a/link', '../../c'))).toEqual({
-      code: 'invalid_argument',
-      rule: 'manifest.symlink_escape',
-    });
-    expect(errorOf(() => validateSymlinkTarget('link', 'a/../../c'))).toEqual({
-      code: 'invalid_argument',
-      rule: 'manifest.symlink_escape',
-    });
+    expectCodeSync(() => validateSymlinkTarget('a/link', '../../c'), 'invalid_argument', 'manifest.symlink_escape');
+    expectCodeSync(() => validateSymlinkTarget('link', 'a/../../c'), 'invalid_argument', 'manifest.symlink_escape');
   });
 });

@@ -1,4 +1,4 @@
-import { bytesSource, isTensorFSError, RECORD_GRID_BYTES, TensorFSError } from '@tensorfs/format';
+import { bytesSource, RECORD_GRID_BYTES, TensorFSError } from '@tensorfs/format';
 import {
   checkTensorSeams,
   cutTensor,
@@ -9,6 +9,7 @@ import {
   planAndHash,
   planToJSON,
 } from '@tensorfs/planner';
+import { expectCode } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
 import { ggufBytes, safetensorsBytes, seededBytes, sha256Id, testHasher, virtualSource } from './helpers.js';
 
@@ -17,16 +18,6 @@ const MiB = 1024 * 1024;
 
 async function plan(bytes: Uint8Array, options: Parameters<typeof planAndHash>[1] = {}): Promise<Plan> {
   return planAndHash(bytesSource(bytes), { hasher, ...options });
-}
-
-async function codeOf(promise: Promise<unknown>): Promise<{ code: string; details: Record<string, unknown> }> {
-  try {
-    await promise;
-  } catch (err) {
-    if (isTensorFSError(err)) return { code: err.code, details: { ...err.details } };
-    throw err;
-  }
-  throw new Error('did not throw');
 }
 
 /** The records a plan should have, from explicit [offset, length] cuts of `bytes`. */
@@ -69,10 +60,9 @@ describe('blob-v1', () => {
   });
 
   it('rejects seams on a blob-v1 file', async () => {
-    expect(await codeOf(plan(seededBytes(4, 100), { seams: { a: [1] } }))).toMatchObject({
-      code: 'invalid_argument',
-      details: { rule: 'planner.seam_tensor', profile: 'blob-v1' },
-    });
+    expect(
+      (await expectCode(plan(seededBytes(4, 100), { seams: { a: [1] } }), 'invalid_argument')).details,
+    ).toMatchObject({ rule: 'planner.seam_tensor', profile: 'blob-v1' });
   });
 });
 
@@ -159,9 +149,8 @@ describe('safetensors-v1', () => {
       [{ a: [1.5] }, 'planner.seam_offset'],
       [{ a: 5 }, 'planner.seams_type'],
     ] as const) {
-      expect(await codeOf(plan(file, { seams: seams as never }))).toMatchObject({
-        code: 'invalid_argument',
-        details: { rule },
+      expect((await expectCode(plan(file, { seams: seams as never }), 'invalid_argument')).details).toMatchObject({
+        rule,
       });
     }
   });
@@ -247,21 +236,19 @@ describe('bounds', () => {
   it('plans a file needing more than 1,000,000 records as blob-v1', async () => {
     const source = hugeSource(RECORD_GRID_BYTES * 1_000_000);
     // Seams are checked before any byte is hashed; the error names the profile the file got.
-    expect(await codeOf(planAndHash(source, { hasher, seams: { t: [1] } }))).toMatchObject({
-      code: 'invalid_argument',
-      details: { rule: 'planner.seam_tensor', profile: 'blob-v1' },
-    });
+    expect(
+      (await expectCode(planAndHash(source, { hasher, seams: { t: [1] } }), 'invalid_argument')).details,
+    ).toMatchObject({ rule: 'planner.seam_tensor', profile: 'blob-v1' });
   });
 
   it('plans exactly 1,000,000 records as a tensor file, and refuses seams that push past it', async () => {
     const source = hugeSource(RECORD_GRID_BYTES * 999_999);
-    expect(await codeOf(planAndHash(source, { hasher, seams: { t: [1] } }))).toMatchObject({
-      code: 'limit_exceeded',
-      details: { rule: 'planner.records_limit', limit: 1_000_000 },
-    });
+    expect(
+      (await expectCode(planAndHash(source, { hasher, seams: { t: [1] } }), 'limit_exceeded')).details,
+    ).toMatchObject({ rule: 'planner.records_limit', limit: 1_000_000 });
     const controller = new AbortController();
     const seen: PlannedRecord[] = [];
-    const outcome = await codeOf(
+    await expectCode(
       planAndHash(source, {
         hasher,
         signal: controller.signal,
@@ -270,8 +257,8 @@ describe('bounds', () => {
           if (r.index === 1) controller.abort();
         },
       }),
+      'cancelled',
     );
-    expect(outcome.code).toBe('cancelled');
     expect(seen[0]!.length).toBeLessThan(RECORD_GRID_BYTES);
     expect(seen[1]).toMatchObject({ index: 1, length: RECORD_GRID_BYTES, offset: seen[0]!.length });
   });
@@ -312,7 +299,7 @@ describe('memory', () => {
 describe('failures', () => {
   it('turns an aborted signal into cancelled, before or during hashing', async () => {
     const f = seededBytes(50, 3 * MiB);
-    expect((await codeOf(plan(f, { signal: AbortSignal.abort() }))).code).toBe('cancelled');
+    await expectCode(plan(f, { signal: AbortSignal.abort() }), 'cancelled');
     const controller = new AbortController();
     const slow: Hasher = {
       ...hasher,
@@ -323,30 +310,27 @@ describe('failures', () => {
           void hasher.digest(pieces).then((d) => setTimeout(() => resolve(d), 50));
         }),
     };
-    expect((await codeOf(plan(f, { hasher: slow, signal: controller.signal }))).code).toBe('cancelled');
+    await expectCode(plan(f, { hasher: slow, signal: controller.signal }), 'cancelled');
   });
 
   it('propagates source and hasher failures as TensorFSErrors', async () => {
     // A failing read (here while sniffing the format) is `io`, not `internal` (issue 11).
     const failing = { size: 10, read: async () => Promise.reject(new Error('disk on fire')) };
-    const failed = await codeOf(planAndHash(failing, { hasher }));
-    expect([failed.code, failed.details.rule]).toEqual(['io', 'source.read']);
+    await expectCode(planAndHash(failing, { hasher }), 'io', 'source.read');
     // A source's own TensorFSError passes through unchanged.
     const denied = new TensorFSError('denied', 'no access', { details: { rule: 'test.denied' } });
     const refusing = { size: 10, read: async () => Promise.reject(denied) };
     await expect(planAndHash(refusing, { hasher })).rejects.toBe(denied);
     // A source that breaks its contract (resolves null) is the caller's bug: invalid_argument, not a TypeError.
     const nulls = { size: 10, read: async () => null as unknown as Uint8Array };
-    const contract = await codeOf(planAndHash(nulls, { hasher }));
-    expect([contract.code, contract.details.rule]).toEqual(['invalid_argument', 'source.contract']);
+    await expectCode(planAndHash(nulls, { hasher }), 'invalid_argument', 'source.contract');
     // Not a byte source at all: invalid_argument, not a TypeError turned internal.
-    const notASource = await codeOf(planAndHash(null as never, { hasher }));
-    expect([notASource.code, notASource.details.rule]).toEqual(['invalid_argument', 'source.argument']);
+    await expectCode(planAndHash(null as never, { hasher }), 'invalid_argument', 'source.argument');
     const short = { size: 10, read: async () => new Uint8Array(3) };
-    expect((await codeOf(planAndHash(short, { hasher }))).code).toBe('io');
+    await expectCode(planAndHash(short, { hasher }), 'io');
     const broken: Hasher = { ...hasher, digest: async () => Promise.reject(new Error('boom')) };
-    expect((await codeOf(plan(seededBytes(1, 10), { hasher: broken }))).code).toBe('internal');
-    expect((await codeOf(plan(seededBytes(1, 10), { concurrency: 0 }))).code).toBe('invalid_argument');
+    await expectCode(plan(seededBytes(1, 10), { hasher: broken }), 'internal');
+    await expectCode(plan(seededBytes(1, 10), { concurrency: 0 }), 'invalid_argument');
   });
 });
 

@@ -5,6 +5,7 @@ import {
   canReadInto,
   readInto,
   type ObjectId,
+  RECORD_GRID_BYTES,
   type RecordRef,
   TensorFSError,
   isTensorFSError,
@@ -72,8 +73,8 @@ export interface TensorView {
   readInto(buffer: Uint8Array, offset?: number, options?: ReadOptions): Promise<Uint8Array>;
 }
 
-/** The largest piece a tensor that is not record-aligned is read in. */
-export const RANGE_PIECE_BYTES = 64 * 1024 * 1024;
+/** The largest piece a tensor that is not record-aligned is read in (the planner's grid). */
+export const RANGE_PIECE_BYTES = RECORD_GRID_BYTES;
 
 /** `length` cut into windows of at most {@link RANGE_PIECE_BYTES}. */
 function windows(length: number): number[] {

@@ -39,7 +39,10 @@ export async function openFileSource(path: string): Promise<FileSource & { close
   } catch (err) {
     const errno = errnoOf(err);
     if (errno === 'ENXIO' || errno === 'EOPNOTSUPP') {
-      throw new TensorFSError('invalid_argument', 'not a regular file', { details: { rule: 'file_type' }, cause: err });
+      throw new TensorFSError('invalid_argument', 'not a regular file', {
+        details: { rule: 'store.file_type' },
+        cause: err,
+      });
     }
     if (errno === 'ENOENT' || errno === 'ENOTDIR') throw new TensorFSError('not_found', 'no such file', { cause: err });
     if (errno === 'EACCES' || errno === 'EPERM') throw new TensorFSError('denied', 'permission denied', { cause: err });
@@ -48,7 +51,7 @@ export async function openFileSource(path: string): Promise<FileSource & { close
   try {
     const st = await fh.stat();
     if (!st.isFile())
-      throw new TensorFSError('invalid_argument', 'not a regular file', { details: { rule: 'file_type' } });
+      throw new TensorFSError('invalid_argument', 'not a regular file', { details: { rule: 'store.file_type' } });
     return Object.assign(fileHandleSource(fh, st.size), { close: () => fh.close() });
   } catch (err) {
     await fh.close();

@@ -13,6 +13,7 @@ import {
   TensorFSError,
   checkRange,
   parseObjectId,
+  RecordOffsets,
   throwIfAborted,
 } from '@tensorfs/format';
 import type { FileSource } from './file-source.js';
@@ -36,36 +37,6 @@ export interface ReadOptions {
   verify?: boolean;
 }
 
-/** Start offsets of each record (and the total size as the last entry); validates the list. */
-function offsetsOf(records: readonly RecordRef[]): number[] {
-  const offsets = new Array<number>(records.length + 1);
-  let at = 0;
-  records.forEach((r, i) => {
-    parseObjectId(r.digest);
-    if (!Number.isSafeInteger(r.length) || r.length < 0) {
-      throw new TensorFSError('invalid_argument', 'record length must be a non-negative integer', {
-        details: { index: i, actual: r.length },
-      });
-    }
-    offsets[i] = at;
-    at += r.length;
-  });
-  offsets[records.length] = at;
-  return offsets;
-}
-
-/** Index of the record holding byte `offset` (the last record starting at or before it). */
-function recordAt(offsets: readonly number[], offset: number): number {
-  let lo = 0;
-  let hi = offsets.length - 2;
-  while (lo < hi) {
-    const mid = (lo + hi + 1) >>> 1;
-    if (offsets[mid]! <= offset) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
-}
-
 /**
  * Fills `target` with the bytes at `start` of record `record`'s object. It checks what the
  * implementation can (the object's length against the record: `corrupt`; with verification, its
@@ -82,16 +53,17 @@ export function recordsSourceOf(
   records: readonly RecordRef[],
   readPiece: PieceReader,
 ): FileSource & { readInto(offset: number, target: Uint8Array, signal?: AbortSignal): Promise<void> } {
-  const offsets = offsetsOf(records);
-  const size = offsets[records.length]!;
+  for (const r of records) parseObjectId(r.digest);
+  const table = new RecordOffsets(records);
+  const size = table.size;
   const readInto = async (offset: number, target: Uint8Array, signal?: AbortSignal): Promise<void> => {
     const length = target.length;
     checkRange(offset, length, size);
     let done = 0;
-    for (let i = length === 0 ? records.length : recordAt(offsets, offset); done < length; i++) {
+    for (let i = length === 0 ? records.length : table.indexAt(offset); done < length; i++) {
       throwIfAborted(signal);
       const r = records[i]!;
-      const start = offset + done - offsets[i]!;
+      const start = offset + done - table.start(i);
       const n = Math.min(r.length - start, length - done);
       if (n <= 0) continue;
       await readPiece(r, start, target.subarray(done, done + n), signal);
@@ -161,7 +133,9 @@ export async function writeRecordsFile(
   dest: string,
   options: WriteFileOptions = {},
 ): Promise<number> {
-  offsetsOf(records);
+  // Validates the list (ids, lengths, total) before a temp exists.
+  for (const r of records) parseObjectId(r.digest);
+  new RecordOffsets(records);
   const dir = dirname(dest);
   await removeDeadTemps(dir, `.${basename(dest).slice(0, 100)}.`);
   const tmp = siblingTemp(dest);

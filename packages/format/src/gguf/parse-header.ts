@@ -130,7 +130,19 @@ export function parseGgufPrefix(
   const probe = new Cursor(bytes, true, fileSize, maxHeaderBytes);
   probe.ensure(4);
   for (let i = 0; i < 4; i++) {
-    if (bytes[i] !== MAGIC[i]) throw probe.error('malformed', 'magic', 'not a GGUF file (bad magic)', {}, 0);
+    if (bytes[i] !== MAGIC[i]) {
+      const found = Array.from(bytes.subarray(0, 4), (x) => x.toString(16).padStart(2, '0')).join('');
+      throw probe.error(
+        'malformed',
+        'magic',
+        `not a GGUF file (starts with ${found}, not the GGUF magic)`,
+        {
+          expected: 'GGUF',
+          actual: found,
+        },
+        0,
+      );
+    }
   }
   probe.pos = 4;
   const raw = probe.u32();

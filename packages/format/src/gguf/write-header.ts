@@ -6,7 +6,14 @@ import { type ErrorDetails, isTensorFSError, TensorFSError } from '../errors.js'
 import { Cursor, ggufError } from './_cursor.js';
 import { ggmlPad, ggmlTensorGeometry } from './geometry.js';
 import { ggmlTypeByName } from './ggml-types.js';
-import { emptyMetadata, type GgufMetadata, NO_LIMITS, parseGgufPrefix, readMetadata } from './parse-header.js';
+import {
+  emptyMetadata,
+  GGUF_MAGIC,
+  type GgufMetadata,
+  NO_LIMITS,
+  parseGgufPrefix,
+  readMetadata,
+} from './parse-header.js';
 import {
   GGUF_VALUE_TYPES,
   type GgufArray,
@@ -154,7 +161,7 @@ function writeHeader(options: GgufWriteOptions): GgufWriteResult {
     throw invalid('options', 'version must be 2 or 3 and endianness little or big', { version });
   }
   const w = new ByteWriter(little);
-  w.bytes(new Uint8Array([0x47, 0x47, 0x55, 0x46]));
+  w.bytes(GGUF_MAGIC);
   w.u32(version);
   w.u64(BigInt(options.tensors.length));
   const countAt = w.length;

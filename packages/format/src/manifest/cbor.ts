@@ -412,7 +412,7 @@ class Reader {
           return utf8Decoder.decode(raw);
         } catch (cause) {
           throw new TensorFSError('malformed', 'text string is not valid UTF-8', {
-            details: { rule: 'cbor-utf8', offset: at },
+            details: { rule: 'cbor.utf8', offset: at },
             cause,
           });
         }

@@ -12,7 +12,8 @@ import { requireBytes, requireObject, requireObjects, requireString } from '../a
 import { type CborKey, type CborValue, compareBytes, decodeCbor, encodeCbor } from './cbor.js';
 import { type ErrorCode, TensorFSError } from '../errors.js';
 import { digestInto, isObjectId, type ObjectId, objectIdFromDigest } from '../ids.js';
-import { checkPath, checkSymlinkTarget, comparePaths, manifestRule } from './paths.js';
+import { comparePaths } from '../order.js';
+import { checkPath, checkSymlinkTarget, manifestRule } from './paths.js';
 import { isPlanProfile, MAX_PLAN_RECORDS, type PlanProfile, RECORD_GRID_BYTES } from './profiles.js';
 
 /** One record of a stored file: an object and its exact length. The file is the concatenation. */

@@ -53,23 +53,6 @@ export function pythonJsonString(value: string): string {
   return `${out}"`;
 }
 
-/** Orders strings by their UTF-8 bytes (= code point order), not by UTF-16 code units. */
-export function compareUtf8(a: string, b: string): number {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    const x = a.charCodeAt(i);
-    const y = b.charCodeAt(i);
-    if (x !== y) return codePointRank(x) - codePointRank(y);
-  }
-  return a.length - b.length;
-}
-
-/** Surrogates (astral characters) sort after U+E000…U+FFFF in code point order. */
-function codePointRank(unit: number): number {
-  if (unit < 0xd800) return unit;
-  return unit < 0xe000 ? unit + 0x2000 : unit - 0x800;
-}
-
 /**
  * Throws `invalid_argument` unless `value` is a string with no lone surrogate (it must have an
  * exact UTF-8 encoding).

@@ -11,7 +11,8 @@ import { requireBytes, requireObject } from '../args.js';
 import { U64_MAX } from '../dtypes.js';
 import { TensorFSError } from '../errors.js';
 import { decodeUtf8Strict, type ExactJsonValue, JsonCursor, JsonNumberText, MAX_JSON_DEPTH } from './json-cursor.js';
-import { checkWellFormed, compareUtf8, pythonJsonString } from './json-text.js';
+import { comparePaths as compareUtf8 } from '../order.js';
+import { checkWellFormed, pythonJsonString } from './json-text.js';
 import type { SafetensorsHeader } from './types.js';
 
 /** Largest index file accepted by default (bytes). */

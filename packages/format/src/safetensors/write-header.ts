@@ -15,7 +15,8 @@ import {
   safetensorsDtype,
 } from '../dtypes.js';
 import { TensorFSError } from '../errors.js';
-import { checkWellFormed, compareUtf8, serdeJsonString } from './json-text.js';
+import { comparePaths as compareUtf8 } from '../order.js';
+import { checkWellFormed, serdeJsonString } from './json-text.js';
 import { resolveMaxHeaderSize } from './parse-header.js';
 import type { SafetensorsTensorInfo } from './types.js';
 
