@@ -45,6 +45,14 @@ function stripComments(src) {
   return src.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`\\])\/\/.*$/gm, '$1');
 }
 
+/** True when package `name` declares `./<sub>` in its `exports` (a published subpath entry). */
+function declaredSubpath(pkgsDir, name, sub) {
+  const file = path.join(pkgsDir, name, 'package.json');
+  if (!fs.existsSync(file)) return false;
+  const exports = JSON.parse(fs.readFileSync(file, 'utf8')).exports ?? {};
+  return typeof exports === 'object' && `./${sub}` in exports && sub !== 'package.json';
+}
+
 /** Returns a list of human-readable violations for the repo at `root`. */
 export function checkLayers(root) {
   const problems = [];
@@ -80,7 +88,9 @@ export function checkLayers(root) {
                 problems.push(`${rel(file)}: imports ${spec} (test-only; tests may use it, src/ may not)`);
             } else if (name !== dir && !allowed.has(name))
               problems.push(`${rel(file)}: imports ${spec} (not below ${dir})`);
-            if (rest.length) problems.push(`${rel(file)}: imports ${spec} (only package entry points may be imported)`);
+            if (rest.length && !declaredSubpath(pkgsDir, name, rest.join('/'))) {
+              problems.push(`${rel(file)}: imports ${spec} (only package entry points may be imported)`);
+            }
           } else if (spec.startsWith('.')) {
             const resolved = path.resolve(path.dirname(file), spec);
             const inside = path.relative(path.join(pkgsDir, dir), resolved);

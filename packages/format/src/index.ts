@@ -11,3 +11,4 @@ export * from './gguf/index.js';
 export * from './manifest/index.js';
 export * from './references.js';
 export * from './codecs.js';
+export * from './cozytensors/index.js';

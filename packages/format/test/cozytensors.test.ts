@@ -1,0 +1,284 @@
+import {
+  type CheckpointHeader,
+  type CheckpointTensor,
+  checkpointDataSize,
+  checkpointId,
+  checkpointReferences,
+  COZYTENSORS_MAGIC,
+  decodeCheckpoint,
+  encodeCheckpoint,
+  isCheckpointHeader,
+  type JsonValue,
+  parseConfigJson,
+} from '@tensorfs/format/cozytensors';
+import * as main from '@tensorfs/format';
+import { encodeCbor, isTensorFSError, type ObjectId, toHex } from '@tensorfs/format';
+import fc from 'fast-check';
+import { createHash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+
+/** TENSORFS_SLOW=1 runs the property tests 20 times longer. */
+const SCALE = process.env.TENSORFS_SLOW ? 20 : 1;
+const D1 = `sha256:${'11'.repeat(32)}` as ObjectId;
+const D2 = `sha256:${'ab'.repeat(32)}` as ObjectId;
+const utf8 = new TextEncoder();
+
+function sample(): CheckpointHeader {
+  return {
+    pipeline: { cls: 'P', config: { b: 1, a: [0.5, null, true, 'x'] } },
+    source: null,
+    components: [
+      {
+        name: 'unet',
+        cls: 'UNet',
+        config: { sample_size: 8 },
+        tensors: [
+          { name: 'w', dtype: 'F32', shape: [2, 2], records: [{ digest: D1, length: 16 }] },
+          {
+            name: 'q',
+            dtype: 'BF16',
+            shape: [4],
+            encoding: {
+              scheme: 'x.int4',
+              params: { group: 2 },
+              parts: {
+                qweight: { dtype: 'U8', shape: [2], records: [{ digest: D2, length: 2 }] },
+                scales: { dtype: 'F16', shape: [2], records: [{ digest: D1, length: 4 }] },
+              },
+            },
+          },
+        ],
+        assets: [{ name: 'config.json', records: [{ digest: D2, length: 3 }] }],
+      },
+    ],
+  };
+}
+
+function errorOf(fn: () => unknown): { code: string; rule: unknown } | undefined {
+  try {
+    fn();
+  } catch (err) {
+    if (!isTensorFSError(err)) throw err;
+    return { code: err.code, rule: err.details.rule };
+  }
+  return undefined;
+}
+
+describe('cozytensors header', () => {
+  it('is exported from the main entry and the subpath alike', () => {
+    expect(main.encodeCheckpoint).toBe(encodeCheckpoint);
+    expect(isCheckpointHeader(encodeCheckpoint(sample()))).toBe(true);
+    expect(isCheckpointHeader(utf8.encode('TFM1'))).toBe(false);
+    expect(toHex(COZYTENSORS_MAGIC)).toBe('54464331');
+  });
+
+  it('round-trips and is stable under key order of configs', () => {
+    const h = sample();
+    const bytes = encodeCheckpoint(h);
+    const back = decodeCheckpoint(bytes);
+    expect(back).toEqual(h);
+    const reordered = sample();
+    reordered.pipeline = { cls: 'P', config: { a: [0.5, null, true, 'x'], b: 1.0 } };
+    expect(toHex(encodeCheckpoint(reordered))).toBe(toHex(bytes));
+  });
+
+  it('construction order is identity', () => {
+    const a = sample();
+    const b = sample();
+    b.components[0]!.tensors.reverse();
+    expect(toHex(encodeCheckpoint(a))).not.toBe(toHex(encodeCheckpoint(b)));
+  });
+
+  it('the id is the SHA-256 of the bytes', async () => {
+    const bytes = encodeCheckpoint(sample());
+    const id = await checkpointId(bytes, (b) => createHash('sha256').update(b).digest());
+    expect(id).toBe(`sha256:${createHash('sha256').update(bytes).digest('hex')}`);
+  });
+
+  it('references: every record of tensors, parts and assets, and the source, once each', () => {
+    const h = sample();
+    h.source = `sha256:${'cd'.repeat(32)}` as ObjectId;
+    expect(checkpointReferences(encodeCheckpoint(h))).toEqual([h.source, D1, D2]);
+  });
+
+  it('refuses on encode what decode refuses, as invalid_argument', () => {
+    const cases: [string, (h: CheckpointHeader) => void][] = [
+      ['cozytensors.duplicate_component', (h) => h.components.push({ ...h.components[0]! })],
+      [
+        'cozytensors.duplicate_tensor',
+        (h) => h.components[0]!.tensors.push({ ...h.components[0]!.tensors[0]! } as CheckpointTensor),
+      ],
+      ['cozytensors.component_name', (h) => (h.components[0]!.name = '../x')],
+      ['cozytensors.asset_name', (h) => (h.components[0]!.assets[0]!.name = '/abs')],
+      ['cozytensors.asset_name', (h) => (h.components[0]!.assets[0]!.name = 'a/../b')],
+      ['cozytensors.asset_name', (h) => (h.components[0]!.assets[0]!.name = 'nul\u0000')],
+      ['cozytensors.data_size', (h) => (h.components[0]!.tensors[0]!.shape = [2, 3])],
+      [
+        'cozytensors.data_size',
+        (h) => {
+          const t = h.components[0]!.tensors[1]!;
+          t.encoding!.parts.scales!.shape = [3];
+        },
+      ],
+      ['cozytensors.dtype', (h) => ((h.components[0]!.tensors[0] as { dtype: string }).dtype = 'f32')],
+      [
+        'cozytensors.tensor_kind',
+        (h) =>
+          ((h.components[0]!.tensors[0] as { encoding: unknown }).encoding = { scheme: 's', params: null, parts: {} }),
+      ],
+      ['cozytensors.parts_empty', (h) => (h.components[0]!.tensors[1]!.encoding!.parts = {})],
+      ['cozytensors.config_number', (h) => (h.components[0]!.config = { x: Number.NaN })],
+      ['cozytensors.config', (h) => (h.components[0]!.config = { x: new Date() } as unknown as JsonValue)],
+      ['cozytensors.config', (h) => (h.components[0]!.config = { x: undefined } as unknown as JsonValue)],
+      [
+        'cozytensors.record_digest',
+        (h) => (h.components[0]!.tensors[0]!.records![0]!.digest = 'sha256:xx' as ObjectId),
+      ],
+      [
+        'cozytensors.record_length',
+        (h) =>
+          (h.components[0]!.tensors[0]!.records = [
+            { digest: D1, length: 0 },
+            { digest: D1, length: 16 },
+          ]),
+      ],
+      ['cozytensors.source', (h) => (h.source = 'nope' as ObjectId)],
+      ['cozytensors.asset_order', (h) => h.components[0]!.assets.unshift({ name: 'z', records: [] })],
+      ['cozytensors.duplicate_asset', (h) => h.components[0]!.assets.push({ name: 'config.json', records: [] })],
+      ['cozytensors.tensor_name', (h) => (h.components[0]!.tensors[0]!.name = '')],
+    ];
+    for (const [rule, edit] of cases) {
+      const h = sample();
+      edit(h);
+      expect(
+        errorOf(() => encodeCheckpoint(h)),
+        rule,
+      ).toEqual({ code: 'invalid_argument', rule });
+    }
+  });
+
+  it('carries any scheme and any params losslessly', () => {
+    const h = sample();
+    h.components[0]!.tensors[1]!.encoding!.scheme = 'never.heard.of.it/v9';
+    h.components[0]!.tensors[1]!.encoding!.params = {
+      deep: [[{ x: -1.25e-7 }]],
+      '': 2 ** 60,
+      __proto__: 1,
+    } as JsonValue;
+    const back = decodeCheckpoint(encodeCheckpoint(h));
+    expect(back.components[0]!.tensors[1]!.encoding!.scheme).toBe('never.heard.of.it/v9');
+    expect(back.components[0]!.tensors[1]!.encoding!.params).toEqual(h.components[0]!.tensors[1]!.encoding!.params);
+  });
+
+  it('a role named __proto__ is a part like any other', () => {
+    const h = sample();
+    const parts = h.components[0]!.tensors[1]!.encoding!.parts;
+    Object.defineProperty(parts, '__proto__', { value: parts.scales, enumerable: true });
+    const back = decodeCheckpoint(encodeCheckpoint(h));
+    expect(Object.keys(back.components[0]!.tensors[1]!.encoding!.parts).sort()).toEqual([
+      '__proto__',
+      'qweight',
+      'scales',
+    ]);
+  });
+
+  it('sizes: sub-byte dtypes fill whole bytes', () => {
+    expect(checkpointDataSize('F4', [6])).toBe(3);
+    expect(checkpointDataSize('F32', [])).toBe(4);
+    expect(checkpointDataSize('F32', [0, 9])).toBe(0);
+    expect(errorOf(() => checkpointDataSize('F4', [5]))).toEqual({
+      code: 'invalid_argument',
+      rule: 'cozytensors.byte_length',
+    });
+  });
+});
+
+describe('parseConfigJson', () => {
+  const parse = (s: string) => parseConfigJson(utf8.encode(s));
+  it('parses strict JSON into plain values', () => {
+    expect(parse(' {"a": [1, 2.5, -0, true, null, "é"], "b": {}}\n')).toEqual({
+      a: [1, 2.5, 0, true, null, 'é'],
+      b: {},
+    });
+    expect(parse('1000000000000000019884624838656')).toBe(1e30);
+    expect(parse('9007199254740992')).toBe(2 ** 53);
+    expect(parse('0.1000000000000000055')).toBe(0.1);
+    expect(Object.keys(parse('{"__proto__": 1}') as object)).toEqual(['__proto__']);
+  });
+  it('refuses duplicate keys, bad UTF-8, numbers a double does not hold, trailing text', () => {
+    expect(errorOf(() => parse('{"a": 1, "a": 2}'))).toEqual({ code: 'malformed', rule: 'cozytensors.config_json' });
+    expect(errorOf(() => parseConfigJson(new Uint8Array([0x22, 0xff, 0x22])))).toEqual({
+      code: 'malformed',
+      rule: 'cozytensors.config_json',
+    });
+    expect(errorOf(() => parse('9007199254740993'))).toEqual({ code: 'malformed', rule: 'cozytensors.config_number' });
+    expect(errorOf(() => parse('1e400'))).toEqual({ code: 'malformed', rule: 'cozytensors.config_number' });
+    expect(errorOf(() => parse('NaN'))).toEqual({ code: 'malformed', rule: 'cozytensors.config_json' });
+    expect(errorOf(() => parse('{} x'))).toEqual({ code: 'malformed', rule: 'cozytensors.config_json' });
+    expect(errorOf(() => parse('['.repeat(60) + ']'.repeat(60)))).toEqual({
+      code: 'malformed',
+      rule: 'cozytensors.config_json',
+    });
+  });
+});
+
+describe('cozytensors properties', () => {
+  const good = encodeCheckpoint(sample());
+
+  it('any bytes decode canonically or throw a TensorFSError', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 300 }), (tail) => {
+        const bytes = new Uint8Array(4 + tail.length);
+        bytes.set(COZYTENSORS_MAGIC);
+        bytes.set(tail, 4);
+        try {
+          const h = decodeCheckpoint(bytes);
+          expect(toHex(encodeCheckpoint(h))).toBe(toHex(bytes));
+        } catch (err) {
+          expect(isTensorFSError(err), String(err)).toBe(true);
+        }
+      }),
+      { numRuns: 3000 * SCALE },
+    );
+  });
+
+  it('mutated headers decode to themselves or throw a TensorFSError', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.nat(good.length - 1), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 4 }),
+        fc.integer({ min: 0, max: good.length }),
+        (edits, cut) => {
+          const bytes = good.slice(0, Math.max(cut, 4));
+          for (const [at, v] of edits) if (at < bytes.length) bytes[at] = v;
+          try {
+            const h = decodeCheckpoint(bytes);
+            expect(toHex(encodeCheckpoint(h))).toBe(toHex(bytes));
+          } catch (err) {
+            expect(isTensorFSError(err), String(err)).toBe(true);
+          }
+        },
+      ),
+      { numRuns: 3000 * SCALE },
+    );
+  });
+
+  const json: fc.Arbitrary<JsonValue> = fc.jsonValue({ maxDepth: 4 }) as fc.Arbitrary<JsonValue>;
+  it('any JSON config round-trips through the header', () => {
+    fc.assert(
+      fc.property(json, (config) => {
+        const h = sample();
+        h.components[0]!.config = config;
+        const back = decodeCheckpoint(encodeCheckpoint(h));
+        // Canonical: keys sorted, -0 is 0 (as JSON text has it); numbers stay the same doubles.
+        expect(back.components[0]!.config).toEqual(JSON.parse(JSON.stringify(config)));
+      }),
+      { numRuns: 500 * SCALE },
+    );
+  });
+
+  it('a CBOR map in place of the header is refused with a cozytensors rule', () => {
+    const body = encodeCbor({ version: 1 });
+    const bytes = new Uint8Array([...COZYTENSORS_MAGIC, ...body]);
+    expect(errorOf(() => decodeCheckpoint(bytes))).toEqual({ code: 'malformed', rule: 'cozytensors.missing_field' });
+  });
+});
