@@ -2,7 +2,19 @@ import { readFileSync } from 'node:fs';
 import { decodeCheckpoint, isTensorFSError, type ObjectId } from '@tensorfs/format';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CheckpointWriter, openCheckpoint, openTensors } from '../src/index.js';
-import { codeOf, importTree, listObjects, noise, sha256, type TestStore, tempStore } from './helpers.js';
+import { noise, sha256Hex as sha256, storedObjects as listObjects } from '@tensorfs/testkit';
+import { importTree, type TestStore, tempStore } from './helpers.js';
+
+/** The TensorFSError code `fn` throws (fails the test if it throws anything else, or nothing). */
+async function codeOf(fn: () => unknown): Promise<string> {
+  try {
+    await fn();
+  } catch (error) {
+    if (!isTensorFSError(error)) throw error;
+    return error.code;
+  }
+  throw new Error('expected a TensorFSError');
+}
 
 const MiB = 1024 * 1024;
 
