@@ -42,3 +42,19 @@ export {
   type PutEncodedOptions,
   type PutTensorOptions,
 } from './checkpoint-writer.js';
+export {
+  type CheckpointExportFormat,
+  type CheckpointExportOptions,
+  type CheckpointExportResult,
+  exportCheckpoint,
+  exportComponentFiles,
+  importPortable,
+} from './checkpoint-export.js';
+export {
+  CONVERTERS,
+  type ConverterName,
+  type ConvertOptions,
+  type ConvertResult,
+  convertPath,
+  convertSnapshot,
+} from './convert.js';
