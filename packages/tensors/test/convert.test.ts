@@ -276,7 +276,7 @@ describe('convert', () => {
     // Swap two tensors' bytes in the unet file: same header, different data.
     const file = path.join(tuned, 'unet', 'diffusion_pytorch_model.safetensors');
     const bytes = new Uint8Array(await fsp.readFile(file));
-    bytes[bytes.length - 1] ^= 0xff;
+    bytes[bytes.length - 1] = bytes.at(-1)! ^ 0xff;
     await fsp.writeFile(file, bytes);
     const r = await convertPath(t.store, tuned, { name: 'sd-ft', base: 'sd', threads: 1 });
     expect(r.changedTensors).toBe(1);
