@@ -1,4 +1,5 @@
 import type { TfsCommand } from '../command.js';
+import { convertCommand } from './checkpoint.js';
 import { envCommand } from './env.js';
 import { inspectCommand } from './inspect.js';
 import { planCommand } from './plan.js';
@@ -11,6 +12,7 @@ export const commands: TfsCommand<any>[] = [
   inspectCommand,
   planCommand,
   importCommand,
+  convertCommand,
   lsCommand,
   refCommand,
   exportCommand,
