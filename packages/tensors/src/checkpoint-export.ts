@@ -5,7 +5,10 @@
  */
 import * as fsp from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import type { Store } from '@tensorfs/cas';
+import type { LocalStore, Store } from '@tensorfs/cas';
+
+/** A store that can also rebuild snapshots as files (the local store). */
+export type ExportingStore = Store & Pick<LocalStore, 'exportSnapshot'>;
 import {
   type ManifestEntry,
   type ObjectId,
@@ -47,7 +50,7 @@ export interface CheckpointExportResult {
  * - `portable`: that header plus every object it reaches as `chunks/<sha256-hex>`.
  */
 export async function exportCheckpoint(
-  store: Store,
+  store: ExportingStore,
   checkpoint: Checkpoint,
   dir: string,
   options: CheckpointExportOptions = {},
@@ -60,7 +63,12 @@ export async function exportCheckpoint(
     return store.exportSnapshot(tree, root, {
       verify: true,
       ...(options.signal ? { signal: options.signal } : {}),
-      ...(options.onProgress ? { onProgress: (p) => options.onProgress!({ files: p.files, bytes: p.bytes }) } : {}),
+      ...(options.onProgress
+        ? {
+            onProgress: (p: { files: number; bytes: number }) =>
+              options.onProgress!({ files: p.files, bytes: p.bytes }),
+          }
+        : {}),
     });
   }
   const variant = options.variant ?? 'model';
@@ -76,8 +84,7 @@ export async function exportCheckpoint(
     for (const id of await closure(store, checkpoint)) {
       throwIfAborted(options.signal);
       const dest = join(chunks, id.slice('sha256:'.length));
-      const parts: Uint8Array[] = [];
-      for await (const piece of store.objectStream(id, { verify: true })) parts.push(piece);
+      const parts = [await store.readObject(id, { verify: true })];
       await atomicWrite(dest, parts);
       files++;
       bytes += parts.reduce((n, p) => n + p.length, 0);
@@ -97,7 +104,7 @@ export async function exportCheckpoint(
  * `model.safetensors` of its tensors.
  */
 export async function exportComponentFiles(
-  store: Store,
+  store: ExportingStore,
   checkpoint: Checkpoint,
   component: string,
   dir: string,

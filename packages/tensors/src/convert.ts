@@ -4,7 +4,7 @@
  * are the snapshot's own objects (nothing re-read, nothing re-written) and whose `source` is the
  * snapshot, so export gives the original files back byte for byte.
  */
-import type { Store } from '@tensorfs/cas';
+import type { LocalStore, Store } from '@tensorfs/cas';
 import {
   type JsonValue,
   type ManifestFileEntry,
@@ -61,7 +61,11 @@ export interface ConvertResult {
  * Imports a folder or file as a snapshot (each byte hashed once, only new objects written), then
  * converts the snapshot. See {@link convertSnapshot}.
  */
-export async function convertPath(store: Store, path: string, options: ConvertOptions = {}): Promise<ConvertResult> {
+export async function convertPath(
+  store: Store & Pick<LocalStore, 'importPath'>,
+  path: string,
+  options: ConvertOptions = {},
+): Promise<ConvertResult> {
   const imported = await store.importPath(path, {
     ...(options.signal !== undefined ? { signal: options.signal } : {}),
     ...(options.threads !== undefined ? { threads: options.threads } : {}),

@@ -3,7 +3,7 @@ import { decodeCheckpoint, isTensorFSError, type ObjectId } from '@tensorfs/form
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CheckpointWriter, openCheckpoint, openTensors } from '../src/index.js';
 import { noise, sha256Hex as sha256, storedObjects as listObjects } from '@tensorfs/testkit';
-import { importTree, type TestStore, tempStore } from './helpers.js';
+import { importTree, STORE_KINDS, type TestStore, tempStore } from './helpers.js';
 
 /** The TensorFSError code `fn` throws (fails the test if it throws anything else, or nothing). */
 async function codeOf(fn: () => unknown): Promise<string> {
@@ -55,10 +55,10 @@ const vectors = JSON.parse(
   }[];
 };
 
-describe('CheckpointWriter → openCheckpoint', () => {
+describe.each(STORE_KINDS)('CheckpointWriter → openCheckpoint (%s store)', (kind) => {
   let t: TestStore;
   beforeEach(async () => {
-    t = await tempStore();
+    t = await tempStore(kind);
   });
   afterEach(async () => {
     await t.close();
@@ -169,11 +169,11 @@ describe('CheckpointWriter → openCheckpoint', () => {
     // The same tensor imported as a safetensors file uses the very same objects.
     const { writeSafetensors } = await import('@tensorfs/format');
     const file = writeSafetensors([{ name: 'big', dtype: 'U8', shape: [BigInt(data.length)], data }]);
-    const before = await listObjects(t.root);
+    const before = await t.objects();
     await importTree(t, { 'model.safetensors': file }, 'snap');
     const set = await openTensors(t.store, 'snap');
     expect(set.get('big').records).toEqual(records);
-    const added = [...(await listObjects(t.root))].filter((o) => !before.has(o));
+    const added = [...(await t.objects())].filter((o) => !before.has(o));
     expect(added).toHaveLength(2); // the safetensors header object and the manifest: no tensor bytes
   });
 
@@ -216,9 +216,9 @@ describe('CheckpointWriter → openCheckpoint', () => {
     await w.put('ok', noise(100, 1), { dtype: 'U8', shape: [100] });
     expect(await codeOf(() => w.put('short', noise(10, 2), { dtype: 'F32', shape: [4] }))).toBe('invalid_argument');
     expect(await codeOf(() => w.put('again', noise(4, 2), { dtype: 'U8', shape: [4] }))).toBe('invalid_argument');
-    const gc = await t.store.gc({ graceMs: 0 });
-    expect(gc.removed).toBe(2); // the good tensor and the short one (stored before its length was known)
-    expect([...(await listObjects(t.root))]).toEqual([]);
+    expect((await t.objects()).size).toBe(2); // the good tensor and the short one (stored before its length was known)
+    await t.gc();
+    expect([...(await t.objects())]).toEqual([]);
   });
 
   it('a cancelled writer is cancelled and leaves nothing', async () => {
@@ -228,27 +228,8 @@ describe('CheckpointWriter → openCheckpoint', () => {
     await w.put('ok', noise(100, 1), { dtype: 'U8', shape: [100] });
     ac.abort();
     expect(await codeOf(() => w.put('x', noise(4, 1), { dtype: 'U8', shape: [4] }))).toBe('cancelled');
-    await t.store.gc({ graceMs: 0 });
-    expect([...(await listObjects(t.root))]).toEqual([]);
-  });
-
-  it('GC and verify follow a committed checkpoint to its tensors, assets and source', async () => {
-    const snap = await importTree(t, { 'README.md': new TextEncoder().encode('hello') });
-    const w = new CheckpointWriter(t.store);
-    w.setSource(snap);
-    w.component('m', { cls: '', config: {} });
-    await w.put('t', noise(32, 1), { dtype: 'U8', shape: [32] });
-    await w.asset('a.txt', new TextEncoder().encode('asset'));
-    const { id } = await w.commit({ name: 'cp' });
-    const before = await listObjects(t.root);
-    await t.store.gc({ graceMs: 0 });
-    expect(await listObjects(t.root)).toEqual(before);
-    const v = await t.store.verify({ data: true });
-    expect(v.missing).toEqual([]);
-    expect(v.corrupt).toEqual([]);
-    expect(v.objects).toBe(before.size);
-    const usage = await t.store.usage();
-    expect(usage.refs).toEqual([expect.objectContaining({ name: 'cp', id, logicalBytes: 37 })]);
+    await t.gc();
+    expect([...(await t.objects())]).toEqual([]);
   });
 
   it('header bytes whose objects are missing open as not_found naming the object', async () => {
@@ -256,7 +237,7 @@ describe('CheckpointWriter → openCheckpoint', () => {
     w.component('m', { cls: '', config: {} });
     await w.put('t', noise(32, 1), { dtype: 'U8', shape: [32] });
     const { bytes, header } = await w.commit();
-    const other = await tempStore();
+    const other = await tempStore(kind);
     try {
       const err = await openCheckpoint(other.store, bytes).catch((e: unknown) => e);
       expect(isTensorFSError(err) && err.code).toBe('not_found');
@@ -271,5 +252,34 @@ describe('CheckpointWriter → openCheckpoint', () => {
   it('a snapshot ref is not a checkpoint', async () => {
     await importTree(t, { 'a.txt': new Uint8Array([1]) }, 'snap');
     expect(await codeOf(() => openCheckpoint(t.store, 'snap'))).toBe('invalid_argument');
+  });
+});
+
+describe('checkpoints in the local store: GC, verify and du', () => {
+  let t: TestStore;
+  beforeEach(async () => {
+    t = await tempStore('local');
+  });
+  afterEach(async () => {
+    await t.close();
+  });
+
+  it('GC and verify follow a committed checkpoint to its tensors, assets and source', async () => {
+    const snap = await importTree(t, { 'README.md': new TextEncoder().encode('hello') });
+    const w = new CheckpointWriter(t.store);
+    w.setSource(snap);
+    w.component('m', { cls: '', config: {} });
+    await w.put('t', noise(32, 1), { dtype: 'U8', shape: [32] });
+    await w.asset('a.txt', new TextEncoder().encode('asset'));
+    const { id } = await w.commit({ name: 'cp' });
+    const before = await listObjects(t.root);
+    await t.local!.gc({ graceMs: 0 });
+    expect(await listObjects(t.root)).toEqual(before);
+    const v = await t.local!.verify({ data: true });
+    expect(v.missing).toEqual([]);
+    expect(v.corrupt).toEqual([]);
+    expect(v.objects).toBe(before.size);
+    const usage = await t.local!.usage();
+    expect(usage.refs).toEqual([expect.objectContaining({ name: 'cp', id, logicalBytes: 37 })]);
   });
 });

@@ -55,7 +55,7 @@ describe('convert', () => {
   });
 
   it('Diffusers folder → checkpoint → export --safetensors gives the folder back byte for byte', async () => {
-    const r = await convertPath(t.store, DIFFUSERS, { name: 'local/sd', threads: 1 });
+    const r = await convertPath(t.local!, DIFFUSERS, { name: 'local/sd', threads: 1 });
     expect(r.converter).toBe('diffusers');
     const cp = await openCheckpoint(t.store, 'local/sd');
     expect(cp.id).toBe(r.id);
@@ -91,26 +91,26 @@ describe('convert', () => {
     );
 
     const out = path.join(t.scratch, 'export');
-    await exportCheckpoint(t.store, cp, out);
+    await exportCheckpoint(t.local!, cp, out);
     expect(await treeHashes(out)).toEqual(await treeHashes(DIFFUSERS));
   });
 
   it('converting an imported snapshot writes only the header: no tensor byte read or written', async () => {
-    const imported = await t.store.importPath(DIFFUSERS, { name: 'snap', threads: 1 });
+    const imported = await t.local!.importPath(DIFFUSERS, { name: 'snap', threads: 1 });
     const before = await storedObjects(t.root);
-    const r = await convertSnapshot(t.store, 'snap', { name: 'cp' });
+    const r = await convertSnapshot(t.local!, 'snap', { name: 'cp' });
     const added = [...(await storedObjects(t.root))].filter((o) => !before.has(o));
     expect(added).toEqual([r.id.slice(7)]);
     expect(r.snapshot).toBe(imported.snapshot);
     expect(r.bytesWritten).toBe((await openCheckpoint(t.store, 'cp')).bytes.length);
     // Converting the same folder again is the same checkpoint.
-    const again = await convertPath(t.store, DIFFUSERS, { threads: 1 });
+    const again = await convertPath(t.local!, DIFFUSERS, { threads: 1 });
     expect(again.id).toBe(r.id);
     expect(again.bytesWritten).toBe(r.bytesWritten);
   });
 
   it('Transformers folder (sharded, with index) as one component', async () => {
-    const r = await convertPath(t.store, path.join(DIFFUSERS, 'text_encoder'), { name: 'te', threads: 1 });
+    const r = await convertPath(t.local!, path.join(DIFFUSERS, 'text_encoder'), { name: 'te', threads: 1 });
     expect(r.converter).toBe('transformers');
     const cp = await openCheckpoint(t.store, 'te');
     expect([...cp.components.keys()]).toEqual(['model']);
@@ -118,18 +118,18 @@ describe('convert', () => {
     expect(cp.component('model').tensors.size).toBe(3);
     expect(cp.component('model').assets).toEqual(['config.json']);
     const out = path.join(t.scratch, 'te');
-    await exportCheckpoint(t.store, cp, out);
+    await exportCheckpoint(t.local!, cp, out);
     expect(await treeHashes(out)).toEqual(await treeHashes(path.join(DIFFUSERS, 'text_encoder')));
   });
 
   it('single .safetensors and .gguf files; GGUF block types become ggml encodings', async () => {
-    const st = await convertPath(t.store, path.join(SAMPLES, 'tiny-model', 'model.safetensors'), { threads: 1 });
+    const st = await convertPath(t.local!, path.join(SAMPLES, 'tiny-model', 'model.safetensors'), { threads: 1 });
     expect(st.converter).toBe('single-file');
     const cp = await openCheckpoint(t.store, st.id);
     expect(cp.component('model').tensors.size).toBe(8);
     expect(cp.component('model').tensors.get('logit_scale')!.shape).toEqual([]);
 
-    const gg = await convertPath(t.store, path.join(SAMPLES, 'tiny-model', 'model.gguf'), { name: 'g', threads: 1 });
+    const gg = await convertPath(t.local!, path.join(SAMPLES, 'tiny-model', 'model.gguf'), { name: 'g', threads: 1 });
     const g = await openCheckpoint(t.store, 'g');
     const q = g.component('model').tensors.get('blk.0.attn_q.weight')!;
     expect(q.encoding).toEqual({
@@ -139,7 +139,7 @@ describe('convert', () => {
     });
     expect(g.component('model').tensors.get('token_embd.weight')!.encoding).toBeNull();
     const out = path.join(t.scratch, 'g');
-    await exportCheckpoint(t.store, g, out);
+    await exportCheckpoint(t.local!, g, out);
     expect(await treeHashes(out)).toEqual({
       'model.gguf': sha256Hex(new Uint8Array(await fsp.readFile(path.join(SAMPLES, 'tiny-model', 'model.gguf')))),
     });
@@ -147,27 +147,27 @@ describe('convert', () => {
   });
 
   it('checkpoint → portable folder → checkpoint opened in another store', async () => {
-    const r = await convertPath(t.store, DIFFUSERS, { threads: 1 });
+    const r = await convertPath(t.local!, DIFFUSERS, { threads: 1 });
     const cp = await openCheckpoint(t.store, r.id);
     const portable = path.join(t.scratch, 'portable');
-    await exportCheckpoint(t.store, cp, portable, { format: 'portable' });
+    await exportCheckpoint(t.local!, cp, portable, { format: 'portable' });
     const names = await fsp.readdir(path.join(portable, 'chunks'));
     expect(names.every((n) => /^[0-9a-f]{64}$/.test(n))).toBe(true);
     const other = await tempStore();
     try {
-      const back = await importPortable(other.store, portable, { name: 'p' });
+      const back = await importPortable(other.local!, portable, { name: 'p' });
       expect(back.id).toBe(r.id);
       const out = path.join(other.scratch, 'out');
-      await exportCheckpoint(other.store, back, out);
+      await exportCheckpoint(other.local!, back, out);
       expect(await treeHashes(out)).toEqual(await treeHashes(DIFFUSERS));
-      expect((await other.store.verify({ data: true })).corrupt).toEqual([]);
+      expect((await other.local!.verify({ data: true })).corrupt).toEqual([]);
       // A tampered chunk is refused.
       const third = await tempStore();
       try {
         const victim = path.join(portable, 'chunks', names[0]!);
         await fsp.chmod(victim, 0o644);
         await fsp.writeFile(victim, 'tampered');
-        expect((await ruleOf(() => importPortable(third.store, portable))).code).toBe('corrupt');
+        expect((await ruleOf(() => importPortable(third.local!, portable))).code).toBe('corrupt');
       } finally {
         await third.close();
       }
@@ -177,14 +177,14 @@ describe('convert', () => {
   });
 
   it('--cozytensors writes only the header file; exportComponentFiles gives one component', async () => {
-    const r = await convertPath(t.store, DIFFUSERS, { threads: 1 });
+    const r = await convertPath(t.local!, DIFFUSERS, { threads: 1 });
     const cp = await openCheckpoint(t.store, r.id);
     const out = path.join(t.scratch, 'h');
-    await exportCheckpoint(t.store, cp, out, { format: 'cozytensors' });
+    await exportCheckpoint(t.local!, cp, out, { format: 'cozytensors' });
     expect(await fsp.readdir(out)).toEqual(['model.cozytensors']);
     expect(new Uint8Array(await fsp.readFile(path.join(out, 'model.cozytensors')))).toEqual(cp.bytes);
     const unet = path.join(t.scratch, 'unet');
-    await exportComponentFiles(t.store, cp, 'unet', unet);
+    await exportComponentFiles(t.local!, cp, 'unet', unet);
     expect(await treeHashes(unet)).toEqual(await treeHashes(path.join(DIFFUSERS, 'unet')));
   });
 
@@ -223,7 +223,7 @@ describe('convert', () => {
     ];
     for (const [files, expected] of cases) {
       const dir = await mk(files);
-      const got = await ruleOf(() => convertPath(t.store, dir, { name: 'never', threads: 1 }));
+      const got = await ruleOf(() => convertPath(t.local!, dir, { name: 'never', threads: 1 }));
       expect(got.code, JSON.stringify(files).slice(0, 80)).toBe(expected.code);
       if (expected.rule !== undefined) expect(got.rule).toBe(expected.rule);
       expect(await t.store.getRef('never')).toBeNull();
@@ -240,7 +240,7 @@ describe('convert', () => {
     const { id } = await w.commit();
     const cp = await openCheckpoint(t.store, id);
     const out = path.join(t.scratch, 'written');
-    await exportCheckpoint(t.store, cp, out);
+    await exportCheckpoint(t.local!, cp, out);
     expect(Object.keys(await treeHashes(out)).sort()).toEqual([
       'model_index.json',
       'unet/config.json',
@@ -248,7 +248,7 @@ describe('convert', () => {
       'unet/notes/readme.txt',
     ]);
     expect(JSON.parse(await fsp.readFile(path.join(out, 'unet', 'config.json'), 'utf8'))).toEqual({ in_channels: 4 });
-    const back = await t.store.importPath(out, { threads: 1 });
+    const back = await t.local!.importPath(out, { threads: 1 });
     const set = await openTensors(t.store, back.snapshot);
     expect(await set.get('w').read()).toEqual(new Uint8Array(a.buffer));
     expect(set.get('w').records).toEqual(cp.component('unet').tensors.get('w')!.records);
@@ -263,14 +263,14 @@ describe('convert', () => {
       parts: { d: { dtype: 'U8', shape: [1], data: new Uint8Array(1) } },
     });
     const enc = await openCheckpoint(t.store, (await e.commit()).id);
-    expect(await ruleOf(() => exportCheckpoint(t.store, enc, path.join(t.scratch, 'enc')))).toEqual({
+    expect(await ruleOf(() => exportCheckpoint(t.local!, enc, path.join(t.scratch, 'enc')))).toEqual({
       code: 'unsupported',
       rule: 'cozytensors.export_encoded',
     });
   });
 
   it('base: reports how many tensors changed (a fine-tune of one component)', async () => {
-    await convertPath(t.store, DIFFUSERS, { name: 'sd', threads: 1 });
+    await convertPath(t.local!, DIFFUSERS, { name: 'sd', threads: 1 });
     const tuned = path.join(t.scratch, 'tuned');
     await fsp.cp(DIFFUSERS, tuned, { recursive: true });
     // Swap two tensors' bytes in the unet file: same header, different data.
@@ -278,7 +278,7 @@ describe('convert', () => {
     const bytes = new Uint8Array(await fsp.readFile(file));
     bytes[bytes.length - 1] = bytes.at(-1)! ^ 0xff;
     await fsp.writeFile(file, bytes);
-    const r = await convertPath(t.store, tuned, { name: 'sd-ft', base: 'sd', threads: 1 });
+    const r = await convertPath(t.local!, tuned, { name: 'sd-ft', base: 'sd', threads: 1 });
     expect(r.changedTensors).toBe(1);
   });
 });

@@ -584,7 +584,7 @@ export class LocalStore implements Store {
 
   private async logicalSize(id: ObjectId): Promise<number> {
     try {
-      const bytes = await this.objects.read(checkId(id), true);
+      const bytes = await this.objects.read(parseObjectId(id), true);
       if (isCheckpointHeader(bytes)) {
         // A checkpoint's logical size: the bytes of its tensors, parts and assets.
         let n = 0;

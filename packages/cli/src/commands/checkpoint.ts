@@ -4,7 +4,7 @@
  */
 import * as fsp from 'node:fs/promises';
 import path from 'node:path';
-import type { Store } from '@tensorfs/cas';
+import type { LocalStore } from '@tensorfs/cas';
 import {
   type CheckpointHeader,
   decodeCheckpoint,
@@ -21,7 +21,7 @@ import { formatBytes } from '../progress.js';
 import { withStore } from './store.js';
 
 /** True when `id` is a checkpoint header (reads its first four bytes). */
-export async function isCheckpoint(store: Store, id: ObjectId): Promise<boolean> {
+export async function isCheckpoint(store: LocalStore, id: ObjectId): Promise<boolean> {
   const size = await store.objectSize(id);
   return size >= 4 && isCheckpointHeader(await store.readObjectRange(id, 0, 4));
 }

@@ -194,7 +194,7 @@ function outputError(dest: string, error: unknown): TensorFSError {
 
 /** The view `tfs cat` reads: a snapshot tensor, or a checkpoint tensor (or part, `name#role`). */
 async function catView(
-  store: Store,
+  store: LocalStore,
   args: { ref: string; tensor: string; file?: string; component?: string },
 ): Promise<TensorView> {
   const id = await store.resolve(args.ref);
