@@ -101,6 +101,23 @@ describe('cozytensors header', () => {
     expect(checkpointReferences(encodeCheckpoint(h))).toEqual([h.source, D1, D2]);
   });
 
+  it('is a reference kind: objectReferences walks its records and follows its source', () => {
+    const h = sample();
+    h.source = `sha256:${'cd'.repeat(32)}` as ObjectId;
+    const refs = main.objectReferences(encodeCheckpoint(h));
+    expect(refs?.kind).toBe('checkpoint');
+    expect(refs?.children).toEqual([
+      { id: h.source, follow: true },
+      { id: D1, length: 16 },
+      // Parts come in the header's (canonical CBOR) role order: "scales" before "qweight".
+      { id: D1, length: 4 },
+      { id: D2, length: 2 },
+      { id: D2, length: 3 },
+    ]);
+    const bad = encodeCheckpoint(h).slice(0, -1);
+    expect(errorOf(() => main.objectReferences(bad))).toEqual({ code: 'malformed', rule: 'cozytensors.truncated' });
+  });
+
   it('refuses on encode what decode refuses, as invalid_argument', () => {
     const cases: [string, (h: CheckpointHeader) => void][] = [
       ['cozytensors.duplicate_component', (h) => h.components.push({ ...h.components[0]! })],
