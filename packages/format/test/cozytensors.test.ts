@@ -299,3 +299,90 @@ describe('cozytensors properties', () => {
     expect(errorOf(() => decodeCheckpoint(bytes))).toEqual({ code: 'malformed', rule: 'cozytensors.missing_field' });
   });
 });
+
+describe('cozytensors: arbitrary valid headers', () => {
+  const dtypes = ['F32', 'F16', 'BF16', 'U8', 'I64', 'BOOL', 'F4'] as const;
+  const bitsOf: Record<string, number> = { F32: 32, F16: 16, BF16: 16, U8: 8, I64: 64, BOOL: 8, F4: 4 };
+  const digest = fc.uint8Array({ minLength: 32, maxLength: 32 }).map((b) => `sha256:${toHex(b)}` as ObjectId);
+  /** A part whose records add up to its dtype × shape, cut at arbitrary points. */
+  const part = fc
+    .record({
+      dtype: fc.constantFrom(...dtypes),
+      shape: fc.array(fc.integer({ min: 0, max: 6 }), { maxLength: 3 }),
+      cuts: fc.array(fc.integer({ min: 1, max: 5 }), { maxLength: 3 }),
+      digests: fc.array(digest, { minLength: 4, maxLength: 4 }),
+    })
+    .map(({ dtype, shape, cuts, digests }) => {
+      const n = shape.reduce((a, b) => a * b, 1);
+      // A sub-byte dtype fills whole bytes: an odd element count becomes one more.
+      const fixed = (n * bitsOf[dtype]!) % 8 === 0 ? shape : [n + 1];
+      let bytes = (fixed.reduce((a, b) => a * b, 1) * bitsOf[dtype]!) / 8;
+      const records = [];
+      for (const [i, c] of cuts.entries()) {
+        if (bytes <= c) break;
+        records.push({ digest: digests[i]!, length: c });
+        bytes -= c;
+      }
+      if (bytes > 0) records.push({ digest: digests[3]!, length: bytes });
+      return { dtype, shape: fixed, records };
+    });
+  const name = fc.string({ minLength: 1, maxLength: 8 }).filter((s) => !s.includes('\u0000'));
+  const segment = fc
+    .string({ minLength: 1, maxLength: 6 })
+    .filter((s) => !/[\u0000-\u001f\u007f\\/]/.test(s) && s !== '.' && s !== '..');
+  const json = fc.jsonValue({ maxDepth: 3 }) as fc.Arbitrary<JsonValue>;
+  const tensor = fc.oneof(
+    fc.tuple(name, part).map(([n, p]) => ({ name: n, ...p })),
+    fc
+      .tuple(name, fc.constantFrom(...dtypes), fc.string(), json, fc.dictionary(name, part, { minKeys: 1, maxKeys: 3 }))
+      .map(([n, dtype, scheme, params, parts]) => ({
+        name: n,
+        dtype,
+        shape: [2],
+        encoding: { scheme: `s${scheme}`.replace(/\u0000/g, ''), params, parts },
+      })),
+  );
+  const component = fc.record({
+    name: segment,
+    cls: fc.string().map((s) => s.replace(/\u0000/g, '')),
+    config: json,
+    tensors: fc.uniqueArray(tensor, { selector: (t) => t.name, maxLength: 4 }),
+    assets: fc.uniqueArray(
+      fc.record({
+        name: fc.array(segment, { minLength: 1, maxLength: 2 }).map((s) => s.join('/')),
+        records: fc.array(fc.record({ digest, length: fc.integer({ min: 1, max: 2 ** 40 }) }), { maxLength: 2 }),
+      }),
+      { selector: (a) => a.name, maxLength: 3 },
+    ),
+  });
+  const header = fc.record({
+    pipeline: fc.option(fc.record({ cls: fc.constant('P'), config: json }), { nil: null }),
+    source: fc.option(digest, { nil: null }),
+    components: fc.uniqueArray(component, { selector: (c) => c.name, maxLength: 3 }),
+  });
+
+  it('encode → decode gives the header back, and re-encodes to the same bytes', () => {
+    fc.assert(
+      fc.property(header, (h) => {
+        for (const c of h.components) {
+          const key = (s: string) => new TextEncoder().encode(s);
+          c.assets.sort((a, b) => {
+            const x = key(a.name);
+            const y = key(b.name);
+            for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
+            return x.length - y.length;
+          });
+        }
+        const bytes = encodeCheckpoint(h as CheckpointHeader);
+        const back = decodeCheckpoint(bytes);
+        expect(toHex(encodeCheckpoint(back))).toBe(toHex(bytes));
+        expect(back.components.map((c) => c.name)).toEqual(h.components.map((c) => c.name));
+        expect(back.components.map((c) => c.tensors.map((t) => t.name))).toEqual(
+          h.components.map((c) => c.tensors.map((t) => t.name)),
+        );
+        expect(back.source).toBe(h.source);
+      }),
+      { numRuns: 300 * SCALE },
+    );
+  });
+});
