@@ -2,6 +2,7 @@
  * {@link CheckpointWriter}: builds a cozytensors checkpoint in the store, tensor by tensor, and
  * commits its header (optionally moving a ref by compare-and-swap).
  */
+import * as fsp from 'node:fs/promises';
 import type { Lease, Store } from '@tensorfs/cas';
 import {
   type CheckpointAsset,
@@ -37,6 +38,14 @@ export interface CheckpointWriterOptions {
   signal?: AbortSignal;
   /** Called after each tensor or asset with the totals so far. */
   onProgress?: (p: { tensors: number; assets: number; bytes: number }) => void;
+  /**
+   * A journal file (created if missing) recording each tensor once its objects are stored. A
+   * writer given the journal of a killed one takes a `put`/`putEncoded` of a journaled tensor
+   * (same component, name, dtype, shape, and for encodings scheme, params and part shapes) from
+   * the journal when all its objects are still stored, without reading or hashing `data`: resume
+   * only the same conversion, from the same source. `commit` deletes the journal.
+   */
+  resume?: string;
 }
 
 /** Shape and dtype of {@link CheckpointWriter.put}. */
@@ -130,6 +139,9 @@ export class CheckpointWriter {
   private state: 'open' | 'committed' | 'failed' = 'open';
   private readonly ready: Promise<ObjectId | null>;
   private counts = { tensors: 0, assets: 0, bytes: 0 };
+  private journaled = new Map<string, CheckpointTensor>();
+  /** Tensors taken from the journal instead of their data (see `resume`). */
+  resumed = 0;
   private baseName: string | undefined;
 
   constructor(
@@ -137,9 +149,64 @@ export class CheckpointWriter {
     private readonly options: CheckpointWriterOptions = {},
   ) {
     this.held = options.lease;
-    this.ready = this.loadBase();
+    this.ready = this.loadJournal().then(() => this.loadBase());
     // A base that fails to load fails the first call, not the process.
     this.ready.catch(() => {});
+  }
+
+  private async loadJournal(): Promise<void> {
+    if (this.options.resume === undefined) return;
+    let text: string;
+    try {
+      text = await fsp.readFile(this.options.resume, 'utf8');
+    } catch (error) {
+      if ((error as { code?: string }).code === 'ENOENT') return;
+      throw new TensorFSError('io', 'cannot read the resume journal', {
+        details: { code: (error as { code?: string }).code },
+        cause: error,
+      });
+    }
+    for (const line of text.split('\n')) {
+      if (line.trim() === '') continue;
+      try {
+        const entry = JSON.parse(line) as { component: string; tensor: CheckpointTensor };
+        this.journaled.set(journalKey(entry.component, entry.tensor.name), entry.tensor);
+      } catch {
+        // A line torn by the kill ends the journal: what follows it was never confirmed.
+        break;
+      }
+    }
+  }
+
+  /** The journaled tensor for this put, if it matches and every object is still stored. */
+  private async fromJournal(
+    component: string,
+    wanted: Omit<CheckpointTensor, 'records' | 'encoding'> & { encoding?: unknown },
+  ): Promise<CheckpointTensor | undefined> {
+    const prior = this.journaled.get(journalKey(component, wanted.name));
+    if (
+      prior === undefined ||
+      prior.dtype !== wanted.dtype ||
+      JSON.stringify(prior.shape) !== JSON.stringify(wanted.shape)
+    )
+      return undefined;
+    if (JSON.stringify(describeEncoding(prior)) !== JSON.stringify(wanted.encoding ?? null)) return undefined;
+    const records = prior.records ?? Object.values(prior.encoding!.parts).flatMap((p) => p.records);
+    for (const r of records) if (!(await this.store.has(r.digest))) return undefined;
+    if (records.length > 0) this.lease.add(records.map((r) => r.digest));
+    this.resumed++;
+    return prior;
+  }
+
+  private async journal(component: string, tensor: CheckpointTensor): Promise<void> {
+    if (this.options.resume === undefined) return;
+    const fh = await fsp.open(this.options.resume, 'a');
+    try {
+      await fh.write(`${JSON.stringify({ component, tensor })}\n`);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
   }
 
   private async loadBase(): Promise<ObjectId | null> {
@@ -290,6 +357,7 @@ export class CheckpointWriter {
       result = { id, bytes, header, base };
     }, false);
     this.state = 'committed';
+    if (this.options.resume !== undefined) await fsp.rm(this.options.resume, { force: true });
     if (!keepLease) await this.close();
     return result!;
   }
@@ -323,8 +391,14 @@ export class CheckpointWriter {
   private putIn(component: string, name: string, data: TensorData, options: PutTensorOptions): Promise<void> {
     return this.step(async () => {
       const { dtype, shape } = plainShape(name, options.dtype, options.shape);
+      const prior = await this.fromJournal(component, { name, dtype, shape });
+      if (prior !== undefined) {
+        this.setTensor(component, prior);
+        return;
+      }
       const records = await this.writeData(name, data, checkpointDataSize(dtype, shape));
       this.setTensor(component, { name, dtype, shape, records });
+      await this.journal(component, { name, dtype, shape, records });
     });
   }
 
@@ -336,6 +410,22 @@ export class CheckpointWriter {
         throw new TensorFSError('invalid_argument', 'an encoded tensor has at least one part', {
           details: { rule: 'cozytensors.parts_empty', tensor: name },
         });
+      }
+      const wanted = {
+        scheme: options.scheme,
+        params: options.params,
+        parts: Object.fromEntries(
+          roles.map((role) => {
+            const input = options.parts[role]!;
+            const p = 'view' in input ? input.view : input;
+            return [role, { dtype: p.dtype, shape: p.shape.map(Number) }];
+          }),
+        ),
+      };
+      const prior = await this.fromJournal(component, { name, dtype, shape, encoding: wanted });
+      if (prior !== undefined) {
+        this.setTensor(component, prior);
+        return;
       }
       const parts: Record<string, CheckpointPart> = {};
       for (const role of roles) {
@@ -354,6 +444,7 @@ export class CheckpointWriter {
       }
       const encoding: CheckpointEncoding = { scheme: options.scheme, params: options.params, parts };
       this.setTensor(component, { name, dtype, shape, encoding });
+      await this.journal(component, { name, dtype, shape, encoding });
     });
   }
 
@@ -537,6 +628,22 @@ function plainShape(
 }
 
 const utf8 = new TextEncoder();
+
+function journalKey(component: string, name: string): string {
+  return `${component}\u0000${name}`;
+}
+
+/** What a resumed put must match of a journaled encoding: scheme, params, part dtypes and shapes. */
+function describeEncoding(t: CheckpointTensor): unknown {
+  if (t.encoding === undefined) return null;
+  return {
+    scheme: t.encoding.scheme,
+    params: t.encoding.params,
+    parts: Object.fromEntries(
+      Object.entries(t.encoding.parts).map(([role, p]) => [role, { dtype: p.dtype, shape: p.shape }]),
+    ),
+  };
+}
 
 function compareUtf8(a: string, b: string): number {
   const x = utf8.encode(a);

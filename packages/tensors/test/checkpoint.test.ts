@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs';
+import * as fsp from 'node:fs/promises';
+import path from 'node:path';
 import { decodeCheckpoint, isTensorFSError, type ObjectId } from '@tensorfs/format';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CheckpointWriter, openCheckpoint, openTensors } from '../src/index.js';
+import { CheckpointWriter, openCheckpoint, openTensors, type TensorData } from '../src/index.js';
 import { noise, sha256Hex as sha256, storedObjects as listObjects } from '@tensorfs/testkit';
 import { importTree, STORE_KINDS, type TestStore, tempStore } from './helpers.js';
 
@@ -199,6 +201,45 @@ describe.each(STORE_KINDS)('CheckpointWriter → openCheckpoint (%s store)', (ki
     expect(await cp.component('unet').tensors.get('a')!.read()).toEqual(noise(8, 7));
     expect(cp.component('unet').tensors.get('b')!.records).toEqual(base.header.components[0]!.tensors[1]!.records);
     expect(cp.component('vae').header).toEqual(base.header.components[1]);
+  });
+
+  it("resume: a killed writer's journal lets the next one skip what it stored, reading none of its data", async () => {
+    const journal = path.join(t.scratch, 'convert.journal');
+    const encoded = (data: TensorData) => ({
+      dtype: 'F32',
+      shape: [2],
+      scheme: 'x.int8',
+      params: { group: 2 },
+      parts: { d: { dtype: 'U8', shape: [4], data } },
+    });
+    const killed = new CheckpointWriter(t.store, { resume: journal });
+    killed.component('m', { cls: 'M', config: {} });
+    await killed.put('a', noise(1000, 1), { dtype: 'U8', shape: [1000] });
+    await killed.putEncoded('q', encoded(noise(4, 3)));
+    // Killed mid-append: a torn last line.
+    await fsp.appendFile(journal, '{"component":"m","tens');
+
+    const untouchable: AsyncIterable<Uint8Array> = {
+      [Symbol.asyncIterator]() {
+        throw new Error('the data of a journaled tensor was read');
+      },
+    };
+    const resumed = new CheckpointWriter(t.store, { resume: journal });
+    resumed.component('m', { cls: 'M', config: {} });
+    await resumed.put('a', untouchable, { dtype: 'U8', shape: [1000] });
+    await resumed.putEncoded('q', encoded(untouchable));
+    // A different shape is not the journaled tensor: its data is read.
+    await resumed.put('b', noise(8, 2), { dtype: 'U8', shape: [8] });
+    expect(resumed.resumed).toBe(2);
+    const done = await resumed.commit({ name: 'r' });
+    await expect(fsp.access(journal)).rejects.toThrow();
+
+    const straight = new CheckpointWriter(t.store);
+    straight.component('m', { cls: 'M', config: {} });
+    await straight.put('a', noise(1000, 1), { dtype: 'U8', shape: [1000] });
+    await straight.putEncoded('q', encoded(noise(4, 3)));
+    await straight.put('b', noise(8, 2), { dtype: 'U8', shape: [8] });
+    expect((await straight.commit()).id).toBe(done.id);
   });
 
   it('commit moves a ref only by compare-and-swap', async () => {
