@@ -17,7 +17,7 @@ import {
   openCheckpoint,
   openTensors,
 } from '../src/index.js';
-import { type TestStore, tempStore } from './helpers.js';
+import { importTree, STORE_KINDS, type TestStore, tempStore } from './helpers.js';
 
 const DIFFUSERS = path.join(SAMPLES, 'tiny-model', 'diffusers');
 
@@ -280,5 +280,36 @@ describe('convert', () => {
     await fsp.writeFile(file, bytes);
     const r = await convertPath(t.local!, tuned, { name: 'sd-ft', base: 'sd', threads: 1 });
     expect(r.changedTensors).toBe(1);
+  });
+});
+
+describe.each(STORE_KINDS)('convertSnapshot through the Store port only (%s store)', (kind) => {
+  it('a Diffusers snapshot becomes a checkpoint sharing its objects', async () => {
+    const t = await tempStore(kind);
+    try {
+      const files: Record<string, Uint8Array> = {};
+      const walk = async (d: string, rel: string) => {
+        for (const e of await fsp.readdir(d, { withFileTypes: true })) {
+          const r = rel ? `${rel}/${e.name}` : e.name;
+          if (e.isDirectory()) await walk(path.join(d, e.name), r);
+          else files[r] = new Uint8Array(await fsp.readFile(path.join(d, e.name)));
+        }
+      };
+      await walk(DIFFUSERS, '');
+      const snapshot = await importTree(t, files, 'snap');
+      const before = await t.objects();
+      const r = await convertSnapshot(t.store, 'snap', { name: 'cp' });
+      expect(r.snapshot).toBe(snapshot);
+      expect([...(await t.objects())].filter((o) => !before.has(o))).toEqual([r.id.slice(7)]);
+      const cp = await openCheckpoint(t.store, 'cp');
+      expect([...cp.components.keys()]).toEqual(['scheduler', 'text_encoder', 'tokenizer', 'unet']);
+      const view = cp.component('unet').tensors.get('conv_out.weight')!;
+      const file = files['unet/diffusion_pytorch_model.safetensors']!;
+      const set = await openTensors(t.store, 'snap');
+      const src = set.get('conv_out.weight');
+      expect(await view.read({ verify: true })).toEqual(file.subarray(src.byteOffset, src.byteOffset + src.byteLength));
+    } finally {
+      await t.close();
+    }
   });
 });
