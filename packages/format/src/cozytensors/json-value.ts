@@ -26,13 +26,22 @@ const LONE_SURROGATE = /\p{Cs}/u;
  *   UTF-8, duplicate keys, depth) or `cozytensors.config_number`, and `details.offset`.
  */
 export function parseConfigJson(bytes: Uint8Array): JsonValue {
-  const rule = 'cozytensors.config_json';
-  const text = decodeUtf8Strict(bytes, 0, rule);
-  const cursor = new JsonCursor(text, 0, rule);
-  cursor.ws();
-  const exact = cursor.value(0, rule, rule);
-  cursor.ws();
-  if (!cursor.atEnd()) cursor.fail('trailing characters after the JSON value');
+  let exact: ExactJsonValue;
+  try {
+    const text = decodeUtf8Strict(bytes, 0, 'config_json');
+    const cursor = new JsonCursor(text, 0, 'config_json');
+    cursor.ws();
+    exact = cursor.value(0, 'config_json', 'config_json');
+    cursor.ws();
+    if (!cursor.atEnd()) cursor.fail('trailing characters after the JSON value');
+  } catch (error) {
+    // The shared JSON reader names its rules for safetensors; a config's are cozytensors'.
+    if (!(error instanceof TensorFSError)) throw error;
+    throw new TensorFSError(error.code, `config JSON: ${error.message}`, {
+      details: { ...error.details, rule: 'cozytensors.config_json' },
+      cause: error,
+    });
+  }
   return fromExact(exact, 0);
 }
 
