@@ -12,7 +12,7 @@ import { randomFillSync } from 'node:crypto';
 import * as fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { Store } from '@tensorfs/cas';
+import { openStore } from '@tensorfs/cas';
 import { writeSafetensorsHeader } from '@tensorfs/format';
 import { convertPath, convertSnapshot, openCheckpoint } from '@tensorfs/tensors';
 import { mibps, report, time } from './lib.mjs';
@@ -105,7 +105,7 @@ try {
   console.log(`folder: Diffusers-shaped, ${(size / MiB).toFixed(0)} MiB`);
 
   // 1. convert an imported folder vs import it.
-  const store = await Store.open(path.join(dir, 'store'));
+  const store = await openStore(path.join(dir, 'store'));
   const t0 = performance.now();
   const imported = await store.importPath(folder, { name: 'bench/sd-snapshot' });
   const importMs = performance.now() - t0;
@@ -168,7 +168,7 @@ try {
   const ft = await convertPath(store, tuned, { name: 'bench/sd-ft', base: 'bench/sd' });
   const ftMs = performance.now() - t3;
   const t4 = performance.now();
-  const fresh = await Store.open(path.join(dir, 'fresh'));
+  const fresh = await openStore(path.join(dir, 'fresh'));
   const full = await fresh.importPath(tuned);
   const fullMs = performance.now() - t4;
   await fresh.close();
