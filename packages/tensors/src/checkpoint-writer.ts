@@ -110,6 +110,7 @@ export interface CheckpointComponentWriter {
   putEncoded(name: string, options: PutEncodedOptions): Promise<void>;
   inherit(view: TensorView, options?: { name?: string }): Promise<void>;
   asset(name: string, data: Uint8Array | Iterable<Uint8Array> | AsyncIterable<Uint8Array>): Promise<void>;
+  assetRecords(name: string, records: readonly RecordRef[]): Promise<void>;
 }
 
 /**
@@ -287,6 +288,7 @@ export class CheckpointWriter {
       putEncoded: (t, o) => this.putEncodedIn(name, t, o),
       inherit: (view, o) => this.inheritIn(name, view, o),
       asset: (a, data) => this.assetIn(name, a, data),
+      assetRecords: (a, records) => this.assetRecordsIn(name, a, records),
     };
   }
 
@@ -525,6 +527,33 @@ export class CheckpointWriter {
       this.stateOf(component).assets.set(name, records);
       this.counts.assets++;
       this.counts.bytes += size;
+      this.report();
+    });
+  }
+
+  /**
+   * Adds an asset from objects already stored (a snapshot file's records): nothing is read; each
+   * object must be stored (`not_found`) and is held by the writer's lease.
+   */
+  assetRecords(name: string, records: readonly RecordRef[]): Promise<void> {
+    return this.assetRecordsIn(this.currentComponent(), name, records);
+  }
+
+  private assetRecordsIn(component: string, name: string, records: readonly RecordRef[]): Promise<void> {
+    return this.step(async () => {
+      for (const r of records) {
+        if (!(await this.store.has(r.digest))) {
+          throw new TensorFSError('not_found', 'an object of the asset is not in the store', {
+            details: { component, asset: name, digest: r.digest },
+          });
+        }
+      }
+      if (records.length > 0) this.lease.add(records.map((r) => r.digest));
+      this.stateOf(component).assets.set(
+        name,
+        records.map(({ digest, length }) => ({ digest, length })),
+      );
+      this.counts.assets++;
       this.report();
     });
   }

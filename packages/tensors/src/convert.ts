@@ -144,7 +144,8 @@ export async function convertSnapshot(
       for (const entry of tree.files()) {
         if (!entry.path.startsWith(prefix) || c.skip.has(entry.path)) continue;
         // At the root of a single-component layout, component folders of nothing else exist.
-        await comp.asset(entry.path.slice(prefix.length), await readEntry(store, entry));
+        // The file's own objects: nothing re-read, nothing re-hashed.
+        await comp.assetRecords(entry.path.slice(prefix.length), entry.records);
         assets++;
       }
     }

@@ -242,6 +242,20 @@ describe.each(STORE_KINDS)('CheckpointWriter → openCheckpoint (%s store)', (ki
     expect((await straight.commit()).id).toBe(done.id);
   });
 
+  it('assetRecords takes stored objects without reading them, and refuses absent ones', async () => {
+    const { id, length } = await t.store.put([new TextEncoder().encode('{"vocab": 1}')]);
+    const w = new CheckpointWriter(t.store);
+    w.component('tok', { cls: '', config: null });
+    await w.assetRecords('vocab.json', [{ digest: id, length }]);
+    const cp = await openCheckpoint(t.store, (await w.commit()).id);
+    expect(new TextDecoder().decode(await cp.component('tok').asset('vocab.json'))).toBe('{"vocab": 1}');
+    const bad = new CheckpointWriter(t.store);
+    bad.component('tok', { cls: '', config: null });
+    expect(await codeOf(() => bad.assetRecords('x', [{ digest: `sha256:${'0'.repeat(64)}`, length: 1 }]))).toBe(
+      'not_found',
+    );
+  });
+
   it('commit moves a ref only by compare-and-swap', async () => {
     const w1 = new CheckpointWriter(t.store);
     w1.component('m', { cls: '', config: 1 });
