@@ -45,14 +45,12 @@ function stripComments(src) {
   return src.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`\\])\/\/.*$/gm, '$1');
 }
 
-/** The subpaths a workspace package declares in `exports` (its published entry points). */
-function exportsOf(pkgsDir, name) {
-  try {
-    const pj = JSON.parse(fs.readFileSync(path.join(pkgsDir, name, 'package.json'), 'utf8'));
-    return new Set(pj.exports && typeof pj.exports === 'object' ? Object.keys(pj.exports) : []);
-  } catch {
-    return new Set();
-  }
+/** True when package `name` declares `./<sub>` in its `exports` (a published subpath entry). */
+function declaredSubpath(pkgsDir, name, sub) {
+  const file = path.join(pkgsDir, name, 'package.json');
+  if (!fs.existsSync(file)) return false;
+  const exports = JSON.parse(fs.readFileSync(file, 'utf8')).exports ?? {};
+  return typeof exports === 'object' && `./${sub}` in exports && sub !== 'package.json';
 }
 
 /** Returns a list of human-readable violations for the repo at `root`. */
@@ -90,8 +88,9 @@ export function checkLayers(root) {
                 problems.push(`${rel(file)}: imports ${spec} (test-only; tests may use it, src/ may not)`);
             } else if (name !== dir && !allowed.has(name))
               problems.push(`${rel(file)}: imports ${spec} (not below ${dir})`);
-            if (rest.length && !exportsOf(pkgsDir, name).has(`./${rest.join('/')}`))
+            if (rest.length && !declaredSubpath(pkgsDir, name, rest.join('/'))) {
               problems.push(`${rel(file)}: imports ${spec} (only package entry points may be imported)`);
+            }
           } else if (spec.startsWith('.')) {
             const resolved = path.resolve(path.dirname(file), spec);
             const inside = path.relative(path.join(pkgsDir, dir), resolved);

@@ -35,3 +35,10 @@ echo "embed.weight read from the store: $same to the bytes in the original file"
 [ "$same" = equal ]
 tfs verify --data
 tfs du
+# A Diffusers-shaped pipeline as a cozytensors checkpoint: one small header over the same objects.
+tfs convert samples/tiny-model/diffusers --name local/tiny-pipeline
+tfs inspect local/tiny-pipeline
+tfs ls
+tfs export local/tiny-pipeline "$out/tiny-pipeline"
+diff -r samples/tiny-model/diffusers "$out/tiny-pipeline"
+echo "checkpoint exported byte-exact: $(find "$out/tiny-pipeline" -type f | wc -l) files"

@@ -159,4 +159,16 @@ describe('layer check', () => {
     );
     expect(checkLayers(root)).toEqual([]);
   });
+
+  it('allows a subpath the target package declares in exports, and only that', () => {
+    const root = cleanTree();
+    const pj = path.join(root, 'packages', 'format', 'package.json');
+    fs.writeFileSync(pj, JSON.stringify({ name: '@tensorfs/format', exports: { '.': './i.js', './sub': './s.js' } }));
+    plant(root, 'cas', 'ok.ts', "import { s } from '@tensorfs/format/sub';\n");
+    expect(checkLayers(root)).toEqual([]);
+    plant(root, 'cas', 'bad.ts', "import { s } from '@tensorfs/format/other';\n");
+    expect(checkLayers(root)).toEqual([
+      'packages/cas/src/bad.ts: imports @tensorfs/format/other (only package entry points may be imported)',
+    ]);
+  });
 });

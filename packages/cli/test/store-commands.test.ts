@@ -35,8 +35,8 @@ describe('tfs store commands', () => {
     expect(again).toMatchObject({ snapshot: imp.snapshot, bytesWritten: 0, objectsWritten: 0 });
 
     expect((await json(store, 'ls')).refs).toEqual([
-      { name: 'local/my_model', id: imp.snapshot },
-      { name: 'other', id: imp.snapshot },
+      { name: 'local/my_model', id: imp.snapshot, kind: 'snapshot' },
+      { name: 'other', id: imp.snapshot, kind: 'snapshot' },
     ]);
     const listing = await json(store, 'ls', 'other');
     expect(listing.entries.map((e: { path: string }) => e.path)).toEqual(['sub/c.json', 'w.bin']);

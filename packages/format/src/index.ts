@@ -12,3 +12,4 @@ export * from './manifest/index.js';
 export * from './references.js';
 export * from './codecs.js';
 export * from './records.js';
+export * from './cozytensors/index.js';

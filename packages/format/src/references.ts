@@ -5,8 +5,9 @@
  * fact of the formats, not a run-time registry: every installed copy of every package reads the
  * same list, so a second copy can never walk past a kind it was not told about.
  *
- * Adding a kind (the cozytensors checkpoint header next) is one entry in {@link REFERENCE_KINDS}.
+ * Adding a kind is one entry in {@link REFERENCE_KINDS}.
  */
+import { COZYTENSORS_MAGIC, decodeCheckpoint } from './cozytensors/header.js';
 import type { ObjectId } from './ids.js';
 import { decodeManifest, TFM1_MAGIC } from './manifest/manifest.js';
 
@@ -38,6 +39,27 @@ export const REFERENCE_KINDS: readonly ReferenceKind[] = Object.freeze([
       const out: ObjectReference[] = [];
       for (const e of decodeManifest(bytes).entries) {
         if (e.kind === 'file') for (const r of e.records) out.push({ id: r.digest, length: r.length });
+      }
+      return out;
+    },
+  },
+  {
+    // A cozytensors checkpoint header (spec/v1/cozytensors.md "References"): the records of its
+    // tensors, parts and assets, and the TFM1 snapshot it was converted from, walked in turn.
+    name: 'checkpoint',
+    magic: COZYTENSORS_MAGIC,
+    children(bytes: Uint8Array): ObjectReference[] {
+      const header = decodeCheckpoint(bytes);
+      const out: ObjectReference[] = header.source === null ? [] : [{ id: header.source, follow: true }];
+      const add = (records: readonly { digest: ObjectId; length: number }[]): void => {
+        for (const r of records) out.push({ id: r.digest, length: r.length });
+      };
+      for (const c of header.components) {
+        for (const t of c.tensors) {
+          if (t.records !== undefined) add(t.records);
+          else for (const p of Object.values(t.encoding.parts)) add(p.records);
+        }
+        for (const a of c.assets) add(a.records);
       }
       return out;
     },

@@ -24,3 +24,37 @@ export {
 } from './open.js';
 export { RANGE_PIECE_BYTES, type ReadOptions, type TensorFormat, type TensorView } from './view.js';
 export { type InheritOptions, type TensorData, TensorWriter, type TensorWriterOptions } from './writer.js';
+export {
+  type Checkpoint,
+  type CheckpointComponentView,
+  type CheckpointTensorEncoding,
+  type CheckpointTensorView,
+  type OpenCheckpointOptions,
+  openCheckpoint,
+} from './checkpoint.js';
+export {
+  type CheckpointCommit,
+  type CheckpointCommitOptions,
+  type CheckpointComponentWriter,
+  CheckpointWriter,
+  type CheckpointWriterOptions,
+  type PartInput,
+  type PutEncodedOptions,
+  type PutTensorOptions,
+} from './checkpoint-writer.js';
+export {
+  type CheckpointExportFormat,
+  type CheckpointExportOptions,
+  type CheckpointExportResult,
+  exportCheckpoint,
+  exportComponentFiles,
+  importPortable,
+} from './checkpoint-export.js';
+export {
+  CONVERTERS,
+  type ConverterName,
+  type ConvertOptions,
+  type ConvertResult,
+  convertPath,
+  convertSnapshot,
+} from './convert.js';

@@ -330,7 +330,7 @@ function toDimension(value: bigint | number): bigint {
  * tensor). Pieces are subarrays of the input (no copy). Yields one more (possibly short) group
  * past the last length if the input is longer, so the caller can report it.
  */
-async function* cutChunks(data: TensorData, lengths: readonly number[]): AsyncGenerator<Uint8Array[]> {
+export async function* cutChunks(data: TensorData, lengths: readonly number[]): AsyncGenerator<Uint8Array[]> {
   const input: Iterable<Uint8Array> | AsyncIterable<Uint8Array> = data instanceof Uint8Array ? [data] : data;
   let group: Uint8Array[] = [];
   let filled = 0;

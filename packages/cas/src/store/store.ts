@@ -12,8 +12,10 @@ import {
   type ObjectId,
   type RecordRef,
   TensorFSError,
+  decodeCheckpoint,
   decodeManifest,
   encodeManifest,
+  isCheckpointHeader,
   isObjectId,
   parseObjectId,
   isTensorFSError,
@@ -406,7 +408,13 @@ export class LocalStore implements Store {
 
   /** What `id` references (read and decoded now, outside the lock). */
   private async closureOf(id: ObjectId): Promise<ObjectId[]> {
-    return (await childrenOf(this.objects, id)).map((c) => c.id);
+    const out: ObjectId[] = [];
+    for (const c of await childrenOf(this.objects, id)) {
+      out.push(c.id);
+      // A followed child (a checkpoint's source snapshot) must be whole too.
+      if (c.follow) for (const g of await childrenOf(this.objects, c.id)) out.push(g.id);
+    }
+    return out;
   }
 
   /** Under the lock: `id` and `children` must all be stored, else `not_found`. */
@@ -576,7 +584,20 @@ export class LocalStore implements Store {
 
   private async logicalSize(id: ObjectId): Promise<number> {
     try {
-      return (await this.getManifest(id)).entries.reduce((n, e) => n + (e.kind === 'file' ? e.size : 0), 0);
+      const bytes = await this.objects.read(parseObjectId(id), true);
+      if (isCheckpointHeader(bytes)) {
+        // A checkpoint's logical size: the bytes of its tensors, parts and assets.
+        let n = 0;
+        for (const c of decodeCheckpoint(bytes).components) {
+          for (const t of c.tensors) {
+            const parts = t.records !== undefined ? [t.records] : Object.values(t.encoding.parts).map((p) => p.records);
+            for (const records of parts) for (const r of records) n += r.length;
+          }
+          for (const a of c.assets) for (const r of a.records) n += r.length;
+        }
+        return n;
+      }
+      return decodeManifest(bytes).entries.reduce((n, e) => n + (e.kind === 'file' ? e.size : 0), 0);
     } catch {
       return (await this.objects.rawSize(id)) ?? 0;
     }

@@ -1,4 +1,5 @@
 import type { TfsCommand } from '../command.js';
+import { convertCommand } from './checkpoint.js';
 import { envCommand } from './env.js';
 import { inspectCommand } from './inspect.js';
 import { bindCommand, lanesCommand } from './lanes.js';
@@ -12,6 +13,7 @@ export const commands: TfsCommand<any>[] = [
   inspectCommand,
   planCommand,
   importCommand,
+  convertCommand,
   lsCommand,
   refCommand,
   exportCommand,

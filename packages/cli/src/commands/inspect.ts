@@ -1,9 +1,11 @@
+import * as fsp from 'node:fs/promises';
 import path from 'node:path';
 import {
   checkShardIndex,
   type ContainerFormat,
   type ContainerHeaderOf,
   detectCodec,
+  isCheckpointHeader,
   isTensorFSError,
   MAX_SHARD_INDEX_SIZE,
   parseShardIndex,
@@ -18,6 +20,7 @@ import { openFileSource } from '@tensorfs/cas';
 import { describeGguf } from '../describe-gguf.js';
 import { describeSafetensors } from '../describe-safetensors.js';
 import { formatBytes } from '../progress.js';
+import { inspectCheckpointFile, inspectCheckpointRef } from './checkpoint.js';
 
 /** What `inspect` prints for a header: its JSON form and its human lines. */
 interface Printed {
@@ -64,13 +67,13 @@ const PRINTERS: { [F in ContainerFormat]: (header: ContainerHeaderOf<F>) => Prin
 export const inspectCommand = defineCommand<{ file: string; strict: boolean }>({
   command: 'inspect <file>',
   describe:
-    'Validate a .safetensors or .gguf file (or a sharded *.safetensors.index.json with its shards) and print its header',
+    'Validate a .safetensors, .gguf or .cozytensors file (or a sharded *.safetensors.index.json with its shards) and print its header; a name that is not a path is a checkpoint ref',
   builder: (y) =>
     y
       .positional('file', {
         type: 'string',
         demandOption: true,
-        describe: 'a .safetensors, .gguf or .safetensors.index.json file',
+        describe: 'a .safetensors, .gguf, .cozytensors or .safetensors.index.json file, or a checkpoint ref',
       })
       .option('strict', {
         type: 'boolean',
@@ -78,9 +81,22 @@ export const inspectCommand = defineCommand<{ file: string; strict: boolean }>({
         describe: 'safetensors: header must start with {, only spaces after it, no unknown descriptor fields',
       }),
   handler: async (args, ctx) => {
+    // A path that exists is a file; anything else names a checkpoint in the store.
+    const exists = await fsp
+      .lstat(args.file)
+      .then(() => true)
+      .catch(() => false);
+    if (!exists) {
+      await inspectCheckpointRef(args.file, ctx);
+      return;
+    }
     const source = await openFileSource(args.file);
     try {
       const head = await source.read(0, Math.min(16, source.size));
+      if (isCheckpointHeader(head)) {
+        await inspectCheckpointFile((await source.read(0, source.size)).slice(), ctx);
+        return;
+      }
       if (detectCodec(head, source.size) === undefined && looksLikeJson(head)) {
         await inspectIndex(args.file, await source.read(0, source.size), args.strict, ctx);
       } else {

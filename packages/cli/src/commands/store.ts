@@ -5,13 +5,16 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { LocalStore } from '@tensorfs/cas';
-import { isTensorFSError, type ObjectId, TensorFSError, parseObjectId } from '@tensorfs/format';
+import { decodeCheckpoint, isTensorFSError, type ObjectId, TensorFSError, parseObjectId } from '@tensorfs/format';
+import { exportCheckpoint, openCheckpoint } from '@tensorfs/tensors';
 import type { Argv } from 'yargs';
 import { defineCommand } from '../command.js';
 import type { CommandContext, GlobalArgs } from '../context.js';
 import { formatBytes } from '../progress.js';
+import { checkpointLines, inspectCheckpoint, isCheckpoint } from './checkpoint.js';
 
-async function withStore<T>(
+/** Opens the store at `--store`, runs `fn`, closes it (`create`: may create it, as import does). */
+export async function withStore<T>(
   ctx: CommandContext,
   readOnly: boolean,
   fn: (s: LocalStore) => Promise<T>,
@@ -88,11 +91,21 @@ export const lsCommand = defineCommand<{ ref?: string }>({
   handler: async (args, ctx) => {
     await withStore(ctx, true, async (s) => {
       if (args.ref === undefined) {
-        const refs = await s.listRefs();
-        ctx.result({ refs }, () => refs.map((r) => `${r.id}  ${r.name}`));
+        const refs: { name: string; id: ObjectId; kind: string }[] = [];
+        for (const r of await s.listRefs()) {
+          refs.push({ ...r, kind: (await isCheckpoint(s, r.id).catch(() => false)) ? 'checkpoint' : 'snapshot' });
+        }
+        ctx.result({ refs }, () =>
+          refs.map((r) => `${r.id}  ${r.name}${r.kind === 'checkpoint' ? '  (checkpoint)' : ''}`),
+        );
         return;
       }
       const id = await s.resolve(args.ref);
+      if (await isCheckpoint(s, id)) {
+        const d = inspectCheckpoint(id, decodeCheckpoint(await s.readObject(id, { verify: true })));
+        ctx.result(d, () => checkpointLines(d));
+        return;
+      }
       const m = await s.getManifest(id);
       const entries = m.entries.map((e) =>
         e.kind === 'file'
@@ -174,24 +187,73 @@ export const refCommand = defineCommand<RefArgs>({
   },
 });
 
-export const exportCommand = defineCommand<{ ref: string; dir: string; verify: boolean }>({
+interface ExportArgs {
+  ref: string;
+  dir: string;
+  verify: boolean;
+  safetensors: boolean;
+  cozytensors: boolean;
+  portable: boolean;
+  variant?: string;
+}
+
+export const exportCommand = defineCommand<ExportArgs>({
   command: 'export <ref> <dir>',
-  describe: 'Rebuild a snapshot as ordinary files under a folder, byte-exact',
+  describe:
+    'Rebuild a snapshot as ordinary files under a folder, byte-exact; a checkpoint as its original files (--safetensors), its header file (--cozytensors) or header + chunks/ (--portable)',
   builder: (y) =>
     y
-      .positional('ref', { type: 'string', demandOption: true, describe: 'ref or snapshot id' })
+      .positional('ref', { type: 'string', demandOption: true, describe: 'ref, snapshot id or checkpoint id' })
       .positional('dir', { type: 'string', demandOption: true, describe: 'destination folder (created if missing)' })
       .option('verify', {
         type: 'boolean',
         default: true,
         describe: 'rehash every object before its bytes are written (--no-verify: length checks only)',
-      }) as Argv<{ ref: string; dir: string; verify: boolean } & GlobalArgs>,
+      })
+      .option('safetensors', {
+        type: 'boolean',
+        default: false,
+        describe: 'checkpoint: the Hugging Face layout (the default), byte-identical to what was converted',
+      })
+      .option('cozytensors', { type: 'boolean', default: false, describe: 'checkpoint: only <variant>.cozytensors' })
+      .option('portable', {
+        type: 'boolean',
+        default: false,
+        describe: 'checkpoint: <variant>.cozytensors plus chunks/<sha256-hex> for every object',
+      })
+      .option('variant', { type: 'string', describe: 'header file name stem (default: model)' }) as unknown as Argv<
+      ExportArgs & GlobalArgs
+    >,
   handler: async (args, ctx) => {
+    const modes = [args.safetensors, args.cozytensors, args.portable].filter(Boolean).length;
+    if (modes > 1) {
+      throw new TensorFSError('invalid_argument', 'choose one of --safetensors, --cozytensors and --portable');
+    }
     const bar = ctx.progress('export');
     // Verifying opens the store for writing, so a corrupt object found here is quarantined for
     // every later reader too.
     const r = await withStore(ctx, !args.verify, async (s) => {
       const id = await s.resolve(args.ref);
+      if (await isCheckpoint(s, id)) {
+        const cp = await openCheckpoint(s, id);
+        const format = args.portable ? 'portable' : args.cozytensors ? 'cozytensors' : 'safetensors';
+        const out = await exportCheckpoint(s, cp, args.dir, {
+          format,
+          signal: ctx.signal,
+          ...(args.variant !== undefined ? { variant: args.variant } : {}),
+          onProgress: (p) => bar.update(p.bytes),
+        });
+        return { checkpoint: id, format, ...out };
+      }
+      if (args.cozytensors || args.portable || args.variant !== undefined) {
+        throw new TensorFSError(
+          'invalid_argument',
+          '--cozytensors, --portable and --variant are for checkpoints; this is a snapshot',
+          {
+            details: { ref: args.ref },
+          },
+        );
+      }
       const out = await s.exportSnapshot(id, args.dir, {
         verify: args.verify,
         signal: ctx.signal,

@@ -5,11 +5,19 @@ import * as fsp from 'node:fs/promises';
 import path from 'node:path';
 import { LocalStore } from '@tensorfs/cas';
 import { jsonInteger, TensorFSError } from '@tensorfs/format';
-import { type ComposeChanges, compose, openTensors, type TensorSet, type TensorView } from '@tensorfs/tensors';
+import {
+  type ComposeChanges,
+  compose,
+  openCheckpoint,
+  openTensors,
+  type TensorSet,
+  type TensorView,
+} from '@tensorfs/tensors';
 import { defineCommand } from '../command.js';
 import type { CommandContext, GlobalArgs } from '../context.js';
 import type { Argv } from 'yargs';
 import { formatBytes } from '../progress.js';
+import { checkpointTensorRows, isCheckpoint } from './checkpoint.js';
 
 /** Opens the store, runs `fn`, closes the store. */
 async function withStore<T>(
@@ -33,15 +41,33 @@ function shapeText(shape: readonly bigint[]): string {
 }
 
 /** `tfs tensors <ref>`: every tensor of a snapshot, from headers only. */
-export const tensorsCommand = defineCommand<{ ref: string; file?: string }>({
+export const tensorsCommand = defineCommand<{ ref: string; file?: string; component?: string }>({
   command: 'tensors <ref>',
-  describe: 'List the tensors of a snapshot (name, dtype, shape, bytes, objects), reading headers only',
+  describe: 'List the tensors of a snapshot or checkpoint (name, dtype, shape, bytes, objects), reading headers only',
   builder: (y) =>
     y
-      .positional('ref', { type: 'string', demandOption: true, describe: 'ref name or snapshot id' })
-      .option('file', { type: 'string', describe: 'only this file (or shard index) of the snapshot' }),
+      .positional('ref', { type: 'string', demandOption: true, describe: 'ref name, snapshot id or checkpoint id' })
+      .option('file', { type: 'string', describe: 'only this file (or shard index) of the snapshot' })
+      .option('component', { type: 'string', describe: 'only this component of the checkpoint' }),
   handler: async (args, ctx) => {
     await withStore(ctx, true, async (store) => {
+      const id = await store.resolve(args.ref);
+      if (await isCheckpoint(store, id)) {
+        const cp = await openCheckpoint(store, id);
+        const tensors = checkpointTensorRows(cp, args.component);
+        ctx.result({ checkpoint: id, tensors }, () =>
+          tensors.map(
+            (t) =>
+              `${t.component}  ${t.name}  ${t.dtype}  [${t.shape.join(', ')}]  ${t.bytes}${t.encoding ? `  ${t.encoding}` : ''}`,
+          ),
+        );
+        return;
+      }
+      if (args.component !== undefined) {
+        throw new TensorFSError('invalid_argument', '--component is for checkpoints; this is a snapshot', {
+          details: { ref: args.ref },
+        });
+      }
       const set = await openTensors(store, args.ref, { signal: ctx.signal, ...(args.file ? { file: args.file } : {}) });
       const tensors = [...set].map((v) => ({
         file: v.file,
@@ -83,6 +109,7 @@ export const catCommand = defineCommand<{
   ref: string;
   tensor: string;
   file?: string;
+  component?: string;
   output?: string;
   verify: boolean;
 }>({
@@ -93,6 +120,11 @@ export const catCommand = defineCommand<{
       .positional('ref', { type: 'string', demandOption: true, describe: 'ref name or snapshot id' })
       .positional('tensor', { type: 'string', demandOption: true, describe: 'tensor name' })
       .option('file', { type: 'string', describe: 'the file (or shard index) holding the tensor' })
+      .option('component', {
+        type: 'string',
+        describe:
+          'checkpoint: the component holding the tensor (default: the only one that has it); name#role reads a part',
+      })
       .option('output', { alias: 'o', type: 'string', describe: 'write to this file (atomically) instead of stdout' })
       .option('verify', {
         type: 'boolean',
@@ -102,8 +134,7 @@ export const catCommand = defineCommand<{
   handler: async (args, ctx) => {
     // Verifying opens the store for writing, so a corrupt object found here is quarantined.
     await withStore(ctx, !args.verify, async (store) => {
-      const set = await openTensors(store, args.ref, { signal: ctx.signal, ...(args.file ? { file: args.file } : {}) });
-      const view = set.get(args.tensor, args.file);
+      const view = await catView(store, args);
       const options = { verify: args.verify, signal: ctx.signal };
       if (args.output === undefined) {
         for await (const piece of view.pieces(options)) {
@@ -159,6 +190,49 @@ function outputError(dest: string, error: unknown): TensorFSError {
     details: { path: path.basename(dest), errno: (error as NodeJS.ErrnoException).code },
     cause: error,
   });
+}
+
+/** The view `tfs cat` reads: a snapshot tensor, or a checkpoint tensor (or part, `name#role`). */
+async function catView(
+  store: LocalStore,
+  args: { ref: string; tensor: string; file?: string; component?: string },
+): Promise<TensorView> {
+  const id = await store.resolve(args.ref);
+  if (await isCheckpoint(store, id)) {
+    const cp = await openCheckpoint(store, id);
+    // `name#role` reads a part, unless a tensor is called exactly that.
+    const whole = [...cp.components.values()].some((c) => c.tensors.has(args.tensor));
+    const [name, role] = whole ? [args.tensor, undefined] : splitRole(args.tensor);
+    const holders = [...cp.components.values()].filter(
+      (c) => (args.component === undefined || c.name === args.component) && c.tensors.has(name),
+    );
+    if (args.component !== undefined) cp.component(args.component);
+    if (holders.length === 0) {
+      throw new TensorFSError('not_found', 'no such tensor in the checkpoint', {
+        details: { tensor: name, ...(args.component ? { component: args.component } : {}) },
+      });
+    }
+    if (holders.length > 1) {
+      throw new TensorFSError('invalid_argument', 'several components have this tensor: name one with --component', {
+        details: { tensor: name, components: holders.map((c) => c.name) },
+      });
+    }
+    const view = holders[0]!.tensors.get(name)!;
+    return role === undefined ? view : view.part(role);
+  }
+  if (args.component !== undefined) {
+    throw new TensorFSError('invalid_argument', '--component is for checkpoints; this is a snapshot', {
+      details: { ref: args.ref },
+    });
+  }
+  const set = await openTensors(store, id, args.file ? { file: args.file } : {});
+  return set.get(args.tensor, args.file);
+}
+
+/** `name#role` → [name, role]; a name without `#` has no role. */
+function splitRole(tensor: string): [string, string | undefined] {
+  const at = tensor.lastIndexOf('#');
+  return at < 0 ? [tensor, undefined] : [tensor.slice(0, at), tensor.slice(at + 1)];
 }
 
 /** Writes a tensor to `dest` through a temp beside it: fsync, rename; nothing is left on failure. */

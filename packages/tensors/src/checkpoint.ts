@@ -1,0 +1,346 @@
+/**
+ * Reading cozytensors checkpoints: {@link openCheckpoint} gives the pipeline, the components in
+ * construction order (class, config, tensor views, assets) and the exports loaders need.
+ */
+import { createHash } from 'node:crypto';
+import type { Store } from '@tensorfs/cas';
+import {
+  type CheckpointComponent,
+  type CheckpointHeader,
+  type CheckpointTensor,
+  checkpointReferences,
+  decodeCheckpoint,
+  isCheckpointHeader,
+  type JsonValue,
+  type ObjectId,
+  objectIdFromDigest,
+  type RecordRef,
+  safetensorsDtype,
+  TensorFSError,
+  throwIfAborted,
+} from '@tensorfs/format';
+import { type ReadOptions, StoredTensorView, type TensorView, type ViewFile } from './view.js';
+
+/** An encoding as a view shows it: scheme, params and each part's dtype and shape. */
+export interface CheckpointTensorEncoding {
+  readonly scheme: string;
+  readonly params: JsonValue;
+  readonly parts: Readonly<Record<string, { readonly dtype: string; readonly shape: readonly bigint[] }>>;
+}
+
+/**
+ * One tensor of a checkpoint component. A plain tensor reads like any {@link TensorView}; an
+ * encoded one has no bytes of its own (`read` is `unsupported`): read its parts with {@link part}.
+ */
+export interface CheckpointTensorView extends TensorView {
+  /** The component the tensor belongs to. */
+  readonly component: string;
+  /** `null` for a plain tensor; else the scheme, params and parts. */
+  readonly encoding: CheckpointTensorEncoding | null;
+  /** Every record of the tensor (of all parts, in role order, for an encoded one). */
+  readonly allRecords: readonly RecordRef[];
+  /** A part of an encoded tensor, as a plain view. @throws {TensorFSError} `not_found` */
+  part(role: string): CheckpointTensorView;
+}
+
+/** A component of an opened checkpoint. */
+export interface CheckpointComponentView {
+  readonly name: string;
+  readonly cls: string;
+  readonly config: JsonValue;
+  /** The tensors in construction order, by name. */
+  readonly tensors: ReadonlyMap<string, CheckpointTensorView>;
+  /** Asset names, sorted. */
+  readonly assets: readonly string[];
+  /** An asset's size in bytes. @throws {TensorFSError} `not_found` */
+  assetSize(name: string): number;
+  /** An asset's bytes, each object length-checked (`verify` rehashes). @throws {TensorFSError} `not_found`, `corrupt` */
+  asset(name: string, options?: ReadOptions): Promise<Uint8Array>;
+  /** The component as it is stored in the header. */
+  readonly header: CheckpointComponent;
+}
+
+/** An opened checkpoint. */
+export interface Checkpoint {
+  /** The checkpoint id (the SHA-256 of its header bytes). */
+  readonly id: ObjectId;
+  /** The header bytes (what a `.cozytensors` file holds). */
+  readonly bytes: Uint8Array;
+  /** The decoded header. */
+  readonly header: CheckpointHeader;
+  readonly pipeline: { readonly cls: string; readonly config: JsonValue } | null;
+  /** The snapshot the checkpoint was converted from, if any. */
+  readonly source: ObjectId | null;
+  /** The components in construction order, by name. */
+  readonly components: ReadonlyMap<string, CheckpointComponentView>;
+  /** A component by name. @throws {TensorFSError} `not_found` */
+  component(name: string): CheckpointComponentView;
+  /** Every object the header references (tensors, parts, assets, source), each once. */
+  references(): ObjectId[];
+}
+
+/** Options of {@link openCheckpoint}. */
+export interface OpenCheckpointOptions {
+  /**
+   * For header bytes: check that every object the header references is in the store (`not_found`
+   * naming the first missing one). Refs and ids are whole by construction.
+   * @default true for bytes
+   */
+  requireObjects?: boolean;
+  signal?: AbortSignal;
+}
+
+/**
+ * Opens a checkpoint from a ref name, a checkpoint id, or header bytes (a `.cozytensors` file's
+ * content). Opening reads the header only.
+ * @throws {TensorFSError} `not_found` (no such ref or object; for bytes, an object the header names
+ *   is missing), `invalid_argument` (the ref names a snapshot, not a checkpoint), `malformed`.
+ */
+export async function openCheckpoint(
+  store: Store,
+  source: string | Uint8Array,
+  options: OpenCheckpointOptions = {},
+): Promise<Checkpoint> {
+  let bytes: Uint8Array;
+  let id: ObjectId;
+  if (typeof source === 'string') {
+    id = await store.resolve(source);
+    bytes = await store.readObject(id, { verify: true });
+    if (!isCheckpointHeader(bytes)) {
+      throw new TensorFSError('invalid_argument', 'this ref names a snapshot, not a checkpoint (convert it first)', {
+        details: { rule: 'cozytensors.not_checkpoint', ref: source, id },
+      });
+    }
+  } else {
+    bytes = source;
+    id = objectIdFromDigest(createHash('sha256').update(bytes).digest());
+  }
+  const header = decodeCheckpoint(bytes);
+  const checkpoint = new OpenedCheckpoint(store, id, bytes, header);
+  if (typeof source !== 'string' && options.requireObjects !== false) {
+    for (const ref of checkpoint.references()) {
+      throwIfAborted(options.signal);
+      if (!(await store.has(ref))) {
+        throw new TensorFSError('not_found', 'an object of the checkpoint is not in the store', {
+          details: { rule: 'cozytensors.missing_object', digest: ref, checkpoint: id },
+        });
+      }
+    }
+  }
+  return checkpoint;
+}
+
+class OpenedCheckpoint implements Checkpoint {
+  readonly pipeline: Checkpoint['pipeline'];
+  readonly source: ObjectId | null;
+  readonly components: ReadonlyMap<string, CheckpointComponentView>;
+
+  constructor(
+    readonly store: Store,
+    readonly id: ObjectId,
+    readonly bytes: Uint8Array,
+    readonly header: CheckpointHeader,
+  ) {
+    this.pipeline = header.pipeline;
+    this.source = header.source;
+    this.components = new Map(header.components.map((c) => [c.name, new ComponentView(store, c)]));
+  }
+
+  component(name: string): CheckpointComponentView {
+    const c = this.components.get(name);
+    if (c === undefined) {
+      throw new TensorFSError('not_found', 'no such component in the checkpoint', {
+        details: { component: name, checkpoint: this.id },
+      });
+    }
+    return c;
+  }
+
+  references(): ObjectId[] {
+    return checkpointReferences(this.bytes);
+  }
+}
+
+class ComponentView implements CheckpointComponentView {
+  readonly name: string;
+  readonly cls: string;
+  readonly config: JsonValue;
+  readonly tensors: ReadonlyMap<string, CheckpointTensorView>;
+  readonly assets: readonly string[];
+  private readonly assetRecords: ReadonlyMap<string, readonly RecordRef[]>;
+
+  constructor(
+    private readonly store: Store,
+    readonly header: CheckpointComponent,
+  ) {
+    this.name = header.name;
+    this.cls = header.cls;
+    this.config = header.config;
+    this.tensors = new Map(header.tensors.map((t) => [t.name, tensorView(store, header.name, t)]));
+    this.assets = header.assets.map((a) => a.name);
+    this.assetRecords = new Map(header.assets.map((a) => [a.name, a.records]));
+  }
+
+  private recordsOf(name: string): readonly RecordRef[] {
+    const records = this.assetRecords.get(name);
+    if (records === undefined) {
+      throw new TensorFSError('not_found', 'no such asset in the component', {
+        details: { component: this.name, asset: name },
+      });
+    }
+    return records;
+  }
+
+  assetSize(name: string): number {
+    return this.recordsOf(name).reduce((n, r) => n + r.length, 0);
+  }
+
+  async asset(name: string, options: ReadOptions = {}): Promise<Uint8Array> {
+    const records = this.recordsOf(name);
+    const out = new Uint8Array(this.assetSize(name));
+    let at = 0;
+    for (const r of records) {
+      throwIfAborted(options.signal);
+      const bytes = await this.store.readObject(r.digest, { verify: options.verify ?? false });
+      if (bytes.length !== r.length) {
+        throw new TensorFSError('corrupt', 'a stored object does not have its recorded length', {
+          details: { rule: 'checkpoint.object_length', component: this.name, asset: name, digest: r.digest },
+        });
+      }
+      out.set(bytes, at);
+      at += bytes.length;
+    }
+    return out;
+  }
+}
+
+/** A view over a plain tensor's (or part's) records. */
+class PlainView extends StoredTensorView implements CheckpointTensorView {
+  readonly encoding = null;
+  readonly allRecords: readonly RecordRef[];
+
+  constructor(
+    readonly component: string,
+    file: ViewFile,
+    name: string,
+    dtype: string,
+    shape: readonly number[],
+    records: readonly RecordRef[],
+  ) {
+    const byteLength = records.reduce((n, r) => n + r.length, 0);
+    super(file, {
+      name,
+      dtype,
+      shape: shape.map(BigInt),
+      blockSize: 1,
+      typeSize: safetensorsDtype(dtype)!.bits / 8,
+      byteOffset: 0,
+      byteLength,
+      records,
+    });
+    this.allRecords = this.records;
+  }
+
+  part(role: string): CheckpointTensorView {
+    throw new TensorFSError('not_found', 'a plain tensor has no parts', { details: { tensor: this.name, role } });
+  }
+}
+
+/** An encoded tensor: metadata and parts; its own bytes need the scheme's decoder. */
+class EncodedView extends StoredTensorView implements CheckpointTensorView {
+  readonly encoding: CheckpointTensorEncoding;
+  readonly allRecords: readonly RecordRef[];
+  private readonly parts: ReadonlyMap<string, PlainView>;
+
+  constructor(
+    readonly component: string,
+    file: ViewFile,
+    tensor: Extract<CheckpointTensor, { encoding: object }>,
+    parts: ReadonlyMap<string, PlainView>,
+  ) {
+    super(file, {
+      name: tensor.name,
+      dtype: tensor.dtype,
+      shape: tensor.shape.map(BigInt),
+      blockSize: 1,
+      typeSize: safetensorsDtype(tensor.dtype)!.bits / 8,
+      byteOffset: 0,
+      byteLength: 0,
+      records: [],
+    });
+    this.parts = parts;
+    this.encoding = Object.freeze({
+      scheme: tensor.encoding.scheme,
+      params: tensor.encoding.params,
+      parts: Object.freeze(
+        Object.fromEntries([...parts].map(([role, p]) => [role, Object.freeze({ dtype: p.dtype, shape: p.shape })])),
+      ),
+    });
+    this.allRecords = Object.freeze([...parts.values()].flatMap((p) => [...p.records]));
+  }
+
+  part(role: string): CheckpointTensorView {
+    const p = this.parts.get(role);
+    if (p === undefined) {
+      throw new TensorFSError('not_found', 'no such part in the encoded tensor', {
+        details: { component: this.component, tensor: this.name, role },
+      });
+    }
+    return p;
+  }
+
+  private encoded(): TensorFSError {
+    return new TensorFSError(
+      'unsupported',
+      `tensor ${JSON.stringify(this.name)} is encoded (${this.encoding.scheme}): read its parts, or decode it`,
+      { details: { rule: 'cozytensors.encoded', tensor: this.name, scheme: this.encoding.scheme } },
+    );
+  }
+
+  override pieces(): AsyncIterable<Uint8Array> {
+    const error = this.encoded();
+    return {
+      [Symbol.asyncIterator]: () => ({
+        next: () => Promise.reject(error),
+      }),
+    };
+  }
+
+  override async read(): Promise<Uint8Array> {
+    throw this.encoded();
+  }
+
+  override async readInto(): Promise<Uint8Array> {
+    throw this.encoded();
+  }
+}
+
+function fileOf(store: Store, path: string, records: readonly RecordRef[]): ViewFile {
+  const sources = new Map<boolean, ReturnType<Store['recordsSource']>>();
+  return {
+    store,
+    path,
+    format: 'safetensors',
+    source(verify) {
+      let source = sources.get(verify);
+      if (source === undefined) sources.set(verify, (source = store.recordsSource(records, { verify })));
+      return source;
+    },
+  };
+}
+
+function tensorView(store: Store, component: string, t: CheckpointTensor): CheckpointTensorView {
+  const path = `${component}/${t.name}`;
+  if (t.records !== undefined) {
+    return new PlainView(component, fileOf(store, path, t.records), t.name, t.dtype, t.shape, t.records);
+  }
+  const parts = new Map<string, PlainView>();
+  for (const [role, p] of Object.entries(t.encoding.parts)) {
+    const partPath = `${path}#${role}`;
+    parts.set(
+      role,
+      new PlainView(component, fileOf(store, partPath, p.records), `${t.name}#${role}`, p.dtype, p.shape, p.records),
+    );
+  }
+  return new EncodedView(component, fileOf(store, path, []), t, parts);
+}

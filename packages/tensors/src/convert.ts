@@ -1,0 +1,352 @@
+/**
+ * Converting to checkpoints: a Diffusers folder, a Transformers folder, a single `.safetensors` or
+ * `.gguf` file, or a snapshot already in the store becomes a cozytensors checkpoint whose tensors
+ * are the snapshot's own objects (nothing re-read, nothing re-written) and whose `source` is the
+ * snapshot, so export gives the original files back byte for byte.
+ */
+import type { LocalStore, Store } from '@tensorfs/cas';
+import {
+  type JsonValue,
+  type ManifestFileEntry,
+  type ObjectId,
+  parseConfigJson,
+  safetensorsDtype,
+  TensorFSError,
+  throwIfAborted,
+} from '@tensorfs/format';
+import { openCheckpoint } from './checkpoint.js';
+import { CheckpointWriter } from './checkpoint-writer.js';
+import { INDEX_SUFFIX, openTensors } from './open.js';
+import { SnapshotTree } from './snapshot.js';
+import type { TensorView } from './view.js';
+
+/** The source layouts {@link convertSnapshot} recognises (or is told with `converter`). */
+export const CONVERTERS = ['diffusers', 'transformers', 'single-file'] as const;
+/** A source layout. */
+export type ConverterName = (typeof CONVERTERS)[number];
+
+/** Options of {@link convertSnapshot} and {@link convertPath}. */
+export interface ConvertOptions {
+  /** A ref to point at the checkpoint (compare-and-swap with `expected`). */
+  name?: string;
+  /** The id the ref must hold (`null`: must not exist). @default the ref's value when the convert starts */
+  expected?: ObjectId | null;
+  /** Declare the layout instead of detecting it (for layouts that cannot be inferred safely). */
+  converter?: ConverterName;
+  /** A checkpoint this one derives from: the result reports how many tensors changed against it. */
+  base?: string;
+  signal?: AbortSignal;
+  /** Hashing threads for {@link convertPath}'s import. */
+  threads?: number;
+}
+
+/** What a conversion made. */
+export interface ConvertResult {
+  /** The checkpoint id. */
+  readonly id: ObjectId;
+  /** The snapshot the checkpoint was built from (its `source`). */
+  readonly snapshot: ObjectId;
+  /** The layout that was recognised or declared. */
+  readonly converter: ConverterName;
+  readonly components: number;
+  readonly tensors: number;
+  readonly assets: number;
+  /** Bytes written to the store by the import (0 for a snapshot already stored) plus the header. */
+  readonly bytesWritten: number;
+  /** With `base`: tensors whose records differ from the base's tensor of the same component and name (or are new). */
+  readonly changedTensors?: number;
+}
+
+/**
+ * Imports a folder or file as a snapshot (each byte hashed once, only new objects written), then
+ * converts the snapshot. See {@link convertSnapshot}.
+ */
+export async function convertPath(
+  store: Store & Pick<LocalStore, 'importPath'>,
+  path: string,
+  options: ConvertOptions = {},
+): Promise<ConvertResult> {
+  const imported = await store.importPath(path, {
+    ...(options.signal !== undefined ? { signal: options.signal } : {}),
+    ...(options.threads !== undefined ? { threads: options.threads } : {}),
+  });
+  const result = await convertSnapshot(store, imported.snapshot, options);
+  return { ...result, bytesWritten: result.bytesWritten + imported.bytesWritten };
+}
+
+interface Plan {
+  converter: ConverterName;
+  pipeline: { cls: string; config: JsonValue } | null;
+  components: { name: string; cls: string; config: JsonValue; dir: string; weights: string[]; skip: Set<string> }[];
+}
+
+/**
+ * Builds a checkpoint from a stored snapshot (ref or id) with no tensor byte read: tensors are the
+ * snapshot's records, configs and assets its files.
+ * - Diffusers (`model_index.json`): the pipeline is its `_class_name` and content; every entry
+ *   `[library, class]` is a component in the file's order, in its folder, with `config.json`,
+ *   `scheduler_config.json` or `tokenizer_config.json` as config, its `*.safetensors` (or shard
+ *   index) as tensors and every other file as an asset. A named component with no folder is
+ *   `not_found`.
+ * - Transformers (`config.json` + safetensors weights at the root): one component `model`.
+ * - Single file: the only `.safetensors` or `.gguf` file, as component `model` (GGUF block types
+ *   become `ggml.<type>` encodings with one `data` part; the metadata stays in the source).
+ * Anything else is `unsupported` (`convert.layout`) unless `converter` declares it.
+ * @throws {TensorFSError} `not_found`, `malformed` (a config that is not JSON, a weight file that
+ *   does not parse), `unsupported` (layout, ambiguous weights), `conflict` (ref moved).
+ */
+export async function convertSnapshot(
+  store: Store,
+  refOrId: string,
+  options: ConvertOptions = {},
+): Promise<ConvertResult> {
+  const tree = await SnapshotTree.load(store, refOrId);
+  const plan = await planConversion(store, tree, options.converter);
+  const writer = new CheckpointWriter(store, options.signal !== undefined ? { signal: options.signal } : {});
+  try {
+    writer.setSource(tree.id);
+    writer.pipeline(plan.pipeline);
+    let tensors = 0;
+    let assets = 0;
+    const written = new Map<string, Map<string, string>>();
+    for (const c of plan.components) {
+      throwIfAborted(options.signal);
+      const comp = writer.component(c.name, { cls: c.cls, config: c.config });
+      const seen = new Map<string, string>();
+      for (const weight of c.weights) {
+        const set = await openTensors(store, tree.id, {
+          file: weight,
+          ...(options.signal ? { signal: options.signal } : {}),
+        });
+        for (const view of set) {
+          const prior = seen.get(view.name);
+          if (prior !== undefined) {
+            throw new TensorFSError(
+              'unsupported',
+              'two weight files of a component define the same tensor (variants?)',
+              {
+                details: {
+                  rule: 'convert.ambiguous_weights',
+                  component: c.name,
+                  tensor: view.name,
+                  files: [prior, view.file],
+                },
+              },
+            );
+          }
+          seen.set(view.name, view.file);
+          await putView(comp, view);
+          tensors++;
+        }
+      }
+      written.set(c.name, new Map([...seen.keys()].map((k) => [k, k])));
+      const prefix = c.dir === '' ? '' : `${c.dir}/`;
+      for (const entry of tree.files()) {
+        if (!entry.path.startsWith(prefix) || c.skip.has(entry.path)) continue;
+        // At the root of a single-component layout, component folders of nothing else exist.
+        // The file's own objects: nothing re-read, nothing re-hashed.
+        await comp.assetRecords(entry.path.slice(prefix.length), entry.records);
+        assets++;
+      }
+    }
+    const committed = await writer.commit({
+      ...(options.name !== undefined ? { name: options.name } : {}),
+      ...(options.expected !== undefined ? { expected: options.expected } : {}),
+    });
+    let changedTensors: number | undefined;
+    if (options.base !== undefined) changedTensors = await changedAgainst(store, options.base, committed.header);
+    return {
+      id: committed.id,
+      snapshot: tree.id,
+      converter: plan.converter,
+      components: plan.components.length,
+      tensors,
+      assets,
+      bytesWritten: committed.bytes.length,
+      ...(changedTensors !== undefined ? { changedTensors } : {}),
+    };
+  } catch (error) {
+    await writer.close().catch(() => {});
+    throw error;
+  }
+}
+
+/** A snapshot view into a checkpoint component: plain dtypes keep their records; GGUF block types are encoded. */
+async function putView(comp: ReturnType<CheckpointWriter['component']>, view: TensorView): Promise<void> {
+  if (safetensorsDtype(view.dtype) !== undefined) {
+    await comp.inherit(view);
+    return;
+  }
+  // A ggml block type (Q4_K…): its bytes are the one part of a `ggml.<type>` encoding.
+  const bytes = {
+    name: view.name,
+    file: view.file,
+    format: view.format,
+    dtype: 'U8',
+    shape: [BigInt(view.byteLength)],
+    blockSize: 1,
+    typeSize: 1,
+    byteOffset: view.byteOffset,
+    byteLength: view.byteLength,
+    aligned: view.aligned,
+    records: view.records,
+    digests: view.digests,
+    pieces: view.pieces.bind(view),
+    read: view.read.bind(view),
+    readInto: view.readInto.bind(view),
+  } satisfies TensorView;
+  await comp.putEncoded(view.name, {
+    dtype: 'F32',
+    shape: view.shape,
+    scheme: `ggml.${view.dtype.toLowerCase()}`,
+    params: { type: view.dtype, block_size: view.blockSize, type_size: view.typeSize },
+    parts: { data: { view: bytes } },
+  });
+}
+
+async function readEntry(store: Store, entry: ManifestFileEntry): Promise<Uint8Array[]> {
+  const out: Uint8Array[] = [];
+  for (const r of entry.records) {
+    const bytes = await store.readObject(r.digest);
+    if (bytes.length !== r.length) {
+      throw new TensorFSError('corrupt', 'a stored object does not have its recorded length', {
+        details: { rule: 'convert.object_length', path: entry.path, digest: r.digest },
+      });
+    }
+    out.push(bytes);
+  }
+  return out;
+}
+
+async function readJson(store: Store, tree: SnapshotTree, path: string): Promise<JsonValue> {
+  const entry = tree.file(path);
+  const parts = await readEntry(store, entry);
+  const bytes = new Uint8Array(entry.size);
+  let at = 0;
+  for (const p of parts) {
+    bytes.set(p, at);
+    at += p.length;
+  }
+  try {
+    return parseConfigJson(bytes);
+  } catch (error) {
+    if (error instanceof TensorFSError) {
+      throw new TensorFSError(error.code, `${path}: ${error.message}`, {
+        details: { ...error.details, path },
+        cause: error,
+      });
+    }
+    throw error;
+  }
+}
+
+const CONFIG_NAMES = ['config.json', 'scheduler_config.json', 'tokenizer_config.json'];
+
+/** The weight files of a folder: its shard indexes, and the `.safetensors` files no index names. */
+function weightsIn(tree: SnapshotTree, dir: string, store: Store): Promise<{ weights: string[]; skip: Set<string> }> {
+  return (async () => {
+    const prefix = dir === '' ? '' : `${dir}/`;
+    const direct = tree
+      .files()
+      .map((e) => e.path)
+      .filter((p) => p.startsWith(prefix) && !p.slice(prefix.length).includes('/'));
+    const indexes = direct.filter((p) => p.endsWith(INDEX_SUFFIX));
+    const sharded = new Set<string>();
+    for (const index of indexes) {
+      const value = await readJson(store, tree, index);
+      const map = (value as { weight_map?: Record<string, string> } | null)?.weight_map;
+      if (map && typeof map === 'object') for (const shard of Object.values(map)) sharded.add(`${prefix}${shard}`);
+    }
+    const files = direct.filter((p) => p.endsWith('.safetensors') && !sharded.has(p));
+    const weights = [...indexes, ...files];
+    return { weights, skip: new Set([...weights, ...sharded]) };
+  })();
+}
+
+async function planConversion(store: Store, tree: SnapshotTree, declared?: ConverterName): Promise<Plan> {
+  const files = tree.files().map((e) => e.path);
+  const has = (p: string) => tree.byPath.has(p);
+  const rootTensorFiles = files.filter((p) => !p.includes('/') && (p.endsWith('.safetensors') || p.endsWith('.gguf')));
+  let converter = declared;
+  if (converter === undefined) {
+    if (has('model_index.json')) converter = 'diffusers';
+    else if (has('config.json') && rootTensorFiles.some((p) => p.endsWith('.safetensors'))) converter = 'transformers';
+    else if (files.length === 1 && rootTensorFiles.length === 1) converter = 'single-file';
+    else {
+      throw new TensorFSError(
+        'unsupported',
+        'not a recognised layout (Diffusers: model_index.json; Transformers: config.json + *.safetensors; or one .safetensors/.gguf file); declare one with --converter',
+        { details: { rule: 'convert.layout', files: files.slice(0, 20) } },
+      );
+    }
+  }
+  if (converter === 'diffusers') {
+    const index = await readJson(store, tree, 'model_index.json');
+    if (index === null || typeof index !== 'object' || Array.isArray(index)) {
+      throw new TensorFSError('malformed', 'model_index.json is not a JSON object', {
+        details: { rule: 'convert.model_index', path: 'model_index.json' },
+      });
+    }
+    const cls = typeof index._class_name === 'string' ? index._class_name : '';
+    const components: Plan['components'] = [];
+    for (const [name, value] of Object.entries(index)) {
+      if (!Array.isArray(value) || value.length !== 2 || value[0] === null || value[1] === null) continue;
+      if (!files.some((p) => p.startsWith(`${name}/`))) {
+        throw new TensorFSError('not_found', 'model_index.json names a component with no folder', {
+          details: { rule: 'convert.missing_component', component: name },
+        });
+      }
+      const configPath = CONFIG_NAMES.map((n) => `${name}/${n}`).find(has);
+      const config = configPath === undefined ? null : await readJson(store, tree, configPath);
+      const { weights, skip } = await weightsIn(tree, name, store);
+      components.push({ name, cls: typeof value[1] === 'string' ? value[1] : '', config, dir: name, weights, skip });
+    }
+    return { converter, pipeline: { cls, config: index }, components };
+  }
+  if (converter === 'transformers') {
+    const config = has('config.json') ? await readJson(store, tree, 'config.json') : null;
+    const arch = (config as { architectures?: unknown } | null)?.architectures;
+    const cls = Array.isArray(arch) && typeof arch[0] === 'string' ? arch[0] : '';
+    const { weights, skip } = await weightsIn(tree, '', store);
+    return { converter, pipeline: null, components: [{ name: 'model', cls, config, dir: '', weights, skip }] };
+  }
+  // single-file
+  if (rootTensorFiles.length !== 1) {
+    throw new TensorFSError(
+      'unsupported',
+      'a single-file conversion needs exactly one .safetensors or .gguf file at the root',
+      {
+        details: { rule: 'convert.layout', actual: rootTensorFiles.length },
+      },
+    );
+  }
+  const file = rootTensorFiles[0]!;
+  return {
+    converter,
+    pipeline: null,
+    components: [{ name: 'model', cls: '', config: null, dir: '', weights: [file], skip: new Set([file]) }],
+  };
+}
+
+/** Tensors of `header` whose records differ from the same component/tensor of checkpoint `base`. */
+async function changedAgainst(
+  store: Store,
+  base: string,
+  header: { components: { name: string; tensors: { name: string; records?: unknown; encoding?: unknown }[] }[] },
+): Promise<number> {
+  const cp = await openCheckpoint(store, base);
+  let changed = 0;
+  for (const c of header.components) {
+    const old = cp.components.get(c.name);
+    for (const t of c.tensors) {
+      const prior = old?.header.tensors.find((x) => x.name === t.name);
+      if (
+        prior === undefined ||
+        JSON.stringify(prior.records ?? prior.encoding) !== JSON.stringify(t.records ?? t.encoding)
+      ) {
+        changed++;
+      }
+    }
+  }
+  return changed;
+}
