@@ -9,5 +9,6 @@ export default packageConfig({
     manifest: 'src/manifest/index.ts',
     errors: 'src/errors.ts',
     codecs: 'src/codecs.ts',
+    encodings: 'src/encodings/index.ts',
   },
 });
