@@ -44,14 +44,9 @@ export function prepareGptq(enc: Encoded): PreparedDecoder {
   const gs = gsRaw === -1 ? Math.max(k, 1) : gsRaw;
   const groups = ceilDiv(k, gs);
   if ((k * b) % 32 !== 0) {
-    throw malformed(
-      enc.scheme,
-      'pack_divides',
-      `K·bits must be a multiple of 32 (K=${k}, bits=${b})`,
-      {
-        param: 'shape',
-      },
-    );
+    throw malformed(enc.scheme, 'pack_divides', `K·bits must be a multiple of 32 (K=${k}, bits=${b})`, {
+      param: 'shape',
+    });
   }
   onlyParts(enc, useGidx ? ['qweight', 'qzeros', 'scales', 'g_idx'] : ['qweight', 'qzeros', 'scales']);
   const qw = part(enc, 'qweight', ['I32', 'U32']);
