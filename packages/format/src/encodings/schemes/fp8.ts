@@ -42,20 +42,51 @@ export function prepareFp8(enc: Encoded): PreparedDecoder {
     s = floats(sp);
   }
   const qb = q.bytes;
-  return prepared(p, (r0, r1, out) => {
-    let o = 0;
-    for (let r = r0; r < r1; r++) {
-      const base = r * cols;
-      if (gran === 'block') {
+  const sv = s;
+  if (gran === 'block') {
+    return prepared(p, (r0, r1, out) => {
+      let o = 0;
+      for (let r = r0; r < r1; r++) {
+        const base = r * cols;
         const srow = Math.floor(r / bn) * sCols;
-        for (let c = 0; c < cols; c++)
-          out[o++] = (lut[qb[base + c] as number] as number) * (s[srow + Math.floor(c / bk)] as number);
-      } else if (gran === 'none') {
-        for (let c = 0; c < cols; c++) out[o++] = lut[qb[base + c] as number] as number;
-      } else {
-        const sc = s[gran === 'row' ? r : 0] as number;
-        for (let c = 0; c < cols; c++) out[o++] = (lut[qb[base + c] as number] as number) * sc;
+        for (let c0 = 0, sc = srow; c0 < cols; c0 += bk, sc++) {
+          const x = sv[sc] as number;
+          const end = Math.min(cols, c0 + bk);
+          for (let c = c0; c < end; c++) out[o++] = (lut[qb[base + c] as number] as number) * x;
+        }
       }
+    });
+  }
+  const perRow = gran === 'row';
+  return prepared(p, (r0, r1, out) => lutRows(qb, lut, sv, perRow, cols, r0, r1, out));
+}
+
+/**
+ * Rows of `code × scale` through a 256-entry table per scale (the same float32 products, one
+ * multiply per code), moved as integer bit patterns. A plain function so every input is a local.
+ */
+function lutRows(
+  qb: Uint8Array,
+  lut: Float32Array,
+  sv: Float32Array,
+  perRow: boolean,
+  cols: number,
+  r0: number,
+  r1: number,
+  out: Float32Array,
+): void {
+  const t = new Float32Array(256);
+  const t32 = new Uint32Array(t.buffer);
+  const out32 = new Uint32Array(out.buffer, out.byteOffset, out.length);
+  let tScale = Number.NaN;
+  let o = 0;
+  for (let r = r0; r < r1; r++) {
+    const base = r * cols;
+    const x = sv[perRow ? r : 0] as number;
+    if (!Object.is(x, tScale)) {
+      for (let c = 0; c < 256; c++) t[c] = (lut[c] as number) * x;
+      tScale = x;
     }
-  });
+    for (let c = 0; c < cols; c++) out32[o++] = t32[qb[base + c] as number] as number;
+  }
 }

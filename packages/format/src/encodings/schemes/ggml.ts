@@ -107,7 +107,20 @@ function scaleMinK4(j: number, src: Uint8Array, q: number, out: Int32Array): voi
 }
 
 const sm = new Int32Array(2);
-const ds = new Float32Array(8);
+const t16a = new Float32Array(16);
+const t16b = new Float32Array(16);
+const t16au = new Uint32Array(t16a.buffer);
+const t16bu = new Uint32Array(t16b.buffer);
+let lastY: Float32Array | undefined;
+let lastY32: Uint32Array = new Uint32Array(0);
+/** A Uint32Array view of `y` (cached: one output buffer is decoded block after block). */
+function y32Of(y: Float32Array): Uint32Array {
+  if (y !== lastY) {
+    lastY = y;
+    lastY32 = new Uint32Array(y.buffer, y.byteOffset, y.length);
+  }
+  return lastY32;
+}
 
 const BLOCKS: Readonly<Record<string, BlockFn>> = {
   Q4_0(src, s, y, o) {
@@ -213,7 +226,7 @@ const BLOCKS: Readonly<Record<string, BlockFn>> = {
     }
   },
   Q4_K(src, s, y, o) {
-    // {f16 d; f16 dmin; u8 scales[12]; u8 qs[128]}
+    // {f16 d; f16 dmin; u8 scales[12]; u8 qs[128]}; y = fr(d·sc·q) − dmin·m, by a 16-entry table per sub-block
     const d = h(src, s);
     const min = h(src, s + 2);
     let q = s + 16;
@@ -224,8 +237,16 @@ const BLOCKS: Readonly<Record<string, BlockFn>> = {
       scaleMinK4(j + 1, src, s + 4, sm);
       const d2 = fr(d * (sm[0] as number));
       const m2 = fr(min * (sm[1] as number));
-      for (let l = 0; l < 32; l++) y[o + l] = fr(d1 * ((src[q + l] as number) & 15)) - m1;
-      for (let l = 0; l < 32; l++) y[o + 32 + l] = fr(d2 * ((src[q + l] as number) >> 4)) - m2;
+      for (let v = 0; v < 16; v++) {
+        t16a[v] = fr(d1 * v) - m1;
+        t16b[v] = fr(d2 * v) - m2;
+      }
+      const y32 = y32Of(y);
+      for (let l = 0; l < 32; l++) {
+        const b = src[q + l] as number;
+        y32[o + l] = t16au[b & 15] as number;
+        y32[o + 32 + l] = t16bu[b >> 4] as number;
+      }
       q += 32;
       o += 64;
     }
@@ -266,16 +287,20 @@ const BLOCKS: Readonly<Record<string, BlockFn>> = {
     let qh = s + 128;
     let sc = s + 192;
     for (let n = 0; n < 256; n += 128) {
-      for (let i = 0; i < 8; i++) ds[i] = d * i8(src[sc + i] as number);
-      for (let l = 0; l < 32; l++) {
-        const is = l >> 4;
-        const a = src[ql + l] as number;
-        const b = src[ql + l + 32] as number;
-        const hh = src[qh + l] as number;
-        y[o + l] = (ds[is] as number) * (((a & 15) | ((hh & 3) << 4)) - 32);
-        y[o + l + 32] = (ds[is + 2] as number) * (((b & 15) | (((hh >> 2) & 3) << 4)) - 32);
-        y[o + l + 64] = (ds[is + 4] as number) * (((a >> 4) | (((hh >> 4) & 3) << 4)) - 32);
-        y[o + l + 96] = (ds[is + 6] as number) * (((b >> 4) | (((hh >> 6) & 3) << 4)) - 32);
+      for (let half = 0; half < 2; half++) {
+        const d0 = fr(d * i8(src[sc + half] as number));
+        const d2 = fr(d * i8(src[sc + half + 2] as number));
+        const d4 = fr(d * i8(src[sc + half + 4] as number));
+        const d6 = fr(d * i8(src[sc + half + 6] as number));
+        for (let l = half * 16; l < half * 16 + 16; l++) {
+          const a = src[ql + l] as number;
+          const b = src[ql + l + 32] as number;
+          const hh = src[qh + l] as number;
+          y[o + l] = d0 * (((a & 15) | ((hh & 3) << 4)) - 32);
+          y[o + l + 32] = d2 * (((b & 15) | ((hh << 2) & 0x30)) - 32);
+          y[o + l + 64] = d4 * (((a >> 4) | (hh & 0x30)) - 32);
+          y[o + l + 96] = d6 * (((b >> 4) | ((hh >> 2) & 0x30)) - 32);
+        }
       }
       o += 128;
       ql += 64;

@@ -144,7 +144,7 @@ function fp4(enc: Encoded, block: number, nv: boolean): PreparedDecoder {
   return prepared(g.p, (r0, r1, out) => {
     let o = 0;
     for (let r = r0; r < r1; r++) {
-      const base = (r * kp) >> 1;
+      const base = (r * kp) / 2;
       for (let c0 = 0, c = 0; c0 < cols; c0 += block, c++) {
         const raw = slut[sb[idx(r, c)] as number] as number;
         const sv = nv ? Math.fround(raw * global) : raw;
