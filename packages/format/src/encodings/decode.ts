@@ -185,6 +185,30 @@ function* chunksOf(dec: PreparedDecoder, dt: DecodedDtype, options: DecodeOption
 }
 
 /**
+ * Decodes the whole tensor into `dst` (exactly `count × width(dtype)` bytes), e.g. a reused buffer or
+ * a caller's mapped memory. F32 output is written in place; F16/BF16 go through bounded chunks.
+ */
+export function decodeInto(enc: Encoded, dst: Uint8Array, options: DecodeOptions = {}): void {
+  const dec = prepareDecoder(enc);
+  const dt = outDtype(dec, options.dtype);
+  const need = dec.rows * dec.cols * WIDTH[dt];
+  if (!(dst instanceof Uint8Array) || dst.length !== need) {
+    throw new TensorFSError('invalid_argument', `the destination must be ${need} bytes`, {
+      details: { rule: 'encodings.destination', expected: need, actual: dst?.length ?? null },
+    });
+  }
+  if (dt === 'F32' && dst.byteOffset % 4 === 0 && !options.signal) {
+    dec.decodeRows(0, dec.rows, new Float32Array(dst.buffer, dst.byteOffset, dec.rows * dec.cols));
+    return;
+  }
+  let at = 0;
+  for (const chunk of chunksOf(dec, dt, options)) {
+    dst.set(chunk.bytes, at);
+    at += chunk.bytes.length;
+  }
+}
+
+/**
  * Decodes in chunks of whole rows, each at most `maxChunkBytes` of output (at least one row), so a
  * large tensor never needs its full float32 image in memory. Validation happens before the first chunk.
  */

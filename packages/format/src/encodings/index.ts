@@ -9,6 +9,7 @@ export {
   castFloat32,
   decode,
   decodeChunks,
+  decodeInto,
   decodeRange,
   decodeRowsOf,
   isDecodableScheme,

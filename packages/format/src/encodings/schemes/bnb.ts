@@ -109,7 +109,7 @@ export function prepareBnb(enc: Encoded): PreparedDecoder {
 
 /**
  * Elements `[start, end)` (start even, blocksize even): per block the 16 code values × absmax, then
- * two table lookups per byte, moved as integer bit patterns. A plain function so every input is a local.
+ * two table lookups per byte in a small per-block function (which V8 optimizes well).
  */
 function evenRows(
   cb: Uint8Array,
@@ -122,36 +122,39 @@ function evenRows(
   out: Float32Array,
 ): void {
   const t16 = new Float32Array(16);
-  const t16u = new Uint32Array(t16.buffer);
-  const out32 = new Uint32Array(out.buffer, out.byteOffset, out.length);
   let o = 0;
   let j = start;
   while (j < end) {
     const blk = Math.floor(j / bs);
     const s = absmax[blk] as number;
     const stop = Math.min(end, (blk + 1) * bs);
-    let bi = j / 2;
+    const bi = j / 2;
     const pairsEnd = Math.floor(stop / 2);
     for (let c = 0; c < 16; c++) t16[c] = (table[c] as number) * s;
-    if (hiFirst) {
-      for (; bi < pairsEnd; bi++) {
-        const byte = cb[bi] as number;
-        out32[o] = t16u[byte >> 4] as number;
-        out32[o + 1] = t16u[byte & 15] as number;
-        o += 2;
-      }
-    } else {
-      for (; bi < pairsEnd; bi++) {
-        const byte = cb[bi] as number;
-        out32[o] = t16u[byte & 15] as number;
-        out32[o + 1] = t16u[byte >> 4] as number;
-        o += 2;
-      }
-    }
-    j = bi * 2;
+    if (hiFirst) pairsHi(out, o, cb, bi, pairsEnd, t16);
+    else pairsLo(out, o, cb, bi, pairsEnd, t16);
+    o += (pairsEnd - bi) * 2;
+    j = pairsEnd * 2;
     if (j < stop) {
-      out[o++] = (table[hiFirst ? (cb[bi] as number) >> 4 : (cb[bi] as number) & 15] as number) * s;
+      const byte = cb[pairsEnd] as number;
+      out[o++] = t16[hiFirst ? byte >> 4 : byte & 15] as number;
       j++;
     }
+  }
+}
+
+function pairsHi(out: Float32Array, o: number, cb: Uint8Array, b0: number, b1: number, t16: Float32Array): void {
+  for (let b = b0; b < b1; b++, o += 2) {
+    const byte = cb[b] as number;
+    out[o] = t16[byte >> 4] as number;
+    out[o + 1] = t16[byte & 15] as number;
+  }
+}
+
+function pairsLo(out: Float32Array, o: number, cb: Uint8Array, b0: number, b1: number, t16: Float32Array): void {
+  for (let b = b0; b < b1; b++, o += 2) {
+    const byte = cb[b] as number;
+    out[o] = t16[byte & 15] as number;
+    out[o + 1] = t16[byte >> 4] as number;
   }
 }

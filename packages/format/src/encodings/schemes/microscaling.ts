@@ -141,29 +141,48 @@ function fp4(enc: Encoded, block: number, nv: boolean): PreparedDecoder {
   const sb = s.bytes;
   const { cols, kp } = g;
   const half = block >> 1;
+  const nBlocks = Math.ceil(cols / block);
+  const full = Math.floor(cols / block);
+  const rowScales = new Float32Array(nBlocks);
   return prepared(g.p, (r0, r1, out) => {
     let o = 0;
     for (let r = r0; r < r1; r++) {
       const base = (r * kp) / 2;
-      for (let c0 = 0, c = 0; c0 < cols; c0 += block, c++) {
+      for (let c = 0; c < nBlocks; c++) {
         const raw = slut[sb[idx(r, c)] as number] as number;
-        const sv = nv ? Math.fround(raw * global) : raw;
-        const b0 = base + (c0 >> 1);
-        if (c0 + block <= cols) {
-          for (let j = 0; j < half; j++) {
-            const byte = qb[b0 + j] as number;
-            out[o++] = (first[byte] as number) * sv;
-            out[o++] = (second[byte] as number) * sv;
-          }
-        } else {
-          for (let k = c0; k < cols; k++) {
-            const byte = qb[b0 + ((k - c0) >> 1)] as number;
-            out[o++] = (((k - c0) & 1 ? second[byte] : first[byte]) as number) * sv;
-          }
-        }
+        rowScales[c] = nv ? Math.fround(raw * global) : raw;
+      }
+      fp4Blocks(out, o, qb, base, full, half, first, second, rowScales);
+      o += full * block;
+      for (let k = full * block; k < cols; k++) {
+        const byte = qb[base + (k >> 1)] as number;
+        out[o++] = ((k & 1 ? second[byte] : first[byte]) as number) * (rowScales[full] as number);
       }
     }
   });
+}
+
+/** `count` whole blocks of one row: a small function V8 optimizes per call. */
+function fp4Blocks(
+  out: Float32Array,
+  o: number,
+  qb: Uint8Array,
+  base: number,
+  count: number,
+  half: number,
+  first: Float32Array,
+  second: Float32Array,
+  scales: Float32Array,
+): void {
+  let b = base;
+  for (let c = 0; c < count; c++) {
+    const sv = scales[c] as number;
+    for (let j = 0; j < half; j++, b++) {
+      const byte = qb[b] as number;
+      out[o++] = (first[byte] as number) * sv;
+      out[o++] = (second[byte] as number) * sv;
+    }
+  }
 }
 
 export function prepareMxfp4(enc: Encoded): PreparedDecoder {
