@@ -10,7 +10,9 @@ import { vectors } from './encodings.helpers.js';
 
 const root = new URL('../../../', import.meta.url);
 const schema = JSON.parse(readFileSync(new URL('spec/v1/encodings.schema.json', root), 'utf8'));
-const validate = new Ajv2020({ strict: true, allErrors: true, strictTypes: false, strictRequired: false }).compile(schema);
+const validate = new Ajv2020({ strict: true, allErrors: true, strictTypes: false, strictRequired: false }).compile(
+  schema,
+);
 
 function jsonOf(enc: {
   scheme: string;
