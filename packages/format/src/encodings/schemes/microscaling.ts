@@ -135,7 +135,6 @@ function fp4(enc: Encoded, block: number, nv: boolean): PreparedDecoder {
     }
   }
   const slut = nv ? E4M3FN : E8M0;
-  const idx = scaleIndexer(g);
   const [first, second] = pairTables(order);
   const qb = q.bytes;
   const sb = s.bytes;
@@ -148,10 +147,7 @@ function fp4(enc: Encoded, block: number, nv: boolean): PreparedDecoder {
     let o = 0;
     for (let r = r0; r < r1; r++) {
       const base = (r * kp) / 2;
-      for (let c = 0; c < nBlocks; c++) {
-        const raw = slut[sb[idx(r, c)] as number] as number;
-        rowScales[c] = nv ? Math.fround(raw * global) : raw;
-      }
+      rowScaleValues(rowScales, nBlocks, sb, slut, g.swizzled, r, g.sc, g.c4, nv ? global : 1);
       fp4Blocks(out, o, qb, base, full, half, first, second, rowScales);
       o += full * block;
       for (let k = full * block; k < cols; k++) {
@@ -160,6 +156,30 @@ function fp4(enc: Encoded, block: number, nv: boolean): PreparedDecoder {
       }
     }
   });
+}
+
+/**
+ * The block scales of row r (times the global scale; ×1 is exact), reading the row-major or the
+ * cuBLAS 128×4 tiled layout without a per-block index call.
+ */
+function rowScaleValues(
+  dst: Float32Array,
+  n: number,
+  sb: Uint8Array,
+  slut: Float32Array,
+  swizzled: boolean,
+  r: number,
+  sc: number,
+  c4: number,
+  global: number,
+): void {
+  if (swizzled) {
+    const rowBase = (r >> 7) * (c4 >> 2) * 512 + (r & 31) * 16 + ((r & 127) >> 5) * 4;
+    for (let c = 0; c < n; c++) dst[c] = (slut[sb[rowBase + (c >> 2) * 512 + (c & 3)] as number] as number) * global;
+  } else {
+    const rowBase = r * sc;
+    for (let c = 0; c < n; c++) dst[c] = (slut[sb[rowBase + c] as number] as number) * global;
+  }
 }
 
 /** `count` whole blocks of one row: a small function V8 optimizes per call. */
