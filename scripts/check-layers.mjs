@@ -45,6 +45,14 @@ function stripComments(src) {
   return src.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`\\])\/\/.*$/gm, '$1');
 }
 
+/** The subpath entry points (`./x`) a workspace package declares in its `exports`. */
+function exportedSubpaths(pkgsDir, name) {
+  const file = path.join(pkgsDir, name, 'package.json');
+  if (!fs.existsSync(file)) return new Set();
+  const exp = JSON.parse(fs.readFileSync(file, 'utf8')).exports;
+  return new Set(exp && typeof exp === 'object' ? Object.keys(exp).filter((k) => k !== '.' && k.startsWith('./')) : []);
+}
+
 /** Returns a list of human-readable violations for the repo at `root`. */
 export function checkLayers(root) {
   const problems = [];
@@ -80,7 +88,8 @@ export function checkLayers(root) {
                 problems.push(`${rel(file)}: imports ${spec} (test-only; tests may use it, src/ may not)`);
             } else if (name !== dir && !allowed.has(name))
               problems.push(`${rel(file)}: imports ${spec} (not below ${dir})`);
-            if (rest.length) problems.push(`${rel(file)}: imports ${spec} (only package entry points may be imported)`);
+            if (rest.length && !exportedSubpaths(pkgsDir, name).has(`./${rest.join('/')}`))
+              problems.push(`${rel(file)}: imports ${spec} (only package entry points may be imported)`);
           } else if (spec.startsWith('.')) {
             const resolved = path.resolve(path.dirname(file), spec);
             const inside = path.relative(path.join(pkgsDir, dir), resolved);
