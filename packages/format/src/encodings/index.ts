@@ -22,3 +22,18 @@ export { E2M1, E4M3FN, E5M2, E8M0, bf16BitsOf, e4m3fnCodeOf, f16BitsOf, f16Table
 export { GGML_DECODABLE } from './schemes/ggml.js';
 export { cublasIndex } from './schemes/microscaling.js';
 export { hadamardH4 } from './schemes/rotation.js';
+export {
+  importAwq,
+  importBitsandbytes4bit,
+  importBlockFp8,
+  importComfyQuant,
+  importGgufTensor,
+  importGptq,
+  importKohyaLora,
+  importLlmInt8,
+  importModelOptNvfp4,
+  importScaledFp8,
+  type ImportedEncoding,
+  type ProducerTensor,
+  type ProducerTensors,
+} from './importers.js';
