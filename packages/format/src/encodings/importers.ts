@@ -143,7 +143,7 @@ export function importLlmInt8(
   const w = need(c, tensors, `${layer}.weight`, used);
   const scb = need(c, tensors, `${layer}.SCB`, used);
   const fmt = maybe(tensors, `${layer}.weight_format`, used);
-  if (fmt && fmt.bytes && fmt.bytes.length > 0 && fmt.bytes[0] !== 0) {
+  if (fmt?.bytes && fmt.bytes.length > 0 && fmt.bytes[0] !== 0) {
     throw unsupported(c, 'weight_format', `weight_format ${fmt.bytes[0]} (a legacy tiled layout) is not supported`);
   }
   return {
