@@ -24,3 +24,11 @@ export {
 } from './open.js';
 export { RANGE_PIECE_BYTES, type ReadOptions, type TensorFormat, type TensorView } from './view.js';
 export { type InheritOptions, type TensorData, TensorWriter, type TensorWriterOptions } from './writer.js';
+export {
+  type DecodedReadOptions,
+  decodedByteLength,
+  decodedDtypeOf,
+  readDecoded,
+  readDecodedInto,
+  viewEncoding,
+} from './decoded.js';
