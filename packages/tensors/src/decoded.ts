@@ -92,6 +92,7 @@ export async function readDecodedInto(
     });
   }
   const raw = await view.read({
+    decode: false,
     ...(options.verify ? { verify: true } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
   });

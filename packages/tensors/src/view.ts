@@ -11,6 +11,7 @@ import {
   throwIfAborted,
   toTensorFSError,
 } from '@tensorfs/format';
+import { readDecoded, readDecodedInto } from './decoded.js';
 
 /** The container a tensor lives in: a format of `@tensorfs/format`'s codec table. */
 export type TensorFormat = ContainerFormat;
@@ -25,6 +26,14 @@ export interface ReadOptions {
   verify?: boolean;
   /** Cancels the read (`cancelled`). */
   signal?: AbortSignal;
+  /**
+   * Read the tensor's values instead of its stored bytes: GGML block types decoded, F32/F16/BF16
+   * converted, as little-endian `dtype` (see `readDecoded`).
+   * @default false
+   */
+  decode?: boolean;
+  /** With `decode`: the output dtype (default F32 for block types, else the stored dtype). */
+  dtype?: 'F32' | 'F16' | 'BF16';
 }
 
 /** One tensor of a stored safetensors or GGUF file, read straight from the store's objects. */
@@ -145,6 +154,7 @@ export class StoredTensorView implements TensorView {
   }
 
   async read(options: ReadOptions = {}): Promise<Uint8Array> {
+    if (options.decode) return readDecoded(this, options);
     if (this.aligned && this.records.length === 1) {
       for await (const piece of this.objectPieces(options)) return piece;
     }
@@ -152,6 +162,7 @@ export class StoredTensorView implements TensorView {
   }
 
   async readInto(buffer: Uint8Array, offset = 0, options: ReadOptions = {}): Promise<Uint8Array> {
+    if (options.decode) return readDecodedInto(this, buffer, offset, options);
     if (!Number.isSafeInteger(offset) || offset < 0 || offset + this.byteLength > buffer.length) {
       throw new TensorFSError('invalid_argument', 'the buffer is too small for the tensor', {
         details: { tensor: this.name, limit: buffer.length - offset, actual: this.byteLength, offset },

@@ -58,6 +58,15 @@ describe('decoded reads', () => {
     expect(decodedByteLength(set.get('output.weight'), 'BF16')).toBe(512);
   });
 
+  it('view.read({ decode: true }) and readInto({ decode: true }) are the decoded reads', async () => {
+    const view = set.get('output.weight');
+    expect(sha256Hex(await view.read({ decode: true }))).toBe(GGUF_PY['output.weight']?.F32);
+    const buf = new Uint8Array(4 + 512);
+    const got = await view.readInto(buf, 4, { decode: true, dtype: 'F16' });
+    expect(sha256Hex(got)).toBe(GGUF_PY['output.weight']?.F16);
+    expect((await view.read()).length).toBe(view.byteLength);
+  });
+
   it('reads into a caller buffer at an offset, and refuses one too small', async () => {
     const view = set.get('blk.0.attn_q.weight');
     const buf = new Uint8Array(8 + 64 * 4);
