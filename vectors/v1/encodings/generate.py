@@ -285,6 +285,23 @@ for qt, cls in gq._type_traits.items():
     raw = rng.integers(0, 256, nblk * tsz).astype(np.uint8)
     y = gq.dequantize(raw.reshape(1, -1), qt).astype(f32).reshape(-1)
     ggml.append({"type": qt.name, "shape": [1, nblk * bsz], "blocks": hx(raw), "expected_f32": hx(y)})
+# types gguf-py does not dequantize, from ggml's block layouts (ggml-common.h) in numpy:
+# Q8_1 {f16 d; f16 s; i8 qs[32]}: y = qs·d.  Q8_K {f32 d; i8 qs[256]; i16 bsums[16]}: y = d·qs.
+# Q1_0 {f16 d; u8 qs[16]}: bit j (LSB first) set → +d, else −d.
+def extra(name, bsz, tsz, fn):
+    raw = rng.integers(0, 256, 2 * tsz).astype(np.uint8).reshape(2, tsz)
+    fn(raw)
+    ggml.append({"type": name, "shape": [1, 2 * bsz], "blocks": hx(raw), "expected_f32": hx(dq[name](raw).reshape(-1))})
+def fix_f16(raw, at):
+    raw[:, at:at + 2] = np.frombuffer(rng.uniform(-2, 2, raw.shape[0]).astype(np.float16).tobytes(), np.uint8).reshape(-1, 2)
+dq = {
+    "Q8_1": lambda r: r[:, 4:].view(np.int8).astype(f32) * r[:, 0:2].copy().view(np.float16).astype(f32),
+    "Q8_K": lambda r: r[:, 0:4].copy().view(np.float32) * r[:, 4:260].view(np.int8).astype(f32),
+    "Q1_0": lambda r: np.where(np.unpackbits(r[:, 2:], axis=1, bitorder="little") == 1, 1, -1).astype(f32) * r[:, 0:2].copy().view(np.float16).astype(f32),
+}
+extra("Q8_1", 32, 36, lambda r: (fix_f16(r, 0), fix_f16(r, 2)))
+extra("Q8_K", 256, 292, lambda r: r.__setitem__((slice(None), slice(0, 4)), np.frombuffer(rng.uniform(-1, 1, 2).astype(f32).tobytes(), np.uint8).reshape(2, 4)))
+extra("Q1_0", 128, 18, lambda r: fix_f16(r, 0))
 quant = []
 x = (rng.normal(0, 3, (4, 64))).astype(f32)
 x[1, :32] = 0                                   # an all-zero block
