@@ -61,9 +61,18 @@ function widen(dtype: string, bytes: Uint8Array, n: number): Float32Array {
   return out;
 }
 
+/** A copy of `bytes` with every `width`-byte element reversed (big- to little-endian). */
+function swapped(bytes: Uint8Array, width: number): Uint8Array {
+  const out = new Uint8Array(bytes.length);
+  for (let i = 0; i + width <= bytes.length; i += width)
+    for (let j = 0; j < width; j++) out[i + j] = bytes[i + width - 1 - j] as number;
+  return out;
+}
+
 /**
  * Reads `view` and writes its values as `options.dtype` into `buffer` at `offset`; returns the
- * filled subarray. Supported: GGML block types and plain F32/F16/BF16; other dtypes are `unsupported`.
+ * filled subarray. Supported: GGML block types and plain F32/F16/BF16 (big-endian GGUF elements are
+ * swapped; big-endian GGML blocks are `unsupported`); other dtypes are `unsupported`.
  * @throws {TensorFSError} `invalid_argument` (buffer too small), `unsupported`, `malformed`, and what `read` throws.
  */
 export async function readDecodedInto(
@@ -91,11 +100,18 @@ export async function readDecodedInto(
       details: { rule: 'tensors.decode_dtype', tensor: view.name, dtype: view.dtype },
     });
   }
-  const raw = await view.read({
+  const big = view.byteOrder === 'big';
+  if (big && !plain) {
+    throw new TensorFSError('unsupported', `decoding ${view.dtype} blocks of a big-endian GGUF file is not supported`, {
+      details: { rule: 'tensors.decode_byte_order', tensor: view.name, fact: 'byte_order' },
+    });
+  }
+  const raw0 = await view.read({
     decode: false,
     ...(options.verify ? { verify: true } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
   });
+  const raw = big ? swapped(raw0, view.dtype === 'F32' ? 4 : 2) : raw0;
   const target = buffer.subarray(offset, offset + length);
   if (plain) {
     if (view.dtype === dtype) target.set(raw);

@@ -44,6 +44,8 @@ export interface TensorView {
   readonly file: string;
   /** The container format of that file. */
   readonly format: TensorFormat;
+  /** The byte order of the stored elements: `big` only in a big-endian GGUF file. */
+  readonly byteOrder?: 'little' | 'big';
   /** The safetensors dtype (`F32`, `BF16`, ...) or the ggml type name (`F16`, `Q4_K`, ...). */
   readonly dtype: string;
   /** The shape, row-major (outermost dimension first), for GGUF too. */
@@ -96,6 +98,8 @@ export interface ViewFile {
   readonly store: Store;
   readonly path: string;
   readonly format: TensorFormat;
+  /** The byte order of the file's tensor data (big only for a big-endian GGUF file). */
+  readonly byteOrder?: 'little' | 'big';
   /**
    * A byte source over the file's whole record list, shared by the file's views (so an object
    * rehashed under `verify` is rehashed once, not once per tensor).
@@ -121,6 +125,7 @@ export class StoredTensorView implements TensorView {
   readonly name: string;
   readonly file: string;
   readonly format: TensorFormat;
+  readonly byteOrder: 'little' | 'big';
   readonly dtype: string;
   readonly shape: readonly bigint[];
   readonly blockSize: number;
@@ -138,6 +143,7 @@ export class StoredTensorView implements TensorView {
     this.name = facts.name;
     this.file = owner.path;
     this.format = owner.format;
+    this.byteOrder = owner.byteOrder ?? 'little';
     this.dtype = facts.dtype;
     this.shape = Object.freeze([...facts.shape]);
     this.blockSize = facts.blockSize;

@@ -35,31 +35,31 @@ describe('decoded reads', () => {
   let set: TensorSet;
   beforeAll(async () => {
     t = await tempStore('local');
-    await importTree(t, { 'm.gguf': 'tiny.gguf' }, 'm');
+    await importTree(t, { 'm.gguf': 'tiny.gguf', 'be.gguf': 'tiny-be.gguf' }, 'm');
     set = await openTensors(t.store, 'm');
   });
   afterAll(() => t.close());
 
   for (const [name, want] of Object.entries(GGUF_PY)) {
     it(`${name} decodes as gguf-py does, to F32 and F16`, async () => {
-      const view = set.get(name);
+      const view = set.get(name, 'm.gguf');
       expect(sha256Hex(await readDecoded(view, { dtype: 'F32' }))).toBe(want.F32);
       expect(sha256Hex(await readDecoded(view, { dtype: 'F16', verify: true }))).toBe(want.F16);
     });
   }
 
   it('declares the ggml type as the encoding of a GGUF block tensor, none for plain dtypes', () => {
-    expect(viewEncoding(set.get('output.weight'))).toMatchObject({
+    expect(viewEncoding(set.get('output.weight', 'm.gguf'))).toMatchObject({
       scheme: 'ggml',
       params: { shape: [1, 256], type: 'Q4_K' },
     });
-    expect(viewEncoding(set.get('blk.0.ffn.weight'))).toBeNull();
-    expect(decodedByteLength(set.get('output.weight'))).toBe(1024);
-    expect(decodedByteLength(set.get('output.weight'), 'BF16')).toBe(512);
+    expect(viewEncoding(set.get('blk.0.ffn.weight', 'm.gguf'))).toBeNull();
+    expect(decodedByteLength(set.get('output.weight', 'm.gguf'))).toBe(1024);
+    expect(decodedByteLength(set.get('output.weight', 'm.gguf'), 'BF16')).toBe(512);
   });
 
   it('view.read({ decode: true }) and readInto({ decode: true }) are the decoded reads', async () => {
-    const view = set.get('output.weight');
+    const view = set.get('output.weight', 'm.gguf');
     expect(sha256Hex(await view.read({ decode: true }))).toBe(GGUF_PY['output.weight']?.F32);
     const buf = new Uint8Array(4 + 512);
     const got = await view.readInto(buf, 4, { decode: true, dtype: 'F16' });
@@ -67,8 +67,21 @@ describe('decoded reads', () => {
     expect((await view.read()).length).toBe(view.byteLength);
   });
 
+  it('swaps the plain elements of a big-endian GGUF file and refuses its blocks', async () => {
+    // numpy: GGUFReader(tiny-be.gguf) data (>f2 / >f4) .astype('<f4') / .astype('<f2'), sha256
+    const f16 = set.get('blk.0.ffn.weight', 'be.gguf');
+    expect(f16.byteOrder).toBe('big');
+    expect(sha256Hex(await readDecoded(f16, { dtype: 'F32' }))).toBe(
+      '25ed3f1104381b74ec869439febbfeb45f3116c6326440582eff19198a4d0779',
+    );
+    expect(sha256Hex(await readDecoded(f16))).toBe('f10f5b20584cce3cb28663ec41e8ab127f4dea56e5a3f962b2716af7d53f427b');
+    const f32 = set.get('token_embd.weight', 'be.gguf');
+    expect(sha256Hex(await readDecoded(f32))).toBe('4f98b344af6001d5a7344a1b3a793fa5ab782e5a8e90782107dd3ea809decb74');
+    await expectCode(() => readDecoded(set.get('output.weight', 'be.gguf')), 'unsupported');
+  });
+
   it('reads into a caller buffer at an offset, and refuses one too small', async () => {
-    const view = set.get('blk.0.attn_q.weight');
+    const view = set.get('blk.0.attn_q.weight', 'm.gguf');
     const buf = new Uint8Array(8 + 64 * 4);
     const got = await readDecodedInto(view, buf, 8, { dtype: 'F32' });
     expect(got.byteOffset).toBe(8);
