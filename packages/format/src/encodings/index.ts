@@ -37,3 +37,4 @@ export {
   type ProducerTensor,
   type ProducerTensors,
 } from './importers.js';
+export { type DetectedWeight, type DetectionInput, type ProducerConvention, detectConventions } from './detect.js';
