@@ -10,5 +10,6 @@ export default packageConfig({
     errors: 'src/errors.ts',
     codecs: 'src/codecs.ts',
     cozytensors: 'src/cozytensors/index.ts',
+    encodings: 'src/encodings/index.ts',
   },
 });

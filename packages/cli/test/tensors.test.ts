@@ -86,6 +86,21 @@ describe('tfs tensors / cat / compose', () => {
     expect((await fsp.readdir(dir)).filter((f) => f.includes('.tfs-'))).toEqual([]);
   });
 
+  it('tfs cat --decode writes the values a GGUF block type decodes to (as gguf-py dequantizes them)', async () => {
+    // sha256 of gguf.quants.dequantize(output.weight, Q4_K) as float32 / float16 (gguf 0.19, tiny.gguf)
+    const dest = path.join(dir, 'q4k.f32');
+    const w = await tfs(['cat', 'local/m', 'output.weight', '--decode', '-o', dest, '--json'], storeDir);
+    expect(w.code).toBe(0);
+    expect(JSON.parse(w.stdout.toString())).toMatchObject({ decoded: true, dtype: 'F32', bytes: 1024 });
+    expect(sha(await fsp.readFile(dest))).toBe('36d286e237c709e0756c285f837313b3786239a8016731e0e0b2a96e65507388');
+    const r = await tfs(['cat', 'local/m', 'output.weight', '--decode', '--dtype', 'F16'], storeDir);
+    expect(r.code).toBe(0);
+    expect(sha(r.stdout)).toBe('e25b13e452ce4f9b4f25aedb594e08cfb2a2e8ac4ca9a14b040b4917a59b9544');
+    const bad = await tfs(['cat', 'local/m', 'output.weight', '--dtype', 'F16', '--json'], storeDir);
+    expect(bad.code).not.toBe(0);
+    expect(JSON.parse(bad.stderr).error.code).toBe('invalid_argument');
+  });
+
   it('tfs cat of a missing tensor fails with not_found and writes no file', async () => {
     const dest = path.join(dir, 'none.bin');
     const r = await tfs(['cat', 'local/m', 'no.such', '-o', dest, '--json'], storeDir);

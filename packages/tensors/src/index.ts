@@ -58,3 +58,11 @@ export {
   convertPath,
   convertSnapshot,
 } from './convert.js';
+export {
+  type DecodedReadOptions,
+  decodedByteLength,
+  decodedDtypeOf,
+  readDecoded,
+  readDecodedInto,
+  viewEncoding,
+} from './decoded.js';

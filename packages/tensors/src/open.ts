@@ -312,6 +312,7 @@ class FileOpener {
       store,
       path: entry.path,
       format: header.format,
+      byteOrder: (header.header as { endianness?: string }).endianness === 'big' ? 'big' : 'little',
       source(verify) {
         let source = sources.get(verify);
         if (source === undefined) sources.set(verify, (source = store.recordsSource(entry.records, { verify })));

@@ -12,6 +12,7 @@ import {
   throwIfAborted,
   toTensorFSError,
 } from '@tensorfs/format';
+import { readDecoded, readDecodedInto } from './decoded.js';
 
 /** The container a tensor lives in: a format of `@tensorfs/format`'s codec table. */
 export type TensorFormat = ContainerFormat;
@@ -26,6 +27,14 @@ export interface ReadOptions {
   verify?: boolean;
   /** Cancels the read (`cancelled`). */
   signal?: AbortSignal;
+  /**
+   * Read the tensor's values instead of its stored bytes: GGML block types decoded, F32/F16/BF16
+   * converted, as little-endian `dtype` (see `readDecoded`).
+   * @default false
+   */
+  decode?: boolean;
+  /** With `decode`: the output dtype (default F32 for block types, else the stored dtype). */
+  dtype?: 'F32' | 'F16' | 'BF16';
 }
 
 /** One tensor of a stored safetensors or GGUF file, read straight from the store's objects. */
@@ -36,6 +45,8 @@ export interface TensorView {
   readonly file: string;
   /** The container format of that file. */
   readonly format: TensorFormat;
+  /** The byte order of the stored elements: `big` only in a big-endian GGUF file. */
+  readonly byteOrder?: 'little' | 'big';
   /** The safetensors dtype (`F32`, `BF16`, ...) or the ggml type name (`F16`, `Q4_K`, ...). */
   readonly dtype: string;
   /** The shape, row-major (outermost dimension first), for GGUF too. */
@@ -88,6 +99,8 @@ export interface ViewFile {
   readonly store: Store;
   readonly path: string;
   readonly format: TensorFormat;
+  /** The byte order of the file's tensor data (big only for a big-endian GGUF file). */
+  readonly byteOrder?: 'little' | 'big';
   /**
    * A byte source over the file's whole record list, shared by the file's views (so an object
    * rehashed under `verify` is rehashed once, not once per tensor).
@@ -113,6 +126,7 @@ export class StoredTensorView implements TensorView {
   readonly name: string;
   readonly file: string;
   readonly format: TensorFormat;
+  readonly byteOrder: 'little' | 'big';
   readonly dtype: string;
   readonly shape: readonly bigint[];
   readonly blockSize: number;
@@ -130,6 +144,7 @@ export class StoredTensorView implements TensorView {
     this.name = facts.name;
     this.file = owner.path;
     this.format = owner.format;
+    this.byteOrder = owner.byteOrder ?? 'little';
     this.dtype = facts.dtype;
     this.shape = Object.freeze([...facts.shape]);
     this.blockSize = facts.blockSize;
@@ -146,6 +161,7 @@ export class StoredTensorView implements TensorView {
   }
 
   async read(options: ReadOptions = {}): Promise<Uint8Array> {
+    if (options.decode) return readDecoded(this, options);
     if (this.aligned && this.records.length === 1) {
       for await (const piece of this.objectPieces(options)) return piece;
     }
@@ -153,6 +169,7 @@ export class StoredTensorView implements TensorView {
   }
 
   async readInto(buffer: Uint8Array, offset = 0, options: ReadOptions = {}): Promise<Uint8Array> {
+    if (options.decode) return readDecodedInto(this, buffer, offset, options);
     if (!Number.isSafeInteger(offset) || offset < 0 || offset + this.byteLength > buffer.length) {
       throw new TensorFSError('invalid_argument', 'the buffer is too small for the tensor', {
         details: { tensor: this.name, limit: buffer.length - offset, actual: this.byteLength, offset },

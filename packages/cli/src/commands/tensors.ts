@@ -10,6 +10,7 @@ import {
   compose,
   openCheckpoint,
   openTensors,
+  readDecoded,
   type TensorSet,
   type TensorView,
 } from '@tensorfs/tensors';
@@ -112,9 +113,11 @@ export const catCommand = defineCommand<{
   component?: string;
   output?: string;
   verify: boolean;
+  decode: boolean;
+  dtype?: 'F32' | 'F16' | 'BF16';
 }>({
   command: 'cat <ref> <tensor>',
-  describe: "Write a tensor's raw bytes to stdout, or atomically to a file with -o",
+  describe: "Write a tensor's raw bytes (or, with --decode, its values) to stdout, or atomically to a file with -o",
   builder: (y) =>
     y
       .positional('ref', { type: 'string', demandOption: true, describe: 'ref name or snapshot id' })
@@ -130,39 +133,64 @@ export const catCommand = defineCommand<{
         type: 'boolean',
         default: true,
         describe: 'rehash every object before writing its bytes (--no-verify: length checks only)',
+      })
+      .option('decode', {
+        type: 'boolean',
+        default: false,
+        describe: 'write the values as little-endian floats: GGML block types decoded, F32/F16/BF16 converted',
+      })
+      .option('dtype', {
+        type: 'string',
+        choices: ['F32', 'F16', 'BF16'] as const,
+        describe: 'with --decode: the output dtype (default F32 for block types, else the stored dtype)',
       }),
   handler: async (args, ctx) => {
+    if (args.dtype !== undefined && !args.decode) {
+      throw new TensorFSError('invalid_argument', '--dtype needs --decode', { details: { rule: 'cli.cat_dtype' } });
+    }
     // Verifying opens the store for writing, so a corrupt object found here is quarantined.
     await withStore(ctx, !args.verify, async (store) => {
       const view = await catView(store, args);
       const options = { verify: args.verify, signal: ctx.signal };
+      const decoded = args.decode
+        ? await readDecoded(view, { ...options, ...(args.dtype ? { dtype: args.dtype } : {}) })
+        : undefined;
+      const pieces = (): AsyncIterable<Uint8Array> | Uint8Array[] => (decoded ? [decoded] : view.pieces(options));
       if (args.output === undefined) {
-        for await (const piece of view.pieces(options)) {
+        for await (const piece of pieces()) {
           if (!ctx.io.stdout.write(piece)) await once(ctx.io.stdout, 'drain');
         }
         return;
       }
-      await writeOutput(path.resolve(args.output), view, options);
+      await writeOutput(path.resolve(args.output), pieces());
       if (!ctx.json) return;
-      ctx.result({ tensor: view.name, file: view.file, bytes: view.byteLength, output: path.basename(args.output) });
+      ctx.result({
+        tensor: view.name,
+        file: view.file,
+        bytes: decoded ? decoded.length : view.byteLength,
+        output: path.basename(args.output),
+        ...(decoded
+          ? { decoded: true, dtype: args.dtype ?? (view.dtype === 'F16' || view.dtype === 'BF16' ? view.dtype : 'F32') }
+          : {}),
+      });
     });
   },
 });
 
 /**
- * Writes a tensor to `dest`. A character device (`/dev/null`, a terminal) or a FIFO is written
+ * Writes a tensor's bytes to `dest`. A character device (`/dev/null`, a terminal) or a FIFO is written
  * straight into, as `cat > dest` would: the temp-and-rename below would replace the device node
  * with a regular file (or fail, unprivileged, in `/dev`). Other special files (sockets, block
  * devices, folders) are refused; anything else is written atomically.
  */
-async function writeOutput(dest: string, view: TensorView, options: { verify: boolean; signal: AbortSignal }) {
+async function writeOutput(dest: string, pieces: AsyncIterable<Uint8Array> | Iterable<Uint8Array>) {
   let st: Stats | undefined;
   try {
     st = await fsp.stat(dest);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw outputError(dest, error);
   }
-  if (st === undefined || st.isFile()) return writeAtomically(dest, view, options);
+  if (st === undefined || st.isFile()) return writeAtomically(dest, pieces);
   if (!st.isCharacterDevice() && !st.isFIFO()) {
     throw new TensorFSError(
       st.isDirectory() ? 'conflict' : 'invalid_argument',
@@ -174,7 +202,7 @@ async function writeOutput(dest: string, view: TensorView, options: { verify: bo
   try {
     // No O_CREAT, no O_TRUNC: a device or FIFO is written as it is, never replaced.
     fh = await fsp.open(dest, fsConstants.O_WRONLY | fsConstants.O_NOCTTY);
-    for await (const piece of view.pieces(options)) {
+    for await (const piece of pieces) {
       for (let done = 0; done < piece.length; ) done += (await fh.write(piece, done)).bytesWritten;
     }
   } catch (error) {
@@ -236,12 +264,12 @@ function splitRole(tensor: string): [string, string | undefined] {
 }
 
 /** Writes a tensor to `dest` through a temp beside it: fsync, rename; nothing is left on failure. */
-async function writeAtomically(dest: string, view: TensorView, options: { verify: boolean; signal: AbortSignal }) {
+async function writeAtomically(dest: string, pieces: AsyncIterable<Uint8Array> | Iterable<Uint8Array>) {
   const temp = path.join(path.dirname(dest), `.${path.basename(dest)}.tfs-${randomBytes(6).toString('hex')}`);
   let fh: fsp.FileHandle | undefined;
   try {
     fh = await fsp.open(temp, 'wx', 0o644);
-    for await (const piece of view.pieces(options)) {
+    for await (const piece of pieces) {
       for (let done = 0; done < piece.length; ) done += (await fh.write(piece, done)).bytesWritten;
     }
     await fh.datasync();

@@ -1,0 +1,93 @@
+/**
+ * Convention detection from names, dtypes and metadata: each producer layout is recognised, and
+ * ambiguity (two conventions, unstated producer, packed weights without a config) is refused.
+ */
+import { isTensorFSError } from '@tensorfs/format';
+import { type DetectionInput, detectConventions } from '@tensorfs/format/encodings';
+import { describe, expect, it } from 'vitest';
+
+const t = (pairs: Record<string, string>) =>
+  Object.fromEntries(Object.entries(pairs).map(([k, dtype]) => [k, { dtype }]));
+
+function refusal(input: DetectionInput): Record<string, unknown> {
+  try {
+    detectConventions(input);
+  } catch (err) {
+    if (isTensorFSError(err)) return { code: err.code, ...err.details };
+    throw err;
+  }
+  throw new Error('expected a refusal');
+}
+
+describe('detectConventions', () => {
+  it('recognises each producer layout', () => {
+    const tensors = t({
+      'a.weight': 'U8',
+      'a.weight.absmax': 'F32',
+      'a.weight.quant_map': 'F32',
+      'a.weight.quant_state.bitsandbytes__nf4': 'U8',
+      'b.weight': 'I8',
+      'b.SCB': 'F32',
+      'c.weight': 'F8_E4M3',
+      'c.scale_weight': 'F32',
+      scaled_fp8: 'F8_E4M3',
+      'd.weight': 'F8_E5M2',
+      'd.weight_scale': 'F32',
+      'e.weight': 'F8_E4M3',
+      'e.weight_scale_inv': 'F32',
+      'f.weight': 'U8',
+      'f.weight_scale': 'F8_E4M3',
+      'f.weight_scale_2': 'F32',
+      'f.comfy_quant': 'U8',
+      'lora_unet_x.lora_down.weight': 'F16',
+      'lora_unet_x.lora_up.weight': 'F16',
+      'lora_unet_x.alpha': 'F32',
+      plain: 'BF16',
+    });
+    expect(detectConventions({ tensors })).toEqual([
+      { name: 'a.weight', convention: 'bitsandbytes_4bit' },
+      { name: 'b', convention: 'llm_int8' },
+      { name: 'c', convention: 'scaled_fp8' },
+      { name: 'd', convention: 'scaled_fp8' },
+      { name: 'e', convention: 'block_fp8' },
+      { name: 'f', convention: 'comfy_quant' },
+      { name: 'lora_unet_x', convention: 'kohya_lora' },
+    ]);
+  });
+
+  it('uses the quantization config for packed weights and ModelOpt NVFP4', () => {
+    const packed = t({ 'l.qweight': 'I32', 'l.qzeros': 'I32', 'l.scales': 'F16' });
+    expect(detectConventions({ tensors: packed, quantizationConfig: { quant_method: 'gptq', bits: 4 } })).toEqual([
+      { name: 'l', convention: 'gptq' },
+    ]);
+    expect(detectConventions({ tensors: packed, quantizationConfig: { quant_method: 'awq' } })).toEqual([
+      { name: 'l', convention: 'awq' },
+    ]);
+    expect(refusal({ tensors: packed })).toMatchObject({ code: 'unsupported', fact: 'quant_method' });
+    const nv = t({ 'l.weight': 'U8', 'l.weight_scale': 'F8_E4M3', 'l.weight_scale_2': 'F32', 'l.input_scale': 'F32' });
+    expect(
+      detectConventions({ tensors: nv, quantizationConfig: { quantization: { quant_algo: 'NVFP4', group_size: 16 } } }),
+    ).toEqual([{ name: 'l', convention: 'modelopt_nvfp4' }]);
+    // the same tensors with nobody declaring the producer: the nibble order is unknown
+    expect(refusal({ tensors: nv })).toMatchObject({ code: 'unsupported', fact: 'producer' });
+    // declared by ComfyUI's header metadata instead
+    expect(
+      detectConventions({
+        tensors: nv,
+        metadata: {
+          _quantization_metadata: JSON.stringify({ format_version: '1.0', layers: { l: { format: 'nvfp4' } } }),
+        },
+      }),
+    ).toEqual([{ name: 'l', convention: 'comfy_quant' }]);
+  });
+
+  it('refuses a layer two conventions claim', () => {
+    expect(refusal({ tensors: t({ 'l.weight': 'I8', 'l.SCB': 'F32', 'l.comfy_quant': 'U8' }) })).toMatchObject({
+      code: 'unsupported',
+      fact: 'convention',
+    });
+    expect(refusal({ tensors: t({ 'l.weight': 'BF16', 'l.weight_scale': 'F32' }) })).toMatchObject({
+      fact: 'convention',
+    });
+  });
+});

@@ -1,0 +1,365 @@
+/**
+ * Refusals: every missing or inconsistent declared fact is `malformed` naming the param or part
+ * (and the index at fault); unknown schemes are `unsupported`; any input decodes or throws a TensorFSError.
+ */
+import { isTensorFSError } from '@tensorfs/format';
+import { type Encoded, decode, decodeRange, encode } from '@tensorfs/format/encodings';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { encodedOf, vectors } from './encodings.helpers.js';
+
+function caseNamed(prefix: string): Encoded {
+  const c = vectors.cases.find((v) => v.name.startsWith(prefix));
+  if (!c) throw new Error(`no vector ${prefix}`);
+  return encodedOf(c.encoding);
+}
+
+function failure(fn: () => unknown): { code: string; details: Record<string, unknown> } {
+  try {
+    fn();
+  } catch (err) {
+    if (!isTensorFSError(err)) throw err;
+    return { code: err.code, details: { ...err.details } };
+  }
+  throw new Error('expected a TensorFSError');
+}
+
+function withParams(enc: Encoded, patch: Record<string, unknown>): Encoded {
+  const params = { ...(enc.params as Record<string, unknown>), ...patch };
+  for (const [k, v] of Object.entries(patch)) if (v === undefined) delete params[k];
+  return { ...enc, params: params as Encoded['params'] };
+}
+
+function withPart(enc: Encoded, role: string, part: Encoded['parts'][string] | undefined): Encoded {
+  const parts = { ...enc.parts } as Record<string, Encoded['parts'][string]>;
+  if (part === undefined) delete parts[role];
+  else parts[role] = part;
+  return { ...enc, parts };
+}
+
+describe('hostile params and parts', () => {
+  it('block size 0 is malformed, naming the param', () => {
+    const bnb = caseNamed('bnb_nf4 reference golden');
+    expect(failure(() => decode(withParams(bnb, { blocksize: 0 })))).toMatchObject({
+      code: 'malformed',
+      details: { rule: 'encodings.bnb_nf4.blocksize', param: 'blocksize' },
+    });
+    const mx = caseNamed('mxfp4 reference golden');
+    expect(failure(() => decode(withParams(mx, { block_size: 0 })))).toMatchObject({
+      code: 'malformed',
+      details: { param: 'block_size' },
+    });
+    const gptq = caseNamed('gptq reference golden, v2');
+    expect(failure(() => decode(withParams(gptq, { group_size: 0 })))).toMatchObject({
+      code: 'malformed',
+      details: { param: 'group_size' },
+    });
+  });
+
+  it('shapes that do not divide are malformed', () => {
+    const blocks = new Uint8Array(144);
+    expect(
+      failure(() =>
+        decode({
+          scheme: 'ggml',
+          params: { shape: [1, 100], dtype: 'F32', type: 'Q4_K' },
+          parts: { blocks: { dtype: 'U8', shape: [144], bytes: blocks } },
+        }),
+      ),
+    ).toMatchObject({ code: 'malformed', details: { rule: 'encodings.ggml.block_divides', param: 'shape' } });
+    const mx = caseNamed('mxfp8 padded');
+    expect(failure(() => decode(withParams(mx, { padded_shape: [32, 48] })))).toMatchObject({
+      code: 'malformed',
+      details: { rule: 'encodings.mxfp8.block_divides' },
+    });
+    const gptq = caseNamed('gptq 3-bit');
+    expect(failure(() => decode(withParams(gptq, { shape: [8, 40] })))).toMatchObject({ code: 'malformed' });
+    const rot = caseNamed('rotation H16');
+    expect(failure(() => decode(withParams(rot, { group_size: 8 })))).toMatchObject({
+      code: 'malformed',
+      details: { param: 'group_size' },
+    });
+  });
+
+  it('scale parts of the wrong shape are malformed, naming the part', () => {
+    const int8 = caseNamed('int8 row scales');
+    const scale = int8.parts.scale;
+    if (!scale?.bytes) throw new Error('vector');
+    expect(
+      failure(() => decode(withPart(int8, 'scale', { dtype: 'F32', shape: [3], bytes: scale.bytes?.subarray(0, 12) }))),
+    ).toMatchObject({ code: 'malformed', details: { rule: 'encodings.int8.part_shape', part: 'scale' } });
+    // the row scales given as column scales: same count (4 ≠ 8 here) is refused by shape
+    expect(failure(() => decode(withParams(int8, { granularity: 'column' })))).toMatchObject({
+      code: 'malformed',
+      details: { part: 'scale' },
+    });
+    const nv = caseNamed('nvfp4 reference golden, hi_first, cublas');
+    const bs = nv.parts.block_scale;
+    expect(
+      failure(() =>
+        decode(withPart(nv, 'block_scale', { dtype: 'F8_E4M3', shape: [2, 2], bytes: bs?.bytes?.subarray(0, 4) })),
+      ),
+    ).toMatchObject({ code: 'malformed', details: { part: 'block_scale' } });
+    const fp8 = caseNamed('fp8_e4m3fn block scales');
+    expect(failure(() => decode(withParams(fp8, { block: [3, 4] })))).toMatchObject({
+      code: 'malformed',
+      details: { part: 'scale' },
+    });
+    const gptq = caseNamed('gptq 4-bit act-order');
+    const sc = gptq.parts.scales;
+    expect(
+      failure(() => decode(withPart(gptq, 'scales', { dtype: 'F16', shape: [8, 4], bytes: sc?.bytes }))),
+    ).toMatchObject({ code: 'malformed', details: { part: 'scales' } });
+  });
+
+  it('a NaN global scale is malformed with the part and index', () => {
+    const nv = caseNamed('nvfp4 reference golden, lo_first');
+    const nan = new Uint8Array(new Float32Array([Number.NaN]).buffer);
+    expect(failure(() => decode(withPart(nv, 'global_scale', { dtype: 'F32', shape: [], bytes: nan })))).toEqual({
+      code: 'malformed',
+      details: { rule: 'encodings.nvfp4.global_scale', scheme: 'nvfp4', part: 'global_scale', index: 0, actual: 'NaN' },
+    });
+  });
+
+  it('g_idx out of range is malformed with the part and index', () => {
+    const gptq = caseNamed('gptq 4-bit act-order');
+    const g = new Int32Array(new Uint8Array(gptq.parts.g_idx?.bytes ?? []).buffer.slice(0));
+    g[5] = 4; // 4 groups: 0..3
+    const bad = withPart(gptq, 'g_idx', { dtype: 'I32', shape: [64], bytes: new Uint8Array(g.buffer) });
+    expect(failure(() => decode(bad))).toMatchObject({
+      code: 'malformed',
+      details: { rule: 'encodings.gptq.g_idx_range', part: 'g_idx', index: 5, actual: 4 },
+    });
+    g[5] = -1;
+    expect(
+      failure(() => decode(withPart(gptq, 'g_idx', { dtype: 'I32', shape: [64], bytes: new Uint8Array(g.buffer) }))),
+    ).toMatchObject({
+      details: { part: 'g_idx', index: 5 },
+    });
+  });
+
+  it('a missing part is an error, never zeros', () => {
+    for (const [prefix, role] of [
+      ['fp8_e4m3fn tensor scale', 'scale'],
+      ['nvfp4 reference golden, lo_first', 'global_scale'],
+      ['bnb_nf4 nested', 'nested_absmax'],
+      ['gptq 4-bit act-order', 'g_idx'],
+      ['awq_gemm', 'qzeros'],
+      ['lora linear', 'up'],
+    ] as const) {
+      expect(
+        failure(() => decode(withPart(caseNamed(prefix), role, undefined))),
+        prefix,
+      ).toMatchObject({
+        code: 'malformed',
+        details: { part: role },
+      });
+    }
+    const fp8 = caseNamed('fp8_e4m3fn tensor scale');
+    expect(failure(() => decode(withPart(fp8, 'scale', { dtype: 'F32', shape: [] })))).toMatchObject({
+      details: { rule: 'encodings.fp8_e4m3fn.missing_bytes', part: 'scale' },
+    });
+  });
+
+  it('a missing declared fact is malformed, naming the param', () => {
+    for (const [prefix, param] of [
+      ['nvfp4 reference golden, lo_first', 'nibble_order'],
+      ['nvfp4 reference golden, lo_first', 'scale_layout'],
+      ['mxfp4 reference golden', 'nibble_order'],
+      ['bnb_nf4 reference golden', 'nibble_order'],
+      ['bnb_nf4 reference golden', 'nested'],
+      ['gptq reference golden, v2', 'zero_format'],
+      ['gptq reference golden, v2', 'group_index'],
+      ['int8 row scales', 'scale_kind'],
+      ['fp8_e4m3fn row scales', 'granularity'],
+      ['int8 tensor scale', 'dtype'],
+    ] as const) {
+      expect(
+        failure(() => decode(withParams(caseNamed(prefix), { [param]: undefined }))),
+        `${prefix} ${param}`,
+      ).toMatchObject({
+        code: 'malformed',
+        details: { param },
+      });
+    }
+  });
+
+  it('a part of another dtype or length, or an undeclared part, is malformed', () => {
+    const int8 = caseNamed('int8 tensor scale');
+    expect(
+      failure(() => decode(withPart(int8, 'q', { dtype: 'U8', shape: [4, 8], bytes: new Uint8Array(32) }))),
+    ).toMatchObject({
+      details: { rule: 'encodings.int8.part_dtype', part: 'q' },
+    });
+    expect(
+      failure(() => decode(withPart(int8, 'q', { dtype: 'I8', shape: [4, 8], bytes: new Uint8Array(31) }))),
+    ).toMatchObject({
+      details: { rule: 'encodings.int8.part_length', part: 'q', expected: 32, actual: 31 },
+    });
+    expect(
+      failure(() => decode(withPart(int8, 'zero_point', { dtype: 'I8', shape: [], bytes: new Uint8Array(1) }))),
+    ).toMatchObject({
+      details: { rule: 'encodings.int8.unknown_part', part: 'zero_point' },
+    });
+    expect(failure(() => decode(withParams(int8, { axis: 1 })))).toMatchObject({
+      details: { rule: 'encodings.int8.unknown_param', param: 'axis' },
+    });
+  });
+
+  it('an unknown scheme or an undecodable GGML type is unsupported', () => {
+    expect(failure(() => decode({ scheme: 'hqq', params: {}, parts: {} }))).toEqual({
+      code: 'unsupported',
+      details: { rule: 'encodings.unknown_scheme', scheme: 'hqq' },
+    });
+    expect(
+      failure(() =>
+        decode({
+          scheme: 'ggml',
+          params: { shape: [64], dtype: 'F32', type: 'Q2_0' },
+          parts: { blocks: { dtype: 'U8', shape: [18], bytes: new Uint8Array(18) } },
+        }),
+      ),
+    ).toMatchObject({ code: 'unsupported', details: { type: 'Q2_0' } });
+    expect(failure(() => encode(new Float32Array(4), 'bnb_nf4', { shape: [4] }))).toMatchObject({
+      code: 'unsupported',
+    });
+    expect(failure(() => decodeRange(caseNamed('int8 tensor scale'), 2, 9))).toMatchObject({
+      code: 'invalid_argument',
+    });
+  });
+});
+
+describe('any input decodes or throws a TensorFSError', () => {
+  const schemes = [
+    'int8',
+    'fp8_e4m3fn',
+    'fp8_e5m2',
+    'mxfp8',
+    'mxfp4',
+    'nvfp4',
+    'bnb_nf4',
+    'bnb_fp4',
+    'gptq',
+    'awq_gemm',
+    'ggml',
+    'rotation',
+    'lora',
+    'x',
+  ];
+  const part = fc.record({
+    dtype: fc.constantFrom('U8', 'I8', 'I32', 'F32', 'F16', 'BF16', 'F8_E4M3', 'F8_E8M0', 'nope'),
+    shape: fc.array(fc.integer({ min: 0, max: 40 }), { maxLength: 3 }),
+    bytes: fc.uint8Array({ maxLength: 300 }),
+  });
+  const param = fc.oneof(
+    fc.jsonValue({ maxDepth: 2 }),
+    fc.integer({ min: -2, max: 300 }),
+    fc.constantFrom(
+      'lo_first',
+      'hi_first',
+      'row_major',
+      'cublas_128x4',
+      'v1_minus_one',
+      'v2',
+      'g_idx',
+      'sequential',
+      'Q4_K',
+      'IQ2_XS',
+      'row',
+      'tensor',
+      'block',
+      'scale',
+    ),
+  );
+
+  it('random encodings', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...schemes),
+        fc.dictionary(
+          fc.constantFrom(
+            'shape',
+            'dtype',
+            'granularity',
+            'scale_kind',
+            'block',
+            'block_size',
+            'scale_layout',
+            'nibble_order',
+            'padded_shape',
+            'blocksize',
+            'nested',
+            'nested_blocksize',
+            'nested_offset',
+            'bits',
+            'group_size',
+            'zero_format',
+            'group_index',
+            'type',
+            'kind',
+            'inner',
+            'alpha',
+          ),
+          param,
+        ),
+        fc.dictionary(
+          fc.constantFrom(
+            'q',
+            'scale',
+            'block_scale',
+            'global_scale',
+            'codes',
+            'absmax',
+            'code_table',
+            'qweight',
+            'qzeros',
+            'scales',
+            'g_idx',
+            'blocks',
+            'down',
+            'up',
+          ),
+          part,
+        ),
+        fc.array(fc.integer({ min: 1, max: 16 }), { minLength: 1, maxLength: 2 }),
+        (scheme, params, parts, shape) => {
+          const p = { dtype: 'F32', shape, ...params };
+          try {
+            decode({ scheme, params: p as Encoded['params'], parts });
+          } catch (err) {
+            if (!isTensorFSError(err)) throw err;
+          }
+        },
+      ),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('real encodings with every byte of one part mutated', () => {
+    const encs = vectors.cases.map((c) => encodedOf(c.encoding));
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: encs.length - 1 }),
+        fc.nat(),
+        fc.uint8Array({ minLength: 1, maxLength: 64 }),
+        (i, which, noise) => {
+          const enc = encs[i] as Encoded;
+          const roles = Object.keys(enc.parts);
+          const role = roles[which % roles.length] as string;
+          const p = enc.parts[role];
+          const bytes = new Uint8Array(p?.bytes ?? []);
+          for (let j = 0; j < bytes.length; j++) bytes[j] = noise[j % noise.length] as number;
+          try {
+            const out = decode(withPart(enc, role, { dtype: p?.dtype ?? 'U8', shape: p?.shape ?? [], bytes }), {
+              dtype: 'BF16',
+            });
+            expect(out).toBeInstanceOf(Uint8Array);
+          } catch (err) {
+            if (!isTensorFSError(err)) throw err;
+          }
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+});

@@ -1,0 +1,272 @@
+/**
+ * Producer conventions → encodings: each importer, fed the producer's tensor names and metadata for
+ * a golden vector's parts, yields an encoding that decodes to the vector's expected bytes.
+ */
+import { isTensorFSError } from '@tensorfs/format';
+import {
+  type Encoded,
+  type ProducerTensors,
+  decode,
+  importAwq,
+  importBitsandbytes4bit,
+  importBlockFp8,
+  importComfyQuant,
+  importGgufTensor,
+  importGptq,
+  importKohyaLora,
+  importLlmInt8,
+  importModelOptNvfp4,
+  importScaledFp8,
+} from '@tensorfs/format/encodings';
+import { describe, expect, it } from 'vitest';
+import { type VectorCase, encodedOf, hex, vectors } from './encodings.helpers.js';
+
+function vector(prefix: string): { enc: Encoded; c: VectorCase } {
+  const c = vectors.cases.find((v) => v.name.startsWith(prefix));
+  if (!c) throw new Error(prefix);
+  return { enc: encodedOf(c.encoding), c };
+}
+
+function expectDecodes(enc: Encoded, c: VectorCase): void {
+  const got = decode(enc, { dtype: 'F32' });
+  const want = hex(c.expected.F32 ?? '');
+  if (c.tolerance) {
+    const g = new Float32Array(got.slice().buffer);
+    const w = new Float32Array(want.slice().buffer);
+    for (let i = 0; i < g.length; i++)
+      expect(Math.abs((g[i] as number) - (w[i] as number))).toBeLessThanOrEqual(c.tolerance.abs);
+  } else expect(got).toEqual(want);
+}
+
+const json = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
+const f32 = (x: number) => new Uint8Array(new Float32Array([x]).buffer);
+
+function refusal(fn: () => unknown): { code: string; details: Record<string, unknown> } {
+  try {
+    fn();
+  } catch (err) {
+    if (isTensorFSError(err)) return { code: err.code, details: { ...err.details } };
+    throw err;
+  }
+  throw new Error('expected a refusal');
+}
+
+describe('producer importers', () => {
+  it('bitsandbytes NF4 with nested statistics', () => {
+    const { enc, c } = vector('bnb_nf4 nested');
+    const p = enc.parts;
+    const params = enc.params as Record<string, number>;
+    const w = 'model.layers.0.mlp.down_proj.weight';
+    const tensors: ProducerTensors = {
+      [w]: p.codes,
+      [`${w}.absmax`]: p.absmax,
+      [`${w}.quant_map`]: p.code_table,
+      [`${w}.nested_absmax`]: p.nested_absmax,
+      [`${w}.nested_quant_map`]: p.nested_table,
+      [`${w}.quant_state.bitsandbytes__nf4`]: {
+        dtype: 'U8',
+        shape: [0],
+        bytes: json({
+          quant_type: 'nf4',
+          blocksize: 4,
+          dtype: 'float32',
+          shape: [4, 16],
+          nested_blocksize: 4,
+          nested_dtype: 'float32',
+          nested_offset: params.nested_offset,
+        }),
+      },
+    };
+    const out = importBitsandbytes4bit(tensors, w);
+    expect(out.encoding.scheme).toBe('bnb_nf4');
+    expect(out.encoding.params).toMatchObject({
+      nibble_order: 'hi_first',
+      nested: true,
+      blocksize: 4,
+      nested_blocksize: 4,
+    });
+    expect([...out.consumed].sort()).toEqual(Object.keys(tensors).sort());
+    expectDecodes(out.encoding, c);
+  });
+
+  it('bitsandbytes without a logical shape is refused naming the fact', () => {
+    const { enc } = vector('bnb_nf4 reference golden');
+    const tensors: ProducerTensors = {
+      w: enc.parts.codes,
+      'w.absmax': enc.parts.absmax,
+      'w.quant_map': enc.parts.code_table,
+      'w.quant_state.bitsandbytes__nf4': {
+        dtype: 'U8',
+        shape: [0],
+        bytes: json({ quant_type: 'nf4', blocksize: 4, dtype: 'float32' }),
+      },
+    };
+    expect(refusal(() => importBitsandbytes4bit(tensors, 'w'))).toMatchObject({
+      code: 'unsupported',
+      details: { fact: 'shape' },
+    });
+  });
+
+  it('LLM.int8 SCB', () => {
+    const { enc, c } = vector('int8 LLM.int8 SCB');
+    const t: ProducerTensors = {
+      'l.weight': enc.parts.q,
+      'l.SCB': enc.parts.scale,
+      'l.weight_format': { dtype: 'U8', shape: [], bytes: new Uint8Array([0]) },
+    };
+    expectDecodes(importLlmInt8(t, 'l', { dtype: 'F32' }).encoding, c);
+    expect(refusal(() => importLlmInt8(t, 'l'))).toMatchObject({ code: 'unsupported', details: { fact: 'dtype' } });
+    const legacy = { ...t, 'l.weight_format': { dtype: 'U8', shape: [], bytes: new Uint8Array([2]) } };
+    expect(refusal(() => importLlmInt8(legacy, 'l', { dtype: 'F32' }))).toMatchObject({
+      details: { fact: 'weight_format' },
+    });
+  });
+
+  it('ComfyUI scaled_fp8 (scale_weight) and weight_scale, scheme from the weight dtype', () => {
+    const { enc, c } = vector('fp8_e4m3fn tensor scale');
+    const out = importScaledFp8(
+      { 'b.weight': enc.parts.q, 'b.scale_weight': enc.parts.scale, 'b.scale_input': enc.parts.scale },
+      'b',
+      { dtype: 'F32' },
+    );
+    expect(out.encoding.scheme).toBe('fp8_e4m3fn');
+    expect(out.consumed).toContain('b.scale_input');
+    expectDecodes(out.encoding, c);
+    const e5 = vector('fp8_e5m2 row scales');
+    const q = { ...(e5.enc.parts.q as object), dtype: 'F8_E5M2' } as Encoded['parts'][string];
+    const o5 = importScaledFp8({ 'x.weight': q, 'x.weight_scale': e5.enc.parts.scale }, 'x', { dtype: 'F32' });
+    expect(o5.encoding).toMatchObject({ scheme: 'fp8_e5m2', params: { granularity: 'row' } });
+    expectDecodes(o5.encoding, e5.c);
+    expect(refusal(() => importScaledFp8({ 'b.weight': enc.parts.q }, 'b', { dtype: 'F32' }))).toMatchObject({
+      code: 'malformed',
+    });
+  });
+
+  it('DeepSeek block FP8 (weight_scale_inv multiplies)', () => {
+    const { enc, c } = vector('fp8_e4m3fn block scales');
+    const q = { ...(enc.parts.q as object), dtype: 'F8_E4M3' } as Encoded['parts'][string];
+    expectDecodes(
+      importBlockFp8({ 'l.weight': q, 'l.weight_scale_inv': enc.parts.scale }, 'l', { dtype: 'F32', block: [2, 4] })
+        .encoding,
+      c,
+    );
+  });
+
+  it('ModelOpt NVFP4 (lo_first, row-major)', () => {
+    const { enc, c } = vector('nvfp4 reference golden, lo_first');
+    const out = importModelOptNvfp4(
+      {
+        'l.weight': enc.parts.q,
+        'l.weight_scale': enc.parts.block_scale,
+        'l.weight_scale_2': enc.parts.global_scale,
+        'l.input_scale': enc.parts.global_scale,
+      },
+      'l',
+      { dtype: 'F32' },
+    );
+    expect(out.encoding.params).toMatchObject({ nibble_order: 'lo_first', scale_layout: 'row_major', shape: [2, 32] });
+    expectDecodes(out.encoding, c);
+  });
+
+  it('ComfyUI comfy_quant nvfp4 and mxfp8 (swizzled, padded; logical shape declared)', () => {
+    const nv = vector('nvfp4 padded [6,40] in [16,48], hi_first, cublas');
+    const t: ProducerTensors = {
+      'l.weight': { ...(nv.enc.parts.q as object), dtype: 'U8' } as Encoded['parts'][string],
+      'l.weight_scale': { ...(nv.enc.parts.block_scale as object), dtype: 'U8' } as Encoded['parts'][string],
+      'l.weight_scale_2': nv.enc.parts.global_scale,
+      'l.comfy_quant': { dtype: 'U8', shape: [0], bytes: json({ format: 'nvfp4' }) },
+    };
+    expectDecodes(importComfyQuant(t, 'l', { dtype: 'F32', shape: [6, 40] }).encoding, nv.c);
+    expect(refusal(() => importComfyQuant(t, 'l', { dtype: 'F32' }))).toMatchObject({
+      code: 'unsupported',
+      details: { fact: 'logical_shape' },
+    });
+    const mx = vector('mxfp8 padded [20,40] in [32,64], cublas');
+    const m: ProducerTensors = { 'm.weight': mx.enc.parts.q, 'm.weight_scale': mx.enc.parts.scale };
+    expectDecodes(
+      importComfyQuant(m, 'm', { dtype: 'F32', shape: [20, 40], conf: { format: 'mxfp8' } }).encoding,
+      mx.c,
+    );
+    expect(refusal(() => importComfyQuant(m, 'm', { dtype: 'F32', conf: { format: 'svdquant' } }))).toMatchObject({
+      details: { fact: 'format' },
+    });
+  });
+
+  it('ComfyUI int8_tensorwise with ConvRot becomes a rotation around int8', () => {
+    const { enc, c } = vector('rotation H16');
+    const t: ProducerTensors = {
+      'l.weight': enc.parts.q,
+      'l.weight_scale': enc.parts.scale,
+      'l.comfy_quant': {
+        dtype: 'U8',
+        shape: [0],
+        bytes: json({ format: 'int8_tensorwise', convrot: true, convrot_groupsize: 16 }),
+      },
+    };
+    const out = importComfyQuant(t, 'l', { dtype: 'F32' });
+    expect(out.encoding.scheme).toBe('rotation');
+    expectDecodes(out.encoding, c);
+  });
+
+  it('GPTQ v1 act-order, v2, and a config without checkpoint_format (v1)', () => {
+    const a = vector('gptq 4-bit act-order');
+    const t = (e: Encoded): ProducerTensors => ({
+      'l.qweight': e.parts.qweight,
+      'l.qzeros': e.parts.qzeros,
+      'l.scales': e.parts.scales,
+      'l.g_idx': e.parts.g_idx,
+    });
+    const outA = importGptq(
+      t(a.enc),
+      'l',
+      { bits: 4, group_size: 16, desc_act: true, sym: false, checkpoint_format: 'gptq' },
+      { dtype: 'F32' },
+    );
+    expect(outA.encoding.params).toMatchObject({ zero_format: 'v1_minus_one', group_index: 'g_idx', shape: [8, 64] });
+    expectDecodes(outA.encoding, a.c);
+    const v2 = vector('gptq reference golden, v2');
+    expectDecodes(
+      importGptq(t(v2.enc), 'l', { bits: 4, group_size: 8, checkpoint_format: 'gptq_v2' }, { dtype: 'F32' }).encoding,
+      v2.c,
+    );
+    const v1 = vector('gptq reference golden, v1');
+    expectDecodes(importGptq(t(v1.enc), 'l', { bits: 4, group_size: 8 }, { dtype: 'F32' }).encoding, v1.c);
+    expect(
+      refusal(() => importGptq(t(v1.enc), 'l', { bits: 4, group_size: 8, checkpoint_format: 'marlin' })),
+    ).toMatchObject({ details: { fact: 'checkpoint_format' } });
+  });
+
+  it('AWQ GEMM, refusing GEMV', () => {
+    const { enc, c } = vector('awq_gemm');
+    const t: ProducerTensors = {
+      'l.qweight': enc.parts.qweight,
+      'l.qzeros': enc.parts.qzeros,
+      'l.scales': enc.parts.scales,
+    };
+    expectDecodes(importAwq(t, 'l', { version: 'GEMM', bits: 4, group_size: 8 }, { dtype: 'F32' }).encoding, c);
+    expect(refusal(() => importAwq(t, 'l', { version: 'gemv', bits: 4, group_size: 8 }))).toMatchObject({
+      details: { fact: 'version' },
+    });
+  });
+
+  it('Kohya LoRA alpha', () => {
+    const { enc, c } = vector('lora linear');
+    const t: ProducerTensors = {
+      'lora_unet_x.lora_down.weight': enc.parts.down,
+      'lora_unet_x.lora_up.weight': enc.parts.up,
+      'lora_unet_x.alpha': { dtype: 'F32', shape: [], bytes: f32(2) },
+    };
+    const out = importKohyaLora(t, 'lora_unet_x');
+    expect(out.encoding.params).toMatchObject({ alpha: 2 });
+    expectDecodes(out.encoding, c);
+  });
+
+  it('a GGUF tensor (ne fastest-first) becomes ggml with the reversed shape', () => {
+    const g = vectors.ggml_dequantize.find((v) => v.type === 'Q4_K');
+    if (!g) throw new Error('Q4_K');
+    const enc = importGgufTensor(12, [256, 1], hex(g.blocks));
+    expect(enc.params).toEqual({ shape: [1, 256], dtype: 'F32', type: 'Q4_K' });
+    expect(decode(enc)).toEqual(hex(g.expected_f32));
+    expect(refusal(() => importGgufTensor(4, [32], undefined))).toMatchObject({ code: 'unsupported' });
+  });
+});
