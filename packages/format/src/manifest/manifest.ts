@@ -13,6 +13,7 @@ import { type ErrorCode, TensorFSError } from '../errors.js';
 import { digestInto, isObjectId, type ObjectId, objectIdFromDigest } from '../ids.js';
 import { checkPath, checkSymlinkTarget } from './paths.js';
 import { isPlanProfile, MAX_PLAN_RECORDS, type PlanProfile, RECORD_GRID_BYTES } from './profiles.js';
+import { decodeManifestFast, encodeManifestFast } from './tfm1-fast.js';
 
 /** One record of a stored file: an object and its exact length. The file is the concatenation. */
 export interface RecordRef {
@@ -80,6 +81,16 @@ const SYMLINK_KEYS = ['kind', 'path', 'target'];
  * tensor-profile record over 64 MiB, more than one `blob-v1` record, or a bound exceeded.
  */
 export function encodeManifest(manifest: Manifest): Uint8Array {
+  // Digests are checked while the fast path converts them; if anything fails, the full check
+  // runs again so the error is the first one in manifest order, as always.
+  try {
+    validateManifest(manifest, 'invalid_argument', false);
+  } catch (err) {
+    validateManifest(manifest, 'invalid_argument');
+    throw err;
+  }
+  const fast = encodeManifestFast(manifest, TFM1_MAGIC, MANIFEST_VERSION);
+  if (fast !== undefined) return fast;
   validateManifest(manifest, 'invalid_argument');
   return encodeValid(manifest);
 }
@@ -115,6 +126,13 @@ function encodeValid(manifest: Manifest): Uint8Array {
 export function decodeManifest(bytes: Uint8Array): Manifest {
   if (bytes.length < TFM1_MAGIC.length || compareBytes(bytes.subarray(0, 4), TFM1_MAGIC) !== 0) {
     throw new TensorFSError('malformed', 'not a TFM1 manifest (bad magic)', { details: { rule: 'magic', offset: 0 } });
+  }
+  // The fast path accepts only the canonical v1 layout, so what it returns is what the generic
+  // path below would return; anything else goes the generic way, which names the error.
+  const fast = decodeManifestFast(bytes, TFM1_MAGIC.length, MANIFEST_VERSION);
+  if (fast !== undefined) {
+    validateManifest(fast, 'malformed', false);
+    return fast;
   }
   let root: CborValue;
   try {
@@ -294,16 +312,15 @@ function validateManifest(manifest: Manifest, code: ErrorCode, checkDigests = tr
   if (entries.length > MAX_MANIFEST_ENTRIES) {
     fail('entries-limit', 'too many manifest entries', { limit: MAX_MANIFEST_ENTRIES, actual: entries.length });
   }
-  let prev: Uint8Array | undefined;
+  let prev: string | undefined;
   for (const entry of entries) {
     if (typeof entry !== 'object' || entry === null) fail('shape', 'an entry must be an object');
     const { path } = entry;
     checkPath(path, code, false);
-    const key = utf8.encode(path);
-    if (prev !== undefined && compareBytes(prev, key) >= 0) {
+    if (prev !== undefined && comparePathBytes(prev, path) >= 0) {
       fail('entries-order', 'entries are not sorted by path bytes, or a path repeats', { path });
     }
-    prev = key;
+    prev = path;
     if (entry.kind === 'file') validateFile(entry, fail, checkDigests);
     else if (entry.kind === 'symlink') checkSymlinkTarget(path, entry.target, code);
     else fail('entry-kind', 'unknown entry kind', { path });
@@ -341,6 +358,23 @@ function validateManifest(manifest: Manifest, code: ErrorCode, checkDigests = tr
       }
     });
   }
+}
+
+/**
+ * The order of two well-formed strings' UTF-8 bytes, without encoding them: UTF-16 code units
+ * order like code points (and so like UTF-8) unless a surrogate meets a unit at or above U+E000,
+ * so only a first difference involving a surrogate or beyond needs the bytes.
+ */
+function comparePathBytes(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    if (x < 0xd800 && y < 0xd800) return x - y;
+    return compareBytes(utf8.encode(a), utf8.encode(b));
+  }
+  return a.length - b.length;
 }
 
 /** One path segment in the {@link validateManifest} trie. */
