@@ -27,17 +27,18 @@ const MAGIC = '5446 4d31'.replace(' ', '');
 function reference(m: Manifest): Uint8Array {
   const body = encodeCbor({
     version: 1,
-    entries: m.entries.map((e): CborValue =>
-      e.kind === 'symlink'
-        ? { kind: 'symlink', path: e.path, target: e.target }
-        : {
-            kind: 'file',
-            mode: e.mode,
-            path: e.path,
-            profile: e.profile,
-            records: e.records.map((r) => [fromHex(r.digest.slice(7)), r.length]),
-            size: e.size,
-          },
+    entries: m.entries.map(
+      (e): CborValue =>
+        e.kind === 'symlink'
+          ? { kind: 'symlink', path: e.path, target: e.target }
+          : {
+              kind: 'file',
+              mode: e.mode,
+              path: e.path,
+              profile: e.profile,
+              records: e.records.map((r) => [fromHex(r.digest.slice(7)), r.length]),
+              size: e.size,
+            },
     ),
   });
   return fromHex(MAGIC + toHex(body));
