@@ -16,7 +16,6 @@ import {
 } from '@tensorfs/format';
 import { defineCommand } from '../command.js';
 import type { CommandContext } from '../context.js';
-import { openFileSource } from '@tensorfs/cas';
 import { formatBytes } from '../progress.js';
 
 const GGUF_MAGIC = [0x47, 0x47, 0x55, 0x46]; // "GGUF"
@@ -39,6 +38,7 @@ export const inspectCommand = defineCommand<{ file: string; strict: boolean }>({
         describe: 'safetensors: header must start with {, only spaces after it, no unknown descriptor fields',
       }),
   handler: async (args, ctx) => {
+    const { openFileSource } = await import('@tensorfs/cas'); // loaded here, not at start-up
     const source = await openFileSource(args.file);
     try {
       const head = await source.read(0, Math.min(8, source.size));
@@ -100,6 +100,7 @@ async function inspectIndex(file: string, bytes: Uint8Array, strict: boolean, ct
   const headers = new Map<string, SafetensorsHeader>();
   for (const shard of index.shards) {
     // Shard names are validated as plain basenames by parseShardIndex, so this stays in the folder.
+    const { openFileSource } = await import('@tensorfs/cas');
     const source = await openFileSource(path.join(path.dirname(file), shard));
     try {
       headers.set(shard, await readSafetensorsHeader(source, { strict }));

@@ -3,7 +3,7 @@
  * Each opens the store at `--store` (read-only where it only reads) and closes it afterwards.
  */
 import path from 'node:path';
-import { Store } from '@tensorfs/cas';
+import type { Store } from '@tensorfs/cas';
 import { type ObjectId, TensorFSError, parseObjectId } from '@tensorfs/format';
 import type { Argv } from 'yargs';
 import { defineCommand } from '../command.js';
@@ -11,6 +11,8 @@ import type { CommandContext, GlobalArgs } from '../context.js';
 import { formatBytes } from '../progress.js';
 
 async function withStore<T>(ctx: CommandContext, readOnly: boolean, fn: (s: Store) => Promise<T>): Promise<T> {
+  // The store's module graph loads with the first command that needs it, not at start-up.
+  const { Store } = await import('@tensorfs/cas');
   const store = await Store.open(ctx.storeDir, { readOnly });
   try {
     return await fn(store);

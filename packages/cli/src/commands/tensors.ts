@@ -2,15 +2,21 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import * as fsp from 'node:fs/promises';
 import path from 'node:path';
-import { Store } from '@tensorfs/cas';
+import type { Store } from '@tensorfs/cas';
 import { jsonInteger, TensorFSError } from '@tensorfs/format';
-import { type ComposeChanges, compose, openTensors, type TensorSet, type TensorView } from '@tensorfs/tensors';
+import type { ComposeChanges, TensorSet, TensorView } from '@tensorfs/tensors';
 import { defineCommand } from '../command.js';
 import type { CommandContext } from '../context.js';
 import { formatBytes } from '../progress.js';
 
 /** Opens the store, runs `fn`, closes the store. */
+let compose: typeof import('@tensorfs/tensors').compose;
+let openTensors: typeof import('@tensorfs/tensors').openTensors;
+
 async function withStore<T>(ctx: CommandContext, readOnly: boolean, fn: (store: Store) => Promise<T>): Promise<T> {
+  // The store's and tensors' module graphs load with the first command that needs them, not at start-up.
+  const { Store } = await import('@tensorfs/cas');
+  ({ compose, openTensors } = await import('@tensorfs/tensors'));
   const store = await Store.open(ctx.storeDir, { readOnly });
   try {
     return await fn(store);
