@@ -17,7 +17,7 @@ import {
 } from '@tensorfs/format';
 import { errnoOf, fsyncDir, ioError } from './fsutil.js';
 import { objectRel } from './layout.js';
-import { type Objects, checkId, readExactlyInto } from './objects.js';
+import { type Objects, checkId } from './objects.js';
 
 /** Options for reads over records. */
 export interface ReadOptions {
@@ -81,13 +81,7 @@ export function recordsSource(
         await checkWhole(objects, r, signal);
         verified.add(r.digest);
       }
-      const { fh, size: actual } = await objects.open(r.digest);
-      try {
-        if (actual !== r.length) objects.corrupt(r.digest, 'length', { expected: r.length, actual });
-        await readExactlyInto(fh, start, target.subarray(done, done + n), r.digest);
-      } finally {
-        await fh.close();
-      }
+      await objects.readRangeInto(r.digest, r.length, start, target.subarray(done, done + n));
       done += n;
     }
   };
