@@ -325,8 +325,25 @@ function validateManifest(manifest: Manifest, code: ErrorCode, checkDigests = tr
     else if (entry.kind === 'symlink') checkSymlinkTarget(path, entry.target, code);
     else fail('entry-kind', 'unknown entry kind', { path });
   }
-  // A file or symlink cannot also be a directory of another entry. A trie of path segments keeps
-  // this linear in the total path length (hashing every prefix string is quadratic in a deep path).
+  // A file or symlink cannot also be a directory of another entry. Without symlinks this is all the
+  // trie below is for, and the sorted order allows a walk with a stack instead (no Map per
+  // directory): every entry sorting between P and a path below P starts with P, so the earlier
+  // entries that are prefixes of the current path form a chain on the stack, and only the top can
+  // be its parent directory (a longer prefix below P would itself have failed).
+  if (!entries.some((e) => e.kind === 'symlink')) {
+    const open: string[] = [];
+    for (const { path } of entries) {
+      while (open.length > 0 && !path.startsWith(open[open.length - 1]!)) open.pop();
+      const top = open[open.length - 1];
+      if (top !== undefined && path.charCodeAt(top.length) === 0x2f) {
+        fail('path-below-entry', 'an entry lies below a file or symlink', { path });
+      }
+      open.push(path);
+    }
+    return;
+  }
+  // A trie of path segments keeps this linear in the total path length (hashing every prefix
+  // string is quadratic in a deep path).
   const root: PathNode = { leaf: false };
   for (const entry of entries) {
     const { path } = entry;
