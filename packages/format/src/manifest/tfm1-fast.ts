@@ -78,8 +78,22 @@ function hexInto(id: string, b: Uint8Array, at: number): boolean {
   }
   return bad >= 0 && bad <= 0xff;
 }
+/**
+ * Writes one id's slot (pad byte, `sha256:`, the hex of `bytes[p, p + 32)`) at 16-bit unit `j`.
+ * A function of its own so the loop gets typed arrays it can rely on (the caller's may be regrown).
+ */
+function writeId(hex16: Uint16Array, j: number, bytes: Uint8Array, p: number): void {
+  hex16[j] = PREFIX16[0]!;
+  hex16[j + 1] = PREFIX16[1]!;
+  hex16[j + 2] = PREFIX16[2]!;
+  hex16[j + 3] = PREFIX16[3]!;
+  for (let k = 0; k < 32; k++) hex16[j + 4 + k] = HEX_PAIR[bytes[p + k]!]!;
+}
+
 /** A pad byte and `sha256:`: the first 8 bytes of an id's slot. */
-const PREFIX = /* @__PURE__ */ enc.encode(' sha256:');
+const PREFIX = /* @__PURE__ */ Uint8Array.from(enc.encode(' sha256:'));
+/** {@link PREFIX} as four 16-bit units in platform byte order. */
+const PREFIX16 = /* @__PURE__ */ new Uint16Array(PREFIX.buffer);
 const SLOT = 72;
 /** The two hex digits of each byte as one 16-bit unit in platform byte order. */
 const HEX_PAIR: Uint16Array = /* @__PURE__ */ (() => {
@@ -410,11 +424,9 @@ export function decodeManifestFast(bytes: Uint8Array, start: number, version: nu
       if (p + 35 > bytes.length || bytes[p] !== 0x82 || bytes[p + 1] !== 0x58 || bytes[p + 2] !== 0x20)
         return undefined;
       p += 3;
-      const slot = ids * SLOT;
-      for (let j = 0; j < 8; j++) hex[slot + j] = PREFIX[j]!;
-      for (let j = (slot + 8) >> 1, end = p + 32; p < end; p++) hex16[j++] = HEX_PAIR[bytes[p]!]!;
+      writeId(hex16, (ids * SLOT) >> 1, bytes, p);
       ids++;
-      r.pos = p;
+      r.pos = p + 32;
       const length = r.head(0);
       if (length === BAIL) return undefined;
       records[k] = { digest: '' as ObjectId, length }; // the id is filled in below
