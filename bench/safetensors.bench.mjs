@@ -4,6 +4,10 @@
 import { parseSafetensorsHeader, writeSafetensorsHeader } from '@tensorfs/format';
 import { mibps, report, time } from './lib.mjs';
 
+// TENSORFS_BENCH_BEFORE=<an ESM bundle of an older @tensorfs/format> also times that build's
+// strict parse in the same rounds (a before/after comparison under the same load).
+const before = process.env.TENSORFS_BENCH_BEFORE ? await import(process.env.TENSORFS_BENCH_BEFORE) : undefined;
+
 /** A header shaped like a real MoE checkpoint: long dotted names, BF16/F32, 1-2 dims. */
 function makeHeader(count) {
   const tensors = [];
@@ -50,7 +54,8 @@ for (const [count, rounds, runs] of [
   }
   for (const fn of [parse(true), parse(false), baseline]) await time(fn, { runs: 1, warmup: 2 });
   const cases = { strict: parse(true), default: parse(false), json: baseline };
-  const samples = { strict: [], default: [], json: [] };
+  if (before) cases.before = () => before.parseSafetensorsHeader(bytes, { fileSize, strict: true });
+  const samples = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));
   // Alternate the three so background load and GC state hit them alike.
   for (let r = 0; r < rounds; r++) for (const [k, fn] of Object.entries(cases)) samples[k].push(sample(fn, runs));
   const wall = (k) => median(samples[k].map((x) => x.wall));
@@ -69,4 +74,7 @@ for (const [count, rounds, runs] of [
     `${size}, ${mibps(header.length, strictMs)} MiB/s, ${((strictMs * 1e6) / count).toFixed(0)} ns/tensor, ${cpuNote('strict')}`,
   );
   report(`parse ${count} tensors, default`, defaultMs, 'JSON.parse', jsonMs, cpuNote('default'));
+  if (before)
+    report(`  before: parse ${count} tensors, strict`, wall('before'), 'JSON.parse', jsonMs, cpuNote('before'));
+  console.log(`  load average ${(await import('node:os')).loadavg()[0].toFixed(1)}`);
 }

@@ -1,5 +1,4 @@
 import { TensorFSError, toTensorFSError } from '@tensorfs/format';
-import yargs from 'yargs';
 import type { TfsCommand } from './command.js';
 import { commands } from './commands/index.js';
 import { type CliIO, CommandContext, escapeControls, type GlobalArgs, toJson } from './context.js';
@@ -21,6 +20,12 @@ export async function runCommands(
   // biome-ignore lint/suspicious/noExplicitAny: commands differ in their argument types
   available: readonly TfsCommand<any>[],
 ): Promise<number> {
+  // `tfs --version` answers before the parser and the commands load: start-up is nearly all it costs.
+  if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V')) {
+    io.stdout.write(`${VERSION}\n`);
+    return 0;
+  }
+  const { default: yargs } = await import('yargs');
   const wantsJson = jsonRequested(argv);
   // yargs leaves everything after `--` out of the positionals, so `tfs import -- -file` found no
   // path. Pass those operands under placeholders that cannot look like options, and put the

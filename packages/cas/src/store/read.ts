@@ -97,13 +97,7 @@ export function recordsSource(
       await checkWhole(objects, r, signal);
       verified.add(r.digest);
     }
-    const { fh, size: actual } = await objects.open(r.digest);
-    try {
-      if (actual !== r.length) objects.corrupt(r.digest, 'length', { expected: r.length, actual });
-      await readExactlyInto(fh, start, target, r.digest);
-    } finally {
-      await fh.close();
-    }
+    await objects.readRangeInto(r.digest, r.length, start, target);
   });
 }
 

@@ -1,10 +1,13 @@
+import { once } from 'node:events';
 import * as fsp from 'node:fs/promises';
 import path from 'node:path';
+import type { Writable } from 'node:stream';
 import {
   checkShardIndex,
   type ContainerFormat,
   type ContainerHeaderOf,
   detectCodec,
+  type GgufHeader,
   isCheckpointHeader,
   isTensorFSError,
   MAX_SHARD_INDEX_SIZE,
@@ -103,6 +106,11 @@ export const inspectCommand = defineCommand<{ file: string; strict: boolean }>({
         // The format comes from the bytes; a name announcing a format with magic bytes (.gguf)
         // that the bytes lack is "not a GGUF file", not a safetensors error.
         const found = await readContainerHeader(source, { path: args.file, strict: args.strict });
+        if (found.format === 'gguf' && ctx.json) {
+          // A 262k-token vocabulary is megabytes of JSON: write it in pieces, not as one string.
+          await writeChunks(ctx.io.stdout, ggufJsonChunks(found.header as GgufHeader));
+          return;
+        }
         const printed = (PRINTERS[found.format] as (header: unknown) => Printed)(found.header);
         ctx.result(printed.json, printed.lines);
       }
@@ -164,6 +172,61 @@ function withShard(err: unknown, shard: string): unknown {
     return new TensorFSError(err.code, `${shard}: ${err.message}`, { details: { ...err.details, shard }, cause: err });
   }
   return err;
+}
+
+/** Items per written piece of a large array. */
+const CHUNK_ITEMS = 8192;
+
+/**
+ * `toJson(describeGguf(h))` + newline, byte for byte, as pieces: every piece but the array items
+ * is `JSON.stringify` of the described value, and large arrays are written a slice at a time.
+ * @internal exported for the test that compares the two
+ */
+export function* ggufJsonChunks(h: GgufHeader): Generator<string> {
+  const { metadata: _, tensors, ...head } = describeGguf({ ...h, metadata: [] });
+  const fields = JSON.stringify(head);
+  yield `${fields.slice(0, -1)},"metadata":{`;
+  // An object puts integer-like keys first, in numeric order: describeGguf's object does, so must we.
+  const index = (k: string) => (/^(0|[1-9]\d*)$/.test(k) && Number(k) < 2 ** 32 - 1 ? Number(k) : -1);
+  const order = [
+    ...h.metadata.filter((kv) => index(kv.key) >= 0).sort((a, b) => index(a.key) - index(b.key)),
+    ...h.metadata.filter((kv) => index(kv.key) < 0),
+  ];
+  let first = true;
+  for (const kv of order) {
+    const name = `${first ? '' : ','}${JSON.stringify(kv.key)}:`;
+    first = false;
+    if (typeof kv.value !== 'object') {
+      yield name + JSON.stringify(describeGguf({ ...h, metadata: [kv], tensors: [] }).metadata[kv.key]);
+      continue;
+    }
+    const items = kv.value.items;
+    yield `${name}[`;
+    for (let i = 0; i < items.length; i += CHUNK_ITEMS) {
+      const part = JSON.stringify(
+        describeGguf({
+          ...h,
+          metadata: [{ ...kv, value: { itemType: kv.value.itemType, items: items.slice(i, i + CHUNK_ITEMS) } }],
+          tensors: [],
+        }).metadata[kv.key],
+      );
+      yield (i === 0 ? '' : ',') + part.slice(1, -1);
+    }
+    yield ']';
+  }
+  yield `},"tensors":${JSON.stringify(tensors)}}\n`;
+}
+
+/** Writes pieces to a stream, waiting for it to drain when its buffer is full. */
+async function writeChunks(out: Writable, chunks: Iterable<string>): Promise<void> {
+  let pending = '';
+  for (const chunk of chunks) {
+    pending += chunk;
+    if (pending.length < 1 << 16) continue;
+    if (!out.write(pending)) await once(out, 'drain');
+    pending = '';
+  }
+  if (pending && !out.write(pending)) await once(out, 'drain');
 }
 
 function bytes(n: number | string): string {

@@ -1,7 +1,6 @@
 import fs from 'node:fs';
-import { createNodeHasher, openFileSource } from '@tensorfs/cas';
 import { TensorFSError } from '@tensorfs/format';
-import { planAndHash, planToJSON, type Seams } from '@tensorfs/planner';
+import type { Seams } from '@tensorfs/planner';
 import { defineCommand } from '../command.js';
 import { formatBytes } from '../progress.js';
 
@@ -19,6 +18,9 @@ export const planCommand = defineCommand<{ file: string; seams?: string; threads
       .option('threads', { type: 'number', describe: 'hashing threads (default: all cores)' }),
   handler: async (args, ctx) => {
     const seams = args.seams === undefined ? undefined : parseSeams(args.seams);
+    // Loaded here, not at start-up: other commands need neither.
+    const { createNodeHasher, openFileSource } = await import('@tensorfs/cas');
+    const { planAndHash, planToJSON } = await import('@tensorfs/planner');
     const source = await openFileSource(args.file);
     const hasher = createNodeHasher(args.threads === undefined ? {} : { threads: args.threads });
     const bar = ctx.progress('plan', source.size);

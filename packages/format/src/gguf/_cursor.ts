@@ -121,6 +121,15 @@ export class Cursor {
    * any byte is read) and `rule` name the length rule that fires when it is exceeded.
    */
   string(maxLength: number, rule: string): string {
+    const length = this.stringLength(maxLength, rule);
+    this.ensure(length);
+    const start = this.pos;
+    this.pos = start + length;
+    return this.text(start, this.pos);
+  }
+
+  /** The length of a gguf_string, checked as {@link string} checks it; leaves `pos` at its first byte. */
+  stringLength(maxLength: number, rule: string): number {
     const at = this.pos;
     const length = this.size();
     if (length > this.remaining()) {
@@ -147,10 +156,7 @@ export class Cursor {
         at,
       );
     }
-    this.ensure(length);
-    const start = this.pos;
-    this.pos = start + length;
-    return this.text(start, this.pos);
+    return length;
   }
 
   /** Decodes `bytes[start, end)` as strict UTF-8 (a BOM is kept as U+FEFF). */

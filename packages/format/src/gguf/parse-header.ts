@@ -4,6 +4,7 @@
 import { requireBytes } from '../args.js';
 import { type ErrorDetails, TensorFSError } from '../errors.js';
 import { Cursor, ggufError, NeedMoreBytes } from './_cursor.js';
+import { arrayLength, LAZY_ARRAY_ITEMS, lazyFixed, lazyStrings } from './_lazy-array.js';
 import { GGML_MAX_DIMS, GGML_MAX_NAME, GGUF_DEFAULT_ALIGNMENT, ggmlPad, ggmlTensorGeometry } from './geometry.js';
 import {
   GGUF_VALUE_TYPES,
@@ -279,7 +280,7 @@ export function readMetadata(c: Cursor, count: number, m: GgufMetadata): GgufMet
     m.metadata.push(kv);
     m.metadataMap.set(kv.key, kv);
     m.end = c.pos;
-    if (typeof kv.value === 'object') m.itemsLeft -= kv.value.items.length;
+    if (typeof kv.value === 'object') m.itemsLeft -= arrayLength(kv.value);
   }
   return m;
 }
@@ -373,6 +374,11 @@ function readArray(c: Cursor, itemsLeft: number): GgufValue {
       },
       countAt,
     );
+  }
+  if (count >= LAZY_ARRAY_ITEMS) {
+    if (itemTypeId === T_STRING) return lazyStrings(c, itemType, count);
+    const read = itemTypeId === T_BOOL ? (v: DataView, p: number) => v.getUint8(p) === 1 : FIXED_READERS[itemTypeId]!;
+    return lazyFixed(c, itemType, count, VALUE_SIZES[itemTypeId]!, read, itemTypeId === T_BOOL);
   }
   return { itemType, items: readItems(c, itemTypeId, count) };
 }

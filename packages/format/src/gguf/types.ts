@@ -49,7 +49,10 @@ export type GgufValue = GgufScalar | GgufArray;
 export interface GgufArray {
   /** The element type; never `'array'`. */
   itemType: GgufValueType;
-  /** The elements, in file order. */
+  /**
+   * The elements, in file order. For arrays of 256+ items read by the parser this is a getter that
+   * decodes the (already validated) bytes on first access and then holds the plain array.
+   */
   items: GgufScalar[];
 }
 

@@ -15,6 +15,7 @@ import { digestInto, isObjectId, type ObjectId, objectIdFromDigest } from '../id
 import { comparePaths } from '../order.js';
 import { checkPath, checkSymlinkTarget, manifestRule } from './paths.js';
 import { isPlanProfile, MAX_PLAN_RECORDS, type PlanProfile, RECORD_GRID_BYTES } from './profiles.js';
+import { decodeManifestFast, encodeManifestFast } from './tfm1-fast.js';
 
 /** One record of a stored file: an object and its exact length. The file is the concatenation. */
 export interface RecordRef {
@@ -82,6 +83,16 @@ const SYMLINK_KEYS = ['kind', 'path', 'target'];
  * tensor-profile record over 64 MiB, more than one `blob-v1` record, or a bound exceeded.
  */
 export function encodeManifest(manifest: Manifest): Uint8Array {
+  // Digests are checked while the fast path converts them; if anything fails, the full check
+  // runs again so the error is the first one in manifest order, as always.
+  try {
+    validateManifest(manifest, 'invalid_argument', false);
+  } catch (err) {
+    validateManifest(manifest, 'invalid_argument');
+    throw err;
+  }
+  const fast = encodeManifestFast(manifest, TFM1_MAGIC, MANIFEST_VERSION);
+  if (fast !== undefined) return fast;
   validateManifest(manifest, 'invalid_argument');
   return encodeValid(manifest);
 }
@@ -120,6 +131,13 @@ export function decodeManifest(bytes: Uint8Array): Manifest {
     throw new TensorFSError('malformed', 'not a TFM1 manifest (bad magic)', {
       details: { rule: 'manifest.magic', offset: 0 },
     });
+  }
+  // The fast path accepts only the canonical v1 layout, so what it returns is what the generic
+  // path below would return; anything else goes the generic way, which names the error.
+  const fast = decodeManifestFast(bytes, TFM1_MAGIC.length, MANIFEST_VERSION);
+  if (fast !== undefined) {
+    validateManifest(fast, 'malformed', false);
+    return fast;
   }
   let root: CborValue;
   try {
@@ -306,22 +324,38 @@ function validateManifest(manifest: Manifest, code: ErrorCode, checkDigests = tr
   if (entries.length > MAX_MANIFEST_ENTRIES) {
     fail('entries-limit', 'too many manifest entries', { limit: MAX_MANIFEST_ENTRIES, actual: entries.length });
   }
-  let prev: Uint8Array | undefined;
+  let prev: string | undefined;
   for (const entry of entries) {
     if (typeof entry !== 'object' || entry === null) fail('shape', 'an entry must be an object');
     const { path } = entry;
     checkPath(path, code, false);
-    const key = utf8.encode(path);
-    if (prev !== undefined && compareBytes(prev, key) >= 0) {
+    if (prev !== undefined && comparePathBytes(prev, path) >= 0) {
       fail('entries-order', 'entries are not sorted by path bytes, or a path repeats', { path });
     }
-    prev = key;
+    prev = path;
     if (entry.kind === 'file') validateFile(entry, fail, checkDigests);
     else if (entry.kind === 'symlink') checkSymlinkTarget(path, entry.target, code);
     else fail('entry-kind', 'unknown entry kind', { path });
   }
-  // A file or symlink cannot also be a directory of another entry. A trie of path segments keeps
-  // this linear in the total path length (hashing every prefix string is quadratic in a deep path).
+  // A file or symlink cannot also be a directory of another entry. Without symlinks this is all the
+  // trie below is for, and the sorted order allows a walk with a stack instead (no Map per
+  // directory): every entry sorting between P and a path below P starts with P, so the earlier
+  // entries that are prefixes of the current path form a chain on the stack, and only the top can
+  // be its parent directory (a longer prefix below P would itself have failed).
+  if (!entries.some((e) => e.kind === 'symlink')) {
+    const open: string[] = [];
+    for (const { path } of entries) {
+      while (open.length > 0 && !path.startsWith(open[open.length - 1]!)) open.pop();
+      const top = open[open.length - 1];
+      if (top !== undefined && path.charCodeAt(top.length) === 0x2f) {
+        fail('path-below-entry', 'an entry lies below a file or symlink', { path });
+      }
+      open.push(path);
+    }
+    return;
+  }
+  // A trie of path segments keeps this linear in the total path length (hashing every prefix
+  // string is quadratic in a deep path).
   const root: PathNode = { leaf: false };
   for (const entry of entries) {
     const { path } = entry;
@@ -353,6 +387,23 @@ function validateManifest(manifest: Manifest, code: ErrorCode, checkDigests = tr
       }
     });
   }
+}
+
+/**
+ * The order of two well-formed strings' UTF-8 bytes, without encoding them: UTF-16 code units
+ * order like code points (and so like UTF-8) unless a surrogate meets a unit at or above U+E000,
+ * so only a first difference involving a surrogate or beyond needs the bytes.
+ */
+function comparePathBytes(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    if (x < 0xd800 && y < 0xd800) return x - y;
+    return compareBytes(utf8.encode(a), utf8.encode(b));
+  }
+  return a.length - b.length;
 }
 
 /** One path segment in the {@link validateManifest} trie. */
