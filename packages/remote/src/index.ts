@@ -11,7 +11,7 @@ export { FolderOrigin } from './folder.js';
 export { HubOrigin, StaticHttpOrigin, type HttpOriginOptions } from './http-origin.js';
 export { S3Origin, type S3OriginOptions, parseS3Url, s3ConfigFromEnv } from './s3.js';
 export { StoreOrigin, type ServableStore } from './store-origin.js';
-export { openOrigin, type OpenOriginOptions } from './open.js';
+export { connectOrigin, openOrigin, type OpenOriginOptions } from './open.js';
 export { pull, type PullOptions, type PullProgress, type PullResult } from './pull.js';
 export { push, type PushOptions, type PushProgress, type PushResult } from './push.js';
 export { serveHub, parseTokensConfig, type Hub, type HubOptions, type TokenGrant, type TokensConfig } from './hub.js';

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { TensorFSError } from '@tensorfs/format';
 import type { Credential } from './credentials.js';
 import { FolderOrigin } from './folder.js';
-import type { HttpOptions } from './http.js';
+import { HttpClient, type HttpOptions, readText } from './http.js';
 import { HubOrigin, StaticHttpOrigin } from './http-origin.js';
 import type { Origin } from './origin.js';
 import { S3Origin, type S3OriginOptions } from './s3.js';
@@ -33,4 +33,32 @@ export function openOrigin(url: string, options: OpenOriginOptions = {}): Origin
     });
   }
   return new FolderOrigin(resolve(url));
+}
+
+/**
+ * {@link openOrigin}, but an `http(s)://` URL is first asked for `/v1`: a TensorFS hub answers
+ * with its API description and is used as one; anything else is a static HTTP origin.
+ */
+export async function connectOrigin(
+  url: string,
+  options: OpenOriginOptions & { signal?: AbortSignal } = {},
+): Promise<Origin> {
+  if (!url.startsWith('http://') && !url.startsWith('https://')) return openOrigin(url, options);
+  const base = url.replace(/\/+$/, '');
+  const client = new HttpClient({ ...options, credential: options.token });
+  const res = await client.send({
+    method: 'GET',
+    url: `${base}/v1`,
+    accept: [400, 401, 403, 404, 405],
+    signal: options.signal,
+  });
+  let api: unknown;
+  try {
+    api = JSON.parse(await readText(res.body, 64 * 1024));
+  } catch {
+    api = undefined;
+  }
+  if (res.status === 200 && (api as { api?: unknown })?.api === 'tensorfs-hub')
+    return openOrigin(`hub+${base}`, options);
+  return openOrigin(base, options);
 }

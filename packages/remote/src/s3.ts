@@ -9,22 +9,24 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
-import {
-  DeleteObjectCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
-  ListObjectsV2Command,
-  type ListObjectsV2CommandOutput,
-  PutObjectCommand,
-  S3Client,
-  type S3ClientConfig,
-} from '@aws-sdk/client-s3';
+import type { ListObjectsV2CommandOutput, S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
+
+type Sdk = typeof import('@aws-sdk/client-s3');
+let sdkModule: Promise<Sdk> | undefined;
+/** The AWS SDK, loaded on first use (it costs a third of a second to import). */
+function loadSdk(): Promise<Sdk> {
+  sdkModule ??= import('@aws-sdk/client-s3');
+  return sdkModule;
+}
 import { validateRefName } from '@tensorfs/cas';
 import { type ErrorCode, type ObjectId, TensorFSError, isTensorFSError, parseObjectId } from '@tensorfs/format';
 import { parseRefText } from './folder.js';
 import { cancelled } from './http.js';
 import type { CallOptions, ObjectRead, Origin, OriginRef } from './origin.js';
 import { idBase64, verified } from './verify-stream.js';
+
+/** Objects up to this size are verified in memory before they are sent. */
+const SMALL_OBJECT = 16 << 20;
 
 /** Options of {@link S3Origin}. */
 export interface S3OriginOptions {
@@ -74,11 +76,26 @@ export function parseS3Url(url: string): { bucket: string; prefix: string } {
   return { bucket: m[1]!, prefix: p ? `${p}/` : '' };
 }
 
-/** The S3 client configuration of the environment (AWS conventions; path-style for custom endpoints). */
+/**
+ * The S3 client configuration of an environment (AWS conventions; path-style for custom
+ * endpoints). Keys in `env` are used as they are; without them the SDK's chain (profiles, SSO,
+ * instance roles) applies.
+ */
 export function s3ConfigFromEnv(env: NodeJS.ProcessEnv): S3ClientConfig {
   const endpoint = env.AWS_ENDPOINT_URL_S3 ?? env.AWS_ENDPOINT_URL;
   const region = env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? (endpoint ? 'us-east-1' : undefined);
+  const keys =
+    env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY
+      ? {
+          credentials: {
+            accessKeyId: env.AWS_ACCESS_KEY_ID,
+            secretAccessKey: env.AWS_SECRET_ACCESS_KEY,
+            ...(env.AWS_SESSION_TOKEN ? { sessionToken: env.AWS_SESSION_TOKEN } : {}),
+          },
+        }
+      : {};
   return {
+    ...keys,
     ...(region ? { region } : {}),
     ...(endpoint ? { endpoint, forcePathStyle: env.AWS_S3_FORCE_PATH_STYLE !== 'false' } : {}),
     requestChecksumCalculation: 'WHEN_REQUIRED',
@@ -94,8 +111,10 @@ export class S3Origin implements Origin {
   readonly display: string;
   readonly bucket: string;
   readonly prefix: string;
-  private readonly client: S3Client;
-  private readonly ownsClient: boolean;
+  private readonly given: S3Client | undefined;
+  private readonly config: S3ClientConfig;
+  private made: Promise<{ sdk: Sdk; client: S3Client }> | undefined;
+  private owned: S3Client | undefined;
   private conditional: Promise<void> | undefined;
 
   constructor(url: string, options: S3OriginOptions = {}) {
@@ -103,9 +122,18 @@ export class S3Origin implements Origin {
     this.bucket = bucket;
     this.prefix = prefix;
     this.display = `s3://${bucket}/${prefix}`;
-    this.ownsClient = options.client === undefined;
-    this.client =
-      options.client ?? new S3Client({ ...s3ConfigFromEnv(options.env ?? process.env), ...(options.config ?? {}) });
+    this.given = options.client;
+    this.config = { ...s3ConfigFromEnv(options.env ?? process.env), ...(options.config ?? {}) };
+  }
+
+  /** The SDK and the client (built on first use unless one was given). */
+  private c(): Promise<{ sdk: Sdk; client: S3Client }> {
+    this.made ??= loadSdk().then((sdk) => {
+      const client = this.given ?? new sdk.S3Client(this.config);
+      if (!this.given) this.owned = client;
+      return { sdk, client };
+    });
+    return this.made;
   }
 
   private key(id: ObjectId): string {
@@ -118,8 +146,9 @@ export class S3Origin implements Origin {
   }
 
   private async getRefWithEtag(name: string, signal?: AbortSignal): Promise<{ id: ObjectId; etag: string } | null> {
+    const { sdk, client } = await this.c();
     try {
-      const r = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.refKey(name) }), {
+      const r = await client.send(new sdk.GetObjectCommand({ Bucket: this.bucket, Key: this.refKey(name) }), {
         abortSignal: signal,
       });
       const text = await r.Body!.transformToString('utf8');
@@ -135,13 +164,18 @@ export class S3Origin implements Origin {
   }
 
   async listRefs(options: CallOptions = {}): Promise<OriginRef[]> {
+    const { sdk, client } = await this.c();
     const out: OriginRef[] = [];
     let token: string | undefined;
     do {
       let page: ListObjectsV2CommandOutput;
       try {
-        page = await this.client.send(
-          new ListObjectsV2Command({ Bucket: this.bucket, Prefix: `${this.prefix}refs/`, ContinuationToken: token }),
+        page = await client.send(
+          new sdk.ListObjectsV2Command({
+            Bucket: this.bucket,
+            Prefix: `${this.prefix}refs/`,
+            ContinuationToken: token,
+          }),
           { abortSignal: options.signal },
         );
       } catch (err) {
@@ -163,9 +197,10 @@ export class S3Origin implements Origin {
    */
   ensureConditionalWrites(signal?: AbortSignal): Promise<void> {
     this.conditional ??= (async () => {
+      const { sdk, client } = await this.c();
       const Key = `${this.prefix}tmp/cas-probe-${randomBytes(8).toString('hex')}`;
       const put = () =>
-        this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key, Body: 'probe', IfNoneMatch: '*' }), {
+        client.send(new sdk.PutObjectCommand({ Bucket: this.bucket, Key, Body: 'probe', IfNoneMatch: '*' }), {
           abortSignal: signal,
         });
       try {
@@ -180,7 +215,7 @@ export class S3Origin implements Origin {
         if (statusOf(err) !== 412 && statusOf(err) !== 409) throw s3Error(err, 'probe conditional writes');
         enforced = true;
       } finally {
-        await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key })).catch(() => {});
+        await client.send(new sdk.DeleteObjectCommand({ Bucket: this.bucket, Key })).catch(() => {});
       }
       if (!enforced) {
         throw new TensorFSError('unsupported', 'this S3 service ignores conditional writes; refs cannot move safely', {
@@ -200,6 +235,7 @@ export class S3Origin implements Origin {
     expected: ObjectId | null | undefined,
     options: CallOptions = {},
   ): Promise<void> {
+    const { sdk, client } = await this.c();
     parseObjectId(id);
     await this.ensureConditionalWrites(options.signal);
     const Key = this.refKey(name);
@@ -215,8 +251,14 @@ export class S3Origin implements Origin {
       condition = cur ? { IfMatch: cur.etag } : { IfNoneMatch: '*' };
     }
     try {
-      await this.client.send(
-        new PutObjectCommand({ Bucket: this.bucket, Key, Body: `${id}\n`, ContentType: 'text/plain', ...condition }),
+      await client.send(
+        new sdk.PutObjectCommand({
+          Bucket: this.bucket,
+          Key,
+          Body: `${id}\n`,
+          ContentType: 'text/plain',
+          ...condition,
+        }),
         { abortSignal: options.signal },
       );
     } catch (err) {
@@ -231,13 +273,14 @@ export class S3Origin implements Origin {
   }
 
   async lacks(ids: readonly ObjectId[], options: CallOptions = {}): Promise<ObjectId[]> {
+    const { sdk, client } = await this.c();
     const out: ObjectId[] = [];
     let next = 0;
     const worker = async () => {
       while (next < ids.length) {
         const id = ids[next++]!;
         try {
-          await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.key(id) }), {
+          await client.send(new sdk.HeadObjectCommand({ Bucket: this.bucket, Key: this.key(id) }), {
             abortSignal: options.signal,
           });
         } catch (err) {
@@ -251,9 +294,10 @@ export class S3Origin implements Origin {
   }
 
   async read(id: ObjectId, offset: number, options: CallOptions = {}): Promise<ObjectRead> {
+    const { sdk, client } = await this.c();
     try {
-      const r = await this.client.send(
-        new GetObjectCommand({
+      const r = await client.send(
+        new sdk.GetObjectCommand({
           Bucket: this.bucket,
           Key: this.key(id),
           ...(offset > 0 ? { Range: `bytes=${offset}-` } : {}),
@@ -283,24 +327,45 @@ export class S3Origin implements Origin {
     body: () => AsyncIterable<Uint8Array>,
     options: CallOptions = {},
   ): Promise<void> {
+    const { sdk, client } = await this.c();
+    // Small objects are verified whole before sending (and the SDK may retry them); large ones
+    // stream through `verified`, whose failure aborts the request before S3 completes it.
+    let failure: unknown;
+    const ctl = new AbortController();
+    const signal = options.signal ? AbortSignal.any([options.signal, ctl.signal]) : ctl.signal;
+    let Body: Uint8Array | Readable;
+    if (length <= SMALL_OBJECT) {
+      const parts: Uint8Array[] = [];
+      for await (const c of verified(body(), id, length)) parts.push(c);
+      Body = Buffer.concat(parts);
+    } else {
+      const stream = Readable.from(verified(body(), id, length));
+      stream.on('error', (err) => {
+        failure = err;
+        ctl.abort();
+      });
+      Body = stream;
+    }
     try {
-      await this.client.send(
-        new PutObjectCommand({
+      await client.send(
+        new sdk.PutObjectCommand({
           Bucket: this.bucket,
           Key: this.key(id),
-          Body: Readable.from(verified(body(), id, length)),
+          Body,
           ContentLength: length,
           ChecksumSHA256: idBase64(id),
           ContentType: 'application/octet-stream',
         }),
-        { abortSignal: options.signal },
+        { abortSignal: signal },
       );
     } catch (err) {
+      if (failure !== undefined) throw failure;
+      if (options.signal?.aborted) throw cancelled();
       throw s3Error(err, 'write object');
     }
   }
 
   async close(): Promise<void> {
-    if (this.ownsClient) this.client.destroy();
+    this.owned?.destroy();
   }
 }
