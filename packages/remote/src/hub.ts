@@ -137,7 +137,8 @@ export async function serveHub(backend: Origin, options: HubOptions = {}): Promi
 
   const principalOf = (req: http.IncomingMessage): Principal => {
     const h = req.headers.authorization;
-    if (h === undefined) return anonymous;
+    // Without a tokens file every request is anonymous, whatever it presents.
+    if (h === undefined || !options.tokens) return anonymous;
     const m = /^Bearer (.+)$/.exec(h);
     if (!m)
       throw new TensorFSError('denied', 'unrecognised authorization', { details: { rule: 'hub.bad_authorization' } });

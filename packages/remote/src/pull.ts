@@ -333,14 +333,19 @@ class Transfer {
       }
       const size = r.size;
       if (size !== undefined && ((len !== undefined && size !== len) || size > limit)) {
+        // The origin announces another size: retried (a proxy may have garbled the headers),
+        // then refused. Never read on in the hope the digest sorts it out.
         r.cancel();
-        throw new TensorFSError(
+        const err = new TensorFSError(
           size > limit && len === undefined ? 'limit_exceeded' : 'corrupt',
           'the origin holds an object of another size',
           {
             details: { rule: 'remote.size_mismatch', digest: id, expected: len ?? limit, actual: size },
           },
         );
+        if (++failures >= max) throw err;
+        await sleep((this.o.backoffMs ?? 200) * 2 ** (failures - 1), signal);
+        continue;
       }
       try {
         for await (const chunk of r.body) {
