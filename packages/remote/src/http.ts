@@ -202,14 +202,14 @@ export class HttpClient {
             continue;
           }
         }
-        throw errorFromBody(status, errBody, url, attempt + 1);
+        throw errorFromBody(status, errBody, url, attempt + 1, secretsOf(auth));
       }
       if ((status >= 200 && status < 300) || req.accept?.includes(status)) {
         return { status, headers: res.headers, body: res.body, url };
       }
       const text = method === 'HEAD' ? '' : await readText(res.body, 64 * 1024).catch(() => '');
       if (method === 'HEAD') await res.body.dump().catch(() => {});
-      throw errorFromBody(status, text, url, attempt + 1);
+      throw errorFromBody(status, text, url, attempt + 1, secretsOf(auth));
     }
   }
 
@@ -250,7 +250,13 @@ export async function readText(body: AsyncIterable<Uint8Array>, limit: number): 
 }
 
 /** The TensorFSError a non-2xx answer stands for (the hub's error body when there is one). */
-export function errorFromBody(status: number, text: string, url: string, attempts: number): TensorFSError {
+export function errorFromBody(
+  status: number,
+  text: string,
+  url: string,
+  attempts: number,
+  secrets: readonly string[] = [],
+): TensorFSError {
   let code = codeOfStatus(status);
   let message = `the origin answered ${status}`;
   let rule = `http.${status}`;
@@ -258,11 +264,29 @@ export function errorFromBody(status: number, text: string, url: string, attempt
     const v = JSON.parse(text) as { error?: { code?: unknown; message?: unknown; details?: { rule?: unknown } } };
     if (v?.error && isErrorCode(v.error.code)) {
       code = v.error.code;
-      if (typeof v.error.message === 'string') message = `origin: ${v.error.message.slice(0, 300)}`;
-      if (typeof v.error.details?.rule === 'string') rule = v.error.details.rule.slice(0, 100);
+      if (typeof v.error.message === 'string') message = `origin: ${redact(v.error.message.slice(0, 300), secrets)}`;
+      if (typeof v.error.details?.rule === 'string') rule = redact(v.error.details.rule.slice(0, 100), secrets);
     }
   } catch {
     // not a hub error body: the status decides
   }
   return new TensorFSError(code, message, { details: { rule, status, url: displayUrl(url), attempts } });
+}
+
+/** The secret parts of the credential headers one request presented. */
+function secretsOf(headers: Record<string, string>): string[] {
+  const out: string[] = [];
+  for (const v of Object.values(headers)) {
+    if (v.length >= 4) out.push(v);
+    const m = /^\S+\s+(\S{4,})$/.exec(v);
+    if (m) out.push(m[1]!);
+  }
+  return out;
+}
+
+/** `text` with every secret replaced (an origin could echo what it was sent). */
+function redact(text: string, secrets: readonly string[]): string {
+  let t = text;
+  for (const s of secrets) t = t.split(s).join('[redacted]');
+  return t;
 }
