@@ -132,7 +132,7 @@ describe('the hub API', () => {
       body: JSON.stringify({ ids: Array.from({ length: 100 }, () => `sha256:${'a'.repeat(64)}`) }),
     });
     expect(r.status).toBe(413);
-    expect((await r.json()).error.code).toBe('limit_exceeded');
+    expect(((await r.json()) as { error: { code: string } }).error.code).toBe('limit_exceeded');
 
     // One slot: a request held open makes the next one wait-and-retry (503 + Retry-After).
     let release!: () => void;
