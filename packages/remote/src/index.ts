@@ -16,4 +16,3 @@ export { pull, type PullOptions, type PullProgress, type PullResult } from './pu
 export { push, type PushOptions, type PushProgress, type PushResult } from './push.js';
 export { serveHub, parseTokensConfig, type Hub, type HubOptions, type TokenGrant, type TokensConfig } from './hub.js';
 export { referencesOf, type Reference } from './references.js';
-export type { LocalStore } from './local.js';

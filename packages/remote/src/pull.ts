@@ -14,12 +14,13 @@ import {
   decodeManifest,
   isObjectId,
   isTensorFSError,
+  objectReferences,
 } from '@tensorfs/format';
 import { cancelled, sleep } from './http.js';
-import type { LocalStore } from './local.js';
+import type { Store } from '@tensorfs/cas';
 import type { Origin } from './origin.js';
 import { runPool } from './pool.js';
-import { isReferencing, referencesOf } from './references.js';
+import { referencesOf } from './references.js';
 import { sha256Id } from './verify-stream.js';
 
 /** Progress of a pull. */
@@ -77,12 +78,7 @@ const MAX_REFERENCING_BYTES = 1 << 30;
  * is named: objects already admitted stay unreferenced (collectable), partial downloads stay in
  * `partsDir` for the next run.
  */
-export async function pull(
-  store: LocalStore,
-  origin: Origin,
-  ref: string,
-  options: PullOptions = {},
-): Promise<PullResult> {
+export async function pull(store: Store, origin: Origin, ref: string, options: PullOptions = {}): Promise<PullResult> {
   const signal = options.signal;
   if (signal?.aborted) throw cancelled();
   const name = options.name ?? (isObjectId(ref) ? undefined : ref);
@@ -103,7 +99,7 @@ export async function pull(
     let localId = remoteId;
     let leaves = new Map<ObjectId, number | undefined>();
     if (options.components && options.components.length > 0) {
-      if (!isReferencing(topBytes)) {
+      if (objectReferences(topBytes)?.kind !== 'manifest') {
         throw new TensorFSError('invalid_argument', 'components can only be selected from a snapshot', {
           details: { rule: 'pull.not_a_snapshot' },
         });
@@ -161,7 +157,7 @@ class Transfer {
   readonly referencingIds = new Set<ObjectId>();
 
   constructor(
-    private readonly store: LocalStore,
+    private readonly store: Store,
     private readonly origin: Origin,
     private readonly lease: Lease,
     private readonly o: PullOptions,

@@ -4,7 +4,7 @@
  */
 import { type ObjectId, TensorFSError, isObjectId } from '@tensorfs/format';
 import { cancelled } from './http.js';
-import type { LocalStore } from './local.js';
+import type { Store } from '@tensorfs/cas';
 import type { Origin } from './origin.js';
 import { runPool } from './pool.js';
 import { referencesOf } from './references.js';
@@ -46,12 +46,7 @@ export interface PushResult {
 }
 
 /** Pushes local `ref` (a ref or an id) to `origin`. */
-export async function push(
-  store: LocalStore,
-  origin: Origin,
-  ref: string,
-  options: PushOptions = {},
-): Promise<PushResult> {
+export async function push(store: Store, origin: Origin, ref: string, options: PushOptions = {}): Promise<PushResult> {
   const signal = options.signal;
   if (!origin.writable) {
     throw new TensorFSError('unsupported', 'this origin is read-only', { details: { rule: 'remote.read_only' } });

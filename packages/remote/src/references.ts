@@ -1,8 +1,9 @@
 /**
- * What an object references, decided from its bytes: the closure pull and push walk. The
- * decoding is format's (TFM1 manifests through `decodeManifest`); this module only walks.
+ * What an object references, as pull, push and the hub walk it. The decoding is format's
+ * (`objectReferences` over its table of referencing kinds: manifests today, checkpoint headers
+ * when they join the table); this module only adapts it.
  */
-import { type ObjectId, decodeManifest } from '@tensorfs/format';
+import { type ObjectId, objectReferences, referenceKindOf } from '@tensorfs/format';
 
 /** One reference from an object. */
 export interface Reference {
@@ -13,19 +14,18 @@ export interface Reference {
   follow: boolean;
 }
 
-const TFM1 = [0x54, 0x46, 0x4d, 0x31];
-
-/** True when `bytes` start like an object that references others. */
+/** True when `bytes` open like an object that references others. */
 export function isReferencing(bytes: Uint8Array): boolean {
-  return TFM1.every((b, i) => bytes[i] === b);
+  return referenceKindOf(bytes) !== undefined;
 }
 
-/** The objects `bytes` reference (none for a plain data object); `malformed` if they do not decode. */
+/** The objects `bytes` reference (none for a leaf); `malformed` if a referencing object does not decode. */
 export function referencesOf(bytes: Uint8Array): Reference[] {
-  if (!isReferencing(bytes)) return [];
-  const out: Reference[] = [];
-  for (const e of decodeManifest(bytes).entries) {
-    if (e.kind === 'file') for (const r of e.records) out.push({ id: r.digest, length: r.length, follow: false });
-  }
-  return out;
+  const r = objectReferences(bytes);
+  if (r === null) return [];
+  return r.children.map((c) => ({
+    id: c.id,
+    ...(c.length === undefined ? {} : { length: c.length }),
+    follow: c.follow === true,
+  }));
 }

@@ -1,11 +1,10 @@
 /** A local store seen as an {@link Origin}: what `tfs serve --store` serves, and a push/pull peer. */
-import type { Store } from '@tensorfs/cas';
+import type { LocalStore, Store } from '@tensorfs/cas';
 import { type ObjectId, TensorFSError } from '@tensorfs/format';
-import type { LocalStore } from './local.js';
 import type { CallOptions, ObjectRead, Origin, OriginRef } from './origin.js';
 
-/** A store, with the optional extras of the local store class when present. */
-export type ServableStore = LocalStore & Partial<Pick<Store, 'listRefs' | 'objectSize'>>;
+/** A store (the port), with the local store's listing and sizes when it has them. */
+export type ServableStore = Store & Partial<Pick<LocalStore, 'listRefs' | 'objectSize'>>;
 
 /** Reads are served in pieces of this size. */
 const PIECE = 4 << 20;

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { Store } from '@tensorfs/cas';
+import { LocalStore } from '@tensorfs/cas';
 import type { ObjectId } from '@tensorfs/format';
 import { afterEach } from 'vitest';
 
@@ -64,8 +64,8 @@ export function sampleFiles(seed = 1): Record<string, Uint8Array> {
 }
 
 /** A new store (closed after the test). */
-export async function newStore(): Promise<Store> {
-  const s = await Store.open(join(tempDir('tfs-store-'), 'store'));
+export async function newStore(): Promise<LocalStore> {
+  const s = await LocalStore.open(join(tempDir('tfs-store-'), 'store'));
   after(() => s.close());
   return s;
 }
@@ -74,7 +74,7 @@ export async function newStore(): Promise<Store> {
 export async function storeWith(
   name: string,
   files: Record<string, Uint8Array> = sampleFiles(),
-): Promise<{ store: Store; id: ObjectId }> {
+): Promise<{ store: LocalStore; id: ObjectId }> {
   const store = await newStore();
   const r = await store.importPath(folderOf(files), { name });
   return { store, id: r.snapshot };

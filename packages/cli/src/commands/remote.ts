@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import path from 'node:path';
-import { Store } from '@tensorfs/cas';
+import { LocalStore } from '@tensorfs/cas';
 import { type ObjectId, TensorFSError, parseObjectId } from '@tensorfs/format';
 import {
   type Credential,
@@ -118,7 +118,7 @@ export const pullCommand = defineCommand<PullArgs>({
     ) as unknown as Argv<PullArgs & GlobalArgs>,
   handler: async (args, ctx) => {
     const origin = await originOf(ctx, args.origin, args);
-    const store = await Store.open(ctx.storeDir);
+    const store = await LocalStore.open(ctx.storeDir);
     const bar = ctx.progress('pull');
     try {
       const r = await pull(store, origin, args.ref, {
@@ -172,7 +172,7 @@ export const pushCommand = defineCommand<PushArgs>({
     ) as unknown as Argv<PushArgs & GlobalArgs>,
   handler: async (args, ctx) => {
     const origin = await originOf(ctx, args.origin, args);
-    const store = await Store.open(ctx.storeDir, { readOnly: true });
+    const store = await LocalStore.open(ctx.storeDir, { readOnly: true });
     const bar = ctx.progress('push');
     try {
       const r = await push(store, origin, args.ref, {
@@ -240,7 +240,7 @@ export const serveCommand = defineCommand<ServeArgs>({
         throw err;
       }
     }
-    const store = args.objects ? undefined : await Store.open(ctx.storeDir, { readOnly: tokens === undefined });
+    const store = args.objects ? undefined : await LocalStore.open(ctx.storeDir, { readOnly: tokens === undefined });
     const backend = args.objects ? new S3Origin(args.objects, { env: ctx.io.env }) : new StoreOrigin(store!);
     try {
       const hub = await serveHub(backend, {
