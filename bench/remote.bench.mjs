@@ -124,18 +124,20 @@ for (let round = 0; round < 2; round++) {
   let t0 = performance.now();
   const r = await pull(b, origin, 'team/base', { partsDir: join(target, 'tmp'), concurrency: 4 });
   oursMs = Math.min(oursMs, performance.now() - t0);
+  console.log(`round ${round}: pull ${(performance.now() - t0).toFixed(0)} ms`);
   if (r.bytes.fetched < total) throw new Error('pull fetched less than the model');
   await b.close();
   rmSync(target, { recursive: true, force: true });
 
   const out = join(dir, `curl${round}`);
   execFileSync('mkdir', ['-p', out]);
-  const args = ['-s', '--fail', '--parallel', '--parallel-max', '4'];
+  const args = ['-s', '-S', '--fail', '--parallel', '--parallel-max', '4'];
   for (const [i, u] of urls.entries()) args.push('-o', join(out, String(i)), u);
   t0 = performance.now();
   execFileSync('curl', args, { stdio: ['ignore', 'ignore', 'inherit'] });
   execFileSync('sync');
   curlMs = Math.min(curlMs, performance.now() - t0);
+  console.log(`round ${round}: curl ${(performance.now() - t0).toFixed(0)} ms`);
   rmSync(out, { recursive: true, force: true });
 
   t0 = performance.now();
@@ -143,13 +145,22 @@ for (let round = 0; round < 2; round++) {
   await Promise.all(
     Array.from({ length: 4 }, async () => {
       while (next < urls.length) {
-        // Node's fetch is undici's.
-        const res = await fetch(urls[next++]);
-        for await (const _ of res.body);
+        // Node's fetch is undici's; one retry, as a plain downloader would.
+        const url = urls[next++];
+        for (let attempt = 0; ; attempt++) {
+          try {
+            const res = await fetch(url);
+            for await (const _ of res.body);
+            break;
+          } catch (err) {
+            if (attempt > 0) throw err;
+          }
+        }
       }
     }),
   );
   undiciMs = Math.min(undiciMs, performance.now() - t0);
+  console.log(`round ${round}: fetch ${(performance.now() - t0).toFixed(0)} ms`);
 }
 report(
   'pull 1 GiB from a hub (verify + admit)',

@@ -274,8 +274,9 @@ export async function serveHub(backend: Origin, options: HubOptions = {}): Promi
       });
   });
   server.requestTimeout = options.requestTimeoutMs ?? 30 * 60_000;
-  server.headersTimeout = 30_000;
-  server.keepAliveTimeout = 5_000;
+  server.headersTimeout = 66_000;
+  // Longer than clients' idle pools (undici keeps sockets 4 s), so a reused socket is not closed under it.
+  server.keepAliveTimeout = 65_000;
   server.timeout = options.idleTimeoutMs ?? 60_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err) =>
@@ -483,7 +484,7 @@ async function sendObject(
     for await (const c of r.body) {
       const piece = c.length > left ? c.subarray(0, left) : c;
       left -= piece.length;
-      if (!res.write(piece)) await new Promise<void>((resolve) => res.once('drain', resolve).once('close', resolve));
+      if (!res.write(piece)) await drained(res);
       if (left === 0 || res.destroyed) break;
     }
   } finally {
@@ -491,4 +492,17 @@ async function sendObject(
   }
   if (left > 0) res.destroy();
   else res.end();
+}
+
+/** Resolves on `drain` or `close`, removing both listeners either way. */
+function drained(res: http.ServerResponse): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
 }

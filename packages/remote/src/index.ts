@@ -12,7 +12,8 @@ export { HubOrigin, StaticHttpOrigin, type HttpOriginOptions } from './http-orig
 export { S3Origin, type S3OriginOptions, parseS3Url, s3ConfigFromEnv } from './s3.js';
 export { StoreOrigin, type ServableStore } from './store-origin.js';
 export { connectOrigin, openOrigin, type OpenOriginOptions } from './open.js';
-export { pull, type PullOptions, type PullProgress, type PullResult } from './pull.js';
+export { pull, fetchObjects, type FetchOptions, type PullOptions, type PullProgress, type PullResult } from './pull.js';
+export { FetchingStore, type FetchingStoreOptions } from './fetching-store.js';
 export { push, type PushOptions, type PushProgress, type PushResult } from './push.js';
 export { serveHub, parseTokensConfig, type Hub, type HubOptions, type TokenGrant, type TokensConfig } from './hub.js';
 export { referencesOf, type Reference } from './references.js';

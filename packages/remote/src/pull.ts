@@ -16,6 +16,9 @@ import {
   isTensorFSError,
   objectReferences,
 } from '@tensorfs/format';
+import { compose, openTensors } from '@tensorfs/tensors';
+import picomatch from 'picomatch';
+import { FetchingStore } from './fetching-store.js';
 import { cancelled, sleep } from './http.js';
 import type { Store } from '@tensorfs/cas';
 import type { Origin } from './origin.js';
@@ -37,6 +40,12 @@ export interface PullOptions {
   name?: string;
   /** Keep only these snapshot paths or folders (a new snapshot of just them is named locally). */
   components?: readonly string[];
+  /**
+   * Keep only tensors matching these globs (picomatch syntax) in the snapshot's safetensors and
+   * GGUF files: headers are read first (fetched on read), each file is trimmed to its matching
+   * tensors, files without any are left out, other files are kept whole.
+   */
+  tensors?: readonly string[];
   /** Compare-and-swap on the local ref: an id it must hold, or null (must not exist). */
   expected?: ObjectId | null;
   /** Objects fetched at once (default 4). */
@@ -108,6 +117,10 @@ export async function pull(store: Store, origin: Origin, ref: string, options: P
       localId = await store.putManifest(m, { lease });
       topBytes = await store.readObject(localId);
     }
+    if (options.tensors && options.tensors.length > 0) {
+      localId = await selectTensors(store, origin, lease, localId, options.tensors, options);
+      topBytes = await store.readObject(localId);
+    }
     await t.walk(topBytes, leaves);
     leaves = new Map([...leaves].filter(([id]) => !t.referencingIds.has(id)));
     await t.fetchAll(leaves);
@@ -123,6 +136,80 @@ export async function pull(store: Store, origin: Origin, ref: string, options: P
   } finally {
     await lease.release().catch(() => {});
   }
+}
+
+/** Options of {@link fetchObjects}. */
+export type FetchOptions = Pick<
+  PullOptions,
+  'concurrency' | 'partsDir' | 'memoryLimit' | 'maxAttempts' | 'backoffMs' | 'signal' | 'onProgress'
+>;
+
+/**
+ * Fetches `objects` (id → declared length, if known) that `store` lacks from `origin`, each
+ * verified before it is admitted under `lease`. Returns what was present and what was fetched.
+ */
+export async function fetchObjects(
+  store: Store,
+  origin: Origin,
+  objects: ReadonlyMap<ObjectId, number | undefined>,
+  lease: Lease,
+  options: FetchOptions = {},
+): Promise<PullResult['objects'] & { bytes: PullResult['bytes'] }> {
+  const t = new Transfer(store, origin, lease, options);
+  await t.fetchAll(new Map(objects));
+  return {
+    total: t.objectsTotal,
+    present: t.objectsPresent,
+    fetched: t.objectsFetched,
+    bytes: { total: t.bytesTotal, present: t.bytesPresent, fetched: t.bytesFetched, resumed: t.bytesResumed },
+  };
+}
+
+/**
+ * A snapshot of `snapshot` with only the tensors matching `globs`: each tensor file (or sharded
+ * model) is trimmed with tensors' `compose`, reading its header through a {@link FetchingStore};
+ * tensor files with no match are left out. `not_found` when nothing matches.
+ */
+async function selectTensors(
+  store: Store,
+  origin: Origin,
+  lease: Lease,
+  snapshot: ObjectId,
+  globs: readonly string[],
+  options: PullOptions,
+): Promise<ObjectId> {
+  const fs = new FetchingStore(store, origin, { ...options, lease });
+  const match = picomatch(globs as string[], { dot: true });
+  const set = await openTensors(fs, snapshot, { signal: options.signal });
+  const byTarget = new Map<string, { names: string[]; paths: string[] }>();
+  for (const f of set.files) {
+    const target = f.index ?? f.path;
+    const t = byTarget.get(target) ?? { names: [], paths: target === f.path ? [] : [target] };
+    t.names.push(...f.tensors);
+    t.paths.push(f.path);
+    byTarget.set(target, t);
+  }
+  let cur = snapshot;
+  let matched = 0;
+  const leaveOut = new Set<string>();
+  for (const [target, t] of byTarget) {
+    const keep = t.names.filter((n) => match(n)).length;
+    matched += keep;
+    if (keep === 0) for (const p of t.paths) leaveOut.add(p);
+    else if (keep < t.names.length) {
+      cur = (await compose(fs, cur, target, { drop: (n) => !match(n) }, { lease, signal: options.signal })).snapshot;
+    }
+  }
+  if (matched === 0) {
+    throw new TensorFSError('not_found', 'no tensor matches', {
+      details: { rule: 'pull.no_tensor', globs: globs.slice(0, 10) },
+    });
+  }
+  if (leaveOut.size > 0) {
+    const m = await store.getManifest(cur);
+    cur = await store.putManifest({ ...m, entries: m.entries.filter((e) => !leaveOut.has(e.path)) }, { lease });
+  }
+  return cur;
 }
 
 /** The entries of `m` at or under any of `components` (`not_found` for one that matches nothing). */

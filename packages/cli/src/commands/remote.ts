@@ -11,6 +11,7 @@ import { LocalStore } from '@tensorfs/cas';
 import { type ObjectId, TensorFSError, parseObjectId } from '@tensorfs/format';
 import {
   type Credential,
+  FetchingStore,
   type Origin,
   S3Origin,
   StoreOrigin,
@@ -27,7 +28,7 @@ import { formatBytes } from '../progress.js';
 
 const REMOTE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
-interface TokenArgs {
+export interface TokenArgs {
   'token-file'?: string;
 }
 
@@ -73,10 +74,27 @@ function credentialOf(args: TokenArgs, ctx: CommandContext): Credential | undefi
 }
 
 /** An origin from a remote name (see `tfs remote add`), a URL or a folder path. */
-async function originOf(ctx: CommandContext, spec: string, args: TokenArgs): Promise<Origin> {
+export async function originOf(ctx: CommandContext, spec: string, args: TokenArgs): Promise<Origin> {
   const remotes = REMOTE_NAME.test(spec) && !fs.existsSync(spec) ? await readRemotes(ctx) : {};
   const url = remotes[spec] ?? spec;
   return connectOrigin(url, { token: credentialOf(args, ctx), signal: ctx.signal, s3: { env: ctx.io.env } });
+}
+
+/** A store that fetches from `spec` what a read needs (for `tfs cat --from`); close() releases it. */
+export async function fetchingStore(
+  ctx: CommandContext,
+  local: LocalStore,
+  spec: string,
+  args: TokenArgs,
+): Promise<FetchingStore> {
+  const origin = await originOf(ctx, spec, args);
+  const fs = new FetchingStore(local, origin, { partsDir: path.join(local.root, 'tmp'), signal: ctx.signal });
+  const close = fs.close.bind(fs);
+  fs.close = async () => {
+    await close();
+    await origin.close();
+  };
+  return fs;
 }
 
 function tokenOption<T>(y: Argv<T>): Argv<T & TokenArgs> {
@@ -90,6 +108,7 @@ interface PullArgs extends TokenArgs {
   origin: string;
   ref: string;
   component?: string[];
+  tensors?: string[];
   name?: string;
   expected?: string;
   concurrency: number;
@@ -112,6 +131,11 @@ export const pullCommand = defineCommand<PullArgs>({
           array: true,
           describe: 'keep only this snapshot folder or file (repeatable)',
         })
+        .option('tensors', {
+          type: 'string',
+          array: true,
+          describe: 'keep only tensors matching this glob, e.g. "*.attn.*" (repeatable; headers are read first)',
+        })
         .option('name', { type: 'string', describe: 'local ref to set (default: the remote ref name)' })
         .option('expected', { type: 'string', describe: 'id the local ref must hold now, or `none`; else exit 7' })
         .option('concurrency', { type: 'number', default: 4, describe: 'objects fetched at once' }),
@@ -124,6 +148,7 @@ export const pullCommand = defineCommand<PullArgs>({
       const r = await pull(store, origin, args.ref, {
         name: args.name,
         components: args.component,
+        tensors: args.tensors,
         expected: parseExpected(args.expected),
         concurrency: args.concurrency,
         partsDir: path.join(store.root, 'tmp'),

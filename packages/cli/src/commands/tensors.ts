@@ -18,6 +18,8 @@ import type { CommandContext, GlobalArgs } from '../context.js';
 import type { Argv } from 'yargs';
 import { formatBytes } from '../progress.js';
 import { checkpointTensorRows, isCheckpoint } from './checkpoint.js';
+import { fetchingStore } from './remote.js';
+import type { FetchingStore } from '@tensorfs/remote';
 
 /** Opens the store, runs `fn`, closes the store. */
 async function withStore<T>(
@@ -112,6 +114,8 @@ export const catCommand = defineCommand<{
   component?: string;
   output?: string;
   verify: boolean;
+  from?: string;
+  'token-file'?: string;
 }>({
   command: 'cat <ref> <tensor>',
   describe: "Write a tensor's raw bytes to stdout, or atomically to a file with -o",
@@ -130,22 +134,46 @@ export const catCommand = defineCommand<{
         type: 'boolean',
         default: true,
         describe: 'rehash every object before writing its bytes (--no-verify: length checks only)',
+      })
+      .option('from', {
+        type: 'string',
+        describe: 'read from this origin, fetching (and verifying) only the objects the tensor needs',
+      })
+      .option('token-file', {
+        type: 'string',
+        describe: 'with --from: file holding the token; default $TENSORFS_TOKEN',
       }),
   handler: async (args, ctx) => {
     // Verifying opens the store for writing, so a corrupt object found here is quarantined.
-    await withStore(ctx, !args.verify, async (store) => {
-      const view = await catView(store, args);
-      const options = { verify: args.verify, signal: ctx.signal };
-      if (args.output === undefined) {
-        for await (const piece of view.pieces(options)) {
-          if (!ctx.io.stdout.write(piece)) await once(ctx.io.stdout, 'drain');
+    await withStore(
+      ctx,
+      !args.verify && args.from === undefined,
+      async (local) => {
+        const remote = args.from === undefined ? undefined : await fetchingStore(ctx, local, args.from, args);
+        try {
+          const view = await catView(remote ?? local, args);
+          const options = { verify: args.verify, signal: ctx.signal };
+          if (args.output === undefined) {
+            for await (const piece of view.pieces(options)) {
+              if (!ctx.io.stdout.write(piece)) await once(ctx.io.stdout, 'drain');
+            }
+            return;
+          }
+          await writeOutput(path.resolve(args.output), view, options);
+          if (!ctx.json) return;
+          ctx.result({
+            tensor: view.name,
+            file: view.file,
+            bytes: view.byteLength,
+            output: path.basename(args.output),
+            ...(remote ? { fetched: { ...remote.fetched } } : {}),
+          });
+        } finally {
+          await remote?.close();
         }
-        return;
-      }
-      await writeOutput(path.resolve(args.output), view, options);
-      if (!ctx.json) return;
-      ctx.result({ tensor: view.name, file: view.file, bytes: view.byteLength, output: path.basename(args.output) });
-    });
+      },
+      args.from !== undefined,
+    );
   },
 });
 
@@ -194,7 +222,7 @@ function outputError(dest: string, error: unknown): TensorFSError {
 
 /** The view `tfs cat` reads: a snapshot tensor, or a checkpoint tensor (or part, `name#role`). */
 async function catView(
-  store: LocalStore,
+  store: LocalStore | FetchingStore,
   args: { ref: string; tensor: string; file?: string; component?: string },
 ): Promise<TensorView> {
   const id = await store.resolve(args.ref);
