@@ -483,8 +483,11 @@ class MemorySink implements Sink {
   }
 }
 
-/** Appends to a part file; a part longer than the object is discarded. */
+/** Appends to a part file (in batches of about 4 MiB); a part longer than the object is discarded. */
 class FileSink implements Sink {
+  private pending: Uint8Array[] = [];
+  private pendingBytes = 0;
+
   private constructor(
     private readonly path: string,
     private fh: fsp.FileHandle,
@@ -514,11 +517,24 @@ class FileSink implements Sink {
   }
 
   async write(chunk: Uint8Array): Promise<void> {
-    await this.fh.write(chunk);
+    this.pending.push(chunk);
+    this.pendingBytes += chunk.length;
     this.length += chunk.length;
+    if (this.pendingBytes >= 4 << 20) await this.flush();
+  }
+
+  /** Writes what is buffered (also before a resume reads the part's length from disk). */
+  async flush(): Promise<void> {
+    if (this.pending.length === 0) return;
+    const parts = this.pending;
+    this.pending = [];
+    this.pendingBytes = 0;
+    await this.fh.writev(parts);
   }
 
   async reset(): Promise<void> {
+    this.pending = [];
+    this.pendingBytes = 0;
     await this.fh.truncate(0);
     await this.fh.close();
     this.fh = await fsp.open(this.path, 'a');
@@ -526,6 +542,7 @@ class FileSink implements Sink {
   }
 
   async close(): Promise<void> {
+    await this.flush().catch(() => {});
     await this.fh.close().catch(() => {});
   }
 }
