@@ -183,3 +183,46 @@ describe('tfs remote', () => {
     expect(JSON.parse(tfsSync(['remote', 'ls', '--store', a, '--json']).stdout)).toEqual({ remotes: [] });
   });
 });
+
+describe('tensor-level transfers', () => {
+  function safetensors(tensors: Record<string, Buffer>): Buffer {
+    const header: Record<string, unknown> = {};
+    let off = 0;
+    for (const [name, b] of Object.entries(tensors)) {
+      header[name] = { dtype: 'F32', shape: [b.length / 4], data_offsets: [off, off + b.length] };
+      off += b.length;
+    }
+    let json = JSON.stringify(header);
+    json += ' '.repeat((8 - (json.length % 8)) % 8);
+    const len = Buffer.alloc(8);
+    len.writeBigUInt64LE(BigInt(json.length));
+    return Buffer.concat([len, Buffer.from(json), ...Object.values(tensors)]);
+  }
+
+  it('pull --tensors and cat --from move only what they read', async () => {
+    const T = { 'a.attn.weight': rnd(200_000, 5), 'a.mlp.weight': rnd(400_000, 6) };
+    const src = temp();
+    writeFileSync(join(src, 'model.safetensors'), safetensors(T));
+    const a = join(temp(), 'a');
+    expect(tfsSync(['import', src, '--name', 'team/st', '--store', a]).code).toBe(0);
+    const origin = join(temp(), 'origin');
+    expect((await tfs(['push', origin, 'team/st', '--store', a])).code).toBe(0);
+
+    const b = join(temp(), 'b');
+    const p = await tfs(['pull', origin, 'team/st', '--tensors', '*.attn.*', '--store', b, '--json']);
+    expect(p.code, p.stderr).toBe(0);
+    expect(json(p.stdout).bytes.fetched).toBeLessThan(220_000);
+    const ls = tfsSync(['tensors', 'team/st', '--store', b, '--json']);
+    expect(ls.stdout).toContain('a.attn.weight');
+    expect(ls.stdout).not.toContain('a.mlp.weight');
+
+    const c = join(temp(), 'c');
+    const out = join(temp(), 'mlp.bin');
+    const cat = await tfs(['cat', '--from', origin, 'team/st', 'a.mlp.weight', '-o', out, '--store', c, '--json']);
+    expect(cat.code, cat.stderr).toBe(0);
+    expect(readFileSync(out).equals(T['a.mlp.weight'])).toBe(true);
+    const fetched = json(cat.stdout).fetched;
+    expect(fetched.bytes).toBeGreaterThanOrEqual(400_000);
+    expect(fetched.bytes).toBeLessThan(410_000);
+  });
+});

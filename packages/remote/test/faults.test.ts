@@ -2,6 +2,7 @@
  * Faults from a misbehaving origin: each ends in a retry or a clear error, nothing unverified is
  * admitted or named, and the token never appears in an error.
  */
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { type ObjectId, isTensorFSError } from '@tensorfs/format';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -192,5 +193,41 @@ describe('a hub that lies', () => {
     const p = await tryPull(new HubOrigin(hub.url, { credential: TOKEN, baseDelayMs: 5, retries: 1 }));
     expect(p.code).toBe('corrupt');
     await expectNothingNamed(p);
+  });
+});
+
+describe('cancellation', () => {
+  it('an abort mid-transfer is cancelled: nothing named, the part kept for the next pull', async () => {
+    server.fault = (r) => (isBig(r.path) ? { kind: 'throttle', bytesPerSecond: 200_000 } : undefined);
+    const store = await newStore();
+    const parts = tempDir();
+    const ctl = new AbortController();
+    const seenBytes = new Promise<void>((resolve) => {
+      const t = setInterval(() => {
+        const p = join(parts, `pull-${big}.part`);
+        if (existsSync(p) && statSync(p).size > 0) {
+          clearInterval(t);
+          resolve();
+        }
+      }, 10);
+    });
+    const pending = pull(store, origin(), 'team/model', {
+      partsDir: parts,
+      memoryLimit: 100_000,
+      signal: ctl.signal,
+      backoffMs: 5,
+    });
+    await seenBytes;
+    ctl.abort();
+    const err = await pending.catch((e) => e);
+    errors.push(err);
+    expect(isTensorFSError(err) && err.code).toBe('cancelled');
+    expect(await store.getRef('team/model')).toBeNull();
+    const kept = statSync(join(parts, `pull-${big}.part`)).size;
+    expect(kept).toBeGreaterThan(0);
+    server.fault = () => undefined;
+    const r = await pull(store, origin(), 'team/model', { partsDir: parts, memoryLimit: 100_000 });
+    expect(r.bytes.resumed).toBe(kept);
+    expect((await store.verify({ data: true })).corrupt).toEqual([]);
   });
 });
