@@ -79,6 +79,30 @@ describe('tfs pull under faults', () => {
     expect(verify.code, verify.out).toBe(0);
   });
 
+  it('Ctrl-C (SIGINT) mid-transfer exits 12 and names nothing', async () => {
+    server.fault = (r) => (r.path === `/chunks/${bigHex}` ? { kind: 'throttle', bytesPerSecond: 4 << 20 } : undefined);
+    const store = join(tempDir(), 'store');
+    const part = join(store, 'tmp', `pull-${bigHex}.part`);
+    const p = spawn(process.execPath, [BIN, 'pull', server.url, 'team/model', '--store', store, '--json'], {
+      env: { PATH: process.env.PATH, TENSORFS_TOKEN: TOKEN },
+    });
+    let err = '';
+    p.stderr.on('data', (d) => (err += d));
+    const exited = new Promise<number | null>((r) => p.once('exit', (code) => r(code)));
+    const deadline = Date.now() + 60_000;
+    while (!existsSync(part)) {
+      if (Date.now() > deadline) throw new Error('the pull never got going');
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    p.kill('SIGINT');
+    expect(await exited).toBe(12);
+    expect(JSON.parse(err.trim().split('\n').pop()!).error.code).toBe('cancelled');
+    expect(err).not.toContain(TOKEN);
+    const ls = spawnSync(process.execPath, [BIN, 'ls', '--store', store, '--json'], { encoding: 'utf8' });
+    expect(JSON.parse(ls.stdout).refs).toEqual([]);
+  });
+
   it('never prints the token, whatever the origin does', async () => {
     const echo = JSON.stringify({ error: { code: 'denied', message: `bad token ${TOKEN}`, details: { rule: TOKEN } } });
     const faults: Fault[] = [
