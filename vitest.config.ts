@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config';
 
 // Workspace packages resolve to their sources through the `@tensorfs/source` export condition,
 // so `pnpm test` tests the edit, not yesterday's dist/ (CLI tests that spawn `tfs` still run dist/).
-const conditions = ['@tensorfs/source', 'import', 'module', 'node', 'default'];
+const conditions = ['@tensorfs/source', 'import', 'node', 'default'];
 
 export default defineConfig({
   resolve: { conditions },

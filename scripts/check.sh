@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/ensure-pnpm.sh
+source scripts/ensure-system.sh
 step() { printf '\n== %s\n' "$*"; }
 step install; pnpm install --frozen-lockfile
 step build; pnpm build

@@ -21,7 +21,10 @@ import { formatBytes } from '../progress.js';
 import { withStore } from './store.js';
 
 /** True when `id` is a checkpoint header (reads its first four bytes). */
-export async function isCheckpoint(store: LocalStore, id: ObjectId): Promise<boolean> {
+export async function isCheckpoint(
+  store: Pick<LocalStore, 'objectSize' | 'readObjectRange'>,
+  id: ObjectId,
+): Promise<boolean> {
   const size = await store.objectSize(id);
   return size >= 4 && isCheckpointHeader(await store.readObjectRange(id, 0, 4));
 }

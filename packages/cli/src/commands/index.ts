@@ -5,6 +5,7 @@ import { inspectCommand } from './inspect.js';
 import { bindCommand, lanesCommand } from './lanes.js';
 import { planCommand } from './plan.js';
 import { duCommand, exportCommand, gcCommand, importCommand, lsCommand, refCommand, verifyCommand } from './store.js';
+import { pullCommand, pushCommand, remoteCommand, serveCommand } from './remote.js';
 import { catCommand, composeCommand, tensorsCommand } from './tensors.js';
 
 /** Every `tfs` command, in the order `tfs --help` lists them. */
@@ -25,5 +26,9 @@ export const commands: TfsCommand<any>[] = [
   composeCommand,
   lanesCommand,
   bindCommand,
+  pullCommand,
+  pushCommand,
+  serveCommand,
+  remoteCommand,
   envCommand,
 ];

@@ -19,6 +19,8 @@ import type { CommandContext, GlobalArgs } from '../context.js';
 import type { Argv } from 'yargs';
 import { formatBytes } from '../progress.js';
 import { checkpointTensorRows, isCheckpoint } from './checkpoint.js';
+import { fetchingStore } from './remote.js';
+import type { FetchingStore } from '@tensorfs/remote';
 
 /** Opens the store, runs `fn`, closes the store. */
 async function withStore<T>(
@@ -115,6 +117,8 @@ export const catCommand = defineCommand<{
   verify: boolean;
   decode: boolean;
   dtype?: 'F32' | 'F16' | 'BF16';
+  from?: string;
+  'token-file'?: string;
 }>({
   command: 'cat <ref> <tensor>',
   describe: "Write a tensor's raw bytes (or, with --decode, its values) to stdout, or atomically to a file with -o",
@@ -143,37 +147,59 @@ export const catCommand = defineCommand<{
         type: 'string',
         choices: ['F32', 'F16', 'BF16'] as const,
         describe: 'with --decode: the output dtype (default F32 for block types, else the stored dtype)',
+      })
+      .option('from', {
+        type: 'string',
+        describe: 'read from this origin, fetching (and verifying) only the objects the tensor needs',
+      })
+      .option('token-file', {
+        type: 'string',
+        describe: 'with --from: file holding the token; default $TENSORFS_TOKEN',
       }),
   handler: async (args, ctx) => {
     if (args.dtype !== undefined && !args.decode) {
       throw new TensorFSError('invalid_argument', '--dtype needs --decode', { details: { rule: 'cli.cat_dtype' } });
     }
     // Verifying opens the store for writing, so a corrupt object found here is quarantined.
-    await withStore(ctx, !args.verify, async (store) => {
-      const view = await catView(store, args);
-      const options = { verify: args.verify, signal: ctx.signal };
-      const decoded = args.decode
-        ? await readDecoded(view, { ...options, ...(args.dtype ? { dtype: args.dtype } : {}) })
-        : undefined;
-      const pieces = (): AsyncIterable<Uint8Array> | Uint8Array[] => (decoded ? [decoded] : view.pieces(options));
-      if (args.output === undefined) {
-        for await (const piece of pieces()) {
-          if (!ctx.io.stdout.write(piece)) await once(ctx.io.stdout, 'drain');
+    await withStore(
+      ctx,
+      !args.verify && args.from === undefined,
+      async (local) => {
+        const remote = args.from === undefined ? undefined : await fetchingStore(ctx, local, args.from, args);
+        try {
+          const view = await catView(remote ?? local, args);
+          const options = { verify: args.verify, signal: ctx.signal };
+          const decoded = args.decode
+            ? await readDecoded(view, { ...options, ...(args.dtype ? { dtype: args.dtype } : {}) })
+            : undefined;
+          const pieces = (): AsyncIterable<Uint8Array> | Uint8Array[] => (decoded ? [decoded] : view.pieces(options));
+          if (args.output === undefined) {
+            for await (const piece of pieces()) {
+              if (!ctx.io.stdout.write(piece)) await once(ctx.io.stdout, 'drain');
+            }
+            return;
+          }
+          await writeOutput(path.resolve(args.output), pieces());
+          if (!ctx.json) return;
+          ctx.result({
+            tensor: view.name,
+            file: view.file,
+            bytes: decoded ? decoded.length : view.byteLength,
+            output: path.basename(args.output),
+            ...(decoded
+              ? {
+                  decoded: true,
+                  dtype: args.dtype ?? (view.dtype === 'F16' || view.dtype === 'BF16' ? view.dtype : 'F32'),
+                }
+              : {}),
+            ...(remote ? { fetched: { ...remote.fetched } } : {}),
+          });
+        } finally {
+          await remote?.close();
         }
-        return;
-      }
-      await writeOutput(path.resolve(args.output), pieces());
-      if (!ctx.json) return;
-      ctx.result({
-        tensor: view.name,
-        file: view.file,
-        bytes: decoded ? decoded.length : view.byteLength,
-        output: path.basename(args.output),
-        ...(decoded
-          ? { decoded: true, dtype: args.dtype ?? (view.dtype === 'F16' || view.dtype === 'BF16' ? view.dtype : 'F32') }
-          : {}),
-      });
-    });
+      },
+      args.from !== undefined,
+    );
   },
 });
 
@@ -222,7 +248,7 @@ function outputError(dest: string, error: unknown): TensorFSError {
 
 /** The view `tfs cat` reads: a snapshot tensor, or a checkpoint tensor (or part, `name#role`). */
 async function catView(
-  store: LocalStore,
+  store: LocalStore | FetchingStore,
   args: { ref: string; tensor: string; file?: string; component?: string },
 ): Promise<TensorView> {
   const id = await store.resolve(args.ref);

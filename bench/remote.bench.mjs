@@ -1,0 +1,219 @@
+// Remote transfers on loopback, against baselines measured in the same run:
+//  1. pull of a 1 GiB snapshot from a hub (`serveHub` over a store, in a child process) into an
+//     empty store — hashing, verifying and admitting every byte — against `curl` fetching the
+//     same objects from the same hub into files, and an undici GET that discards them;
+//  2. a fine-tune (2 of 16 tensors changed) pulled into a store holding the base, and pushed to a
+//     hub holding the base: bytes on the wire against the bytes that changed;
+//  3. peak RSS of the pull (a child process; 4 GiB with TENSORFS_BENCH_BIG=1).
+import { execFileSync, spawn } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { LocalStore } from '@tensorfs/cas';
+import { HubOrigin, StoreOrigin, pull, push, serveHub } from '@tensorfs/remote';
+import { mibps, report } from './lib.mjs';
+
+// Child modes: `hub <store>` serves a store and prints its URL; `rss <store> <url>` pulls and
+// prints its peak RSS (KiB).
+if (process.argv[2] === 'hub') {
+  const store = await LocalStore.open(process.argv[3], { readOnly: true });
+  const hub = await serveHub(new StoreOrigin(store));
+  console.log(hub.url);
+  process.on('SIGTERM', async () => {
+    await hub.close();
+    await store.close();
+    process.exit(0);
+  });
+  await new Promise(() => {});
+}
+if (process.argv[2] === 'rss') {
+  const s = await LocalStore.open(process.argv[3]);
+  await pull(s, new HubOrigin(process.argv[4]), 'team/base', {
+    partsDir: join(process.argv[3], 'tmp'),
+    concurrency: 4,
+  });
+  await s.close();
+  console.log(process.resourceUsage().maxRSS);
+  process.exit(0);
+}
+
+const MiB = 1 << 20;
+const TENSOR = 64 * MiB;
+const dir = mkdtempSync(join(tmpdir(), 'tfs-bench-remote-'));
+const big = process.env.TENSORFS_BENCH_BIG === '1';
+
+function fillTensor(buf, i, seed) {
+  let x = (i + 1) * 2654435761 + seed * 40503 || 1;
+  for (let at = 0; at < MiB; at += 4) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    buf.writeInt32LE(x | 0, at);
+  }
+  for (let at = MiB; at < buf.length; at += MiB) buf.copy(buf, at, 0, MiB);
+}
+
+/** A safetensors file of `count` 64 MiB F32 tensors; tensors in `changed` get other bytes. */
+function writeModel(sub, count, changed = new Set()) {
+  const header = {};
+  for (let i = 0; i < count; i++) {
+    header[`layers.${i}.weight`] = { dtype: 'F32', shape: [TENSOR / 4], data_offsets: [i * TENSOR, (i + 1) * TENSOR] };
+  }
+  let json = JSON.stringify(header);
+  json += ' '.repeat((8 - (json.length % 8)) % 8);
+  const folder = join(dir, sub);
+  execFileSync('mkdir', ['-p', folder]);
+  const fd = openSync(join(folder, 'model.safetensors'), 'w');
+  const prefix = Buffer.alloc(8);
+  prefix.writeBigUInt64LE(BigInt(json.length));
+  writeSync(fd, prefix);
+  writeSync(fd, Buffer.from(json));
+  const buf = Buffer.allocUnsafe(TENSOR);
+  for (let i = 0; i < count; i++) {
+    fillTensor(buf, i, changed.has(i) ? 1 : 0);
+    writeSync(fd, buf);
+  }
+  closeSync(fd);
+  return folder;
+}
+
+async function objectsOf(store, id) {
+  const m = await store.getManifest(id);
+  return m.entries.flatMap((e) => (e.kind === 'file' ? e.records.map((r) => r.digest) : [])).concat([id]);
+}
+
+const SELF = fileURLToPath(import.meta.url);
+
+/** Starts a hub over the store at `root` in a child process; resolves to { url, stop }. */
+function hubProcess(root) {
+  const p = spawn(process.execPath, [SELF, 'hub', root], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve) => {
+    p.stdout.once('data', (d) => resolve({ url: String(d).trim(), stop: () => p.kill('SIGTERM') }));
+  });
+}
+
+const tensors = big ? 64 : 16;
+console.log(`generating a ${(tensors * TENSOR) / 1024 ** 3} GiB model...`);
+const baseDir = writeModel('base', tensors);
+const tuneDir = writeModel('tune', tensors, new Set([3, 11]));
+const a = await LocalStore.open(join(dir, 'a'));
+const base = (await a.importPath(baseDir, { name: 'team/base' })).snapshot;
+await a.importPath(tuneDir, { name: 'team/tune' });
+const total = tensors * TENSOR;
+await a.close();
+
+const hub = await hubProcess(join(dir, 'a'));
+const origin = new HubOrigin(hub.url);
+const ids = await (async () => {
+  const s = await LocalStore.open(join(dir, 'a'), { readOnly: true });
+  const r = await objectsOf(s, base);
+  await s.close();
+  return r;
+})();
+
+// 1. pull vs curl vs undici, interleaved.
+const urls = ids.map((id) => `${hub.url}/v1/objects/${id.slice(7)}`);
+let oursMs = Number.POSITIVE_INFINITY;
+let curlMs = Number.POSITIVE_INFINITY;
+let undiciMs = Number.POSITIVE_INFINITY;
+for (let round = 0; round < 2; round++) {
+  const target = join(dir, `b${round}`);
+  const b = await LocalStore.open(target);
+  let t0 = performance.now();
+  const r = await pull(b, origin, 'team/base', { partsDir: join(target, 'tmp'), concurrency: 4 });
+  oursMs = Math.min(oursMs, performance.now() - t0);
+  console.log(`round ${round}: pull ${(performance.now() - t0).toFixed(0)} ms`);
+  if (r.bytes.fetched < total) throw new Error('pull fetched less than the model');
+  await b.close();
+  rmSync(target, { recursive: true, force: true });
+
+  const out = join(dir, `curl${round}`);
+  execFileSync('mkdir', ['-p', out]);
+  const args = ['-s', '-S', '--fail', '--parallel', '--parallel-max', '4'];
+  for (const [i, u] of urls.entries()) args.push('-o', join(out, String(i)), u);
+  t0 = performance.now();
+  execFileSync('curl', args, { stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync('sync');
+  curlMs = Math.min(curlMs, performance.now() - t0);
+  console.log(`round ${round}: curl ${(performance.now() - t0).toFixed(0)} ms`);
+  rmSync(out, { recursive: true, force: true });
+
+  t0 = performance.now();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 4 }, async () => {
+      while (next < urls.length) {
+        // Node's fetch is undici's; one retry, as a plain downloader would.
+        const url = urls[next++];
+        for (let attempt = 0; ; attempt++) {
+          try {
+            const res = await fetch(url);
+            for await (const _ of res.body);
+            break;
+          } catch (err) {
+            if (attempt > 0) throw err;
+          }
+        }
+      }
+    }),
+  );
+  undiciMs = Math.min(undiciMs, performance.now() - t0);
+  console.log(`round ${round}: fetch ${(performance.now() - t0).toFixed(0)} ms`);
+}
+report(
+  'pull 1 GiB from a hub (verify + admit)',
+  oursMs,
+  'curl -> files + sync',
+  curlMs,
+  `${mibps(total, oursMs)} vs ${mibps(total, curlMs)} MiB/s; throughput ratio ${(curlMs / oursMs).toFixed(2)}`,
+);
+report(
+  'pull 1 GiB from a hub (verify + admit)',
+  oursMs,
+  'fetch (undici) GET, discard',
+  undiciMs,
+  `${mibps(total, undiciMs)} MiB/s; throughput ratio ${(undiciMs / oursMs).toFixed(2)}`,
+);
+
+// 2. fine-tune: bytes on the wire vs bytes changed.
+const changed = 2 * TENSOR;
+{
+  const c = await LocalStore.open(join(dir, 'c'));
+  await pull(c, origin, 'team/base', { partsDir: join(dir, 'c', 'tmp') });
+  const r = await pull(c, origin, 'team/tune', { partsDir: join(dir, 'c', 'tmp') });
+  console.log(
+    `fine-tune pull: ${r.bytes.fetched} bytes fetched for ${changed} changed: ratio ${(r.bytes.fetched / changed).toFixed(4)} (target <= 1.05)`,
+  );
+  await c.close();
+  rmSync(join(dir, 'c'), { recursive: true, force: true });
+}
+{
+  const dest = await LocalStore.open(join(dir, 'd'));
+  const destHub = await serveHub(new StoreOrigin(dest), {
+    tokens: { tokens: [{ token: 'bench-token-1234', read: ['*'], write: ['*'] }] },
+  });
+  const src = await LocalStore.open(join(dir, 'a'), { readOnly: true });
+  const o = new HubOrigin(destHub.url, { credential: 'bench-token-1234' });
+  await push(src, o, 'team/base');
+  const r = await push(src, o, 'team/tune');
+  console.log(
+    `fine-tune push: ${r.bytes.sent} bytes sent for ${changed} changed: ratio ${(r.bytes.sent / changed).toFixed(4)} (target <= 1.05)`,
+  );
+  await destHub.close();
+  await src.close();
+  await dest.close();
+  rmSync(join(dir, 'd'), { recursive: true, force: true });
+}
+
+// 3. peak RSS of a pull in its own process.
+{
+  const out = execFileSync(process.execPath, [SELF, 'rss', join(dir, 'e'), hub.url], { encoding: 'utf8' });
+  const rssMiB = Number(out.trim()) / 1024;
+  console.log(`pull of ${(total / 1024 ** 3).toFixed(0)} GiB: peak RSS ${rssMiB.toFixed(0)} MiB (target < 300 MiB)`);
+}
+
+hub.stop();
+await origin.close();
+rmSync(dir, { recursive: true, force: true });

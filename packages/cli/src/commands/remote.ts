@@ -1,0 +1,363 @@
+/**
+ * Remote commands: `tfs pull`, `tfs push`, `tfs serve` and `tfs remote add|ls|rm`.
+ * Tokens come from `--token-file` (re-read for every request) or `TENSORFS_TOKEN`; they are never
+ * printed. Remote names are kept in `remotes.json` in the store folder.
+ */
+import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as fsp from 'node:fs/promises';
+import path from 'node:path';
+import { LocalStore } from '@tensorfs/cas';
+import { type ObjectId, TensorFSError, parseObjectId } from '@tensorfs/format';
+import {
+  type Credential,
+  FetchingStore,
+  type Origin,
+  S3Origin,
+  StoreOrigin,
+  connectOrigin,
+  parseTokensConfig,
+  pull,
+  push,
+  serveHub,
+} from '@tensorfs/remote';
+import type { Argv } from 'yargs';
+import { defineCommand } from '../command.js';
+import type { CommandContext, GlobalArgs } from '../context.js';
+import { formatBytes } from '../progress.js';
+
+const REMOTE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+export interface TokenArgs {
+  'token-file'?: string;
+}
+
+function remotesFile(ctx: CommandContext): string {
+  return path.join(ctx.storeDir, 'remotes.json');
+}
+
+async function readRemotes(ctx: CommandContext): Promise<Record<string, string>> {
+  let text: string;
+  try {
+    text = await fsp.readFile(remotesFile(ctx), 'utf8');
+  } catch (err) {
+    if ((err as { code?: string }).code === 'ENOENT') return {};
+    throw new TensorFSError('io', 'cannot read remotes.json', { details: { rule: 'cli.remotes_io' } });
+  }
+  try {
+    const v = JSON.parse(text) as { remotes?: Record<string, string> };
+    return { ...(v.remotes ?? {}) };
+  } catch {
+    throw new TensorFSError('malformed', 'remotes.json is not valid JSON', { details: { rule: 'cli.remotes_json' } });
+  }
+}
+
+async function writeRemotes(ctx: CommandContext, remotes: Record<string, string>): Promise<void> {
+  const file = remotesFile(ctx);
+  await fsp.mkdir(path.dirname(file), { recursive: true });
+  const tmp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
+  await fsp.writeFile(tmp, `${JSON.stringify({ remotes }, null, 2)}\n`);
+  await fsp.rename(tmp, file);
+}
+
+function credentialOf(args: TokenArgs, ctx: CommandContext): Credential | undefined {
+  const file = args['token-file'];
+  if (file !== undefined) {
+    if (!fs.existsSync(file)) {
+      throw new TensorFSError('not_found', 'the token file does not exist', { details: { rule: 'cli.token_file' } });
+    }
+    // Read afresh for every request, so a rotated token is picked up mid-transfer.
+    return () => fs.readFileSync(file, 'utf8').trim();
+  }
+  const env = ctx.io.env.TENSORFS_TOKEN;
+  return env && env.length > 0 ? env : undefined;
+}
+
+/** An origin from a remote name (see `tfs remote add`), a URL or a folder path. */
+export async function originOf(ctx: CommandContext, spec: string, args: TokenArgs): Promise<Origin> {
+  const remotes = REMOTE_NAME.test(spec) && !fs.existsSync(spec) ? await readRemotes(ctx) : {};
+  const url = remotes[spec] ?? spec;
+  return connectOrigin(url, { token: credentialOf(args, ctx), signal: ctx.signal, s3: { env: ctx.io.env } });
+}
+
+/** A store that fetches from `spec` what a read needs (for `tfs cat --from`); close() releases it. */
+export async function fetchingStore(
+  ctx: CommandContext,
+  local: LocalStore,
+  spec: string,
+  args: TokenArgs,
+): Promise<FetchingStore> {
+  const origin = await originOf(ctx, spec, args);
+  const fs = new FetchingStore(local, origin, { partsDir: path.join(local.root, 'tmp'), signal: ctx.signal });
+  const close = fs.close.bind(fs);
+  fs.close = async () => {
+    await close();
+    await origin.close();
+  };
+  return fs;
+}
+
+function tokenOption<T>(y: Argv<T>): Argv<T & TokenArgs> {
+  return y.option('token-file', {
+    type: 'string',
+    describe: 'file holding the token (read per request); default $TENSORFS_TOKEN',
+  }) as Argv<T & TokenArgs>;
+}
+
+interface PullArgs extends TokenArgs {
+  origin: string;
+  ref: string;
+  component?: string[];
+  tensors?: string[];
+  name?: string;
+  expected?: string;
+  concurrency: number;
+}
+
+export const pullCommand = defineCommand<PullArgs>({
+  command: 'pull <origin> <ref>',
+  describe: 'Fetch a snapshot (or some of its components) from an origin: only missing objects, each verified',
+  builder: (y) =>
+    tokenOption(
+      y
+        .positional('origin', {
+          type: 'string',
+          demandOption: true,
+          describe: 'remote name, URL (http, https, s3, file) or folder',
+        })
+        .positional('ref', { type: 'string', demandOption: true, describe: 'remote ref (or snapshot id) to pull' })
+        .option('component', {
+          type: 'string',
+          array: true,
+          describe: 'keep only this snapshot folder or file (repeatable)',
+        })
+        .option('tensors', {
+          type: 'string',
+          array: true,
+          describe: 'keep only tensors matching this glob, e.g. "*.attn.*" (repeatable; headers are read first)',
+        })
+        .option('name', { type: 'string', describe: 'local ref to set (default: the remote ref name)' })
+        .option('expected', { type: 'string', describe: 'id the local ref must hold now, or `none`; else exit 7' })
+        .option('concurrency', { type: 'number', default: 4, describe: 'objects fetched at once' }),
+    ) as unknown as Argv<PullArgs & GlobalArgs>,
+  handler: async (args, ctx) => {
+    const origin = await originOf(ctx, args.origin, args);
+    const store = await LocalStore.open(ctx.storeDir);
+    const bar = ctx.progress('pull');
+    try {
+      const r = await pull(store, origin, args.ref, {
+        name: args.name,
+        components: args.component,
+        tensors: args.tensors,
+        expected: parseExpected(args.expected),
+        concurrency: args.concurrency,
+        partsDir: path.join(store.root, 'tmp'),
+        signal: ctx.signal,
+        onProgress: (p) => bar.update(p.bytesDone, p.bytesTotal),
+      });
+      bar.done();
+      ctx.result(r, () => [
+        `${r.name} -> ${r.id}`,
+        `fetched ${r.objects.fetched} objects (${formatBytes(r.bytes.fetched)}), already present ${r.objects.present} (${formatBytes(r.bytes.present)})${r.bytes.resumed ? `, resumed ${formatBytes(r.bytes.resumed)}` : ''}`,
+      ]);
+    } finally {
+      bar.done();
+      await store.close();
+      await origin.close();
+    }
+  },
+});
+
+interface PushArgs extends TokenArgs {
+  origin: string;
+  ref: string;
+  name?: string;
+  expected?: string;
+  concurrency: number;
+}
+
+export const pushCommand = defineCommand<PushArgs>({
+  command: 'push <origin> <ref>',
+  describe: 'Send a snapshot to an origin: only the objects it lacks, then move its ref by compare-and-swap',
+  builder: (y) =>
+    tokenOption(
+      y
+        .positional('origin', {
+          type: 'string',
+          demandOption: true,
+          describe: 'remote name, URL (http, https, s3, file) or folder',
+        })
+        .positional('ref', { type: 'string', demandOption: true, describe: 'local ref (or snapshot id) to push' })
+        .option('name', { type: 'string', describe: 'remote ref to move (default: the local ref name)' })
+        .option('expected', {
+          type: 'string',
+          describe: 'id the remote ref must hold, or `none` (default: what it held when the push began); else exit 7',
+        })
+        .option('concurrency', { type: 'number', default: 4, describe: 'objects sent at once' }),
+    ) as unknown as Argv<PushArgs & GlobalArgs>,
+  handler: async (args, ctx) => {
+    const origin = await originOf(ctx, args.origin, args);
+    const store = await LocalStore.open(ctx.storeDir, { readOnly: true });
+    const bar = ctx.progress('push');
+    try {
+      const r = await push(store, origin, args.ref, {
+        name: args.name,
+        expected: parseExpected(args.expected),
+        concurrency: args.concurrency,
+        signal: ctx.signal,
+        onProgress: (p) => bar.update(p.bytesDone, p.bytesTotal),
+      });
+      bar.done();
+      ctx.result(r, () => [
+        `${r.name} -> ${r.id}${r.previous && r.previous !== r.id ? ` (was ${r.previous})` : ''}`,
+        `sent ${r.objects.sent} objects (${formatBytes(r.bytes.sent)}), already there ${r.objects.present} (${formatBytes(r.bytes.present)})`,
+      ]);
+    } finally {
+      bar.done();
+      await store.close();
+      await origin.close();
+    }
+  },
+});
+
+interface ServeArgs {
+  objects?: string;
+  host: string;
+  port: number;
+  tokens?: string;
+  'max-concurrent': number;
+}
+
+export const serveCommand = defineCommand<ServeArgs>({
+  command: 'serve',
+  describe: 'Serve the store (or an S3 bucket) as a TensorFS hub over HTTP until SIGTERM or Ctrl-C',
+  builder: (y) =>
+    y
+      .option('objects', { type: 'string', describe: 'serve s3://bucket/prefix instead of the store (stateless hub)' })
+      .option('host', { type: 'string', default: '127.0.0.1', describe: 'interface to listen on (default loopback)' })
+      .option('port', { type: 'number', demandOption: true, describe: 'port to listen on (0: any free port)' })
+      .option('tokens', {
+        type: 'string',
+        describe: 'tokens file {"tokens":[{"token","read":[globs],"write":[globs]}]}; without it: anonymous, read-only',
+      })
+      .option('max-concurrent', {
+        type: 'number',
+        default: 64,
+        describe: 'requests served at once',
+      }) as unknown as Argv<ServeArgs & GlobalArgs>,
+  handler: async (args, ctx) => {
+    let tokens: ReturnType<typeof parseTokensConfig> | undefined;
+    if (args.tokens !== undefined) {
+      let text: string;
+      try {
+        text = await fsp.readFile(args.tokens, 'utf8');
+      } catch {
+        throw new TensorFSError('not_found', 'cannot read the tokens file', { details: { rule: 'cli.tokens_file' } });
+      }
+      try {
+        tokens = parseTokensConfig(JSON.parse(text));
+      } catch (err) {
+        if (err instanceof SyntaxError) {
+          throw new TensorFSError('malformed', 'the tokens file is not JSON', {
+            details: { rule: 'hub.bad_tokens_file' },
+          });
+        }
+        throw err;
+      }
+    }
+    const store = args.objects ? undefined : await LocalStore.open(ctx.storeDir, { readOnly: tokens === undefined });
+    const backend = args.objects ? new S3Origin(args.objects, { env: ctx.io.env }) : new StoreOrigin(store!);
+    try {
+      const hub = await serveHub(backend, {
+        host: args.host,
+        port: args.port,
+        tokens,
+        maxConcurrent: args['max-concurrent'],
+      });
+      ctx.result(
+        { url: hub.url, writable: tokens !== undefined },
+        () => `serving ${hub.url}${tokens ? '' : ' (read-only, anonymous)'}`,
+      );
+      await new Promise<void>((resolve) => {
+        const stop = () => resolve();
+        process.once('SIGTERM', stop);
+        ctx.signal.addEventListener('abort', stop, { once: true });
+      });
+      await hub.close();
+    } finally {
+      await backend.close();
+      await store?.close();
+    }
+  },
+});
+
+interface RemoteArgs {
+  action: 'add' | 'ls' | 'rm';
+  name?: string;
+  url?: string;
+}
+
+export const remoteCommand = defineCommand<RemoteArgs>({
+  command: 'remote <action> [name] [url]',
+  describe: 'Name origins: add NAME URL, ls, rm NAME (kept in remotes.json in the store folder)',
+  builder: (y) =>
+    y
+      .positional('action', { choices: ['add', 'ls', 'rm'] as const, demandOption: true, describe: 'add, ls or rm' })
+      .positional('name', { type: 'string', describe: 'remote name' })
+      .positional('url', {
+        type: 'string',
+        describe: 'for add: http(s)://, s3://, file:// URL or a folder',
+      }) as unknown as Argv<RemoteArgs & GlobalArgs>,
+  handler: async (args, ctx) => {
+    const remotes = await readRemotes(ctx);
+    if (args.action === 'ls') {
+      const list = Object.entries(remotes)
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+        .map(([name, url]) => ({ name, url }));
+      ctx.result({ remotes: list }, () => list.map((r) => `${r.name}\t${r.url}`));
+      return;
+    }
+    if (args.name === undefined || !REMOTE_NAME.test(args.name)) {
+      throw new TensorFSError('invalid_argument', 'a remote name is 1-64 letters, digits, ".", "_" or "-"', {
+        details: { rule: 'cli.remote_name' },
+      });
+    }
+    if (args.action === 'add') {
+      if (!args.url)
+        throw new TensorFSError('invalid_argument', 'remote add needs a URL', { details: { rule: 'cli.remote_url' } });
+      if (/^[a-z][a-z0-9+.-]*:\/\/[^/]*@/i.test(args.url)) {
+        throw new TensorFSError(
+          'invalid_argument',
+          'credentials do not belong in a remote URL; use --token-file or TENSORFS_TOKEN',
+          {
+            details: { rule: 'cli.remote_credentials' },
+          },
+        );
+      }
+      if (remotes[args.name] !== undefined) {
+        throw new TensorFSError('conflict', 'a remote of that name exists', {
+          details: { rule: 'cli.remote_exists', name: args.name },
+        });
+      }
+      const url = /^[a-z][a-z0-9+.-]*:\/\//i.test(args.url) ? args.url : path.resolve(args.url);
+      remotes[args.name] = url;
+      await writeRemotes(ctx, remotes);
+      ctx.result({ name: args.name, url }, () => `${args.name}\t${url}`);
+      return;
+    }
+    if (remotes[args.name] === undefined) {
+      throw new TensorFSError('not_found', 'no remote of that name', {
+        details: { rule: 'cli.no_remote', name: args.name },
+      });
+    }
+    delete remotes[args.name];
+    await writeRemotes(ctx, remotes);
+    ctx.result({ removed: args.name }, () => `removed ${args.name}`);
+  },
+});
+
+function parseExpected(value: string | undefined): ObjectId | null | undefined {
+  if (value === undefined) return undefined;
+  if (value === 'none') return null;
+  return parseObjectId(value);
+}

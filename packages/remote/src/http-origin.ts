@@ -1,0 +1,240 @@
+/**
+ * HTTP origins: a static web server over the portable folder layout (read-only), and the
+ * TensorFS hub (the `/v1/` API of spec/v1/remote.md).
+ */
+import { validateRefName } from '@tensorfs/cas';
+import { type ObjectId, TensorFSError, parseObjectId } from '@tensorfs/format';
+import { parseRefText } from './folder.js';
+import { HttpClient, type HttpOptions, type HttpResponse, displayUrl, readText } from './http.js';
+import type { CallOptions, ObjectRead, Origin, OriginRef } from './origin.js';
+
+/** Most ids asked about in one `lacks` request. */
+export const LACKS_BATCH = 4096;
+
+function hexOf(id: ObjectId): string {
+  return parseObjectId(id).slice(7);
+}
+
+function encodeRef(name: string): string {
+  validateRefName(name);
+  return name.split('/').map(encodeURIComponent).join('/');
+}
+
+/** Turns a GET (possibly ranged) answer into an {@link ObjectRead}. */
+function toRead(res: HttpResponse, id: ObjectId, offset: number): ObjectRead {
+  const cancel = () => {
+    res.body.destroy();
+  };
+  if (res.status === 404) {
+    cancel();
+    throw new TensorFSError('not_found', 'the origin does not hold this object', {
+      details: { rule: 'remote.no_object', digest: id },
+    });
+  }
+  if (res.status === 416) {
+    cancel();
+    const m = /\*\/(\d+)/.exec(String(res.headers['content-range'] ?? ''));
+    const size = m ? Number(m[1]) : undefined;
+    if (size !== undefined && size === offset) return { offset, size, body: (async function* () {})(), cancel };
+    throw new TensorFSError('corrupt', 'the origin holds a shorter object than its id names', {
+      details: { rule: 'remote.short_object', digest: id, offset, size },
+    });
+  }
+  if (res.status === 206) {
+    const m = /bytes (\d+)-(\d+)\/(\d+|\*)/.exec(String(res.headers['content-range'] ?? ''));
+    if (!m || Number(m[1]) !== offset) {
+      cancel();
+      throw new TensorFSError('malformed', 'the origin answered a range that was not asked', {
+        details: { rule: 'http.bad_content_range', digest: id },
+      });
+    }
+    return { offset, size: m[3] === '*' ? undefined : Number(m[3]), body: res.body, cancel };
+  }
+  const len = Number(res.headers['content-length']);
+  return { offset: 0, size: Number.isSafeInteger(len) ? len : undefined, body: res.body, cancel };
+}
+
+/** Options of the HTTP origins. */
+export type HttpOriginOptions = HttpOptions;
+
+/** A static HTTP origin: `GET <base>/refs/<name>` and `GET <base>/chunks/<hex>` (with `Range`). */
+export class StaticHttpOrigin implements Origin {
+  readonly kind: 'http' | 'hub' = 'http';
+  readonly writable: boolean = false;
+  readonly display: string;
+  protected readonly http: HttpClient;
+  protected readonly base: string;
+
+  constructor(base: string, options: HttpOriginOptions = {}) {
+    this.base = base.replace(/\/+$/, '');
+    this.display = displayUrl(this.base);
+    this.http = new HttpClient(options);
+  }
+
+  async getRef(name: string, options: CallOptions = {}): Promise<ObjectId | null> {
+    const res = await this.http.send({
+      method: 'GET',
+      url: `${this.base}/refs/${encodeRef(name)}`,
+      accept: [404],
+      signal: options.signal,
+    });
+    const text = await readText(res.body, 1024);
+    if (res.status === 404) return null;
+    return parseRefText(text);
+  }
+
+  async listRefs(): Promise<OriginRef[]> {
+    throw new TensorFSError('unsupported', 'a static HTTP origin cannot list its refs', {
+      details: { rule: 'remote.no_listing' },
+    });
+  }
+
+  async setRef(
+    _name: string,
+    _id: ObjectId,
+    _expected: ObjectId | null | undefined,
+    _options?: CallOptions,
+  ): Promise<void> {
+    throw new TensorFSError('unsupported', 'a static HTTP origin is read-only', {
+      details: { rule: 'remote.read_only' },
+    });
+  }
+
+  async lacks(ids: readonly ObjectId[], options: CallOptions = {}): Promise<ObjectId[]> {
+    const out: ObjectId[] = [];
+    let next = 0;
+    const worker = async () => {
+      while (next < ids.length) {
+        const id = ids[next++]!;
+        const res = await this.http.send({
+          method: 'HEAD',
+          url: `${this.base}/chunks/${hexOf(id)}`,
+          accept: [404],
+          signal: options.signal,
+        });
+        await res.body.dump().catch(() => {});
+        if (res.status === 404) out.push(id);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(8, ids.length) }, worker));
+    return out;
+  }
+
+  async read(id: ObjectId, offset: number, options: CallOptions = {}): Promise<ObjectRead> {
+    const res = await this.http.send({
+      method: 'GET',
+      url: this.objectUrl(id),
+      headers: offset > 0 ? { range: `bytes=${offset}-` } : {},
+      accept: [404, 416],
+      signal: options.signal,
+    });
+    return toRead(res, id, offset);
+  }
+
+  protected objectUrl(id: ObjectId): string {
+    return `${this.base}/chunks/${hexOf(id)}`;
+  }
+
+  async write(
+    _id: ObjectId,
+    _length: number,
+    _body: () => AsyncIterable<Uint8Array>,
+    _options?: CallOptions,
+  ): Promise<void> {
+    throw new TensorFSError('unsupported', 'a static HTTP origin is read-only', {
+      details: { rule: 'remote.read_only' },
+    });
+  }
+
+  async close(): Promise<void> {}
+}
+
+/** The TensorFS hub: the `/v1/` API (refs with compare-and-swap, batched `lacks`, verified uploads). */
+export class HubOrigin extends StaticHttpOrigin {
+  override readonly kind = 'hub' as const;
+  override readonly writable = true;
+
+  protected override objectUrl(id: ObjectId): string {
+    return `${this.base}/v1/objects/${hexOf(id)}`;
+  }
+
+  override async getRef(name: string, options: CallOptions = {}): Promise<ObjectId | null> {
+    const { status, value } = await this.http.json<{ id?: string }>({
+      method: 'GET',
+      url: `${this.base}/v1/refs/${encodeRef(name)}`,
+      accept: [404],
+      signal: options.signal,
+    });
+    if (status === 404) return null;
+    return parseRefText(String(value?.id ?? ''));
+  }
+
+  override async listRefs(options: CallOptions = {}): Promise<OriginRef[]> {
+    const { value } = await this.http.json<{ refs?: { name: string; id: string }[] }>({
+      method: 'GET',
+      url: `${this.base}/v1/refs`,
+      signal: options.signal,
+    });
+    return (value?.refs ?? []).map((r) => ({ name: String(r.name), id: parseRefText(String(r.id)) }));
+  }
+
+  override async setRef(
+    name: string,
+    id: ObjectId,
+    expected: ObjectId | null | undefined,
+    options: CallOptions = {},
+  ): Promise<void> {
+    const body = JSON.stringify(expected === undefined ? { id } : { id, expected });
+    const res = await this.http.send({
+      method: 'PUT',
+      url: `${this.base}/v1/refs/${encodeRef(name)}`,
+      headers: { 'content-type': 'application/json' },
+      body,
+      signal: options.signal,
+      // a retried compare-and-swap could report `conflict` for its own first success
+      retry: false,
+    });
+    await res.body.dump().catch(() => {});
+  }
+
+  override async lacks(ids: readonly ObjectId[], options: CallOptions = {}): Promise<ObjectId[]> {
+    const out: ObjectId[] = [];
+    for (let i = 0; i < ids.length; i += LACKS_BATCH) {
+      const batch = ids.slice(i, i + LACKS_BATCH);
+      const { value } = await this.http.json<{ lacks?: string[] }>({
+        method: 'POST',
+        url: `${this.base}/v1/objects/lacks`,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ ids: batch }),
+        signal: options.signal,
+      });
+      const asked = new Set<string>(batch);
+      for (const l of value?.lacks ?? []) {
+        if (!asked.has(l)) {
+          throw new TensorFSError('malformed', 'the hub answered about objects that were not asked', {
+            details: { rule: 'hub.bad_lacks' },
+          });
+        }
+        out.push(l as ObjectId);
+      }
+    }
+    return out;
+  }
+
+  override async write(
+    id: ObjectId,
+    length: number,
+    body: () => AsyncIterable<Uint8Array>,
+    options: CallOptions = {},
+  ): Promise<void> {
+    const res = await this.http.send({
+      method: 'PUT',
+      url: this.objectUrl(id),
+      headers: { 'content-type': 'application/octet-stream', 'content-length': String(length) },
+      body,
+      payloadDigest: id,
+      signal: options.signal,
+    });
+    await res.body.dump().catch(() => {});
+  }
+}

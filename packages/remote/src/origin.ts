@@ -1,0 +1,55 @@
+/** The interface every origin (folder, static HTTP, hub, S3) implements; see spec/v1/remote.md. */
+import type { ObjectId } from '@tensorfs/format';
+
+/** Per-call options. */
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+/** A byte range answer: the bytes from `offset` (which may be 0 when the origin ignored `Range`). */
+export interface ObjectRead {
+  /** Where the body starts in the object: the asked offset, or 0 if the origin ignored the range. */
+  offset: number;
+  /** The whole object's size, when the origin said it. */
+  size?: number;
+  /** The bytes; may end early or fail (the caller resumes with a new read). */
+  body: AsyncIterable<Uint8Array>;
+  /** Stops reading and releases the connection. */
+  cancel(): void;
+}
+
+/** A ref as listed by an origin. */
+export interface OriginRef {
+  name: string;
+  id: ObjectId;
+}
+
+/** A place objects and refs can be pulled from (and, when writable, pushed to). */
+export interface Origin {
+  /** `folder`, `http`, `hub` or `s3`. */
+  readonly kind: 'folder' | 'http' | 'hub' | 's3';
+  /** A description safe to print: no credentials, no query string. */
+  readonly display: string;
+  /** False for read-only origins (static HTTP): pushes are `unsupported`. */
+  readonly writable: boolean;
+  /** The id a ref names, or null when it does not exist. */
+  getRef(name: string, options?: CallOptions): Promise<ObjectId | null>;
+  /** Every ref (`unsupported` where the origin cannot list, e.g. static HTTP). */
+  listRefs(options?: CallOptions): Promise<OriginRef[]>;
+  /**
+   * Moves a ref by compare-and-swap: `expected` an id → it must hold it; null → it must not
+   * exist; undefined → unconditional. `conflict` otherwise.
+   */
+  setRef(name: string, id: ObjectId, expected: ObjectId | null | undefined, options?: CallOptions): Promise<void>;
+  /** The subset of `ids` the origin does not hold (one batched question where it can). */
+  lacks(ids: readonly ObjectId[], options?: CallOptions): Promise<ObjectId[]>;
+  /** Reads an object from `offset` (`not_found` when absent). */
+  read(id: ObjectId, offset: number, options?: CallOptions): Promise<ObjectRead>;
+  /**
+   * Stores an object of `length` bytes. The bytes are verified against `id` before the object is
+   * visible; `corrupt` if they do not match. `body` may be called again for a retry.
+   */
+  write(id: ObjectId, length: number, body: () => AsyncIterable<Uint8Array>, options?: CallOptions): Promise<void>;
+  /** Releases connections. */
+  close(): Promise<void>;
+}

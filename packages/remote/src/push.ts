@@ -1,0 +1,149 @@
+/**
+ * Push: ask the destination which objects of the closure it lacks, send only those (data before
+ * the objects that reference them), then move the remote ref by compare-and-swap.
+ */
+import { type ObjectId, TensorFSError, isObjectId } from '@tensorfs/format';
+import { cancelled } from './http.js';
+import type { Store } from '@tensorfs/cas';
+import type { Origin } from './origin.js';
+import { runPool } from './pool.js';
+import { referencesOf } from './references.js';
+
+/** Progress of a push. */
+export interface PushProgress {
+  objectsDone: number;
+  objectsTotal: number;
+  bytesDone: number;
+  bytesTotal: number;
+}
+
+/** Options of {@link push}. */
+export interface PushOptions {
+  /** Remote ref to move (default: the local ref's name). */
+  name?: string;
+  /**
+   * What the remote ref must hold for the move: an id, or null (must not exist). Default: what
+   * it held when the push started, so a concurrent move is a `conflict`, never overwritten.
+   */
+  expected?: ObjectId | null;
+  /** Objects sent at once (default 4). */
+  concurrency?: number;
+  /** Bytes read from the store per piece while sending (default 8 MiB). */
+  pieceBytes?: number;
+  signal?: AbortSignal;
+  onProgress?: (p: PushProgress) => void;
+}
+
+/** What a push did. */
+export interface PushResult {
+  ref: string;
+  name: string;
+  id: ObjectId;
+  /** What the remote ref held before. */
+  previous: ObjectId | null;
+  objects: { total: number; present: number; sent: number };
+  bytes: { total: number; present: number; sent: number };
+}
+
+/** Pushes local `ref` (a ref or an id) to `origin`. */
+export async function push(store: Store, origin: Origin, ref: string, options: PushOptions = {}): Promise<PushResult> {
+  const signal = options.signal;
+  if (!origin.writable) {
+    throw new TensorFSError('unsupported', 'this origin is read-only', { details: { rule: 'remote.read_only' } });
+  }
+  const name = options.name ?? (isObjectId(ref) ? undefined : ref);
+  if (name === undefined) {
+    throw new TensorFSError('invalid_argument', 'pushing an object id needs a remote ref name', {
+      details: { rule: 'push.name_required' },
+    });
+  }
+  const id = await store.resolve(ref);
+  const previous = await origin.getRef(name, { signal });
+  const expected = options.expected !== undefined ? options.expected : previous;
+  if (options.expected !== undefined && previous !== options.expected) {
+    throw new TensorFSError('conflict', 'the remote ref does not hold the expected id', {
+      details: { rule: 'remote.ref_moved', ref: name, expected: options.expected, actual: previous },
+    });
+  }
+
+  // Closure, from the store: leaves with their declared lengths; referencing objects post-order.
+  const leaves = new Map<ObjectId, number>();
+  const referencing: { id: ObjectId; length: number }[] = [];
+  const seen = new Set<ObjectId>();
+  const visit = async (oid: ObjectId) => {
+    if (signal?.aborted) throw cancelled();
+    seen.add(oid);
+    const bytes = await store.readObject(oid, { verify: true });
+    for (const r of referencesOf(bytes)) {
+      if (r.follow) {
+        if (!seen.has(r.id)) await visit(r.id);
+      } else if (!leaves.has(r.id)) {
+        leaves.set(r.id, r.length ?? (await store.readObject(r.id)).length);
+      }
+    }
+    referencing.push({ id: oid, length: bytes.length });
+  };
+  await visit(id);
+  for (const r of referencing) leaves.delete(r.id);
+
+  const all = [...leaves.keys(), ...referencing.map((r) => r.id)];
+  const lacking = new Set(await origin.lacks(all, { signal }));
+  const total = { objects: all.length, bytes: 0 };
+  for (const l of leaves.values()) total.bytes += l;
+  for (const r of referencing) total.bytes += r.length;
+  let objectsDone = 0;
+  let bytesDone = 0;
+  let sentObjects = 0;
+  let sentBytes = 0;
+  const progress = () =>
+    options.onProgress?.({ objectsDone, objectsTotal: total.objects, bytesDone, bytesTotal: total.bytes });
+  for (const [lid, len] of leaves) {
+    if (!lacking.has(lid)) {
+      objectsDone++;
+      bytesDone += len;
+    }
+  }
+  for (const r of referencing) {
+    if (!lacking.has(r.id)) {
+      objectsDone++;
+      bytesDone += r.length;
+    }
+  }
+  progress();
+
+  const piece = options.pieceBytes ?? 8 << 20;
+  const send = async (oid: ObjectId, len: number, sig: AbortSignal) => {
+    await origin.write(
+      oid,
+      len,
+      async function* () {
+        for (let off = 0; off < len; off += piece) {
+          if (sig.aborted) throw cancelled();
+          yield await store.readObjectRange(oid, off, Math.min(piece, len - off));
+        }
+      },
+      { signal: sig },
+    );
+    sentObjects++;
+    sentBytes += len;
+    objectsDone++;
+    bytesDone += len;
+    progress();
+  };
+  const toSend = [...leaves].filter(([lid]) => lacking.has(lid));
+  await runPool(toSend, options.concurrency ?? 4, signal, ([lid, len], sig) => send(lid, len, sig));
+  // Referencing objects after everything they reference, children before parents.
+  for (const r of referencing) {
+    if (lacking.has(r.id)) await send(r.id, r.length, signal ?? new AbortController().signal);
+  }
+  if (signal?.aborted) throw cancelled();
+  await origin.setRef(name, id, expected, { signal });
+  return {
+    ref,
+    name,
+    id,
+    previous,
+    objects: { total: total.objects, present: total.objects - sentObjects, sent: sentObjects },
+    bytes: { total: total.bytes, present: total.bytes - sentBytes, sent: sentBytes },
+  };
+}

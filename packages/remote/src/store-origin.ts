@@ -1,0 +1,71 @@
+/** A local store seen as an {@link Origin}: what `tfs serve --store` serves, and a push/pull peer. */
+import type { LocalStore, Store } from '@tensorfs/cas';
+import { type ObjectId, TensorFSError } from '@tensorfs/format';
+import type { CallOptions, ObjectRead, Origin, OriginRef } from './origin.js';
+
+/** A store (the port), with the local store's listing and sizes when it has them. */
+export type ServableStore = Store & Partial<Pick<LocalStore, 'listRefs' | 'objectSize'>>;
+
+/** Reads are served in pieces of this size. */
+const PIECE = 4 << 20;
+
+/** An origin over a local store. Writes go through `putStream` with `expected`, so they are verified before visible. */
+export class StoreOrigin implements Origin {
+  readonly kind = 'folder' as const;
+  readonly writable = true;
+  readonly display = 'local store';
+
+  constructor(private readonly store: ServableStore) {}
+
+  getRef(name: string): Promise<ObjectId | null> {
+    return this.store.getRef(name);
+  }
+
+  async listRefs(): Promise<OriginRef[]> {
+    if (!this.store.listRefs) {
+      throw new TensorFSError('unsupported', 'this store cannot list refs', { details: { rule: 'remote.no_listing' } });
+    }
+    return (await this.store.listRefs()).map((r) => ({ name: r.name, id: r.id }));
+  }
+
+  setRef(name: string, id: ObjectId, expected: ObjectId | null | undefined): Promise<void> {
+    return this.store.setRef(name, id, { expected });
+  }
+
+  async lacks(ids: readonly ObjectId[]): Promise<ObjectId[]> {
+    const out: ObjectId[] = [];
+    for (const id of ids) if (!(await this.store.has(id))) out.push(id);
+    return out;
+  }
+
+  async read(id: ObjectId, offset: number, options: CallOptions = {}): Promise<ObjectRead> {
+    const size = this.store.objectSize ? await this.store.objectSize(id) : (await this.store.readObject(id)).length;
+    const store = this.store;
+    let stop = false;
+    const body = (async function* () {
+      for (let off = Math.min(offset, size); off < size && !stop; off += PIECE) {
+        if (options.signal?.aborted) return;
+        yield await store.readObjectRange(id, off, Math.min(PIECE, size - off));
+      }
+    })();
+    return {
+      offset,
+      size,
+      body,
+      cancel: () => {
+        stop = true;
+      },
+    };
+  }
+
+  async write(
+    id: ObjectId,
+    length: number,
+    body: () => AsyncIterable<Uint8Array>,
+    options: CallOptions = {},
+  ): Promise<void> {
+    await this.store.putStream(body(), { expected: id, expectedLength: length, signal: options.signal });
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,128 @@
+/**
+ * The fault suite through the built CLI (`pnpm build` first): SIGKILL mid-pull then resume, and
+ * the token never printed in any output of any faulty pull.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { FolderOrigin, push } from '../src/index.js';
+import { type Fault, type FaultServer, startFaultServer } from './fault-server.js';
+import { after, bytesOf, storeWith, tempDir } from './helpers.js';
+
+const BIN = fileURLToPath(new URL('../../cli/dist/bin.js', import.meta.url));
+const TOKEN = 'cli-secret-token-99887766';
+const BIG = 24 << 20;
+
+let server: FaultServer;
+let bigHex: string;
+
+function run(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, [BIN, ...args], {
+      env: { PATH: process.env.PATH, TENSORFS_TOKEN: TOKEN, ...env },
+    });
+    let out = '';
+    p.stdout.on('data', (d) => (out += d));
+    p.stderr.on('data', (d) => (out += d));
+    p.on('close', (code) => resolve({ code, out }));
+  });
+}
+
+beforeEach(async () => {
+  const { store, id } = await storeWith('team/model', { 'big.bin': bytesOf(BIG, 3), 'small.json': bytesOf(100, 4) });
+  const folder = join(tempDir(), 'origin');
+  await push(store, new FolderOrigin(folder), 'team/model');
+  const m = await store.getManifest(id);
+  const e = m.entries.find((x) => x.path === 'big.bin')!;
+  bigHex = e.kind === 'file' ? e.records[0]!.digest.slice(7) : '';
+  server = await startFaultServer(folder);
+  after(() => server.close());
+});
+
+describe('tfs pull under faults', () => {
+  it('SIGKILL mid-transfer, pull again: it resumes with Range and verify --data is clean', async () => {
+    server.fault = (r) => (r.path === `/chunks/${bigHex}` ? { kind: 'throttle', bytesPerSecond: 6 << 20 } : undefined);
+    const store = join(tempDir(), 'store');
+    const part = join(store, 'tmp', `pull-${bigHex}.part`);
+    const p = spawn(process.execPath, [BIN, 'pull', server.url, 'team/model', '--store', store, '--json'], {
+      env: { PATH: process.env.PATH, TENSORFS_TOKEN: TOKEN },
+      stdio: 'ignore',
+    });
+    const exited = new Promise((r) => p.once('exit', r));
+    const deadline = Date.now() + 60_000;
+    while (!(existsSync(part) && statSync(part).size >= 4 << 20)) {
+      if (Date.now() > deadline) throw new Error('the pull never got going');
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    p.kill('SIGKILL');
+    await exited;
+    const kept = statSync(part).size;
+    expect(kept).toBeGreaterThan(0);
+    expect(kept).toBeLessThan(BIG);
+    // Nothing is named after the kill.
+    const ls = spawnSync(process.execPath, [BIN, 'ls', '--store', store, '--json'], { encoding: 'utf8' });
+    expect(JSON.parse(ls.stdout).refs).toEqual([]);
+
+    server.fault = () => undefined;
+    const again = await run(['pull', server.url, 'team/model', '--store', store, '--json']);
+    expect(again.code, again.out).toBe(0);
+    const stats = JSON.parse(again.out.trim().split('\n').pop()!);
+    expect(stats.bytes.resumed).toBe(kept);
+    expect(stats.bytes.fetched).toBe(stats.bytes.total - stats.bytes.present - kept);
+    expect(stats.bytes.present).toBeLessThan(1000); // the manifest, admitted by the killed run
+    const ranges = server.seen.filter((r) => r.path === `/chunks/${bigHex}`).map((r) => r.headers.range);
+    expect(ranges.at(-1)).toBe(`bytes=${kept}-`);
+    expect(existsSync(part)).toBe(false);
+    const verify = await run(['verify', '--data', '--store', store, '--json']);
+    expect(verify.code, verify.out).toBe(0);
+  });
+
+  it('Ctrl-C (SIGINT) mid-transfer exits 12 and names nothing', async () => {
+    server.fault = (r) => (r.path === `/chunks/${bigHex}` ? { kind: 'throttle', bytesPerSecond: 4 << 20 } : undefined);
+    const store = join(tempDir(), 'store');
+    const part = join(store, 'tmp', `pull-${bigHex}.part`);
+    const p = spawn(process.execPath, [BIN, 'pull', server.url, 'team/model', '--store', store, '--json'], {
+      env: { PATH: process.env.PATH, TENSORFS_TOKEN: TOKEN },
+    });
+    let err = '';
+    p.stderr.on('data', (d) => (err += d));
+    const exited = new Promise<number | null>((r) => p.once('exit', (code) => r(code)));
+    const deadline = Date.now() + 60_000;
+    while (!existsSync(part)) {
+      if (Date.now() > deadline) throw new Error('the pull never got going');
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    p.kill('SIGINT');
+    expect(await exited).toBe(12);
+    expect(JSON.parse(err.trim().split('\n').pop()!).error.code).toBe('cancelled');
+    expect(err).not.toContain(TOKEN);
+    const ls = spawnSync(process.execPath, [BIN, 'ls', '--store', store, '--json'], { encoding: 'utf8' });
+    expect(JSON.parse(ls.stdout).refs).toEqual([]);
+  });
+
+  it('never prints the token, whatever the origin does', async () => {
+    const echo = JSON.stringify({ error: { code: 'denied', message: `bad token ${TOKEN}`, details: { rule: TOKEN } } });
+    const faults: Fault[] = [
+      { kind: 'status', status: 403, body: echo },
+      { kind: 'status', status: 500, body: echo },
+      { kind: 'status', status: 404, body: echo },
+      { kind: 'flip', index: 5 },
+      { kind: 'redirect', location: '/loop' },
+      { kind: 'status', status: 429, retryAfter: '100000' },
+    ];
+    for (const f of faults) {
+      server.fault = (r) => (r.path.startsWith('/chunks/') || r.path === '/loop' ? f : undefined);
+      for (const json of [[], ['--json']]) {
+        const r = await run(['pull', server.url, 'team/model', '--store', join(tempDir(), 's'), ...json]);
+        expect(r.code).not.toBe(0);
+        expect(r.out).not.toContain(TOKEN);
+        expect(r.out).toMatch(/error|"code"/);
+      }
+    }
+    for (const r of server.seen.filter((x) => x.path.startsWith('/chunks/')))
+      expect(r.headers.authorization).toBe(`Bearer ${TOKEN}`);
+  }, 180_000);
+});

@@ -1,0 +1,178 @@
+import { ERROR_CODES, type ObjectId } from '@tensorfs/format';
+import { describe, expect, it } from 'vitest';
+import { type Origin, StoreOrigin, serveHub } from '../src/index.js';
+import { after, bytesOf, idOf, storeWith } from './helpers.js';
+
+const TOKEN = 'hub-test-token-123456';
+
+async function started(options: Parameters<typeof serveHub>[1] = {}, backend?: Origin) {
+  const { store, id } = await storeWith('team/model');
+  const h = await serveHub(backend ?? new StoreOrigin(store), options);
+  after(() => h.close());
+  const m = await store.getManifest(id);
+  const e = m.entries.find((x) => x.path === 'unet/weights.bin')!;
+  const obj = e.kind === 'file' ? e.records[0]!.digest : id;
+  return { url: h.url, hub: h, store, id, obj };
+}
+
+describe('the hub API', () => {
+  it('serves refs, objects with Range and HEAD, and immutable caching for objects', async () => {
+    const { url, id, obj } = await started();
+    const hex = obj.slice(7);
+    const whole = bytesOf(300_000, 1);
+    expect(await (await fetch(`${url}/v1`)).json()).toEqual({ api: 'tensorfs-hub', version: 1, writable: false });
+    expect(await (await fetch(`${url}/v1/refs/team/model`)).json()).toEqual({ name: 'team/model', id });
+    expect(await (await fetch(`${url}/v1/refs`)).json()).toEqual({ refs: [{ name: 'team/model', id }] });
+    const full = await fetch(`${url}/v1/objects/${hex}`);
+    expect(full.status).toBe(200);
+    expect(full.headers.get('cache-control')).toContain('immutable');
+    expect(idOf(new Uint8Array(await full.arrayBuffer()))).toBe(obj);
+    const part = await fetch(`${url}/v1/objects/${hex}`, { headers: { range: 'bytes=1000-1999' } });
+    expect(part.status).toBe(206);
+    expect(part.headers.get('content-range')).toBe('bytes 1000-1999/300000');
+    expect(Buffer.from(await part.arrayBuffer()).equals(Buffer.from(whole.subarray(1000, 2000)))).toBe(true);
+    const suffix = await fetch(`${url}/v1/objects/${hex}`, { headers: { range: 'bytes=-10' } });
+    expect(Buffer.from(await suffix.arrayBuffer()).equals(Buffer.from(whole.subarray(299_990)))).toBe(true);
+    const past = await fetch(`${url}/v1/objects/${hex}`, { headers: { range: 'bytes=300000-' } });
+    expect(past.status).toBe(416);
+    expect(past.headers.get('content-range')).toBe('bytes */300000');
+    const head = await fetch(`${url}/v1/objects/${hex}`, { method: 'HEAD' });
+    expect(head.headers.get('content-length')).toBe('300000');
+  });
+
+  it('answers errors with one of the twelve codes and nothing local', async () => {
+    const { url, store } = await started({ tokens: { tokens: [{ token: TOKEN, read: ['*'], write: ['team/*'] }] } });
+    const cases: [string, RequestInit, number, string][] = [
+      [`/v1/refs/team/none`, { headers: { authorization: `Bearer ${TOKEN}` } }, 404, 'not_found'],
+      [`/v1/refs/team/model`, {}, 401, 'denied'],
+      [`/v1/refs/team/model`, { headers: { authorization: 'Bearer nope-nope-nope' } }, 401, 'denied'],
+      [
+        `/v1/refs/other/x`,
+        {
+          method: 'PUT',
+          headers: { authorization: `Bearer ${TOKEN}` },
+          body: JSON.stringify({ id: `sha256:${'0'.repeat(64)}` }),
+        },
+        403,
+        'denied',
+      ],
+      [
+        `/v1/refs/team/x`,
+        { method: 'PUT', headers: { authorization: `Bearer ${TOKEN}` }, body: '{not json' },
+        400,
+        'malformed',
+      ],
+      [
+        `/v1/refs/team/x`,
+        {
+          method: 'PUT',
+          headers: { authorization: `Bearer ${TOKEN}` },
+          body: JSON.stringify({ id: `sha256:${'0'.repeat(64)}` }),
+        },
+        404,
+        'not_found',
+      ],
+      [`/v1/objects/${'1'.repeat(64)}`, { headers: { authorization: `Bearer ${TOKEN}` } }, 404, 'not_found'],
+      [
+        `/v1/objects/${'1'.repeat(64)}`,
+        { method: 'PUT', headers: { authorization: `Bearer ${TOKEN}` }, body: 'hello' },
+        422,
+        'corrupt',
+      ],
+      [`/nowhere`, {}, 404, 'not_found'],
+    ];
+    for (const [path, init, status, code] of cases) {
+      const r = await fetch(`${url}${path}`, init);
+      const text = await r.text();
+      expect([path, r.status]).toEqual([path, status]);
+      const body = JSON.parse(text);
+      expect(body.error.code).toBe(code);
+      expect(ERROR_CODES).toContain(body.error.code);
+      expect(text).not.toContain(store.root);
+      expect(text).not.toContain(TOKEN);
+      expect(text).not.toMatch(/at .*\.(ts|js):\d+/);
+    }
+  });
+
+  it('verifies uploads before they are visible', async () => {
+    const { url } = await started({ tokens: { tokens: [{ token: TOKEN, write: ['*'], read: ['*'] }] } });
+    const good = bytesOf(5000, 11);
+    const id = idOf(good) as ObjectId;
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    const bad = Buffer.from(good);
+    bad[0] = (bad[0] ?? 0) ^ 1;
+    expect((await fetch(`${url}/v1/objects/${id.slice(7)}`, { method: 'PUT', headers: auth, body: bad })).status).toBe(
+      422,
+    );
+    const lacks = await fetch(`${url}/v1/objects/lacks`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ ids: [id] }),
+    });
+    expect(await lacks.json()).toEqual({ lacks: [id] });
+    expect((await fetch(`${url}/v1/objects/${id.slice(7)}`, { method: 'PUT', headers: auth, body: good })).status).toBe(
+      201,
+    );
+    const after2 = await fetch(`${url}/v1/objects/lacks`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ ids: [id] }),
+    });
+    expect(await after2.json()).toEqual({ lacks: [] });
+  });
+
+  it('bounds JSON bodies and concurrency', async () => {
+    const { url } = await started({
+      maxJsonBytes: 1000,
+      tokens: { tokens: [{ token: TOKEN, read: ['*'], write: ['*'] }] },
+    });
+    const r = await fetch(`${url}/v1/objects/lacks`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}` },
+      body: JSON.stringify({ ids: Array.from({ length: 100 }, () => `sha256:${'a'.repeat(64)}`) }),
+    });
+    expect(r.status).toBe(413);
+    expect(((await r.json()) as { error: { code: string } }).error.code).toBe('limit_exceeded');
+
+    // One slot: a request held open makes the next one wait-and-retry (503 + Retry-After).
+    let release!: () => void;
+    const gate = new Promise<void>((r2) => (release = r2));
+    const { store } = await storeWith('x/y');
+    const slow = new StoreOrigin(store);
+    const backend = Object.assign(Object.create(slow), {
+      getRef: async (n: string) => {
+        await gate;
+        return slow.getRef(n);
+      },
+    });
+    const h = await started({ maxConcurrent: 1 }, backend);
+    const first = fetch(`${h.url}/v1/refs/x/y`);
+    await new Promise((r2) => setTimeout(r2, 100));
+    const second = await fetch(`${h.url}/v1/refs/x/y`);
+    expect(second.status).toBe(503);
+    expect(second.headers.get('retry-after')).toBe('1');
+    release();
+    expect((await first).status).toBe(200);
+  });
+
+  it('close() lets an in-flight request finish, then stops listening', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r2) => (release = r2));
+    const { store } = await storeWith('x/y');
+    const slow = new StoreOrigin(store);
+    const backend = Object.assign(Object.create(slow), {
+      getRef: async (n: string) => {
+        await gate;
+        return slow.getRef(n);
+      },
+    });
+    const h = await started({}, backend);
+    const inflight = fetch(`${h.url}/v1/refs/x/y`);
+    await new Promise((r2) => setTimeout(r2, 100));
+    const closed = h.hub.close();
+    setTimeout(release, 100);
+    expect((await inflight).status).toBe(200);
+    await closed;
+    await expect(fetch(`${h.url}/v1`)).rejects.toThrow();
+  });
+});
