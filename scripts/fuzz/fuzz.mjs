@@ -19,17 +19,19 @@ const { values: opt } = parseArgs({
     'limit-ms': { type: 'string', default: '1000' },
     'hang-ms': { type: 'string', default: '10000' },
     'max-saved': { type: 'string', default: '50' },
+    out: { type: 'string' },
     json: { type: 'boolean', default: false },
     help: { type: 'boolean', default: false },
   },
 });
 if (opt.help) {
-  console.log(`usage: pnpm fuzz [--parser NAME]... [--iterations N] [--seed S] [--limit-ms MS] [--hang-ms MS] [--json]
-parsers: ${PARSERS.join(', ')}`);
+  console.log(`usage: pnpm fuzz [--parser NAME]... [--iterations N] [--seed S] [--limit-ms MS] [--hang-ms MS] [--max-saved N] [--out DIR] [--json]
+parsers: ${PARSERS.join(', ')} (and self-test, which checks the harness with planted faults)`);
   process.exit(0);
 }
 const parsers = opt.parser ?? PARSERS;
-for (const p of parsers) if (!PARSERS.includes(p)) throw new Error(`unknown parser ${p}; one of ${PARSERS.join(', ')}`);
+for (const p of parsers)
+  if (!PARSERS.includes(p) && p !== 'self-test') throw new Error(`unknown parser ${p}; one of ${PARSERS.join(', ')}`);
 const iterations = Number(opt.iterations);
 const limitMs = Number(opt['limit-ms']);
 const hangMs = Math.max(Number(opt['hang-ms']), limitMs * 2);
@@ -42,7 +44,7 @@ if (!existsSync(join(distDir, 'index.js'))) {
 const log = (s) => (opt.json ? process.stderr : process.stdout).write(`${s}\n`);
 
 function save(parser, bytes) {
-  const dir = join(ROOT, 'packages/format/test/fixtures/fuzz-crashers', parser);
+  const dir = join(opt.out ?? join(ROOT, 'packages/format/test/fixtures/fuzz-crashers'), parser);
   mkdirSync(dir, { recursive: true });
   const sha = createHash('sha256').update(bytes).digest('hex');
   writeFileSync(join(dir, `${sha}.bin`), bytes);
@@ -50,9 +52,19 @@ function save(parser, bytes) {
 }
 
 function runSlice(parser, start, end, onMsg) {
-  const sab = new SharedArrayBuffer(24 + (1 << 20) + 64);
-  const ctl = new Int32Array(sab, 0, 4);
-  const stamp = new Float64Array(sab, 16, 1);
+  // Layout: see worker.mjs.
+  const sab = new SharedArrayBuffer(64 + (1 << 20) + 64);
+  const ctl = new Int32Array(sab, 0, 12);
+  const f64 = new Float64Array(sab, 0, 8);
+  const counts = () => ({
+    inputs: ctl[4],
+    accepted: ctl[5],
+    rejected: ctl[6],
+    skipped: ctl[7],
+    crashers: ctl[8],
+    slow: ctl[9],
+    maxMs: f64[7],
+  });
   const w = new Worker(new URL('./worker.mjs', import.meta.url), {
     workerData: { parser, seed: opt.seed, start, end, limitMs, sab, distDir },
     resourceLimits: { maxOldGenerationSizeMb: 2048 },
@@ -60,12 +72,12 @@ function runSlice(parser, start, end, onMsg) {
   return new Promise((resolve) => {
     let finished = false;
     const timer = setInterval(() => {
-      if (Atomics.load(ctl, 0) === 1 && Date.now() - stamp[0] > hangMs) {
+      if (Atomics.load(ctl, 0) === 1 && Date.now() - f64[6] > hangMs) {
         clearInterval(timer);
         finished = true;
-        const bytes = new Uint8Array(sab, 24, ctl[2]).slice();
+        const bytes = new Uint8Array(sab, 64, ctl[2]).slice();
         const index = ctl[1];
-        w.terminate().then(() => resolve({ hung: { index, bytes } }));
+        w.terminate().then(() => resolve({ hung: { index, bytes }, counts: counts() }));
       }
     }, 100);
     w.on('message', onMsg);
@@ -74,8 +86,11 @@ function runSlice(parser, start, end, onMsg) {
       if (finished) return;
       clearInterval(timer);
       finished = true;
-      const bytes = new Uint8Array(sab, 24, ctl[2]).slice();
-      resolve({ hung: { index: ctl[1], bytes, what: `worker died: ${String(e?.message ?? e).slice(0, 200)}` } });
+      const bytes = new Uint8Array(sab, 64, ctl[2]).slice();
+      resolve({
+        hung: { index: ctl[1], bytes, what: `worker died: ${String(e?.message ?? e).slice(0, 200)}` },
+        counts: counts(),
+      });
     });
     w.on('exit', () => {
       if (finished) return;
@@ -124,12 +139,14 @@ for (const parser of parsers) {
       break;
     }
     if (!r.hung) throw new Error(`worker for ${parser} exited without finishing`);
-    // Counts of the killed worker are lost except through progress; count the hang and resume after it.
+    // The killed worker's counts come from shared memory; the input in flight counts as one input.
+    for (const k of Object.keys(r.counts))
+      total[k] = k === 'maxMs' ? Math.max(total.maxMs, r.counts.maxMs) : total[k] + r.counts[k];
+    total.inputs++;
     total.hangs++;
     note(`hang:${r.hung.what ?? ''}`, r.hung.what ?? `hang (> ${hangMs} ms)`, undefined, r.hung.bytes);
     log(`${parser}: input ${r.hung.index} ${r.hung.what ?? 'hung'}; restarting after it`);
     start = r.hung.index + 1;
-    total.inputs += 0;
   }
   const seconds = (performance.now() - t0) / 1000;
   const row = {

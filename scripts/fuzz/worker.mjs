@@ -8,18 +8,32 @@ const { parser, seed, start, end, limitMs, sab, distDir } = workerData;
 const fmt = await import(`${distDir}/index.js`);
 const enc = await import(`${distDir}/encodings.js`);
 const cozy = await import(`${distDir}/cozytensors.js`);
-const target = makeTargets(fmt, enc, cozy)[parser];
-const seeds = seedsFor(parser);
+// `self-test` checks the harness itself: a planted TypeError, a planted slow call and a planted
+// infinite loop must each be reported (see docs/fuzzing.md); real TensorFSErrors must not.
+const selfTest = async (b) => {
+  if (b.length === 7) throw new TypeError('planted crasher');
+  if (b.length === 11) {
+    const t = Date.now();
+    while (Date.now() - t < limitMs + 50);
+  }
+  if (b.length === 13 && b[0] === 0x7b) for (;;);
+  return fmt.parseSafetensorsHeader(b);
+};
+const target = parser === 'self-test' ? selfTest : makeTargets(fmt, enc, cozy)[parser];
+const seeds = seedsFor(parser === 'self-test' ? 'shard-index' : parser);
 const gen = (parser === 'encodings' || parser === 'shard-index' ? makeJsonGenerator : makeGenerator)(
   parser,
   seeds,
   seed,
 );
 
-// ctl: [0] in-call flag, [1] input index, [2] input length; stamp: [0] Date.now() at call start (in a Float64 view).
-const ctl = new Int32Array(sab, 0, 4);
-const stamp = new Float64Array(sab, 16, 1);
-const buf = new Uint8Array(sab, 24);
+// Shared with the watchdog (fuzz.mjs): ctl [0] in-call flag, [1] input index, [2] input length,
+// [4..9] the counts below (so a killed worker's counts survive); f64 [6] Date.now() at call start,
+// [7] slowest call; then the input bytes.
+const ctl = new Int32Array(sab, 0, 12);
+const f64 = new Float64Array(sab, 0, 8);
+const buf = new Uint8Array(sab, 64);
+const SLOT = { inputs: 4, accepted: 5, rejected: 6, skipped: 7, crashers: 8, slow: 9 };
 
 // Capturing stack traces dominates the cost of a rejected input; crashers are re-run with traces on.
 Error.stackTraceLimit = 0;
@@ -51,7 +65,7 @@ for (let i = start; i < end; i++) {
   buf.set(b.subarray(0, n));
   ctl[2] = n;
   ctl[1] = i;
-  stamp[0] = Date.now();
+  f64[6] = Date.now();
   Atomics.store(ctl, 0, 1);
   let res = await runOnce(b);
   if (res.ms > limitMs) res = await runOnce(b); // one retry: a busy machine can stall any call once
@@ -64,6 +78,8 @@ for (let i = start; i < end; i++) {
   } else counts[res.outcome === 'crash' ? 'crashers' : res.outcome]++;
   const slow = res.ms > limitMs;
   if (slow) counts.slow++;
+  for (const [k, at] of Object.entries(SLOT)) ctl[at] = counts[k];
+  f64[7] = counts.maxMs;
   if (res.outcome === 'crash' || slow) {
     Error.stackTraceLimit = 10;
     const again = res.outcome === 'crash' ? await runOnce(b) : res;
