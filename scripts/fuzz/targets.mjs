@@ -1,7 +1,7 @@
 // Fuzz targets: one function per parser, taking raw bytes. Each either returns (parsed) or throws.
 // The caller decides whether a throw is acceptable (a TensorFSError) or a crasher (anything else).
 // The format module is injected so the same targets run against the built dist (the campaign) and
-// against source (the regression test in packages/format/test/fuzz-crashers.test.ts).
+// against source (the regression test in scripts/test/fuzz-crashers.test.ts).
 import { readFileSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';

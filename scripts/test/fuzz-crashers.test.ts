@@ -4,15 +4,17 @@ import * as fmt from '@tensorfs/format';
 import * as cozy from '@tensorfs/format/cozytensors';
 import * as enc from '@tensorfs/format/encodings';
 import { describe, expect, it } from 'vitest';
-import { makeGenerator, makeJsonGenerator } from '../../../scripts/fuzz/mutate.mjs';
-import { type FuzzTarget, makeTargets, PARSERS, ROOT, seedsFor } from '../../../scripts/fuzz/targets.mjs';
+import { makeGenerator, makeJsonGenerator } from '../fuzz/mutate.mjs';
+import { makeTargets, PARSERS, ROOT, seedsFor } from '../fuzz/targets.mjs';
+
+type FuzzTarget = (bytes: Uint8Array) => Promise<unknown>;
 
 // Replays the fuzz campaign's saved crashers (and its seeds, and a short slice of its mutated
 // inputs) through the same targets `pnpm fuzz` uses, on source: each input parses or throws a
 // TensorFSError, within the campaign's per-input bound.
 const LIMIT_MS = 1000;
 const CRASHERS = join(ROOT, 'packages/format/test/fixtures/fuzz-crashers');
-const targets = makeTargets(fmt, enc, cozy);
+const targets: Record<string, FuzzTarget> = makeTargets(fmt, enc, cozy);
 
 async function outcome(target: FuzzTarget, bytes: Uint8Array): Promise<{ ok: boolean; ms: number; what: string }> {
   const t0 = performance.now();
