@@ -96,6 +96,13 @@ export async function fetchingStore(
   return fs;
 }
 
+/** The `<origin>` positional of pull and push. */
+const ORIGIN_POSITIONAL = {
+  type: 'string',
+  demandOption: true,
+  describe: 'remote name, URL (http, https, s3, file) or folder',
+} as const;
+
 function tokenOption<T>(y: Argv<T>): Argv<T & TokenArgs> {
   return y.option('token-file', {
     type: 'string',
@@ -119,11 +126,7 @@ export const pullCommand = defineCommand<PullArgs>({
   builder: (y) =>
     tokenOption(
       y
-        .positional('origin', {
-          type: 'string',
-          demandOption: true,
-          describe: 'remote name, URL (http, https, s3, file) or folder',
-        })
+        .positional('origin', ORIGIN_POSITIONAL)
         .positional('ref', { type: 'string', demandOption: true, describe: 'remote ref (or snapshot id) to pull' })
         .option('component', {
           type: 'string',
@@ -181,11 +184,7 @@ export const pushCommand = defineCommand<PushArgs>({
   builder: (y) =>
     tokenOption(
       y
-        .positional('origin', {
-          type: 'string',
-          demandOption: true,
-          describe: 'remote name, URL (http, https, s3, file) or folder',
-        })
+        .positional('origin', ORIGIN_POSITIONAL)
         .positional('ref', { type: 'string', demandOption: true, describe: 'local ref (or snapshot id) to push' })
         .option('name', { type: 'string', describe: 'remote ref to move (default: the local ref name)' })
         .option('expected', {
