@@ -83,7 +83,7 @@ describe('tfs tensors / cat / compose', () => {
     const w = await tfs(['cat', 'local/m', 'embed.weight', '-o', dest, '--verify'], storeDir);
     expect(w.code).toBe(0);
     expect(sha(await fsp.readFile(dest))).toBe(e.sha256);
-    expect((await fsp.readdir(dir)).filter((f) => f.includes('.tfs-'))).toEqual([]);
+    expect((await fsp.readdir(dir)).filter((f) => f.startsWith('.embed.bin.'))).toEqual([]); // no temp left
   });
 
   it('tfs cat --decode writes the values a GGUF block type decodes to (as gguf-py dequantizes them)', async () => {

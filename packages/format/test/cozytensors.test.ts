@@ -15,6 +15,7 @@ import * as main from '@tensorfs/format';
 import { encodeCbor, isTensorFSError, type ObjectId, toHex } from '@tensorfs/format';
 import fc from 'fast-check';
 import { createHash } from 'node:crypto';
+import { expectCodeSync } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
 
 /** TENSORFS_SLOW=1 runs the property tests 20 times longer. */
@@ -52,16 +53,6 @@ function sample(): CheckpointHeader {
       },
     ],
   };
-}
-
-function errorOf(fn: () => unknown): { code: string; rule: unknown } | undefined {
-  try {
-    fn();
-  } catch (err) {
-    if (!isTensorFSError(err)) throw err;
-    return { code: err.code, rule: err.details.rule };
-  }
-  return undefined;
 }
 
 describe('cozytensors header', () => {
@@ -115,7 +106,7 @@ describe('cozytensors header', () => {
       { id: D2, length: 3 },
     ]);
     const bad = encodeCheckpoint(h).slice(0, -1);
-    expect(errorOf(() => main.objectReferences(bad))).toEqual({ code: 'malformed', rule: 'cozytensors.truncated' });
+    expectCodeSync(() => main.objectReferences(bad), 'malformed', 'cozytensors.truncated');
   });
 
   it('refuses on encode what decode refuses, as invalid_argument', () => {
@@ -167,10 +158,7 @@ describe('cozytensors header', () => {
     for (const [rule, edit] of cases) {
       const h = sample();
       edit(h);
-      expect(
-        errorOf(() => encodeCheckpoint(h)),
-        rule,
-      ).toEqual({ code: 'invalid_argument', rule });
+      expectCodeSync(() => encodeCheckpoint(h), 'invalid_argument', rule);
     }
   });
 
@@ -203,10 +191,7 @@ describe('cozytensors header', () => {
     expect(checkpointDataSize('F4', [6])).toBe(3);
     expect(checkpointDataSize('F32', [])).toBe(4);
     expect(checkpointDataSize('F32', [0, 9])).toBe(0);
-    expect(errorOf(() => checkpointDataSize('F4', [5]))).toEqual({
-      code: 'invalid_argument',
-      rule: 'cozytensors.byte_length',
-    });
+    expectCodeSync(() => checkpointDataSize('F4', [5]), 'invalid_argument', 'cozytensors.byte_length');
   });
 });
 
@@ -223,19 +208,13 @@ describe('parseConfigJson', () => {
     expect(Object.keys(parse('{"__proto__": 1}') as object)).toEqual(['__proto__']);
   });
   it('refuses duplicate keys, bad UTF-8, numbers a double does not hold, trailing text', () => {
-    expect(errorOf(() => parse('{"a": 1, "a": 2}'))).toEqual({ code: 'malformed', rule: 'cozytensors.config_json' });
-    expect(errorOf(() => parseConfigJson(new Uint8Array([0x22, 0xff, 0x22])))).toEqual({
-      code: 'malformed',
-      rule: 'cozytensors.config_json',
-    });
-    expect(errorOf(() => parse('9007199254740993'))).toEqual({ code: 'malformed', rule: 'cozytensors.config_number' });
-    expect(errorOf(() => parse('1e400'))).toEqual({ code: 'malformed', rule: 'cozytensors.config_number' });
-    expect(errorOf(() => parse('NaN'))).toEqual({ code: 'malformed', rule: 'cozytensors.config_json' });
-    expect(errorOf(() => parse('{} x'))).toEqual({ code: 'malformed', rule: 'cozytensors.config_json' });
-    expect(errorOf(() => parse('['.repeat(60) + ']'.repeat(60)))).toEqual({
-      code: 'malformed',
-      rule: 'cozytensors.config_json',
-    });
+    expectCodeSync(() => parse('{"a": 1, "a": 2}'), 'malformed', 'cozytensors.config_json');
+    expectCodeSync(() => parseConfigJson(new Uint8Array([0x22, 0xff, 0x22])), 'malformed', 'cozytensors.config_json');
+    expectCodeSync(() => parse('9007199254740993'), 'malformed', 'cozytensors.config_number');
+    expectCodeSync(() => parse('1e400'), 'malformed', 'cozytensors.config_number');
+    expectCodeSync(() => parse('NaN'), 'malformed', 'cozytensors.config_json');
+    expectCodeSync(() => parse('{} x'), 'malformed', 'cozytensors.config_json');
+    expectCodeSync(() => parse('['.repeat(60) + ']'.repeat(60)), 'malformed', 'cozytensors.config_json');
   });
 });
 
@@ -296,7 +275,7 @@ describe('cozytensors properties', () => {
   it('a CBOR map in place of the header is refused with a cozytensors rule', () => {
     const body = encodeCbor({ version: 1 });
     const bytes = new Uint8Array([...COZYTENSORS_MAGIC, ...body]);
-    expect(errorOf(() => decodeCheckpoint(bytes))).toEqual({ code: 'malformed', rule: 'cozytensors.missing_field' });
+    expectCodeSync(() => decodeCheckpoint(bytes), 'malformed', 'cozytensors.missing_field');
   });
 });
 

@@ -9,16 +9,17 @@ import {
   decodeCheckpoint,
   encodeCheckpoint,
 } from '@tensorfs/format/cozytensors';
-import { fromHex, isTensorFSError, toHex } from '@tensorfs/format';
+import { type ErrorCode, fromHex, toHex } from '@tensorfs/format';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { expectCodeSync } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
 
 const root = new URL('../../../', import.meta.url);
 const vectors: {
   valid: { name: string; header: CheckpointHeader & { version: 1 }; hex: string; id: string }[];
-  invalid: { name: string; hex: string; code: string; rule: string }[];
+  invalid: { name: string; hex: string; code: ErrorCode; rule: string }[];
 } = JSON.parse(readFileSync(new URL('vectors/v1/cozytensors/headers.json', root), 'utf8'));
 const schema = JSON.parse(readFileSync(new URL('spec/v1/cozytensors.schema.json', root), 'utf8'));
 const validate = new Ajv2020({ strict: true, allErrors: true }).compile(schema);
@@ -44,13 +45,7 @@ describe('v1 cozytensors vectors', () => {
   });
 
   it.each(vectors.invalid.map((v) => [v.name, v] as const))('%s is rejected', (_name, v) => {
-    let got: unknown;
-    try {
-      decodeCheckpoint(fromHex(v.hex));
-    } catch (err) {
-      got = isTensorFSError(err) ? { code: err.code, rule: err.details.rule } : err;
-    }
-    expect(got).toEqual({ code: v.code, rule: v.rule });
+    expectCodeSync(() => decodeCheckpoint(fromHex(v.hex)), v.code, v.rule);
   });
 
   it('pins the order of components, tensors and the 64 MiB cut', () => {

@@ -2,8 +2,8 @@
  * decode(encode(x)) stays within each scheme's quantization error bound, and the encoders write
  * exactly the params and parts the decoders require.
  */
-import { isTensorFSError } from '@tensorfs/format';
 import { E4M3FN, decode, encode, prepareDecoder } from '@tensorfs/format/encodings';
+import { expectCodeSync } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
 
 function rand(n: number, seed: number, scale = 1): Float32Array {
@@ -130,13 +130,7 @@ describe('encoders', () => {
       () => encode(new Float32Array(16), 'nvfp4', { shape: [16] }),
       () => encode(new Float32Array(48), 'ggml', { shape: [48], type: 'Q8_0' }),
     ]) {
-      let code = '';
-      try {
-        fn();
-      } catch (err) {
-        if (isTensorFSError(err)) code = err.code;
-      }
-      expect(code).toBe('invalid_argument');
+      expectCodeSync(fn, 'invalid_argument');
     }
   });
 });

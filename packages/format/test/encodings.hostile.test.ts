@@ -5,6 +5,7 @@
 import { isTensorFSError } from '@tensorfs/format';
 import { type Encoded, decode, decodeRange, encode } from '@tensorfs/format/encodings';
 import fc from 'fast-check';
+import { expectCodeSync } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
 import { encodedOf, vectors } from './encodings.helpers.js';
 
@@ -12,16 +13,6 @@ function caseNamed(prefix: string): Encoded {
   const c = vectors.cases.find((v) => v.name.startsWith(prefix));
   if (!c) throw new Error(`no vector ${prefix}`);
   return encodedOf(c.encoding);
-}
-
-function failure(fn: () => unknown): { code: string; details: Record<string, unknown> } {
-  try {
-    fn();
-  } catch (err) {
-    if (!isTensorFSError(err)) throw err;
-    return { code: err.code, details: { ...err.details } };
-  }
-  throw new Error('expected a TensorFSError');
 }
 
 function withParams(enc: Encoded, patch: Record<string, unknown>): Encoded {
@@ -40,85 +31,81 @@ function withPart(enc: Encoded, role: string, part: Encoded['parts'][string] | u
 describe('hostile params and parts', () => {
   it('block size 0 is malformed, naming the param', () => {
     const bnb = caseNamed('bnb_nf4 reference golden');
-    expect(failure(() => decode(withParams(bnb, { blocksize: 0 })))).toMatchObject({
-      code: 'malformed',
-      details: { rule: 'encodings.bnb_nf4.blocksize', param: 'blocksize' },
+    expectCodeSync(() => decode(withParams(bnb, { blocksize: 0 })), 'malformed', 'encodings.bnb_nf4.blocksize', {
+      param: 'blocksize',
     });
     const mx = caseNamed('mxfp4 reference golden');
-    expect(failure(() => decode(withParams(mx, { block_size: 0 })))).toMatchObject({
-      code: 'malformed',
-      details: { param: 'block_size' },
-    });
+    expectCodeSync(() => decode(withParams(mx, { block_size: 0 })), 'malformed', undefined, { param: 'block_size' });
     const gptq = caseNamed('gptq reference golden, v2');
-    expect(failure(() => decode(withParams(gptq, { group_size: 0 })))).toMatchObject({
-      code: 'malformed',
-      details: { param: 'group_size' },
-    });
+    expectCodeSync(() => decode(withParams(gptq, { group_size: 0 })), 'malformed', undefined, { param: 'group_size' });
   });
 
   it('shapes that do not divide are malformed', () => {
     const blocks = new Uint8Array(144);
-    expect(
-      failure(() =>
+    expectCodeSync(
+      () =>
         decode({
           scheme: 'ggml',
           params: { shape: [1, 100], dtype: 'F32', type: 'Q4_K' },
           parts: { blocks: { dtype: 'U8', shape: [144], bytes: blocks } },
         }),
-      ),
-    ).toMatchObject({ code: 'malformed', details: { rule: 'encodings.ggml.block_divides', param: 'shape' } });
+      'malformed',
+      'encodings.ggml.block_divides',
+      { param: 'shape' },
+    );
     const mx = caseNamed('mxfp8 padded');
-    expect(failure(() => decode(withParams(mx, { padded_shape: [32, 48] })))).toMatchObject({
-      code: 'malformed',
-      details: { rule: 'encodings.mxfp8.block_divides' },
-    });
+    expectCodeSync(
+      () => decode(withParams(mx, { padded_shape: [32, 48] })),
+      'malformed',
+      'encodings.mxfp8.block_divides',
+    );
     const gptq = caseNamed('gptq 3-bit');
-    expect(failure(() => decode(withParams(gptq, { shape: [8, 40] })))).toMatchObject({ code: 'malformed' });
+    expectCodeSync(() => decode(withParams(gptq, { shape: [8, 40] })), 'malformed');
     const rot = caseNamed('rotation H16');
-    expect(failure(() => decode(withParams(rot, { group_size: 8 })))).toMatchObject({
-      code: 'malformed',
-      details: { param: 'group_size' },
-    });
+    expectCodeSync(() => decode(withParams(rot, { group_size: 8 })), 'malformed', undefined, { param: 'group_size' });
   });
 
   it('scale parts of the wrong shape are malformed, naming the part', () => {
     const int8 = caseNamed('int8 row scales');
     const scale = int8.parts.scale;
     if (!scale?.bytes) throw new Error('vector');
-    expect(
-      failure(() => decode(withPart(int8, 'scale', { dtype: 'F32', shape: [3], bytes: scale.bytes?.subarray(0, 12) }))),
-    ).toMatchObject({ code: 'malformed', details: { rule: 'encodings.int8.part_shape', part: 'scale' } });
+    expectCodeSync(
+      () => decode(withPart(int8, 'scale', { dtype: 'F32', shape: [3], bytes: scale.bytes?.subarray(0, 12) })),
+      'malformed',
+      'encodings.int8.part_shape',
+      { part: 'scale' },
+    );
     // the row scales given as column scales: same count (4 ≠ 8 here) is refused by shape
-    expect(failure(() => decode(withParams(int8, { granularity: 'column' })))).toMatchObject({
-      code: 'malformed',
-      details: { part: 'scale' },
+    expectCodeSync(() => decode(withParams(int8, { granularity: 'column' })), 'malformed', undefined, {
+      part: 'scale',
     });
     const nv = caseNamed('nvfp4 reference golden, hi_first, cublas');
     const bs = nv.parts.block_scale;
-    expect(
-      failure(() =>
-        decode(withPart(nv, 'block_scale', { dtype: 'F8_E4M3', shape: [2, 2], bytes: bs?.bytes?.subarray(0, 4) })),
-      ),
-    ).toMatchObject({ code: 'malformed', details: { part: 'block_scale' } });
+    expectCodeSync(
+      () => decode(withPart(nv, 'block_scale', { dtype: 'F8_E4M3', shape: [2, 2], bytes: bs?.bytes?.subarray(0, 4) })),
+      'malformed',
+      undefined,
+      { part: 'block_scale' },
+    );
     const fp8 = caseNamed('fp8_e4m3fn block scales');
-    expect(failure(() => decode(withParams(fp8, { block: [3, 4] })))).toMatchObject({
-      code: 'malformed',
-      details: { part: 'scale' },
-    });
+    expectCodeSync(() => decode(withParams(fp8, { block: [3, 4] })), 'malformed', undefined, { part: 'scale' });
     const gptq = caseNamed('gptq 4-bit act-order');
     const sc = gptq.parts.scales;
-    expect(
-      failure(() => decode(withPart(gptq, 'scales', { dtype: 'F16', shape: [8, 4], bytes: sc?.bytes }))),
-    ).toMatchObject({ code: 'malformed', details: { part: 'scales' } });
+    expectCodeSync(
+      () => decode(withPart(gptq, 'scales', { dtype: 'F16', shape: [8, 4], bytes: sc?.bytes })),
+      'malformed',
+      undefined,
+      { part: 'scales' },
+    );
   });
 
   it('a NaN global scale is malformed with the part and index', () => {
     const nv = caseNamed('nvfp4 reference golden, lo_first');
     const nan = new Uint8Array(new Float32Array([Number.NaN]).buffer);
-    expect(failure(() => decode(withPart(nv, 'global_scale', { dtype: 'F32', shape: [], bytes: nan })))).toEqual({
-      code: 'malformed',
-      details: { rule: 'encodings.nvfp4.global_scale', scheme: 'nvfp4', part: 'global_scale', index: 0, actual: 'NaN' },
-    });
+    expect(
+      expectCodeSync(() => decode(withPart(nv, 'global_scale', { dtype: 'F32', shape: [], bytes: nan })), 'malformed')
+        .details,
+    ).toEqual({ rule: 'encodings.nvfp4.global_scale', scheme: 'nvfp4', part: 'global_scale', index: 0, actual: 'NaN' });
   });
 
   it('g_idx out of range is malformed with the part and index', () => {
@@ -126,16 +113,18 @@ describe('hostile params and parts', () => {
     const g = new Int32Array(new Uint8Array(gptq.parts.g_idx?.bytes ?? []).buffer.slice(0));
     g[5] = 4; // 4 groups: 0..3
     const bad = withPart(gptq, 'g_idx', { dtype: 'I32', shape: [64], bytes: new Uint8Array(g.buffer) });
-    expect(failure(() => decode(bad))).toMatchObject({
-      code: 'malformed',
-      details: { rule: 'encodings.gptq.g_idx_range', part: 'g_idx', index: 5, actual: 4 },
+    expectCodeSync(() => decode(bad), 'malformed', 'encodings.gptq.g_idx_range', {
+      part: 'g_idx',
+      index: 5,
+      actual: 4,
     });
     g[5] = -1;
-    expect(
-      failure(() => decode(withPart(gptq, 'g_idx', { dtype: 'I32', shape: [64], bytes: new Uint8Array(g.buffer) }))),
-    ).toMatchObject({
-      details: { part: 'g_idx', index: 5 },
-    });
+    expectCodeSync(
+      () => decode(withPart(gptq, 'g_idx', { dtype: 'I32', shape: [64], bytes: new Uint8Array(g.buffer) })),
+      'malformed',
+      undefined,
+      { part: 'g_idx', index: 5 },
+    );
   });
 
   it('a missing part is an error, never zeros', () => {
@@ -147,18 +136,17 @@ describe('hostile params and parts', () => {
       ['awq_gemm', 'qzeros'],
       ['lora linear', 'up'],
     ] as const) {
-      expect(
-        failure(() => decode(withPart(caseNamed(prefix), role, undefined))),
-        prefix,
-      ).toMatchObject({
-        code: 'malformed',
-        details: { part: role },
+      expectCodeSync(() => decode(withPart(caseNamed(prefix), role, undefined)), 'malformed', undefined, {
+        part: role,
       });
     }
     const fp8 = caseNamed('fp8_e4m3fn tensor scale');
-    expect(failure(() => decode(withPart(fp8, 'scale', { dtype: 'F32', shape: [] })))).toMatchObject({
-      details: { rule: 'encodings.fp8_e4m3fn.missing_bytes', part: 'scale' },
-    });
+    expectCodeSync(
+      () => decode(withPart(fp8, 'scale', { dtype: 'F32', shape: [] })),
+      'malformed',
+      'encodings.fp8_e4m3fn.missing_bytes',
+      { part: 'scale' },
+    );
   });
 
   it('a missing declared fact is malformed, naming the param', () => {
@@ -174,58 +162,55 @@ describe('hostile params and parts', () => {
       ['fp8_e4m3fn row scales', 'granularity'],
       ['int8 tensor scale', 'dtype'],
     ] as const) {
-      expect(
-        failure(() => decode(withParams(caseNamed(prefix), { [param]: undefined }))),
-        `${prefix} ${param}`,
-      ).toMatchObject({
-        code: 'malformed',
-        details: { param },
+      expectCodeSync(() => decode(withParams(caseNamed(prefix), { [param]: undefined })), 'malformed', undefined, {
+        param,
       });
     }
   });
 
   it('a part of another dtype or length, or an undeclared part, is malformed', () => {
     const int8 = caseNamed('int8 tensor scale');
-    expect(
-      failure(() => decode(withPart(int8, 'q', { dtype: 'U8', shape: [4, 8], bytes: new Uint8Array(32) }))),
-    ).toMatchObject({
-      details: { rule: 'encodings.int8.part_dtype', part: 'q' },
-    });
-    expect(
-      failure(() => decode(withPart(int8, 'q', { dtype: 'I8', shape: [4, 8], bytes: new Uint8Array(31) }))),
-    ).toMatchObject({
-      details: { rule: 'encodings.int8.part_length', part: 'q', expected: 32, actual: 31 },
-    });
-    expect(
-      failure(() => decode(withPart(int8, 'zero_point', { dtype: 'I8', shape: [], bytes: new Uint8Array(1) }))),
-    ).toMatchObject({
-      details: { rule: 'encodings.int8.unknown_part', part: 'zero_point' },
-    });
-    expect(failure(() => decode(withParams(int8, { axis: 1 })))).toMatchObject({
-      details: { rule: 'encodings.int8.unknown_param', param: 'axis' },
+    expectCodeSync(
+      () => decode(withPart(int8, 'q', { dtype: 'U8', shape: [4, 8], bytes: new Uint8Array(32) })),
+      'malformed',
+      'encodings.int8.part_dtype',
+      { part: 'q' },
+    );
+    expectCodeSync(
+      () => decode(withPart(int8, 'q', { dtype: 'I8', shape: [4, 8], bytes: new Uint8Array(31) })),
+      'malformed',
+      'encodings.int8.part_length',
+      { part: 'q', expected: 32, actual: 31 },
+    );
+    expectCodeSync(
+      () => decode(withPart(int8, 'zero_point', { dtype: 'I8', shape: [], bytes: new Uint8Array(1) })),
+      'malformed',
+      'encodings.int8.unknown_part',
+      { part: 'zero_point' },
+    );
+    expectCodeSync(() => decode(withParams(int8, { axis: 1 })), 'malformed', 'encodings.int8.unknown_param', {
+      param: 'axis',
     });
   });
 
   it('an unknown scheme or an undecodable GGML type is unsupported', () => {
-    expect(failure(() => decode({ scheme: 'hqq', params: {}, parts: {} }))).toEqual({
-      code: 'unsupported',
-      details: { rule: 'encodings.unknown_scheme', scheme: 'hqq' },
+    expect(expectCodeSync(() => decode({ scheme: 'hqq', params: {}, parts: {} }), 'unsupported').details).toEqual({
+      rule: 'encodings.unknown_scheme',
+      scheme: 'hqq',
     });
-    expect(
-      failure(() =>
+    expectCodeSync(
+      () =>
         decode({
           scheme: 'ggml',
           params: { shape: [64], dtype: 'F32', type: 'Q2_0' },
           parts: { blocks: { dtype: 'U8', shape: [18], bytes: new Uint8Array(18) } },
         }),
-      ),
-    ).toMatchObject({ code: 'unsupported', details: { type: 'Q2_0' } });
-    expect(failure(() => encode(new Float32Array(4), 'bnb_nf4', { shape: [4] }))).toMatchObject({
-      code: 'unsupported',
-    });
-    expect(failure(() => decodeRange(caseNamed('int8 tensor scale'), 2, 9))).toMatchObject({
-      code: 'invalid_argument',
-    });
+      'unsupported',
+      undefined,
+      { type: 'Q2_0' },
+    );
+    expectCodeSync(() => encode(new Float32Array(4), 'bnb_nf4', { shape: [4] }), 'unsupported');
+    expectCodeSync(() => decodeRange(caseNamed('int8 tensor scale'), 2, 9), 'invalid_argument');
   });
 });
 

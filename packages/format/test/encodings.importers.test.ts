@@ -2,7 +2,6 @@
  * Producer conventions → encodings: each importer, fed the producer's tensor names and metadata for
  * a golden vector's parts, yields an encoding that decodes to the vector's expected bytes.
  */
-import { isTensorFSError } from '@tensorfs/format';
 import {
   type Encoded,
   type ProducerTensors,
@@ -18,6 +17,7 @@ import {
   importModelOptNvfp4,
   importScaledFp8,
 } from '@tensorfs/format/encodings';
+import { expectCodeSync } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
 import { type VectorCase, encodedOf, hex, vectors } from './encodings.helpers.js';
 
@@ -40,16 +40,6 @@ function expectDecodes(enc: Encoded, c: VectorCase): void {
 
 const json = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
 const f32 = (x: number) => new Uint8Array(new Float32Array([x]).buffer);
-
-function refusal(fn: () => unknown): { code: string; details: Record<string, unknown> } {
-  try {
-    fn();
-  } catch (err) {
-    if (isTensorFSError(err)) return { code: err.code, details: { ...err.details } };
-    throw err;
-  }
-  throw new Error('expected a refusal');
-}
 
 describe('producer importers', () => {
   it('bitsandbytes NF4 with nested statistics', () => {
@@ -101,10 +91,7 @@ describe('producer importers', () => {
         bytes: json({ quant_type: 'nf4', blocksize: 4, dtype: 'float32' }),
       },
     };
-    expect(refusal(() => importBitsandbytes4bit(tensors, 'w'))).toMatchObject({
-      code: 'unsupported',
-      details: { fact: 'shape' },
-    });
+    expectCodeSync(() => importBitsandbytes4bit(tensors, 'w'), 'unsupported', undefined, { fact: 'shape' });
   });
 
   it('LLM.int8 SCB', () => {
@@ -115,10 +102,10 @@ describe('producer importers', () => {
       'l.weight_format': { dtype: 'U8', shape: [], bytes: new Uint8Array([0]) },
     };
     expectDecodes(importLlmInt8(t, 'l', { dtype: 'F32' }).encoding, c);
-    expect(refusal(() => importLlmInt8(t, 'l'))).toMatchObject({ code: 'unsupported', details: { fact: 'dtype' } });
+    expectCodeSync(() => importLlmInt8(t, 'l'), 'unsupported', undefined, { fact: 'dtype' });
     const legacy = { ...t, 'l.weight_format': { dtype: 'U8', shape: [], bytes: new Uint8Array([2]) } };
-    expect(refusal(() => importLlmInt8(legacy, 'l', { dtype: 'F32' }))).toMatchObject({
-      details: { fact: 'weight_format' },
+    expectCodeSync(() => importLlmInt8(legacy, 'l', { dtype: 'F32' }), 'unsupported', undefined, {
+      fact: 'weight_format',
     });
   });
 
@@ -137,9 +124,7 @@ describe('producer importers', () => {
     const o5 = importScaledFp8({ 'x.weight': q, 'x.weight_scale': e5.enc.parts.scale }, 'x', { dtype: 'F32' });
     expect(o5.encoding).toMatchObject({ scheme: 'fp8_e5m2', params: { granularity: 'row' } });
     expectDecodes(o5.encoding, e5.c);
-    expect(refusal(() => importScaledFp8({ 'b.weight': enc.parts.q }, 'b', { dtype: 'F32' }))).toMatchObject({
-      code: 'malformed',
-    });
+    expectCodeSync(() => importScaledFp8({ 'b.weight': enc.parts.q }, 'b', { dtype: 'F32' }), 'malformed');
   });
 
   it('DeepSeek block FP8 (weight_scale_inv multiplies)', () => {
@@ -177,9 +162,8 @@ describe('producer importers', () => {
       'l.comfy_quant': { dtype: 'U8', shape: [0], bytes: json({ format: 'nvfp4' }) },
     };
     expectDecodes(importComfyQuant(t, 'l', { dtype: 'F32', shape: [6, 40] }).encoding, nv.c);
-    expect(refusal(() => importComfyQuant(t, 'l', { dtype: 'F32' }))).toMatchObject({
-      code: 'unsupported',
-      details: { fact: 'logical_shape' },
+    expectCodeSync(() => importComfyQuant(t, 'l', { dtype: 'F32' }), 'unsupported', undefined, {
+      fact: 'logical_shape',
     });
     const mx = vector('mxfp8 padded [20,40] in [32,64], cublas');
     const m: ProducerTensors = { 'm.weight': mx.enc.parts.q, 'm.weight_scale': mx.enc.parts.scale };
@@ -187,9 +171,12 @@ describe('producer importers', () => {
       importComfyQuant(m, 'm', { dtype: 'F32', shape: [20, 40], conf: { format: 'mxfp8' } }).encoding,
       mx.c,
     );
-    expect(refusal(() => importComfyQuant(m, 'm', { dtype: 'F32', conf: { format: 'svdquant' } }))).toMatchObject({
-      details: { fact: 'format' },
-    });
+    expectCodeSync(
+      () => importComfyQuant(m, 'm', { dtype: 'F32', conf: { format: 'svdquant' } }),
+      'unsupported',
+      undefined,
+      { fact: 'format' },
+    );
   });
 
   it('ComfyUI int8_tensorwise with ConvRot becomes a rotation around int8', () => {
@@ -231,9 +218,12 @@ describe('producer importers', () => {
     );
     const v1 = vector('gptq reference golden, v1');
     expectDecodes(importGptq(t(v1.enc), 'l', { bits: 4, group_size: 8 }, { dtype: 'F32' }).encoding, v1.c);
-    expect(
-      refusal(() => importGptq(t(v1.enc), 'l', { bits: 4, group_size: 8, checkpoint_format: 'marlin' })),
-    ).toMatchObject({ details: { fact: 'checkpoint_format' } });
+    expectCodeSync(
+      () => importGptq(t(v1.enc), 'l', { bits: 4, group_size: 8, checkpoint_format: 'marlin' }),
+      'unsupported',
+      undefined,
+      { fact: 'checkpoint_format' },
+    );
   });
 
   it('AWQ GEMM, refusing GEMV', () => {
@@ -244,8 +234,8 @@ describe('producer importers', () => {
       'l.scales': enc.parts.scales,
     };
     expectDecodes(importAwq(t, 'l', { version: 'GEMM', bits: 4, group_size: 8 }, { dtype: 'F32' }).encoding, c);
-    expect(refusal(() => importAwq(t, 'l', { version: 'gemv', bits: 4, group_size: 8 }))).toMatchObject({
-      details: { fact: 'version' },
+    expectCodeSync(() => importAwq(t, 'l', { version: 'gemv', bits: 4, group_size: 8 }), 'unsupported', undefined, {
+      fact: 'version',
     });
   });
 
@@ -267,6 +257,6 @@ describe('producer importers', () => {
     const enc = importGgufTensor(12, [256, 1], hex(g.blocks));
     expect(enc.params).toEqual({ shape: [1, 256], dtype: 'F32', type: 'Q4_K' });
     expect(decode(enc)).toEqual(hex(g.expected_f32));
-    expect(refusal(() => importGgufTensor(4, [32], undefined))).toMatchObject({ code: 'unsupported' });
+    expectCodeSync(() => importGgufTensor(4, [32], undefined), 'unsupported');
   });
 });

@@ -1,13 +1,6 @@
 // Hand-built GGUF bytes for the hostile corpus: nothing here validates, so any rule can be broken.
 import fc from 'fast-check';
-import {
-  GGML_TYPES,
-  GGUF_VALUE_TYPES,
-  type GgufKV,
-  type GgufScalar,
-  type GgufValueType,
-  TensorFSError,
-} from '../src/index.js';
+import { GGML_TYPES, GGUF_VALUE_TYPES, type GgufKV, type GgufScalar, type GgufValueType } from '../src/index.js';
 
 const enc = new TextEncoder();
 
@@ -71,17 +64,6 @@ export class RawGguf {
   done(): Uint8Array {
     return Uint8Array.from(this.parts);
   }
-}
-
-/** Runs `fn` and returns the TensorFSError it throws (fails the test on anything else). */
-export function catchError(fn: () => unknown): TensorFSError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof TensorFSError) return err;
-    throw new Error(`expected a TensorFSError, got ${String(err)}`);
-  }
-  throw new Error('expected a throw');
 }
 
 /** A valid scalar of each GGUF value type. */

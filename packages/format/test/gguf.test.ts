@@ -1,6 +1,8 @@
+import { expectCodeSync } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
 import {
   bytesSource,
+  type ErrorCode,
   GGML_TYPES,
   type GgufHeader,
   type GgufKV,
@@ -11,7 +13,7 @@ import {
   writeGguf,
   writeGgufHeader,
 } from '../src/index.js';
-import { catchError, RawGguf } from './gguf.helpers.js';
+import { RawGguf } from './gguf.helpers.js';
 
 const U64_MAX = (1n << 64n) - 1n;
 
@@ -144,17 +146,20 @@ describe('parseGgufHeader on a hand-built file', () => {
     const bytes = handBuilt();
     const h = parseGgufHeader(bytes);
     expect(parseGgufHeader(bytes.subarray(0, h.dataStart), { fileSize: bytes.length })).toEqual(h);
-    const e = catchError(() => parseGgufHeader(bytes.subarray(0, 40), { fileSize: bytes.length }));
-    expect(e.code).toBe('invalid_argument');
-    expect(e.details).toMatchObject({ rule: 'gguf.need_more_bytes', length: 40 });
-    expect(catchError(() => parseGgufHeader(bytes, { fileSize: 3 })).code).toBe('invalid_argument');
+    expectCodeSync(
+      () => parseGgufHeader(bytes.subarray(0, 40), { fileSize: bytes.length }),
+      'invalid_argument',
+      'gguf.need_more_bytes',
+      { length: 40 },
+    );
+    expectCodeSync(() => parseGgufHeader(bytes, { fileSize: 3 }), 'invalid_argument');
   });
 });
 
 interface Case {
   name: string;
   bytes: Uint8Array;
-  code: string;
+  code: ErrorCode;
   rule: string;
   offset?: number;
   extra?: Record<string, unknown>;
@@ -534,9 +539,7 @@ function hostileCases(): Case[] {
 describe('the hostile corpus', () => {
   for (const c of hostileCases()) {
     it(`rejects: ${c.name}`, async () => {
-      const e = catchError(() => parseGgufHeader(c.bytes));
-      expect(e.code).toBe(c.code);
-      expect(e.details.rule).toBe(c.rule);
+      const e = expectCodeSync(() => parseGgufHeader(c.bytes), c.code, c.rule);
       expect(e.details.format).toBe('gguf');
       expect(typeof e.details.offset).toBe('number');
       if (c.offset !== undefined) expect(e.details.offset).toBe(c.offset);
@@ -549,22 +552,20 @@ describe('the hostile corpus', () => {
   it('fails fast on a count of 2^64-1 without allocating', () => {
     const bytes = new RawGguf().header(U64_MAX, U64_MAX).pad().done();
     const t0 = performance.now();
-    for (let i = 0; i < 1000; i++) catchError(() => parseGgufHeader(bytes));
+    for (let i = 0; i < 1000; i++) expectCodeSync(() => parseGgufHeader(bytes), 'malformed');
     expect(performance.now() - t0).toBeLessThan(1000);
   });
 
   it('rejects a header above maxHeaderBytes as limit_exceeded', async () => {
     const bytes = new RawGguf().header(0, 1).kvStr('k', 'x'.repeat(200)).pad().done();
-    expect(catchError(() => parseGgufHeader(bytes, { maxHeaderBytes: 100 })).details).toMatchObject({
-      rule: 'gguf.header_size',
+    expectCodeSync(() => parseGgufHeader(bytes, { maxHeaderBytes: 100 }), 'limit_exceeded', 'gguf.header_size', {
       limit: 100,
     });
-    expect(catchError(() => parseGgufHeader(bytes, { maxHeaderBytes: 100 })).code).toBe('limit_exceeded');
     await expect(readGgufHeader(bytesSource(bytes), { maxHeaderBytes: 100 })).rejects.toMatchObject({
       code: 'limit_exceeded',
     });
     const many = new RawGguf().header(0, 20).pad(512).done();
-    expect(catchError(() => parseGgufHeader(many, { maxHeaderBytes: 200 })).code).toBe('limit_exceeded');
+    expectCodeSync(() => parseGgufHeader(many, { maxHeaderBytes: 200 }), 'limit_exceeded');
   });
 
   it('caps the items of all metadata arrays together (maxArrayItems), across re-reads too', async () => {
@@ -575,14 +576,11 @@ describe('the hostile corpus', () => {
     });
     const file = writeGguf({ metadata: [arr('a', 6), arr('b', 4)], tensors: [] });
     expect(parseGgufHeader(file, { maxArrayItems: 10 }).metadata).toHaveLength(2);
-    const e = catchError(() => parseGgufHeader(file, { maxArrayItems: 9 }));
-    expect([e.code, e.details.rule, e.details.key, e.details.limit, e.details.actual]).toEqual([
-      'limit_exceeded',
-      'gguf.array_items',
-      'b',
-      3,
-      4n,
-    ]);
+    const e = expectCodeSync(() => parseGgufHeader(file, { maxArrayItems: 9 }), 'limit_exceeded', 'gguf.array_items', {
+      key: 'b',
+      limit: 3,
+      actual: 4n,
+    });
     for (const initialReadBytes of [1, 40, 70]) {
       await expect(readGgufHeader(bytesSource(file), { maxArrayItems: 9, initialReadBytes })).rejects.toMatchObject({
         details: e.details,
@@ -591,7 +589,7 @@ describe('the hostile corpus', () => {
         parseGgufHeader(file).metadata,
       );
     }
-    expect(catchError(() => parseGgufHeader(file, { maxArrayItems: -1 })).code).toBe('invalid_argument');
+    expectCodeSync(() => parseGgufHeader(file, { maxArrayItems: -1 }), 'invalid_argument');
   });
 
   it('caps the KV and tensor counts (maxKvCount, maxTensorCount) before reading any item', () => {
@@ -604,20 +602,14 @@ describe('the hostile corpus', () => {
     }));
     const file = writeGguf({ metadata: kvs, tensors });
     expect(parseGgufHeader(file, { maxKvCount: 6, maxTensorCount: 3 }).tensors).toHaveLength(3);
-    const kvError = catchError(() => parseGgufHeader(file, { maxKvCount: 5 }));
-    expect([kvError.code, kvError.details.rule, kvError.details.offset, kvError.details.actual]).toEqual([
-      'limit_exceeded',
-      'gguf.kv_count_limit',
-      16,
-      6n,
-    ]);
-    const tensorError = catchError(() => parseGgufHeader(file, { maxTensorCount: 2 }));
-    expect([tensorError.code, tensorError.details.rule, tensorError.details.offset]).toEqual([
-      'limit_exceeded',
-      'gguf.tensor_count_limit',
-      8,
-    ]);
-    expect(catchError(() => parseGgufHeader(file, { maxTensorCount: 1.5 })).code).toBe('invalid_argument');
+    expectCodeSync(() => parseGgufHeader(file, { maxKvCount: 5 }), 'limit_exceeded', 'gguf.kv_count_limit', {
+      offset: 16,
+      actual: 6n,
+    });
+    expectCodeSync(() => parseGgufHeader(file, { maxTensorCount: 2 }), 'limit_exceeded', 'gguf.tensor_count_limit', {
+      offset: 8,
+    });
+    expectCodeSync(() => parseGgufHeader(file, { maxTensorCount: 1.5 }), 'invalid_argument');
   });
 
   it('accepts alignments 1 and 64 (non-zero powers of two), placing data accordingly', () => {
@@ -822,8 +814,10 @@ describe('writer round trip', () => {
 });
 
 describe('writer errors', () => {
-  const write = (metadata: GgufKV[], tensors: { name: string; type: number | string; dims: number[] }[] = []) =>
-    catchError(() => writeGgufHeader({ metadata, tensors }));
+  const write =
+    (metadata: GgufKV[], tensors: { name: string; type: number | string; dims: number[] }[] = []) =>
+    () =>
+      writeGgufHeader({ metadata, tensors });
   const kv = (type: GgufKV['type'], value: unknown): GgufKV => ({ key: 'k', type, value: value as GgufKV['value'] });
 
   it('refuses values that do not fit their type, naming the key', () => {
@@ -841,14 +835,14 @@ describe('writer errors', () => {
       ['string', 5],
       ['string', 'lone \ud800'],
     ] as const) {
-      const e = write([kv(type, value)]);
-      expect(e.code).toBe('invalid_argument');
-      expect(e.details).toMatchObject({ key: 'k' });
+      expectCodeSync(write([kv(type, value)]), 'invalid_argument', undefined, { key: 'k' });
     }
-    const e = write([kv('array', { itemType: 'int8', items: [1, 300] })]);
-    expect(e.details).toMatchObject({ rule: 'gguf.value', key: 'k', index: 1 });
-    expect(write([kv('array', { itemType: 'array', items: [] })]).details.rule).toBe('gguf.nested_array');
-    expect(write([kv('array', [1, 2])]).details.rule).toBe('gguf.value');
+    expectCodeSync(write([kv('array', { itemType: 'int8', items: [1, 300] })]), 'invalid_argument', 'gguf.value', {
+      key: 'k',
+      index: 1,
+    });
+    expectCodeSync(write([kv('array', { itemType: 'array', items: [] })]), 'invalid_argument', 'gguf.nested_array');
+    expectCodeSync(write([kv('array', [1, 2])]), 'invalid_argument', 'gguf.value');
   });
 
   it('refuses what the reader would reject, as invalid_argument with the reader rule', () => {
@@ -873,16 +867,17 @@ describe('writer errors', () => {
       [[], [{ name: 't', type: 0, dims: [1.5] }], 'gguf.tensor_dim_range'],
     ];
     for (const [metadata, tensors, rule] of cases) {
-      const e = write(metadata, tensors);
-      expect([e.code, e.details.rule]).toEqual(['invalid_argument', rule]);
+      expectCodeSync(write(metadata, tensors), 'invalid_argument', rule);
     }
-    expect(write([], [{ name: 't', type: 4, dims: [32] }]).code).toBe('unsupported');
+    expectCodeSync(write([], [{ name: 't', type: 4, dims: [32] }]), 'unsupported');
   });
 
   it('checks the alignment option against general.alignment and appends it when missing', () => {
     const withKey = [{ key: 'general.alignment', type: 'uint32', value: 64 } as GgufKV];
     expect(writeGgufHeader({ metadata: withKey, tensors: [], alignment: 64 }).header.alignment).toBe(64);
-    expect(catchError(() => writeGgufHeader({ metadata: withKey, tensors: [], alignment: 16 })).details.rule).toBe(
+    expectCodeSync(
+      () => writeGgufHeader({ metadata: withKey, tensors: [], alignment: 16 }),
+      'invalid_argument',
       'gguf.alignment_value',
     );
     const added = writeGgufHeader({ metadata: [kv('uint8', 1)], tensors: [], alignment: 16 }).header;
@@ -904,22 +899,25 @@ describe('writer errors', () => {
       tensors: [],
     });
     const block = bytes.subarray(24, 24 + header.metadataBlock.length);
-    expect(catchError(() => writeGgufHeader({ metadata: { raw: block, count: 1 }, tensors: [] })).details.rule).toBe(
+    expectCodeSync(
+      () => writeGgufHeader({ metadata: { raw: block, count: 1 }, tensors: [] }),
+      'invalid_argument',
       'gguf.metadata_raw',
     );
-    expect(catchError(() => writeGgufHeader({ metadata: { raw: block, count: 3 }, tensors: [] })).code).toBe(
+    expectCodeSync(() => writeGgufHeader({ metadata: { raw: block, count: 3 }, tensors: [] }), 'invalid_argument');
+    expectCodeSync(
+      () => writeGgufHeader({ endianness: 'big', metadata: { raw: block, count: 2 }, tensors: [] }),
       'invalid_argument',
     );
-    expect(
-      catchError(() => writeGgufHeader({ endianness: 'big', metadata: { raw: block, count: 2 }, tensors: [] })).code,
-    ).toBe('invalid_argument');
   });
 
   it('refuses tensor data of the wrong length', () => {
-    const e = catchError(() =>
-      writeGguf({ metadata: [], tensors: [{ name: 't', type: 'F32', dims: [2], data: new Uint8Array(7) }] }),
+    expectCodeSync(
+      () => writeGguf({ metadata: [], tensors: [{ name: 't', type: 'F32', dims: [2], data: new Uint8Array(7) }] }),
+      'invalid_argument',
+      'gguf.tensor_data_length',
+      { tensor: 't' },
     );
-    expect([e.code, e.details.rule, e.details.tensor]).toEqual(['invalid_argument', 'gguf.tensor_data_length', 't']);
   });
 });
 
@@ -956,7 +954,6 @@ describe('vocabulary-only files (no tensors)', () => {
   });
 
   it('still reject padding that is only partly there', () => {
-    const e = catchError(() => parseGgufHeader(padded.subarray(0, infoEnd + 1)));
-    expect([e.code, e.details.rule]).toEqual(['malformed', 'gguf.data_truncated']);
+    expectCodeSync(() => parseGgufHeader(padded.subarray(0, infoEnd + 1)), 'malformed', 'gguf.data_truncated');
   });
 });

@@ -6,7 +6,7 @@ import {
   decodeManifest,
   encodeManifest,
   fromHex,
-  isTensorFSError,
+  type ErrorCode,
   type Manifest,
   manifestToJSON,
   toHex,
@@ -14,12 +14,13 @@ import {
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { expectCodeSync } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
 
 const root = new URL('../../../', import.meta.url);
 const vectors: {
   valid: { name: string; manifest: { version: 1 } & Manifest; hex: string; id: string }[];
-  invalid: { name: string; hex: string; code: string; rule: string }[];
+  invalid: { name: string; hex: string; code: ErrorCode; rule: string }[];
 } = JSON.parse(readFileSync(new URL('vectors/v1/manifests.json', root), 'utf8'));
 const schema = JSON.parse(readFileSync(new URL('spec/v1/manifest.schema.json', root), 'utf8'));
 const validate = new Ajv2020({ strict: true, allErrors: true }).compile(schema);
@@ -35,13 +36,7 @@ describe('v1 manifest vectors', () => {
   });
 
   it.each(vectors.invalid.map((v) => [v.name, v] as const))('%s is rejected', (_name, v) => {
-    let got: unknown;
-    try {
-      decodeManifest(fromHex(v.hex));
-    } catch (err) {
-      got = isTensorFSError(err) ? { code: err.code, rule: err.details.rule } : err;
-    }
-    expect(got).toEqual({ code: v.code, rule: v.rule });
+    expectCodeSync(() => decodeManifest(fromHex(v.hex)), v.code, v.rule);
   });
 
   it('the schema rejects what the shape rules forbid', () => {

@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { expectCodeSync } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
 import {
   encodeManifest,
@@ -53,12 +54,7 @@ describe('objectReferences', () => {
   });
 
   it('refuses bytes that open with a known magic but do not decode (malformed, never a leaf)', () => {
-    try {
-      objectReferences(Uint8Array.from([...TFM1_MAGIC, 0xff]));
-      expect.unreachable();
-    } catch (error) {
-      expect(isTensorFSError(error) && error.code).toBe('malformed');
-    }
+    expectCodeSync(() => objectReferences(Uint8Array.from([...TFM1_MAGIC, 0xff])), 'malformed');
   });
 
   it('has a table of non-empty magics, none a prefix of another', () => {

@@ -1,6 +1,4 @@
 // Builders for hand-made safetensors files (shared by the safetensors test files).
-import { expect } from 'vitest';
-import { isTensorFSError, type TensorFSError } from '../src/index.js';
 
 const encoder = new TextEncoder();
 
@@ -23,37 +21,4 @@ export function desc(
   end: number | bigint | string,
 ): string {
   return `{"dtype":"${dtype}","shape":[${shape.join(',')}],"data_offsets":[${begin},${end}]}`;
-}
-
-/** Runs `fn`, expects a TensorFSError and returns it. */
-export function caught(fn: () => unknown): TensorFSError {
-  try {
-    fn();
-  } catch (error) {
-    if (isTensorFSError(error)) return error;
-    throw new Error(`expected a TensorFSError, got ${String(error)}`);
-  }
-  throw new Error('expected a TensorFSError, nothing was thrown');
-}
-
-/** Awaits `promise`, expects a TensorFSError and returns it. */
-export async function rejected(promise: Promise<unknown>): Promise<TensorFSError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (isTensorFSError(error)) return error;
-    throw new Error(`expected a TensorFSError, got ${String(error)}`);
-  }
-  throw new Error('expected a TensorFSError, nothing was thrown');
-}
-
-/** Asserts a TensorFSError's code and rule (and any other details given). */
-export function expectError(
-  error: TensorFSError,
-  code: string,
-  rule: string,
-  details: Record<string, unknown> = {},
-): void {
-  expect({ code: error.code, rule: error.details.rule }).toEqual({ code, rule });
-  for (const [k, v] of Object.entries(details)) expect(error.details[k], k).toEqual(v);
 }

@@ -1,3 +1,4 @@
+import { expectCodeSync } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
 import {
   checkShardIndex,
@@ -10,11 +11,9 @@ import {
   writeSafetensors,
   writeShardIndex,
 } from '../src/index.js';
-import { caught, expectError } from './safetensors-helpers.js';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const parse = (s: string, options = {}) => parseShardIndex(enc(s), options);
-const fail = (s: string, options = {}) => caught(() => parse(s, options));
 const A = 'model-00001-of-00002.safetensors';
 const B = 'model-00002-of-00002.safetensors';
 
@@ -46,7 +45,7 @@ describe('parseShardIndex', () => {
       `{"metadata":{"total_size":1,"total_size":2},"weight_map":{"a":"${A}"}}`,
       `{"metadata":{},"metadat\\u0061":{},"weight_map":{"a":"${A}"}}`,
     ]) {
-      expectError(fail(text), 'malformed', 'safetensors.S1');
+      expectCodeSync(() => parse(text), 'malformed', 'safetensors.S1');
     }
   });
   it('rejects structure errors', () => {
@@ -65,16 +64,13 @@ describe('parseShardIndex', () => {
       `\ufeff{"weight_map":{"a":"${A}"}}`,
       `{"weight_map":{"a":"${A}",}}`,
     ]) {
-      expectError(fail(text), 'malformed', 'safetensors.I1');
+      expectCodeSync(() => parse(text), 'malformed', 'safetensors.I1');
     }
-    expectError(
-      caught(() => parseShardIndex(new Uint8Array([0x7b, 0xff, 0x7d]))),
-      'malformed',
-      'safetensors.I1',
-      { offset: 1 },
-    );
-    expectError(
-      fail(`{"x":${'['.repeat(200)}${']'.repeat(200)},"weight_map":{"a":"${A}"}}`),
+    expectCodeSync(() => parseShardIndex(new Uint8Array([0x7b, 0xff, 0x7d])), 'malformed', 'safetensors.I1', {
+      offset: 1,
+    });
+    expectCodeSync(
+      () => parse(`{"x":${'['.repeat(200)}${']'.repeat(200)},"weight_map":{"a":"${A}"}}`),
       'malformed',
       'safetensors.R10',
     );
@@ -105,7 +101,9 @@ describe('parseShardIndex', () => {
     ];
     for (const name of hostile) {
       expect(isSafeShardName(name), JSON.stringify(name)).toBe(false);
-      expectError(fail(`{"weight_map":{"t":${JSON.stringify(name)}}}`), 'malformed', 'safetensors.I2', { tensor: 't' });
+      expectCodeSync(() => parse(`{"weight_map":{"t":${JSON.stringify(name)}}}`), 'malformed', 'safetensors.I2', {
+        tensor: 't',
+      });
     }
     for (const name of [
       A,
@@ -121,10 +119,10 @@ describe('parseShardIndex', () => {
   });
   it('applies size and shard-count limits', () => {
     const text = `{"weight_map":{"a":"${A}","b":"${B}"}}`;
-    expectError(fail(text, { maxIndexSize: text.length - 1 }), 'limit_exceeded', 'safetensors.I7');
+    expectCodeSync(() => parse(text, { maxIndexSize: text.length - 1 }), 'limit_exceeded', 'safetensors.I7');
     expect(parse(text, { maxIndexSize: text.length }).shards).toHaveLength(2);
-    expectError(fail(text, { maxShards: 1 }), 'limit_exceeded', 'safetensors.I7', { actual: 2 });
-    expect(caught(() => parse(text, { maxShards: -1 })).code).toBe('invalid_argument');
+    expectCodeSync(() => parse(text, { maxShards: 1 }), 'limit_exceeded', 'safetensors.I7', { actual: 2 });
+    expectCodeSync(() => parse(text, { maxShards: -1 }), 'invalid_argument');
   });
 });
 
@@ -146,46 +144,28 @@ describe('checkShardIndex', () => {
   it('accepts a consistent checkpoint and checks total_size exactly', () => {
     expect(() => checkShardIndex(index(24), headers(['x'], ['y', 'z']))).not.toThrow();
     expect(() => checkShardIndex(index(), headers(['x'], ['y', 'z']))).not.toThrow();
-    expectError(
-      caught(() => checkShardIndex(index(25), headers(['x'], ['y', 'z']))),
-      'malformed',
-      'safetensors.I6',
-      { expected: 24n, actual: 25n },
-    );
+    expectCodeSync(() => checkShardIndex(index(25), headers(['x'], ['y', 'z'])), 'malformed', 'safetensors.I6', {
+      expected: 24n,
+      actual: 25n,
+    });
     expect(shardIndexTotalSize(headers(['x'], ['y', 'z']).values())).toBe(24n);
   });
   it('rejects missing, unmapped and doubled tensors, and unknown or missing shards', () => {
-    expectError(
-      caught(() => checkShardIndex(index(), headers(['x'], ['y']))),
-      'malformed',
-      'safetensors.I3',
-      { tensor: 'z', shard: B },
-    );
-    expectError(
-      caught(() => checkShardIndex(index(), headers(['x', 'w'], ['y', 'z']))),
-      'malformed',
-      'safetensors.I4',
-      {
-        tensor: 'w',
-      },
-    );
-    expectError(
-      caught(() => checkShardIndex(index(), headers(['x', 'y'], ['y', 'z']))),
-      'malformed',
-      'safetensors.I5',
-      {
-        tensor: 'y',
-        shard: A,
-        expected: B,
-      },
-    );
+    expectCodeSync(() => checkShardIndex(index(), headers(['x'], ['y'])), 'malformed', 'safetensors.I3', {
+      tensor: 'z',
+      shard: B,
+    });
+    expectCodeSync(() => checkShardIndex(index(), headers(['x', 'w'], ['y', 'z'])), 'malformed', 'safetensors.I4', {
+      tensor: 'w',
+    });
+    expectCodeSync(() => checkShardIndex(index(), headers(['x', 'y'], ['y', 'z'])), 'malformed', 'safetensors.I5', {
+      tensor: 'y',
+      shard: A,
+      expected: B,
+    });
     const extra = headers(['x'], ['y', 'z']).set('model-00003-of-00003.safetensors', shard([]));
-    expectError(
-      caught(() => checkShardIndex(index(), extra)),
-      'malformed',
-      'safetensors.I4',
-    );
-    expect(caught(() => checkShardIndex(index(), new Map([[A, shard(['x'])]]))).code).toBe('invalid_argument');
+    expectCodeSync(() => checkShardIndex(index(), extra), 'malformed', 'safetensors.I4');
+    expectCodeSync(() => checkShardIndex(index(), new Map([[A, shard(['x'])]])), 'invalid_argument');
   });
 });
 
@@ -225,40 +205,32 @@ describe('writeShardIndex', () => {
     expect(writeShardIndex({ weightMap: back.weightMap, metadata: back.metadata })).toEqual(bytes);
   });
   it('validates before writing', () => {
-    expectError(
-      caught(() => writeShardIndex({ weightMap: {} })),
-      'invalid_argument',
-      'safetensors.I1',
-    );
-    expectError(
-      caught(() => writeShardIndex({ weightMap: { a: '../x.safetensors' } })),
+    expectCodeSync(() => writeShardIndex({ weightMap: {} }), 'invalid_argument', 'safetensors.I1');
+    expectCodeSync(
+      () => writeShardIndex({ weightMap: { a: '../x.safetensors' } }),
       'invalid_argument',
       'safetensors.I2',
     );
-    expectError(
-      caught(() => writeShardIndex({ weightMap: { a: A }, metadata: { total_size: -1 } })),
+    expectCodeSync(
+      () => writeShardIndex({ weightMap: { a: A }, metadata: { total_size: -1 } }),
       'invalid_argument',
       'safetensors.I1',
     );
-    expectError(
-      caught(() => writeShardIndex({ weightMap: { a: A }, metadata: { total_size: 1.5 } })),
+    expectCodeSync(
+      () => writeShardIndex({ weightMap: { a: A }, metadata: { total_size: 1.5 } }),
       'invalid_argument',
       'safetensors.I1',
     );
-    expectError(
-      caught(() => writeShardIndex({ weightMap: { a: A }, metadata: { x: 0.5 } })),
+    expectCodeSync(
+      () => writeShardIndex({ weightMap: { a: A }, metadata: { x: 0.5 } }),
       'invalid_argument',
       'safetensors.I1',
     );
-    expectError(
-      caught(() => writeShardIndex({ weightMap: { 'a\udc00': A } })),
-      'invalid_argument',
-      'safetensors.I1',
-    );
+    expectCodeSync(() => writeShardIndex({ weightMap: { 'a\udc00': A } }), 'invalid_argument', 'safetensors.I1');
     const cyclic: Record<string, unknown> = {};
     cyclic.self = cyclic;
-    expectError(
-      caught(() => writeShardIndex({ weightMap: { a: A }, metadata: cyclic })),
+    expectCodeSync(
+      () => writeShardIndex({ weightMap: { a: A }, metadata: cyclic }),
       'invalid_argument',
       'safetensors.I1',
     );

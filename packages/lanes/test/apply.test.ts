@@ -7,15 +7,19 @@ import {
   BUNDLED_CATALOG,
   bind,
   type Catalog,
+  type CatalogIndex,
   deriveTopology,
   documentDigest,
+  type LaneDocument,
   loadCatalog,
+  type MorphismDoc,
   refOf,
 } from '@tensorfs/lanes';
 import { applyLane } from '@tensorfs/lanes/apply';
 import { openTensors } from '@tensorfs/tensors';
+import { expectCodeSync } from '@tensorfs/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { clone, expectCode } from './helpers.js';
+import { clone } from './helpers.js';
 
 type T = { name: string; dtype: string; shape: number[] };
 
@@ -44,20 +48,25 @@ function llamaTensors(): T[] {
 
 /** A tiny catalog: the committed rules and morphism maps over tiny topologies with real bytes. */
 function tinyCatalog(): Catalog {
-  const rules = BUNDLED_CATALOG.documents.filter((d: any) => d.kind === 'tensorfs.lanes.rule');
+  const bundled = BUNDLED_CATALOG.documents as readonly LaneDocument[];
+  const rules = bundled.filter((d) => d.kind === 'tensorfs.lanes.rule');
   const hf = llamaTensors();
-  const byName = new Map((BUNDLED_CATALOG.documents as any[]).map((d) => [d.name, d]));
-  const gguf = clone(byName.get('llama-hf-to-gguf'));
+  const bundledMorphism = (name: string): MorphismDoc => {
+    const d = bundled.find((x) => x.name === name);
+    if (d?.kind !== 'tensorfs.lanes.morphism') throw new Error(`no bundled morphism ${name}`);
+    return clone(d);
+  };
+  const gguf = bundledMorphism('llama-hf-to-gguf');
   gguf.name = 'tiny-hf-to-gguf';
   gguf.pairs = [{ from: 'tiny-llama@1', to: 'tiny-llama-gguf@1', params: { n_head: 2, n_head_kv: 1 } }];
-  const phi = clone(byName.get('phi3-fused-to-split'));
+  const phi = bundledMorphism('phi3-fused-to-split');
   phi.name = 'tiny-phi-split';
   phi.pairs = [
     { from: 'tiny-phi@1', to: 'tiny-llama@1', params: { n_head: 2, n_head_kv: 1, head_dim: 4, intermediate: 12 } },
   ];
   const rename = (n: string) =>
-    (gguf.map as any[]).reduce<string | null>((acc, m) => {
-      if (acc) return acc;
+    gguf.map.reduce<string | null>((acc, m) => {
+      if (acc || typeof m.to !== 'string') return acc;
       const re = new RegExp(`^${m.from.replace(/\./g, '\\.').replace('{n}', '(\\d+)')}$`);
       const x = re.exec(n);
       return x ? m.to.replace('{n}', x[1] ?? '') : null;
@@ -86,7 +95,7 @@ function tinyCatalog(): Catalog {
       { name: 'tiny-renamed', header: 'tiny' },
     ),
   ];
-  const ren = {
+  const ren: MorphismDoc = {
     kind: 'tensorfs.lanes.morphism',
     name: 'tiny-rename',
     version: 1,
@@ -96,15 +105,13 @@ function tinyCatalog(): Catalog {
     evidence: [{ claim: 'test', source: 'test', locator: 'test' }],
   };
   const documents = [...topo, ...rules, gguf, phi, ren];
-  const index = { kind: 'tensorfs.lanes.catalog', version: 1, topologies: {}, rules: {}, morphisms: {} } as any;
-  for (const d of documents as any[])
-    index[
-      {
-        'tensorfs.lanes.topology': 'topologies',
-        'tensorfs.lanes.rule': 'rules',
-        'tensorfs.lanes.morphism': 'morphisms',
-      }[d.kind as string] as string
-    ][refOf(d)] = documentDigest(d);
+  const index: CatalogIndex = { kind: 'tensorfs.lanes.catalog', version: 1, topologies: {}, rules: {}, morphisms: {} };
+  const field = {
+    'tensorfs.lanes.topology': 'topologies',
+    'tensorfs.lanes.rule': 'rules',
+    'tensorfs.lanes.morphism': 'morphisms',
+  } as const;
+  for (const d of documents) index[field[d.kind]][refOf(d)] = documentDigest(d);
   return loadCatalog({ index, documents });
 }
 
@@ -257,6 +264,6 @@ describe('applyLane', () => {
       });
     });
     expect(countObjects(storeDir)).toBe(before);
-    expectCode(() => cat.lane('tiny-llama+nope'), 'not_found', 'lanes.unknown_document');
+    expectCodeSync(() => cat.lane('tiny-llama+nope'), 'not_found', 'lanes.unknown_document');
   });
 });

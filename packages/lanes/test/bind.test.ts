@@ -9,16 +9,30 @@ import {
 } from '@tensorfs/lanes';
 import { parseSafetensorsHeader, writeGgufHeader, writeSafetensorsHeader } from '@tensorfs/format';
 import { describe, expect, it } from 'vitest';
-import { expectCode } from './helpers.js';
+import { expectCodeSync } from '@tensorfs/testkit';
 import { exactCandidate } from './variants.js';
 
 const cat = defaultCatalog();
 const lane = (s: string) => cat.lane(s);
 
+/** What {@link layoutToJson} writes for one emitted tensor, and for a layout. */
+interface JsonEntry {
+  key: string;
+  role: string;
+  dtypes: string[];
+  shape: number[];
+}
+interface JsonLayout {
+  lane: string;
+  components: Record<string, { tensors: Record<string, JsonEntry> }>;
+}
+const jsonLayout = (s: string) => layoutToJson(cat.layout(lane(s))) as unknown as JsonLayout;
+const jsonTensors = (s: string, component = 'model') => jsonLayout(s).components[component]?.tensors ?? {};
+
 describe('layout = quant(topology)', () => {
   it('computes emissions as pure functions of the source dims', () => {
-    const l = layoutToJson(cat.layout(lane('llama-3-8b+int8-rowwise'))) as any;
-    const t = l.components.model.tensors;
+    const l = jsonLayout('llama-3-8b+int8-rowwise');
+    const t = jsonTensors('llama-3-8b+int8-rowwise');
     expect(l.lane).toBe('llama-3-8b@1+int8-rowwise@1');
     expect(t['model.layers.0.self_attn.k_proj.weight']).toEqual({
       key: 'model.layers.0.self_attn.k_proj.weight',
@@ -32,24 +46,23 @@ describe('layout = quant(topology)', () => {
       dtypes: ['F32'],
       shape: [1024],
     });
-    expect(t['model.embed_tokens.weight'].role).toBe('dense'); // excluded by the rule
+    expect(t['model.embed_tokens.weight']?.role).toBe('dense'); // excluded by the rule
     expect(t['model.norm.weight']).toEqual({
       key: 'model.norm.weight',
       role: 'dense',
       dtypes: ['BF16', 'F16', 'F32'],
       shape: [4096],
     });
-    const bfl = (layoutToJson(cat.layout(lane('gpt2+bfl.nvfp4-preswizzled'))) as any).components.model.tensors;
+    const bfl = jsonTensors('gpt2+bfl.nvfp4-preswizzled');
     // [768, 3072] (Conv1D: rows = 768): scales padded to 128 rows and 4 columns
-    expect(bfl['transformer.h.0.mlp.c_fc.weight_scale'].shape).toEqual([768, 192]);
-    expect(bfl['transformer.h.0.attn.c_attn.weight_scale'].shape).toEqual([768, 144]);
-    const flat = (layoutToJson(cat.layout(lane('gpt2+cozy.nvfp4-flat'))) as any).components.model.tensors;
-    expect(flat['transformer.h.0.attn.c_attn.weight_scale'].shape).toEqual([768, 144]);
-    const q4k = (layoutToJson(cat.layout(lane('gpt2+gguf.q4_k'))) as any).components.model.tensors;
+    expect(bfl['transformer.h.0.mlp.c_fc.weight_scale']?.shape).toEqual([768, 192]);
+    expect(bfl['transformer.h.0.attn.c_attn.weight_scale']?.shape).toEqual([768, 144]);
+    const flat = jsonTensors('gpt2+cozy.nvfp4-flat');
+    expect(flat['transformer.h.0.attn.c_attn.weight_scale']?.shape).toEqual([768, 144]);
+    const q4k = jsonTensors('gpt2+gguf.q4_k');
     expect(q4k['transformer.h.0.attn.c_attn.weight']).toMatchObject({ dtypes: ['Q4_K'], shape: [768, 2304] });
-    const clip = (layoutToJson(cat.layout(lane('clip-vit-large-patch14-text+gguf.q4_k'))) as any).components
-      .text_encoder.tensors;
-    expect(clip['embeddings.position_embedding.weight'].dtypes).toEqual(['Q4_K']); // [77, 768]: 768 % 256 == 0
+    const clip = jsonTensors('clip-vit-large-patch14-text+gguf.q4_k', 'text_encoder');
+    expect(clip['embeddings.position_embedding.weight']?.dtypes).toEqual(['Q4_K']); // [77, 768]: 768 % 256 == 0
   });
 });
 
@@ -211,7 +224,7 @@ describe('bind', () => {
       against: 'llama-3-8b@1+none@1',
       message: expect.stringContaining('a reshape is not a derivation'),
     });
-    const e = expectCode(
+    const e = expectCodeSync(
       () => bindOrThrow({ model: swapped }, 'llama-3-8b', cat),
       'conflict',
       'lanes.same_count_wrong_dims',
@@ -273,7 +286,7 @@ describe('bind', () => {
   });
 
   it('checks its input', () => {
-    expectCode(
+    expectCodeSync(
       () =>
         bind(
           {
@@ -288,13 +301,13 @@ describe('bind', () => {
       'invalid_argument',
       'lanes.candidate',
     );
-    expectCode(
+    expectCodeSync(
       () => bind({ model: [{ name: 'a', dtype: 'F31', shape: [1] }] }, 'gpt2', cat),
       'unsupported',
       'lanes.candidate_dtype',
     );
-    expectCode(() => bind({ model: [] }, 'gpt2+nope', cat), 'not_found', 'lanes.unknown_document');
-    expectCode(() => bind({ model: [] }, 'GPT2 + x', cat), 'invalid_argument', 'lanes.lane_syntax');
+    expectCodeSync(() => bind({ model: [] }, 'gpt2+nope', cat), 'not_found', 'lanes.unknown_document');
+    expectCodeSync(() => bind({ model: [] }, 'GPT2 + x', cat), 'invalid_argument', 'lanes.lane_syntax');
     expect(bind({ model: [], vae: [] }, 'gpt2', cat).refuse?.rule).toBe('lanes.extra_component');
   });
 });
@@ -306,6 +319,6 @@ describe('rotary row order', () => {
     const f = rotaryRowOrder(128, 4, 'rotary_halves_to_pairs');
     const b = rotaryRowOrder(128, 4, 'rotary_pairs_to_halves');
     for (let i = 0; i < 128; i++) expect(f[b[i]!]).toBe(i);
-    expectCode(() => rotaryRowOrder(10, 2, 'rotary_halves_to_pairs'), 'invalid_argument', 'lanes.morphism_permute');
+    expectCodeSync(() => rotaryRowOrder(10, 2, 'rotary_halves_to_pairs'), 'invalid_argument', 'lanes.morphism_permute');
   });
 });

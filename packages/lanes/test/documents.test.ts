@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
+  type BankedHeader,
+  type LaneDocument,
   BUNDLED_CATALOG,
   canonicalJson,
   checkDocument,
@@ -89,7 +91,7 @@ describe('spec/v2 documents', () => {
     );
     const drift: string[] = [];
     for (const t of topologies) {
-      const header = readJson(path.join(V2, t.derived_from.header));
+      const header = readJson<BankedHeader>(path.join(V2, t.derived_from.header));
       const component = Object.keys(t.components)[0] as string;
       const again = deriveTopology(header, {
         name: t.name,
@@ -105,29 +107,30 @@ describe('spec/v2 documents', () => {
   });
 
   it('banked headers hold names, dtypes and shapes only, as save_pretrained writes them', () => {
-    const gpt2 = readJson(path.join(V2, 'headers/gpt2.json'));
-    const names = gpt2.tensors.map((t: any) => t.name);
+    const gpt2 = readJson<BankedHeader>(path.join(V2, 'headers/gpt2.json'));
+    const names = gpt2.tensors.map((t) => t.name);
     expect(names).not.toContain('lm_head.weight'); // tied to wte: save_pretrained drops it
     expect(names).toContain('transformer.wte.weight');
-    const t5 = readJson(path.join(V2, 'headers/t5-base-encoder.json')).tensors.map((t: any) => t.name);
+    const t5 = readJson<BankedHeader>(path.join(V2, 'headers/t5-base-encoder.json')).tensors.map((t) => t.name);
     expect(t5).toContain('shared.weight');
     expect(t5).not.toContain('encoder.embed_tokens.weight');
-    const phi = readJson(path.join(V2, 'headers/phi-3-mini.json')).tensors;
-    expect(phi.find((t: any) => t.name === 'model.layers.0.self_attn.qkv_proj.weight')).toEqual({
+    const phi = readJson<BankedHeader>(path.join(V2, 'headers/phi-3-mini.json')).tensors;
+    expect(phi.find((t) => t.name === 'model.layers.0.self_attn.qkv_proj.weight')).toEqual({
       name: 'model.layers.0.self_attn.qkv_proj.weight',
       dtype: 'BF16',
       shape: [9216, 3072],
     });
-    expect(phi.find((t: any) => t.name === 'model.layers.0.mlp.gate_up_proj.weight').shape).toEqual([16384, 3072]);
+    expect(phi.find((t) => t.name === 'model.layers.0.mlp.gate_up_proj.weight')?.shape).toEqual([16384, 3072]);
     for (const f of fs.readdirSync(path.join(V2, 'headers')))
-      for (const t of readJson(path.join(V2, 'headers', f)).tensors)
+      for (const t of readJson<BankedHeader>(path.join(V2, 'headers', f)).tensors)
         expect(Object.keys(t).sort()).toEqual(['dtype', 'name', 'shape']);
   });
 
   it('the bundled catalog is exactly spec/v2 and loads', () => {
     expect(canonicalJson(BUNDLED_CATALOG.index)).toBe(canonicalJson(index));
-    const byRef = (ds: any[]) => new Map(ds.map((d) => [`${d.kind}:${d.name}@${d.version}`, documentDigest(d)]));
-    expect(byRef(BUNDLED_CATALOG.documents as any[])).toEqual(byRef(documents));
+    const byRef = (ds: readonly LaneDocument[]) =>
+      new Map(ds.map((d) => [`${d.kind}:${d.name}@${d.version}`, documentDigest(d)]));
+    expect(byRef(BUNDLED_CATALOG.documents as readonly LaneDocument[])).toEqual(byRef(documents));
     const cat = defaultCatalog();
     expect(cat.topologies.size).toBe(11);
     expect(cat.rules.size).toBe(7);

@@ -21,6 +21,7 @@ import {
   throwIfAborted,
 } from '@tensorfs/format';
 import { type Checkpoint, type CheckpointTensorView, openCheckpoint } from './checkpoint.js';
+import { expectedRefValue } from './commit.js';
 import type { TensorView } from './view.js';
 import { cutTensor } from '@tensorfs/planner';
 import { cutChunks, type TensorData } from './writer.js';
@@ -341,14 +342,7 @@ export class CheckpointWriter {
         })),
       };
       const bytes = encodeCheckpoint(header);
-      const expected =
-        options.name === undefined
-          ? undefined
-          : options.expected !== undefined
-            ? options.expected
-            : this.baseName === options.name
-              ? base
-              : await this.store.getRef(options.name);
+      const expected = await expectedRefValue(this.store, options.name, options.expected, this.baseName, base);
       throwIfAborted(this.options.signal);
       const { id } = await this.store.put([bytes], { lease: this.lease });
       if (options.name !== undefined) {

@@ -73,14 +73,7 @@ export async function commit(store: Store, options: CommitOptions): Promise<Comm
   }
   await requireObjects(store, put, options.signal);
 
-  const expected =
-    options.ref === undefined
-      ? undefined
-      : options.expected !== undefined
-        ? options.expected
-        : options.base === options.ref
-          ? base
-          : await store.getRef(options.ref);
+  const expected = await expectedRefValue(store, options.ref, options.expected, options.base, base);
   throwIfAborted(options.signal);
   const manifest: Manifest = { entries: sortManifestEntries([...entries.values()]) };
   // Not kept alive: when no ref takes the snapshot, the lease is left to expire (ten minutes).
@@ -120,4 +113,22 @@ async function requireObjects(store: Store, entries: readonly ManifestEntry[], s
       }
     }
   }
+}
+
+/**
+ * Internal (not exported from the package): what a ref must still hold for a commit to move it
+ * by compare-and-swap. None without a ref; the caller's `expected` when given; the base's id when
+ * the commit started from that same ref; else the ref's value now. Shared by {@link commit} and
+ * the checkpoint writer.
+ */
+export async function expectedRefValue(
+  store: Store,
+  ref: string | undefined,
+  expected: ObjectId | null | undefined,
+  baseName: string | undefined,
+  base: ObjectId | null,
+): Promise<ObjectId | null | undefined> {
+  if (ref === undefined) return undefined;
+  if (expected !== undefined) return expected;
+  return baseName === ref ? base : await store.getRef(ref);
 }

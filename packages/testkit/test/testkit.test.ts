@@ -19,6 +19,17 @@ describe('testkit', () => {
     expect(() => expectCodeSync(() => 1, 'io')).toThrow(/nothing was thrown/);
   });
 
+  it('expectCode checks each given detail by deep equality, and only those', async () => {
+    const detailed = () => {
+      throw new TensorFSError('corrupt', 'x', { details: { rule: 'a.b', offset: 3, shape: [2n, 4n], extra: 1 } });
+    };
+    expect(expectCodeSync(detailed, 'corrupt', 'a.b', { offset: 3, shape: [2n, 4n] }).details.extra).toBe(1);
+    await expectCode(detailed, 'corrupt', undefined, { offset: 3 });
+    expect(() => expectCodeSync(detailed, 'corrupt', 'a.b', { offset: 4 })).toThrow(/details.offset/);
+    expect(() => expectCodeSync(detailed, 'corrupt', 'a.b', { missing: 0 })).toThrow(/details.missing/);
+    await expect(expectCode(detailed, 'corrupt', 'a.b', { shape: [2n, 5n] })).rejects.toThrow(/details.shape/);
+  });
+
   it('digests and deterministic bytes', () => {
     expect(idOf(new TextEncoder().encode('abc'))).toBe(
       'sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad',

@@ -13,3 +13,4 @@ export type { GcOptions, GcResult } from './gc.js';
 export type { VerifyOptions, VerifyResult } from './verify.js';
 export type { ImportOptions, ImportResult, Progress } from './import.js';
 export { type FileSource, fileHandleSource, openFileSource } from './file-source.js';
+export { siblingTemp } from './fsutil.js';

@@ -113,14 +113,8 @@ export function writeRef(
 ): void {
   const file = refFile(layout, name);
   immediate(db, () => {
-    let current: ObjectId | null;
-    try {
-      current = readRefSync(layout, name);
-    } catch (err) {
-      // An unconditional set replaces a damaged ref (rename replaces a symlink, not its target).
-      if (!isTensorFSError(err) || err.code !== 'corrupt' || expected !== undefined) throw err;
-      current = null;
-    }
+    // An unconditional set replaces a damaged ref (rename replaces a symlink, not its target).
+    const current = currentForUpdate(layout, name, expected, () => true);
     checkExpected(name, current, expected);
     check();
     try {
@@ -143,15 +137,8 @@ export function writeRef(
 export function removeRef(db: Db, layout: Layout, name: string, expected: ObjectId | undefined): void {
   const file = refFile(layout, name);
   immediate(db, () => {
-    let current: ObjectId | null;
-    try {
-      current = readRefSync(layout, name);
-    } catch (err) {
-      // A damaged ref (bad content, a symlink, a FIFO) can be removed, but not compared.
-      if (!isTensorFSError(err) || err.code !== 'corrupt' || expected !== undefined) throw err;
-      current = null;
-      if (!lexists(file)) throw err;
-    }
+    // A damaged ref (bad content, a symlink, a FIFO) can be removed, but not compared.
+    const current = currentForUpdate(layout, name, expected, () => lexists(file));
     if (current === null && !(expected === undefined && lexists(file) && !isDir(file)))
       throw new TensorFSError('not_found', 'no such ref', { details: { ref: name } });
     if (current !== null) checkExpected(name, current, expected);
@@ -163,6 +150,25 @@ export function removeRef(db: Db, layout: Layout, name: string, expected: Object
       throw ioError(err, 'delete ref', `refs/${name}`);
     }
   });
+}
+
+/**
+ * A ref's value before an update. A damaged ref (`corrupt`) reads as null when the update is
+ * unconditional (`expected` undefined) and `usable()` says it can act on it; otherwise, and for
+ * any other error, the read's error is thrown.
+ */
+function currentForUpdate(
+  layout: Layout,
+  name: string,
+  expected: ObjectId | null | undefined,
+  usable: () => boolean,
+): ObjectId | null {
+  try {
+    return readRefSync(layout, name);
+  } catch (err) {
+    if (!isTensorFSError(err) || err.code !== 'corrupt' || expected !== undefined || !usable()) throw err;
+    return null;
+  }
 }
 
 function lexists(file: string): boolean {

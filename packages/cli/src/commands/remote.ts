@@ -3,11 +3,10 @@
  * Tokens come from `--token-file` (re-read for every request) or `TENSORFS_TOKEN`; they are never
  * printed. Remote names are kept in `remotes.json` in the store folder.
  */
-import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import path from 'node:path';
-import { LocalStore } from '@tensorfs/cas';
+import { LocalStore, siblingTemp } from '@tensorfs/cas';
 import { type ObjectId, TensorFSError, parseObjectId } from '@tensorfs/format';
 import {
   type Credential,
@@ -55,7 +54,7 @@ async function readRemotes(ctx: CommandContext): Promise<Record<string, string>>
 async function writeRemotes(ctx: CommandContext, remotes: Record<string, string>): Promise<void> {
   const file = remotesFile(ctx);
   await fsp.mkdir(path.dirname(file), { recursive: true });
-  const tmp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
+  const tmp = siblingTemp(file);
   await fsp.writeFile(tmp, `${JSON.stringify({ remotes }, null, 2)}\n`);
   await fsp.rename(tmp, file);
 }
@@ -97,6 +96,13 @@ export async function fetchingStore(
   return fs;
 }
 
+/** The `<origin>` positional of pull and push. */
+const ORIGIN_POSITIONAL = {
+  type: 'string',
+  demandOption: true,
+  describe: 'remote name, URL (http, https, s3, file) or folder',
+} as const;
+
 function tokenOption<T>(y: Argv<T>): Argv<T & TokenArgs> {
   return y.option('token-file', {
     type: 'string',
@@ -120,11 +126,7 @@ export const pullCommand = defineCommand<PullArgs>({
   builder: (y) =>
     tokenOption(
       y
-        .positional('origin', {
-          type: 'string',
-          demandOption: true,
-          describe: 'remote name, URL (http, https, s3, file) or folder',
-        })
+        .positional('origin', ORIGIN_POSITIONAL)
         .positional('ref', { type: 'string', demandOption: true, describe: 'remote ref (or snapshot id) to pull' })
         .option('component', {
           type: 'string',
@@ -182,11 +184,7 @@ export const pushCommand = defineCommand<PushArgs>({
   builder: (y) =>
     tokenOption(
       y
-        .positional('origin', {
-          type: 'string',
-          demandOption: true,
-          describe: 'remote name, URL (http, https, s3, file) or folder',
-        })
+        .positional('origin', ORIGIN_POSITIONAL)
         .positional('ref', { type: 'string', demandOption: true, describe: 'local ref (or snapshot id) to push' })
         .option('name', { type: 'string', describe: 'remote ref to move (default: the local ref name)' })
         .option('expected', {

@@ -1,9 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { constants as fsConstants, type Stats } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import path from 'node:path';
-import { LocalStore } from '@tensorfs/cas';
+import { LocalStore, siblingTemp } from '@tensorfs/cas';
 import { jsonInteger, TensorFSError } from '@tensorfs/format';
 import {
   type ComposeChanges,
@@ -291,7 +290,7 @@ function splitRole(tensor: string): [string, string | undefined] {
 
 /** Writes a tensor to `dest` through a temp beside it: fsync, rename; nothing is left on failure. */
 async function writeAtomically(dest: string, pieces: AsyncIterable<Uint8Array> | Iterable<Uint8Array>) {
-  const temp = path.join(path.dirname(dest), `.${path.basename(dest)}.tfs-${randomBytes(6).toString('hex')}`);
+  const temp = siblingTemp(dest);
   let fh: fsp.FileHandle | undefined;
   try {
     fh = await fsp.open(temp, 'wx', 0o644);

@@ -15,6 +15,7 @@
  */
 import { requireBytes } from '../args.js';
 import { TensorFSError } from '../errors.js';
+import { grown } from './grow.js';
 
 /** A map key: a text string or an integer. */
 export type CborKey = string | number | bigint;
@@ -67,11 +68,7 @@ class Writer {
 
   private reserve(n: number): void {
     if (this.len + n <= this.buf.length) return;
-    let size = this.buf.length * 2;
-    while (size < this.len + n) size *= 2;
-    const next = new Uint8Array(size);
-    next.set(this.buf.subarray(0, this.len));
-    this.buf = next;
+    this.buf = grown(this.buf, this.len, n);
   }
 
   byte(b: number): void {

@@ -21,6 +21,7 @@
 import type { ObjectId } from '../ids.js';
 import type { Manifest, ManifestEntry, RecordRef } from './manifest.js';
 import { PLAN_PROFILES, type PlanProfile } from './profiles.js';
+import { grown } from './grow.js';
 
 const enc = new TextEncoder();
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
@@ -118,11 +119,7 @@ class Out {
 
   reserve(n: number): void {
     if (this.len + n <= this.buf.length) return;
-    let size = this.buf.length * 2;
-    while (size < this.len + n) size *= 2;
-    const next = new Uint8Array(size);
-    next.set(this.buf.subarray(0, this.len));
-    this.buf = next;
+    this.buf = grown(this.buf, this.len, n);
   }
 
   raw(b: Uint8Array): void {
