@@ -14,6 +14,22 @@ export {
   trim,
 } from './compose.js';
 export {
+  type ChangedTensor,
+  type ConfigChange,
+  type DiffOptions,
+  type DiffTensor,
+  diffJson,
+  diffSnapshots,
+  diffTensors,
+  type FileChange,
+  type JsonChange,
+  MAX_CONFIG_DIFF_BYTES,
+  type PullCost,
+  type RenamedTensor,
+  type SnapshotDiff,
+  type TensorDiff,
+} from './diff.js';
+export {
   type GgufTemplate,
   type OpenTensorsOptions,
   openTensors,
