@@ -59,9 +59,18 @@ interface ShownError {
   message: string;
   details?: Record<string, unknown>;
 }
+/** JSON text of a value that may hold bigints (as exact integers) and Maps (as objects). */
+function jsonText(value: unknown, indent?: number): string {
+  return JSON.stringify(
+    value,
+    (_k, v: unknown) => (typeof v === 'bigint' ? jsonInteger(v) : v instanceof Map ? Object.fromEntries(v) : v),
+    indent,
+  );
+}
+
 function errorBox(e: ShownError, where?: string): HTMLElement {
   const rule = typeof e.details?.rule === 'string' ? ` (${e.details.rule})` : '';
-  const details = e.details && Object.keys(e.details).length ? `\n${JSON.stringify(e.details)}` : '';
+  const details = e.details && Object.keys(e.details).length ? `\n${jsonText(e.details)}` : '';
   return h(
     'div',
     { class: 'error', role: 'alert' },
@@ -548,14 +557,6 @@ function containerRows(format: string, file: string, tensors: ContainerTensor[])
   }));
 }
 
-function metaJson(value: unknown): string {
-  return JSON.stringify(
-    value,
-    (_k, v: unknown) => (typeof v === 'bigint' ? jsonInteger(v) : v instanceof Map ? Object.fromEntries(v) : v),
-    2,
-  );
-}
-
 /** Opens what was chosen: shard indexes with their shards, then each other tensor file on its own. */
 export async function openLocal(files: File[]): Promise<Opened> {
   const sections: Node[] = [];
@@ -619,7 +620,7 @@ export async function openLocal(files: File[]): Promise<Opened> {
       );
       if (header.metadata) {
         sections.push(
-          h('details', {}, h('summary', {}, 'Metadata'), h('pre', { class: 'config' }, metaJson(header.metadata))),
+          h('details', {}, h('summary', {}, 'Metadata'), h('pre', { class: 'config' }, jsonText(header.metadata, 2))),
         );
       }
     } catch (error) {
@@ -652,10 +653,15 @@ function localView(): void {
   async function openAll(files: File[]): Promise<void> {
     const started = performance.now();
     out.replaceChildren(h('p', { class: 'muted' }, 'Reading headers…'));
-    const { sections, rows } = await openLocal(files);
-    out.replaceChildren(...sections, rows.length ? tensorTable(rows) : '');
-    out.dataset.openMs = (performance.now() - started).toFixed(1);
-    out.dataset.done = String(Number(out.dataset.done ?? 0) + 1);
+    try {
+      const { sections, rows } = await openLocal(files);
+      out.replaceChildren(...sections, rows.length ? tensorTable(rows) : '');
+    } catch (error) {
+      out.replaceChildren(errorBox(asShown(error)));
+    } finally {
+      out.dataset.openMs = (performance.now() - started).toFixed(1);
+      out.dataset.done = String(Number(out.dataset.done ?? 0) + 1);
+    }
   }
   input.addEventListener('change', () => void openAll([...(input.files ?? [])]));
   drop.addEventListener('dragover', (e) => {
