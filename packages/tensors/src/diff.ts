@@ -58,26 +58,23 @@ export interface TensorDiff {
   readonly unchanged: number;
 }
 
+/**
+ * One tensor as {@link diffTensorLists} compares it: its {@link DiffTensor} facts and what its
+ * bytes are (`identity`: equal identities mean equal bytes, from object ids alone).
+ */
+export interface DiffInput extends DiffTensor {
+  readonly identity: string;
+}
+
 /** Where a tensor sits for a diff: its shard index if it came through one, else its file. */
 function placeOf(set: TensorSet, view: TensorView): string {
   return set.files.find((f) => f.path === view.file)?.index ?? view.file;
 }
 
-function describe(set: TensorSet, view: TensorView): DiffTensor {
-  return {
-    file: placeOf(set, view),
-    name: view.name,
-    dtype: view.dtype,
-    shape: view.shape.map(jsonInteger),
-    bytes: view.byteLength,
-    objects: [...view.digests],
-  };
-}
-
 /**
  * What a tensor's bytes are, from object ids alone: its objects when it is record-aligned; the
  * whole file's records plus its byte range when it is not (same file objects and range, same
- * bytes); dtype and shape for an empty tensor. Never reads a tensor byte.
+ * bytes); nothing for an empty tensor. Never reads a tensor byte.
  */
 function bytesIdentity(set: TensorSet, view: TensorView): string {
   if (view.byteLength === 0) return 'empty';
@@ -86,13 +83,26 @@ function bytesIdentity(set: TensorSet, view: TensorView): string {
   return `range:${records.join(',')}@${view.byteOffset}+${view.byteLength}`;
 }
 
-/** Identity for matching: bytes plus dtype and shape (a reinterpretation is not a rename). */
-function identity(set: TensorSet, view: TensorView): string {
-  return `${bytesIdentity(set, view)}|${view.dtype}|${view.shape.join('x')}`;
+/** The tensors of an opened set as diff inputs, in the set's order. */
+export function diffInputs(set: TensorSet): DiffInput[] {
+  return [...set].map((view) => ({
+    file: placeOf(set, view),
+    name: view.name,
+    dtype: view.dtype,
+    shape: view.shape.map(jsonInteger),
+    bytes: view.byteLength,
+    objects: [...view.digests],
+    identity: bytesIdentity(set, view),
+  }));
 }
 
-function sameShape(a: readonly bigint[], b: readonly bigint[]): boolean {
-  return a.length === b.length && a.every((d, i) => d === b[i]);
+/** Identity for matching: bytes plus dtype and shape (a reinterpretation is not a rename). */
+function identity(t: DiffInput): string {
+  return `${t.identity}|${t.dtype}|${t.shape.join('x')}`;
+}
+
+function facts(t: DiffInput): DiffTensor {
+  return { file: t.file, name: t.name, dtype: t.dtype, shape: t.shape, bytes: t.bytes, objects: t.objects };
 }
 
 /**
@@ -102,55 +112,60 @@ function sameShape(a: readonly bigint[], b: readonly bigint[]): boolean {
  * safetensors file of the same tensors line up even though every name differs.
  */
 export function diffTensors(a: TensorSet, b: TensorSet): TensorDiff {
-  const key = (set: TensorSet, v: TensorView) => `${placeOf(set, v)}\u0000${v.name}`;
-  const inB = new Map<string, TensorView>();
-  for (const v of b) inB.set(key(b, v), v);
+  return diffTensorLists(diffInputs(a), diffInputs(b));
+}
+
+/** {@link diffTensors} over lists of tensors (from snapshots, checkpoints, or both). */
+export function diffTensorLists(a: readonly DiffInput[], b: readonly DiffInput[]): TensorDiff {
+  const key = (t: DiffInput) => `${t.file}\u0000${t.name}`;
+  const inB = new Map<string, DiffInput>();
+  for (const t of b) inB.set(key(t), t);
   const seenInA = new Set<string>();
   const changed: ChangedTensor[] = [];
-  const onlyA: TensorView[] = [];
+  const onlyA: DiffInput[] = [];
   let unchanged = 0;
-  for (const va of a) {
-    const k = key(a, va);
+  for (const ta of a) {
+    const k = key(ta);
     seenInA.add(k);
-    const vb = inB.get(k);
-    if (vb === undefined) {
-      onlyA.push(va);
+    const tb = inB.get(k);
+    if (tb === undefined) {
+      onlyA.push(ta);
       continue;
     }
-    if (identity(a, va) === identity(b, vb)) {
+    if (identity(ta) === identity(tb)) {
       unchanged++;
       continue;
     }
     changed.push({
-      file: placeOf(a, va),
-      name: va.name,
-      before: describe(a, va),
-      after: describe(b, vb),
-      dtypeChanged: va.dtype !== vb.dtype,
-      shapeChanged: !sameShape(va.shape, vb.shape),
+      file: ta.file,
+      name: ta.name,
+      before: facts(ta),
+      after: facts(tb),
+      dtypeChanged: ta.dtype !== tb.dtype,
+      shapeChanged: ta.shape.join(',') !== tb.shape.join(','),
     });
   }
-  const onlyB = [...b].filter((v) => !seenInA.has(key(b, v)));
+  const onlyB = b.filter((t) => !seenInA.has(key(t)));
   // Pair what is left by identity, in order: an A tensor whose bytes reappear under another name.
-  const byIdentity = new Map<string, TensorView[]>();
-  for (const vb of onlyB) {
-    const id = identity(b, vb);
+  const byIdentity = new Map<string, DiffInput[]>();
+  for (const tb of onlyB) {
+    const id = identity(tb);
     const list = byIdentity.get(id);
-    if (list === undefined) byIdentity.set(id, [vb]);
-    else list.push(vb);
+    if (list === undefined) byIdentity.set(id, [tb]);
+    else list.push(tb);
   }
   const renamed: RenamedTensor[] = [];
   const removed: DiffTensor[] = [];
-  const paired = new Set<TensorView>();
-  for (const va of onlyA) {
-    const match = byIdentity.get(identity(a, va))?.shift();
-    if (match === undefined) removed.push(describe(a, va));
+  const paired = new Set<DiffInput>();
+  for (const ta of onlyA) {
+    const match = byIdentity.get(identity(ta))?.shift();
+    if (match === undefined) removed.push(facts(ta));
     else {
       paired.add(match);
-      renamed.push({ from: describe(a, va), to: describe(b, match) });
+      renamed.push({ from: facts(ta), to: facts(match) });
     }
   }
-  const added = onlyB.filter((v) => !paired.has(v)).map((v) => describe(b, v));
+  const added = onlyB.filter((t) => !paired.has(t)).map(facts);
   return { added, removed, changed, renamed, unchanged };
 }
 
