@@ -20,6 +20,9 @@ import { tfs } from './helpers.js';
 interface PageElement {
   dataset: Record<string, string | undefined>;
 }
+declare const MutationObserver: new (
+  callback: (records: unknown[], observer: { disconnect(): void }) => void,
+) => { observe(target: never, options: { attributes: boolean }): void };
 declare const document: {
   getElementById(id: string): PageElement | null;
   querySelector(selector: string): PageElement | null;
@@ -302,9 +305,24 @@ describe('the web page in headless Chromium', () => {
     const script = async () =>
       ((await cdp.send('Performance.getMetrics')).metrics.find((m) => m.name === 'ScriptDuration')?.value ?? 0) * 1000;
     await localPage();
+    // One promise in the page that settles when the open is done (no polling, whose script
+    // would count), armed before the file is chosen.
+    await page.evaluate(() => {
+      const out = document.querySelector('[data-testid=local-result]')!;
+      (globalThis as { opened?: Promise<void> }).opened = new Promise<void>((resolve) => {
+        new MutationObserver((_records, observer) => {
+          if (out.dataset.done !== undefined) {
+            observer.disconnect();
+            resolve();
+          }
+        }).observe(out as never, { attributes: true });
+      });
+    });
     const before = await script();
-    const text = await openLocal([path.join(dir, 'many.safetensors')]);
+    await page.setInputFiles('input[type=file]', [path.join(dir, 'many.safetensors')]);
+    await page.evaluate(() => (globalThis as { opened?: Promise<void> }).opened);
     const scriptMs = (await script()) - before;
+    const text = await page.locator('[data-testid=local-result]').innerText();
     const pageMs = Number(await page.getAttribute('[data-testid=local-result]', 'data-open-ms'));
     expect(text).toContain('2000 tensors');
     expect(await page.locator('[data-testid=tensor-count]').innerText()).toBe('2000 of 2000 tensors');
