@@ -13,11 +13,16 @@ import { WEB_INDEX_HTML } from './page.js';
 /** Options of {@link webHandler}. */
 export interface WebHandlerOptions {
   /**
-   * Decides whether a request may read JSON (the hub passes its token check). The page and its
-   * script hold no data and are served to anyone. Default: every request may.
+   * Decides what a request may read (the hub passes its token check): `false` refuses the JSON
+   * (401), `true` allows every ref, a predicate allows the refs it accepts (others are left out of
+   * the refs list, and asking for them is `denied`; an id is readable when a readable ref names it).
+   * The page and its script hold no data and are served to anyone. Default: every ref.
    */
-  authorize?: (req: IncomingMessage) => boolean | Promise<boolean>;
+  authorize?: (req: IncomingMessage) => ReadGrant | Promise<ReadGrant>;
 }
+
+/** What a request may read: nothing, everything, or the refs a predicate accepts. */
+export type ReadGrant = boolean | ((ref: string) => boolean);
 
 /** A request handler: resolves true when it answered, false for a path it does not serve. */
 export type WebHandler = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
@@ -71,6 +76,35 @@ function sendJson(res: ServerResponse, status: number, value: unknown, head: boo
 }
 
 /**
+ * The store as a request limited to some refs sees it: only those refs are listed, and a name or
+ * id resolves only through them (`denied` otherwise). Objects are read through the store as is.
+ */
+function readableStore(store: WebStore, readable: (ref: string) => boolean): WebStore {
+  const refs = async () => (await store.listRefs()).filter((r) => readable(r.name));
+  const denied = (ref: string) =>
+    new TensorFSError('denied', 'this token may not read that ref', { details: { rule: 'web.read', ref } });
+  return new Proxy(store, {
+    get(target, prop, receiver) {
+      if (prop === 'listRefs') return refs;
+      if (prop === 'resolve') {
+        return async (refOrId: string) => {
+          const listed = await refs();
+          const byName = listed.find((r) => r.name === refOrId);
+          if (byName) return byName.id;
+          if (listed.some((r) => r.id === refOrId)) return refOrId;
+          throw denied(refOrId);
+        };
+      }
+      if (prop === 'getRef') {
+        return async (name: string) => (await refs()).find((r) => r.name === name)?.id ?? null;
+      }
+      const value = Reflect.get(target, prop, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+/**
  * The web page of a store: `GET /` (the page), `/app.js` (its script), `/api/refs`,
  * `/api/ref?name=`, `/api/diff?a=&b=[&file=]`. Anything else resolves false (not handled), so a
  * server can try its own routes next. Errors are `{error: {code, message, details}}` with an
@@ -102,15 +136,17 @@ export function webHandler(store: WebStore, options: WebHandlerOptions = {}): We
         send(res, 200, 'text/javascript; charset=utf-8', await script, head);
         return true;
       }
-      if (options.authorize && !(await options.authorize(req))) {
+      const grant = options.authorize ? await options.authorize(req) : true;
+      if (grant === false) {
         sendJson(res, 401, { error: { code: 'denied', message: 'a valid token is required' } }, head);
         return true;
       }
+      const view = grant === true ? store : readableStore(store, grant);
       const q = url.searchParams;
-      if (route === '/api/refs') sendJson(res, 200, { refs: await webRefs(store) }, head);
-      else if (route === '/api/ref') sendJson(res, 200, await webRef(store, q.get('name') ?? ''), head);
+      if (route === '/api/refs') sendJson(res, 200, { refs: await webRefs(view) }, head);
+      else if (route === '/api/ref') sendJson(res, 200, await webRef(view, q.get('name') ?? ''), head);
       else if (route === '/api/diff') {
-        sendJson(res, 200, await webDiff(store, q.get('a') ?? '', q.get('b') ?? '', q.get('file') ?? undefined), head);
+        sendJson(res, 200, await webDiff(view, q.get('a') ?? '', q.get('b') ?? '', q.get('file') ?? undefined), head);
       } else sendJson(res, 404, { error: { code: 'not_found', message: 'no such API route' } }, head);
     } catch (error) {
       const e = isTensorFSError(error)
