@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LocalStore } from '@tensorfs/cas';
-import { commit, openTensors, TensorWriter } from '@tensorfs/tensors';
+import { commit, convertSnapshot, openTensors, TensorWriter } from '@tensorfs/tensors';
 import { sha256Hex } from '@tensorfs/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tfs as run } from './helpers.js';
@@ -92,7 +92,8 @@ describe('tfs diff', () => {
     expect(d.configs).toEqual([]);
     // embed + qkv + the new header + the manifest.
     expect(d.pull.objects).toBe(4);
-    expect(Object.keys(d).sort()).toEqual(['a', 'b', 'configs', 'files', 'pull', 'tensors']);
+    expect(Object.keys(d).sort()).toEqual(['a', 'b', 'configs', 'files', 'kinds', 'pull', 'tensors']);
+    expect(d.kinds).toEqual(['snapshot', 'snapshot']);
   });
 
   it('prints one line per difference and the totals', async () => {
@@ -107,6 +108,29 @@ describe('tfs diff', () => {
       'tensors: 2 changed, 1 renamed, 0 removed, 0 added, 15 unchanged',
       expect.stringMatching(/^pull of b with a: 4 objects, /),
     ]);
+  });
+
+  it('--component compares checkpoints (and a snapshot folder) component by component', async () => {
+    const store = await LocalStore.open(storeDir);
+    try {
+      await store.importPath(path.join(SAMPLE, 'diffusers'), { name: 'sd', threads: 1 });
+      await convertSnapshot(store, 'sd', { name: 'base-ckpt' });
+    } finally {
+      await store.close();
+    }
+    const r = await run(['diff', 'base-ckpt', 'base-ckpt', '--json', '--store', storeDir]);
+    expect(r.code).toBe(0);
+    const d = JSON.parse(r.stdout);
+    expect(d.kinds).toEqual(['checkpoint', 'checkpoint']);
+    expect(d.pull).toEqual({ objects: 0, bytes: 0 });
+    const unet = JSON.parse(
+      (await run(['diff', 'sd', 'base-ckpt', '--component', 'unet', '--json', '--store', storeDir])).stdout,
+    );
+    expect(unet.kinds).toEqual(['snapshot', 'checkpoint']);
+    expect(unet.tensors.unchanged).toBe(3);
+    expect(unet.pull.objects).toBe(1);
+    const wrong = await run(['diff', 'base-ckpt', 'base-ckpt', '--component', 'nope', '--json', '--store', storeDir]);
+    expect(JSON.parse(wrong.stderr).error.code).toBe('not_found');
   });
 
   it('a missing ref is not_found (exit code and JSON error)', async () => {

@@ -2,13 +2,15 @@ import type { Store } from '@tensorfs/cas';
 import {
   comparePaths,
   encodeManifest,
+  isCheckpointHeader,
   jsonInteger,
-  type Manifest,
   type ManifestEntry,
   type ObjectId,
+  type RecordRef,
   TensorFSError,
   throwIfAborted,
 } from '@tensorfs/format';
+import { type Checkpoint, openCheckpoint } from './checkpoint.js';
 import { INDEX_SUFFIX, openTensors, type TensorSet } from './open.js';
 import type { TensorView } from './view.js';
 
@@ -94,6 +96,38 @@ export function diffInputs(set: TensorSet): DiffInput[] {
     objects: [...view.digests],
     identity: bytesIdentity(set, view),
   }));
+}
+
+/**
+ * The tensors of an opened checkpoint as diff inputs: each in its component (the place), in
+ * construction order. A plain tensor's identity is its objects, as for a planned file, so a
+ * checkpoint and the snapshot it was converted from line up; an encoded tensor's is its scheme,
+ * params and parts.
+ */
+export function checkpointDiffInputs(checkpoint: Checkpoint, component?: string): DiffInput[] {
+  const components = component === undefined ? [...checkpoint.components.values()] : [checkpoint.component(component)];
+  const out: DiffInput[] = [];
+  for (const c of components) {
+    for (const t of c.tensors.values()) {
+      const objects = t.allRecords.map((r) => r.digest);
+      const bytes = t.allRecords.reduce((n, r) => n + r.length, 0);
+      let id: string;
+      if (t.encoding !== null) {
+        const parts = Object.entries(t.encoding.parts).map(([role, p]) => `${role}:${p.dtype}:${p.shape.join('x')}`);
+        id = `encoded:${t.encoding.scheme}:${JSON.stringify(t.encoding.params)}:${parts.join(';')}:${objects.join(',')}`;
+      } else id = bytes === 0 ? 'empty' : `objects:${objects.join(',')}`;
+      out.push({
+        file: c.name,
+        name: t.name,
+        dtype: t.encoding === null ? t.dtype : `${t.dtype} (${t.encoding.scheme})`,
+        shape: t.shape.map(jsonInteger),
+        bytes,
+        objects,
+        identity: id,
+      });
+    }
+  }
+  return out;
 }
 
 /** Identity for matching: bytes plus dtype and shape (a reinterpretation is not a rename). */
@@ -207,18 +241,25 @@ export interface PullCost {
 export interface SnapshotDiff {
   readonly a: ObjectId;
   readonly b: ObjectId;
+  /** What each side is. */
+  readonly kinds: readonly ['snapshot' | 'checkpoint', 'snapshot' | 'checkpoint'];
   readonly tensors: TensorDiff;
-  /** Files and symlinks added, removed or changed, in path order. */
+  /** Files and symlinks (snapshots) or assets (`component/name`, checkpoints) added, removed or changed, in path order. */
   readonly files: FileChange[];
-  /** JSON diffs of the `.json` files (not shard indexes) changed on both sides. */
+  /** JSON diffs of the changed configs: `.json` files (not shard indexes) of snapshots; `pipeline` and `<component>/config` of checkpoints. */
   readonly configs: ConfigChange[];
   readonly pull: PullCost;
 }
 
 /** Options of {@link diffSnapshots}. */
 export interface DiffOptions {
-  /** Compare one tensor file (or shard index) only: the same path on both sides. */
+  /** Compare one tensor file (or shard index) only: the same path on both sides (snapshots). */
   file?: string;
+  /**
+   * Compare one component only: a checkpoint's component of that name, or a snapshot's folder of
+   * that name (a Diffusers component), whose tensors then sit in the component as in a checkpoint.
+   */
+  component?: string;
   /** Cancels (`cancelled`). */
   signal?: AbortSignal;
 }
@@ -226,11 +267,102 @@ export interface DiffOptions {
 /** The largest config file compared as JSON. */
 export const MAX_CONFIG_DIFF_BYTES = 4 * 1024 * 1024;
 
+/** One side of a diff: its tensors, entries (files or assets), configs and closure. */
+interface Side {
+  readonly id: ObjectId;
+  readonly kind: 'snapshot' | 'checkpoint';
+  readonly tensors: DiffInput[];
+  /** Path → (identity key, size). */
+  readonly entries: Map<string, { key: string; size: number | undefined }>;
+  /** Config path → its parsed value, read on demand. */
+  readonly configs: Map<string, () => Promise<ConfigValue>>;
+  /** Every object it reaches and its length. */
+  readonly closure: Map<ObjectId, number>;
+}
+
+type ConfigValue = { value: unknown } | { error: string };
+
+async function snapshotSide(store: Store, id: ObjectId, options: DiffOptions): Promise<Side> {
+  const prefix = options.component !== undefined ? `${options.component}/` : undefined;
+  const open = {
+    ...(options.file !== undefined ? { file: options.file } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
+  };
+  const set = await openTensors(store, id, open);
+  const manifest = await store.getManifest(id);
+  let tensors = diffInputs(set);
+  if (prefix !== undefined) {
+    tensors = tensors.filter((t) => t.file.startsWith(prefix)).map((t) => ({ ...t, file: options.component! }));
+  }
+  const entries = new Map<string, { key: string; size: number | undefined }>();
+  const configs = new Map<string, () => Promise<ConfigValue>>();
+  for (const e of manifest.entries) {
+    if (prefix !== undefined && !e.path.startsWith(prefix)) continue;
+    entries.set(e.path, { key: entryKey(e), size: e.kind === 'file' ? e.size : undefined });
+    if (e.kind === 'file' && e.path.endsWith('.json') && !e.path.endsWith(INDEX_SUFFIX)) {
+      configs.set(e.path, () => readJson(store, e.records, e.size));
+    }
+  }
+  const closure = new Map<ObjectId, number>([[id, encodeManifest(manifest).length]]);
+  for (const e of manifest.entries) if (e.kind === 'file') for (const r of e.records) closure.set(r.digest, r.length);
+  return { id, kind: 'snapshot', tensors, entries, configs, closure };
+}
+
+async function checkpointSide(store: Store, id: ObjectId, options: DiffOptions): Promise<Side> {
+  if (options.file !== undefined) {
+    throw new TensorFSError('invalid_argument', 'a checkpoint has components, not files: use component', {
+      details: { rule: 'tensors.diff_file_of_checkpoint', id },
+    });
+  }
+  const cp = await openCheckpoint(store, id, options.signal ? { signal: options.signal } : {});
+  const tensors = checkpointDiffInputs(cp, options.component);
+  const entries = new Map<string, { key: string; size: number | undefined }>();
+  const configs = new Map<string, () => Promise<ConfigValue>>();
+  if (cp.pipeline !== null && options.component === undefined) {
+    const pipeline = cp.pipeline;
+    configs.set('pipeline', async () => ({ value: { cls: pipeline.cls, config: pipeline.config } }));
+  }
+  for (const c of cp.header.components) {
+    if (options.component !== undefined && c.name !== options.component) continue;
+    configs.set(`${c.name}/config`, async () => ({ value: { cls: c.cls, config: c.config } }));
+    for (const a of c.assets) {
+      entries.set(`${c.name}/${a.name}`, {
+        key: `a:${a.records.map((r) => r.digest).join(',')}`,
+        size: a.records.reduce((n, r) => n + r.length, 0),
+      });
+    }
+  }
+  const closure = new Map<ObjectId, number>([[id, cp.bytes.length]]);
+  for (const c of cp.header.components) {
+    for (const a of c.assets) for (const r of a.records) closure.set(r.digest, r.length);
+    for (const t of c.tensors) {
+      if (t.encoding === undefined) for (const r of t.records) closure.set(r.digest, r.length);
+      else for (const p of Object.values(t.encoding.parts)) for (const r of p.records) closure.set(r.digest, r.length);
+    }
+  }
+  if (cp.source !== null && (await store.has(cp.source))) {
+    const source = await store.getManifest(cp.source);
+    closure.set(cp.source, encodeManifest(source).length);
+    for (const e of source.entries) if (e.kind === 'file') for (const r of e.records) closure.set(r.digest, r.length);
+  }
+  return { id, kind: 'checkpoint', tensors, entries, configs, closure };
+}
+
+async function sideOf(store: Store, ref: string, options: DiffOptions): Promise<Side> {
+  throwIfAborted(options.signal);
+  const id = await store.resolve(ref);
+  const bytes = await store.readObject(id, { verify: true });
+  return isCheckpointHeader(bytes) ? checkpointSide(store, id, options) : snapshotSide(store, id, options);
+}
+
 /**
- * The difference of two snapshots: the tensor diff of their tensor files ({@link diffTensors}),
- * the files and symlinks that changed, JSON diffs of changed `.json` configs, and what pulling B
- * costs a store that already has A. Reads manifests, tensor headers and changed configs only.
- * @throws {TensorFSError} what `openTensors` throws; `cancelled`.
+ * The difference of two snapshots or checkpoints (or one of each): the tensor diff
+ * ({@link diffTensorLists}; a checkpoint's tensors sit in their components), the files, symlinks
+ * or assets that changed, JSON diffs of changed configs (`.json` files of a snapshot up to 4 MiB;
+ * a checkpoint's pipeline and component configs), and what pulling B costs a store that already
+ * has A. Reads manifests, tensor headers, checkpoint headers and changed configs only.
+ * @throws {TensorFSError} what `openTensors` / `openCheckpoint` throw; `invalid_argument` for `file`
+ *   on a checkpoint; `cancelled`.
  */
 export async function diffSnapshots(
   store: Store,
@@ -238,32 +370,49 @@ export async function diffSnapshots(
   refB: string,
   options: DiffOptions = {},
 ): Promise<SnapshotDiff> {
-  const open = {
-    ...(options.file !== undefined ? { file: options.file } : {}),
-    ...(options.signal ? { signal: options.signal } : {}),
-  };
-  const [setA, setB] = [await openTensors(store, refA, open), await openTensors(store, refB, open)];
-  const [ma, mb] = [await store.getManifest(setA.snapshot), await store.getManifest(setB.snapshot)];
+  const a = await sideOf(store, refA, options);
+  const b = await sideOf(store, refB, options);
   throwIfAborted(options.signal);
-  const files = diffEntries(ma, mb);
+  const files: FileChange[] = [];
+  for (const [path, ea] of a.entries) {
+    const eb = b.entries.get(path);
+    if (eb === undefined) files.push(withSizes({ path, status: 'removed' }, ea.size, undefined));
+    else if (ea.key !== eb.key) files.push(withSizes({ path, status: 'changed' }, ea.size, eb.size));
+  }
+  for (const [path, eb] of b.entries) {
+    if (!a.entries.has(path)) files.push(withSizes({ path, status: 'added' }, undefined, eb.size));
+  }
+  files.sort((x, y) => comparePaths(x.path, y.path));
+  const changedPaths = new Set(files.filter((f) => f.status === 'changed').map((f) => f.path));
   const configs: ConfigChange[] = [];
-  const byPathA = new Map(ma.entries.map((e) => [e.path, e]));
-  const byPathB = new Map(mb.entries.map((e) => [e.path, e]));
-  for (const change of files) {
-    if (change.status !== 'changed' || !change.path.endsWith('.json') || change.path.endsWith(INDEX_SUFFIX)) continue;
-    const ea = byPathA.get(change.path);
-    const eb = byPathB.get(change.path);
-    if (ea?.kind !== 'file' || eb?.kind !== 'file') continue;
+  for (const [path, readA] of a.configs) {
+    const readB = b.configs.get(path);
+    // A snapshot's config is compared when its file changed; a checkpoint's always (it is in the header).
+    if (readB === undefined || (a.kind === 'snapshot' && b.kind === 'snapshot' && !changedPaths.has(path))) continue;
     throwIfAborted(options.signal);
-    configs.push(await diffConfig(store, change.path, ea.records, eb.records, ea.size, eb.size));
+    const [va, vb] = [await readA(), await readB()];
+    if ('error' in va || 'error' in vb) {
+      configs.push({ path, changes: [], error: 'error' in va ? va.error : (vb as { error: string }).error });
+      continue;
+    }
+    const changes = diffJson(va.value, vb.value);
+    if (changes.length > 0) configs.push({ path, changes });
+  }
+  let objects = 0;
+  let bytes = 0;
+  for (const [id, n] of b.closure) {
+    if (a.closure.has(id)) continue;
+    objects++;
+    bytes += n;
   }
   return {
-    a: setA.snapshot,
-    b: setB.snapshot,
-    tensors: diffTensors(setA, setB),
+    a: a.id,
+    b: b.id,
+    kinds: [a.kind, b.kind],
+    tensors: diffTensorLists(a.tensors, b.tensors),
     files,
     configs,
-    pull: pullCost(setA.snapshot, ma, setB.snapshot, mb),
+    pull: { objects, bytes },
   };
 }
 
@@ -271,53 +420,18 @@ function entryKey(e: ManifestEntry): string {
   return e.kind === 'file' ? `f:${e.mode}:${e.records.map((r) => r.digest).join(',')}` : `l:${e.target}`;
 }
 
-function diffEntries(a: Manifest, b: Manifest): FileChange[] {
-  const inB = new Map(b.entries.map((e) => [e.path, e]));
-  const inA = new Map(a.entries.map((e) => [e.path, e]));
-  const size = (e: ManifestEntry | undefined) => (e?.kind === 'file' ? e.size : undefined);
-  const out: FileChange[] = [];
-  for (const ea of a.entries) {
-    const eb = inB.get(ea.path);
-    if (eb === undefined) out.push(withSizes({ path: ea.path, status: 'removed' }, size(ea), undefined));
-    else if (entryKey(ea) !== entryKey(eb))
-      out.push(withSizes({ path: ea.path, status: 'changed' }, size(ea), size(eb)));
-  }
-  for (const eb of b.entries) {
-    if (!inA.has(eb.path)) out.push(withSizes({ path: eb.path, status: 'added' }, undefined, size(eb)));
-  }
-  return out.sort((x, y) => comparePaths(x.path, y.path));
-}
-
 function withSizes(change: FileChange, before: number | undefined, after: number | undefined): FileChange {
   return { ...change, ...(before !== undefined ? { before } : {}), ...(after !== undefined ? { after } : {}) };
 }
 
-async function diffConfig(
-  store: Store,
-  path: string,
-  ra: readonly { digest: ObjectId; length: number }[],
-  rb: readonly { digest: ObjectId; length: number }[],
-  sa: number,
-  sb: number,
-): Promise<ConfigChange> {
-  if (sa > MAX_CONFIG_DIFF_BYTES || sb > MAX_CONFIG_DIFF_BYTES) {
-    return { path, changes: [], error: `larger than ${MAX_CONFIG_DIFF_BYTES} bytes, not compared` };
-  }
-  const read = async (records: readonly { digest: ObjectId; length: number }[], size: number) => {
-    const source = store.recordsSource(records, { verify: true });
-    return new TextDecoder('utf-8', { fatal: true }).decode(await source.read(0, size));
-  };
-  let before: unknown;
-  let after: unknown;
+async function readJson(store: Store, records: readonly RecordRef[], size: number): Promise<ConfigValue> {
+  if (size > MAX_CONFIG_DIFF_BYTES) return { error: `larger than ${MAX_CONFIG_DIFF_BYTES} bytes, not compared` };
+  const bytes = await store.recordsSource(records, { verify: true }).read(0, size);
   try {
-    before = JSON.parse(await read(ra, sa));
-    after = JSON.parse(await read(rb, sb));
-  } catch (error) {
-    // A store failure is the caller's; only text that is not JSON is reported in the diff.
-    if (error instanceof TensorFSError) throw error;
-    return { path, changes: [], error: 'not JSON on one side' };
+    return { value: JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes)) };
+  } catch {
+    return { error: 'not JSON' };
   }
-  return { path, changes: diffJson(before, after) };
 }
 
 function escapePointer(key: string): string {
@@ -350,19 +464,4 @@ export function diffJson(before: unknown, after: unknown, pointer = ''): JsonCha
     return before.flatMap((v, i) => diffJson(v, after[i], `${pointer}/${i}`));
   }
   return JSON.stringify(before) === JSON.stringify(after) ? [] : [{ pointer, status: 'changed', before, after }];
-}
-
-/** Objects of B's closure (its manifest and every record) that A's closure lacks, and their bytes. */
-function pullCost(idA: ObjectId, a: Manifest, idB: ObjectId, b: Manifest): PullCost {
-  const have = new Set<ObjectId>([idA]);
-  for (const e of a.entries) if (e.kind === 'file') for (const r of e.records) have.add(r.digest);
-  const need = new Map<ObjectId, number>();
-  if (!have.has(idB)) need.set(idB, encodeManifest(b).length);
-  for (const e of b.entries) {
-    if (e.kind !== 'file') continue;
-    for (const r of e.records) if (!have.has(r.digest)) need.set(r.digest, r.length);
-  }
-  let bytes = 0;
-  for (const n of need.values()) bytes += n;
-  return { objects: need.size, bytes };
 }

@@ -15,6 +15,7 @@ export {
 } from './compose.js';
 export {
   type ChangedTensor,
+  checkpointDiffInputs,
   type ConfigChange,
   type DiffOptions,
   type DiffTensor,

@@ -1,9 +1,17 @@
 import * as fsp from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { expectCode } from '@tensorfs/testkit';
+import { expectCode, sha256Hex } from '@tensorfs/testkit';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { commit, diffJson, diffSnapshots, diffTensors, openTensors, TensorWriter } from '../src/index.js';
+import {
+  commit,
+  convertSnapshot,
+  diffJson,
+  diffSnapshots,
+  diffTensors,
+  openTensors,
+  TensorWriter,
+} from '../src/index.js';
 import { type TestStore, tempStore } from './helpers.js';
 
 const SAMPLE = fileURLToPath(new URL('../../../samples/tiny-model/', import.meta.url));
@@ -189,5 +197,71 @@ describe('diffJson', () => {
     ]);
     expect(diffJson(1, 1)).toEqual([]);
     expect(diffJson({ a: 1 }, {})).toEqual([{ pointer: '/a', status: 'removed', before: 1 }]);
+  });
+});
+
+describe('diffSnapshots over checkpoints', () => {
+  const UNET = 'diffusers/unet/diffusion_pytorch_model.safetensors';
+
+  /** The sample Diffusers folder as a snapshot and a checkpoint; a fine-tune of its unet as both too. */
+  async function checkpoints(): Promise<void> {
+    await t.local!.importPath(path.join(SAMPLE, 'diffusers'), { threads: 1, name: 'sd' });
+    await convertSnapshot(t.store, 'sd', { name: 'sd-ckpt' });
+    const set = await openTensors(t.store, 'sd', { file: 'unet/diffusion_pytorch_model.safetensors' });
+    const writer = new TensorWriter(t.store, 'unet/diffusion_pytorch_model.safetensors', {
+      metadata: { format: 'pt' },
+    });
+    for (const view of set) {
+      if (view.name === 'conv_in.bias') await writer.add(view.name, 'F16', [8n], ones(16));
+      else await writer.inherit(view);
+    }
+    const entry = await writer.finish();
+    const dir = await fsp.mkdtemp(path.join(t.scratch, 'cfg-'));
+    await fsp.writeFile(
+      path.join(dir, 'config.json'),
+      '{"_class_name":"UNet2DConditionModel","in_channels":4,"out_channels":8}',
+    );
+    const { snapshot } = await t.local!.importPath(dir, { threads: 1 });
+    const cfg = (await t.store.getManifest(snapshot)).entries[0] as typeof entry;
+    await commit(t.store, {
+      base: 'sd',
+      put: [entry, { ...cfg, path: 'unet/config.json' }],
+      ref: 'sd-ft',
+      lease: writer.lease,
+    });
+    await writer.close();
+    await convertSnapshot(t.store, 'sd-ft', { name: 'sd-ft-ckpt' });
+  }
+
+  it('lists the changed tensor in its component and the config change', async () => {
+    await checkpoints();
+    const d = await diffSnapshots(t.store, 'sd-ckpt', 'sd-ft-ckpt');
+    expect(d.kinds).toEqual(['checkpoint', 'checkpoint']);
+    expect(d.tensors.changed.map((c) => [c.file, c.name, c.dtypeChanged, c.shapeChanged])).toEqual([
+      ['unet', 'conv_in.bias', false, false],
+    ]);
+    expect(d.tensors.changed[0]!.after.objects).toEqual([`sha256:${sha256Hex(ones(16))}`]);
+    expect([d.tensors.added, d.tensors.removed, d.tensors.renamed]).toEqual([[], [], []]);
+    expect(d.tensors.unchanged).toBe(5);
+    expect(d.configs).toEqual([
+      { path: 'unet/config', changes: [{ pointer: '/config/out_channels', status: 'changed', before: 4, after: 8 }] },
+    ]);
+    // The converter keeps config.json as written, as an asset of its component.
+    expect(d.files).toEqual([{ path: 'unet/config.json', status: 'changed', before: 85, after: 71 }]);
+    const only = await diffSnapshots(t.store, 'sd-ckpt', 'sd-ft-ckpt', { component: 'text_encoder' });
+    expect(only.tensors.unchanged).toBe(3);
+    expect(only.tensors.changed).toEqual([]);
+    expect(only.configs).toEqual([]);
+    await expectCode(() => diffSnapshots(t.store, 'sd-ckpt', 'sd-ft-ckpt', { component: 'nope' }), 'not_found');
+    await expectCode(() => diffSnapshots(t.store, 'sd-ckpt', 'sd-ft-ckpt', { file: UNET }), 'invalid_argument');
+  });
+
+  it('a checkpoint lines up with the snapshot it was converted from: same objects, only its header to pull', async () => {
+    await checkpoints();
+    const d = await diffSnapshots(t.store, 'sd', 'sd-ckpt', { component: 'unet' });
+    expect(d.kinds).toEqual(['snapshot', 'checkpoint']);
+    expect(d.tensors).toEqual({ added: [], removed: [], changed: [], renamed: [], unchanged: 3 });
+    const header = await t.store.readObject(d.b);
+    expect(d.pull).toEqual({ objects: 1, bytes: header.length });
   });
 });

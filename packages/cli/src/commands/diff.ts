@@ -16,7 +16,7 @@ function facts(t: DiffTensor): string {
 
 /** The human form of a diff: one line per tensor or file that differs, then the totals. */
 export function humanDiff(d: SnapshotDiff): string[] {
-  const lines: string[] = [`a ${d.a}`, `b ${d.b}`];
+  const lines: string[] = [`a ${d.a} (${d.kinds[0]})`, `b ${d.b} (${d.kinds[1]})`];
   const t = d.tensors;
   for (const x of t.changed) {
     const what: string[] = [];
@@ -47,7 +47,7 @@ export function humanDiff(d: SnapshotDiff): string[] {
 }
 
 /** `tfs diff <refA> <refB>`. */
-export const diffCommand = defineCommand<{ refA: string; refB: string; file?: string }>({
+export const diffCommand = defineCommand<{ refA: string; refB: string; file?: string; component?: string }>({
   command: 'diff <refA> <refB>',
   describe:
     'Compare two snapshots tensor by tensor (changed, renamed, added, removed), files, configs and the pull cost, from headers only',
@@ -55,13 +55,18 @@ export const diffCommand = defineCommand<{ refA: string; refB: string; file?: st
     y
       .positional('refA', { type: 'string', demandOption: true, describe: 'the old side: ref name or snapshot id' })
       .positional('refB', { type: 'string', demandOption: true, describe: 'the new side: ref name or snapshot id' })
-      .option('file', { type: 'string', describe: 'compare this tensor file (or shard index) only, on both sides' }),
+      .option('file', { type: 'string', describe: 'compare this tensor file (or shard index) only, on both sides' })
+      .option('component', {
+        type: 'string',
+        describe: "compare this component only (a checkpoint's component, or a snapshot's folder of that name)",
+      }),
   handler: async (args, ctx) => {
     const store = await LocalStore.open(ctx.existingStoreDir(), { readOnly: true });
     try {
       const d = await diffSnapshots(store, args.refA, args.refB, {
         signal: ctx.signal,
         ...(args.file !== undefined ? { file: args.file } : {}),
+        ...(args.component !== undefined ? { component: args.component } : {}),
       });
       ctx.result(d, () => humanDiff(d));
     } finally {
