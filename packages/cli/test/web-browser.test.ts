@@ -11,7 +11,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LocalStore } from '@tensorfs/cas';
-import { commit, openTensors, TensorWriter } from '@tensorfs/tensors';
+import { decodeCheckpoint } from '@tensorfs/format';
+import { commit, convertSnapshot, openTensors, TensorWriter } from '@tensorfs/tensors';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tfs } from './helpers.js';
@@ -58,6 +59,7 @@ describe('the web page in headless Chromium', () => {
   let base: string;
   let context: BrowserContext;
   let page: Page;
+  let checkpointBytes: Uint8Array;
 
   beforeAll(async () => {
     if (!existsSync(CHROMIUM)) {
@@ -86,6 +88,11 @@ describe('the web page in headless Chromium', () => {
       const entry = await writer.finish();
       await commit(store, { base: 'base', put: [entry], ref: 'finetune', lease: writer.lease });
       await writer.close();
+      // A Diffusers folder as a snapshot and as a cozytensors checkpoint (also written out as a file).
+      await store.importPath(path.join(SAMPLE, 'diffusers'), { name: 'sd', threads: 1 });
+      const converted = await convertSnapshot(store, 'sd', { name: 'sd-ckpt' });
+      checkpointBytes = await store.readObject(converted.id);
+      await fsp.writeFile(path.join(dir, 'sd.cozytensors'), checkpointBytes);
     } finally {
       await store.close();
     }
@@ -102,6 +109,9 @@ describe('the web page in headless Chromium', () => {
     gguf.set(new TextEncoder().encode('GGUF'), 0);
     new DataView(gguf.buffer).setUint32(4, 3, true);
     await fsp.writeFile(path.join(dir, 'bad.gguf'), gguf);
+    const badCheckpoint = new Uint8Array(32).fill(0x9f);
+    badCheckpoint.set(new TextEncoder().encode('TFC1'), 0);
+    await fsp.writeFile(path.join(dir, 'bad.cozytensors'), badCheckpoint);
 
     server = spawn(process.execPath, [BIN, 'web', '--port', '0', '--json', '--store', storeDir], {
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -155,11 +165,15 @@ describe('the web page in headless Chromium', () => {
     await page.goto(base);
     await ready();
     const rows = page.locator('[data-testid=refs] tbody tr');
-    await expect.poll(() => rows.count()).toBe(2);
+    await expect.poll(() => rows.count()).toBe(4);
     expect(await rows.nth(0).innerText()).toMatch(/^base\s/);
     expect(await rows.nth(0).innerText()).toContain('snapshot');
     expect(await rows.nth(0).innerText()).toMatch(/KiB with finetune/);
     expect(await rows.nth(1).innerText()).toMatch(/^finetune\s/);
+    expect(await rows.nth(3).innerText()).toMatch(/^sd-ckpt\s/);
+    expect(await rows.nth(3).innerText()).toContain('checkpoint');
+    // The checkpoint shares every tensor object with the snapshot it was converted from.
+    expect(await rows.nth(3).innerText()).toMatch(/with sd\b/);
     if (SCREENSHOTS) await page.screenshot({ path: path.join(DOCS, 'web-refs.png') });
   });
 
@@ -181,6 +195,18 @@ describe('the web page in headless Chromium', () => {
     expect(await page.locator('.vt-row[data-index="0"] span').nth(5).innerText()).toBe(largest.toLocaleString('en-US'));
     expect(await page.locator('details summary').allInnerTexts()).toContain('diffusers/unet/config.json');
     if (SCREENSHOTS) await page.screenshot({ path: path.join(DOCS, 'web-ref.png') });
+  });
+
+  it("shows a checkpoint's components, assets, configs and tensors", async () => {
+    await page.goto(`${base}#/ref/sd-ckpt`);
+    await page.reload();
+    await page.waitForSelector('[data-testid=files]');
+    const header = decodeCheckpoint(checkpointBytes);
+    const tensors = header.components.reduce((n, c) => n + c.tensors.length, 0);
+    expect(await page.locator('[data-testid=tensor-count]').innerText()).toBe(`${tensors} of ${tensors} tensors`);
+    const roles = await page.locator('[data-testid=files] tbody tr').allInnerTexts();
+    expect(roles.filter((r) => r.includes('component')).length).toBe(header.components.length);
+    expect(await page.locator('details summary').allInnerTexts()).toContain('unet/config');
   });
 
   it('moves through the tensor table with the keyboard', async () => {
@@ -269,6 +295,12 @@ describe('the web page in headless Chromium', () => {
       path.join(te, 'model-00002-of-00002.safetensors'),
     ]);
     expect(shards).toContain('model.safetensors.index.json · safetensors shard index · 2 shards · 3 tensors');
+    const header = decodeCheckpoint(checkpointBytes);
+    const tensors = header.components.reduce((n, c) => n + c.tensors.length, 0);
+    const checkpoint = await openLocal([path.join(dir, 'sd.cozytensors')]);
+    expect(checkpoint).toContain(
+      `sd.cozytensors · cozytensors checkpoint · ${header.components.length} components · ${tensors} tensors`,
+    );
     // An index without its shards names the missing one.
     const missing = await openLocal([path.join(te, 'model.safetensors.index.json')]);
     expect(missing).toMatch(/error\[not_found\]: a shard index names a shard that was not chosen/);
@@ -281,16 +313,17 @@ describe('the web page in headless Chromium', () => {
       path.join(dir, 'bad.safetensors'),
       path.join(dir, 'huge.safetensors'),
       path.join(dir, 'bad.gguf'),
+      path.join(dir, 'bad.cozytensors'),
     ]);
     expect(Date.now() - started).toBeLessThan(5_000);
     const alerts = (await page.locator('[role=alert]').allInnerTexts()).map((t) => t.split('\n')[0]);
-    expect(alerts).toHaveLength(3);
+    expect(alerts, text).toHaveLength(4);
     // Exactly the code, rule and message `tfs inspect` gives for each.
-    const names = ['bad.safetensors', 'huge.safetensors', 'bad.gguf'];
+    const names = ['bad.safetensors', 'huge.safetensors', 'bad.gguf', 'bad.cozytensors'];
     for (const [i, name] of names.entries()) {
       const cli = await tfs(['inspect', path.join(dir, name), '--json']);
       const e = JSON.parse(cli.stderr).error;
-      expect(e.details.rule).toMatch(/^(safetensors|gguf|codec)\./);
+      expect(e.details.rule).toMatch(/^(safetensors|gguf|codec|cozytensors)\./);
       expect(alerts[i]).toBe(`${name}: error[${e.code}] (${e.details.rule}): ${e.message}`);
     }
     expect(text).not.toContain('tensors ·');

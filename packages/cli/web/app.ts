@@ -8,6 +8,8 @@ import {
   type ContainerTensor,
   checkShardIndex,
   codecByName,
+  decodeCheckpoint,
+  isCheckpointHeader,
   isTensorFSError,
   jsonInteger,
   parseShardIndex,
@@ -313,6 +315,7 @@ async function refsView(): Promise<void> {
 interface WebRefDetail {
   name: string;
   id: string;
+  kind: string;
   files: { path: string; size: number; profile: string; role: string }[];
   configs: { path: string; value?: unknown; error?: string }[];
   tensors: (Omit<Row, 'objects'> & { objects: string[] })[];
@@ -324,8 +327,8 @@ async function refView(name: string): Promise<void> {
   document.title = `TensorFS · ${name}`;
   const rows: Row[] = d.tensors.map((t) => ({ ...t, objects: t.objects.length }));
   show(
-    h('h1', {}, name, ' ', h('span', { class: 'mono muted' }, d.id)),
-    h('h2', {}, `Files (${d.files.length})`),
+    h('h1', {}, name, ' ', h('span', { class: 'tag' }, d.kind), ' ', h('span', { class: 'mono muted' }, d.id)),
+    h('h2', {}, d.kind === 'checkpoint' ? `Components and assets (${d.files.length})` : `Files (${d.files.length})`),
     h(
       'table',
       { class: 'list', 'data-testid': 'files' },
@@ -539,6 +542,8 @@ export function fileSource(file: Blob): ByteSource {
 }
 
 const INDEX_SUFFIX = '.safetensors.index.json';
+/** The largest `.cozytensors` file the page reads (it is all header). */
+const MAX_LOCAL_CHECKPOINT = 1024 * 1024 * 1024;
 
 interface Opened {
   sections: Node[];
@@ -605,7 +610,64 @@ export async function openLocal(files: File[]): Promise<Opened> {
           details: { rule: 'web.file_kind', path: f.name },
         });
       }
-      const found = await readContainerHeader(fileSource(f), { path: f.name });
+      // As tfs inspect: a checkpoint by its magic (the whole file is the header), else a container.
+      const source = fileSource(f);
+      if (isCheckpointHeader(await source.read(0, Math.min(16, f.size)))) {
+        if (f.size > MAX_LOCAL_CHECKPOINT) {
+          throw new TensorFSError('limit_exceeded', 'a checkpoint header file this large is not opened in the page', {
+            details: { rule: 'web.checkpoint_size', limit: MAX_LOCAL_CHECKPOINT, actual: f.size },
+          });
+        }
+        const header = decodeCheckpoint(new Uint8Array(await f.arrayBuffer()));
+        let count = 0;
+        for (const c of header.components) {
+          for (const t of c.tensors) {
+            const records =
+              t.encoding === undefined ? t.records : Object.values(t.encoding.parts).flatMap((p) => p.records);
+            rows.push({
+              file: c.name,
+              name: t.name,
+              dtype: t.dtype,
+              shape: t.shape.map(jsonInteger),
+              encoding: t.encoding === undefined ? 'plain' : t.encoding.scheme,
+              bytes: records.reduce((n, r) => n + r.length, 0),
+              objects: records.length,
+            });
+            count++;
+          }
+        }
+        sections.push(
+          h(
+            'p',
+            {},
+            h('span', { class: 'mono' }, f.name),
+            ` · cozytensors checkpoint · ${header.components.length} components · ${count} tensors`,
+          ),
+          h(
+            'details',
+            {},
+            h('summary', {}, 'Pipeline and component configs'),
+            h(
+              'pre',
+              { class: 'config' },
+              jsonText(
+                {
+                  pipeline: header.pipeline,
+                  components: header.components.map((c) => ({
+                    name: c.name,
+                    cls: c.cls,
+                    config: c.config,
+                    assets: c.assets.map((a) => a.name),
+                  })),
+                },
+                2,
+              ),
+            ),
+          ),
+        );
+        continue;
+      }
+      const found = await readContainerHeader(source, { path: f.name });
       const codec = codecByName(found.format)!;
       const tensors = (codec.tensors as (h: unknown) => ContainerTensor[])(found.header);
       rows.push(...containerRows(found.format, f.name, tensors));
