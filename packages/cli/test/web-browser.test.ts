@@ -53,6 +53,30 @@ function manyTensors(n: number): Uint8Array {
   return out;
 }
 
+/** Starts `tfs serve` on a free loopback port; resolves its base URL (with a trailing slash). */
+async function serve(args: string[]): Promise<{ server: ChildProcess; base: string }> {
+  const server = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--json', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const base = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    let err = '';
+    server.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    server.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('\n')) resolve(`${JSON.parse(out.split('\n')[0]!).url.replace(/\/$/, '')}/`);
+    });
+    server.once('exit', (code) => reject(new Error(`tfs serve exited with ${code}: ${err}`)));
+  });
+  return { server, base };
+}
+
+async function stop(server: ChildProcess): Promise<void> {
+  if (server.exitCode !== null) return;
+  server.kill('SIGTERM');
+  await new Promise((r) => server.once('exit', r));
+}
+
 describe('the web page in headless Chromium', () => {
   let dir: string;
   let server: ChildProcess;
@@ -60,6 +84,7 @@ describe('the web page in headless Chromium', () => {
   let context: BrowserContext;
   let page: Page;
   let checkpointBytes: Uint8Array;
+  let storePath: string;
 
   beforeAll(async () => {
     if (!existsSync(CHROMIUM)) {
@@ -113,18 +138,9 @@ describe('the web page in headless Chromium', () => {
     badCheckpoint.set(new TextEncoder().encode('TFC1'), 0);
     await fsp.writeFile(path.join(dir, 'bad.cozytensors'), badCheckpoint);
 
-    server = spawn(process.execPath, [BIN, 'web', '--port', '0', '--json', '--store', storeDir], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    base = await new Promise<string>((resolve, reject) => {
-      let out = '';
-      server.stdout!.on('data', (d: Buffer) => {
-        out += d.toString();
-        const line = out.split('\n')[0];
-        if (out.includes('\n')) resolve(JSON.parse(line!).url);
-      });
-      server.once('exit', (code) => reject(new Error(`tfs web exited with ${code}`)));
-    });
+    // The hub (`tfs serve`) serves the page at / beside its /v1/ API.
+    ({ server, base } = await serve(['--store', storeDir]));
+    storePath = storeDir;
     context = await chromium.launchPersistentContext(path.join(dir, 'profile'), {
       executablePath: CHROMIUM,
       headless: true,
@@ -142,7 +158,9 @@ describe('the web page in headless Chromium', () => {
     });
     page = context.pages()[0] ?? (await context.newPage());
     // Nothing but the server under test: any other request fails the suite.
-    await page.route('**/*', (route) => (route.request().url().startsWith(base) ? route.continue() : route.abort()));
+    await page.route('**/*', (route) =>
+      new URL(route.request().url()).hostname === '127.0.0.1' ? route.continue() : route.abort(),
+    );
     page.on('pageerror', (e) => {
       throw e;
     });
@@ -150,10 +168,7 @@ describe('the web page in headless Chromium', () => {
 
   afterAll(async () => {
     await context?.close();
-    if (server && server.exitCode === null) {
-      server.kill('SIGTERM');
-      await new Promise((r) => server.once('exit', r));
-    }
+    if (server) await stop(server);
     if (dir) await fsp.rm(dir, { recursive: true, force: true });
   });
 
@@ -392,6 +407,31 @@ describe('the web page in headless Chromium', () => {
     console.log(
       `web: 100,000-tensor header: open ${openMs} ms, filter ${filterMs} ms, sort ${sortMs} ms (wall, through the driver)`,
     );
+  });
+
+  it('uses the hub tokens: JSON needs one, a token sees only the refs it may read, /v1/ still answers', async () => {
+    const tokens = path.join(dir, 'tokens.json');
+    await fsp.writeFile(tokens, JSON.stringify({ tokens: [{ token: 'base-reader-token', read: ['base'] }] }));
+    const hub = await serve(['--tokens', tokens, '--store', storePath]);
+    try {
+      expect((await fetch(hub.base)).status).toBe(200);
+      const anonymous = await fetch(`${hub.base}api/refs`);
+      expect(anonymous.status).toBe(401);
+      const auth = { headers: { authorization: 'Bearer base-reader-token' } };
+      const refs = (await (await fetch(`${hub.base}api/refs`, auth)).json()) as { refs: { name: string }[] };
+      expect(refs.refs.map((r) => r.name)).toEqual(['base']);
+      const other = await fetch(`${hub.base}api/ref?name=finetune`, auth);
+      expect(other.status).toBe(403);
+      const v1 = (await (await fetch(`${hub.base}v1/refs`, auth)).json()) as { refs: { name: string }[] };
+      expect(v1.refs.map((r) => r.name)).toEqual(['base']);
+      // In the browser: the token given once in the address is kept for the tab and sent with each request.
+      await page.goto(`${hub.base}#token=base-reader-token`);
+      await page.waitForSelector('[data-testid=refs]');
+      expect(await page.locator('[data-testid=refs] tbody tr').count()).toBe(1);
+      expect(page.url()).not.toContain('base-reader-token');
+    } finally {
+      await stop(hub.server);
+    }
   });
 
   it('serves only GET/HEAD, refuses unknown API routes, and 404s other paths', async () => {

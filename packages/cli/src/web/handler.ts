@@ -24,8 +24,11 @@ export interface WebHandlerOptions {
 /** What a request may read: nothing, everything, or the refs a predicate accepts. */
 export type ReadGrant = boolean | ((ref: string) => boolean);
 
-/** A request handler: resolves true when it answered, false for a path it does not serve. */
-export type WebHandler = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
+/**
+ * A request handler: resolves true when it answered, false for a path it does not serve. A server
+ * that has already checked the request's token passes its `grant` (it then overrides `authorize`).
+ */
+export type WebHandler = (req: IncomingMessage, res: ServerResponse, grant?: ReadGrant) => Promise<boolean>;
 
 const STATUS: Record<string, number> = {
   invalid_argument: 400,
@@ -92,6 +95,8 @@ function readableStore(store: WebStore, readable: (ref: string) => boolean): Web
           const byName = listed.find((r) => r.name === refOrId);
           if (byName) return byName.id;
           if (listed.some((r) => r.id === refOrId)) return refOrId;
+          // A name the grant covers resolves as usual (not_found if there is no such ref).
+          if (readable(refOrId)) return store.resolve(refOrId);
           throw denied(refOrId);
         };
       }
@@ -111,7 +116,7 @@ function readableStore(store: WebStore, readable: (ref: string) => boolean): Web
  * HTTP status by family; messages carry no local paths.
  */
 export function webHandler(store: WebStore, options: WebHandlerOptions = {}): WebHandler {
-  return async (req, res) => {
+  return async (req, res, given) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const head = req.method === 'HEAD';
     const route = url.pathname;
@@ -136,7 +141,7 @@ export function webHandler(store: WebStore, options: WebHandlerOptions = {}): We
         send(res, 200, 'text/javascript; charset=utf-8', await script, head);
         return true;
       }
-      const grant = options.authorize ? await options.authorize(req) : true;
+      const grant = given ?? (options.authorize ? await options.authorize(req) : true);
       if (grant === false) {
         sendJson(res, 401, { error: { code: 'denied', message: 'a valid token is required' } }, head);
         return true;
