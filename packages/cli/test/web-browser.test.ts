@@ -1,6 +1,6 @@
 /**
  * The web page in a real browser: Debian's headless Chromium driven by playwright-core, against
- * `tfs web` (the built dist/bin.js, `pnpm build` first) on loopback. Opening local files runs
+ * `tfs serve` (the built dist/bin.js, `pnpm build` first) on loopback. Opening local files runs
  * `@tensorfs/format` inside the page, so this suite is also its browser test.
  */
 // biome-ignore-all lint/performance/useDomNodeTextContent: these are playwright locators, not DOM nodes

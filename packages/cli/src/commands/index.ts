@@ -7,7 +7,6 @@ import { bindCommand, lanesCommand } from './lanes.js';
 import { planCommand } from './plan.js';
 import { duCommand, exportCommand, gcCommand, importCommand, lsCommand, refCommand, verifyCommand } from './store.js';
 import { pullCommand, pushCommand, remoteCommand, serveCommand } from './remote.js';
-import { webCommand } from './web.js';
 import { catCommand, composeCommand, tensorsCommand } from './tensors.js';
 
 /** Every `tfs` command, in the order `tfs --help` lists them. */
@@ -33,6 +32,5 @@ export const commands: TfsCommand<any>[] = [
   serveCommand,
   remoteCommand,
   diffCommand,
-  webCommand,
   envCommand,
 ];
