@@ -6,7 +6,6 @@ import type { Store } from '@tensorfs/cas';
 import {
   type CheckpointHeader,
   decodeCheckpoint,
-  encodeManifest,
   isCheckpointHeader,
   isTensorFSError,
   jsonInteger,
