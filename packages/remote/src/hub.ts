@@ -56,6 +56,15 @@ export interface HubOptions {
   idleTimeoutMs?: number;
   /** Access log line per request (method, path, status, ms) — never headers or tokens. */
   log?: (line: string) => void;
+  /**
+   * Read-only routes outside `/v1/` (the web page): called for every other path with what the
+   * request's token may read (`null`: nothing); resolves true when it answered. Same tokens as the API.
+   */
+  pages?: (
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    read: ((ref: string) => boolean) | null,
+  ) => Promise<boolean>;
 }
 
 /** A running hub. */
@@ -159,6 +168,7 @@ export async function serveHub(backend: Origin, options: HubOptions = {}): Promi
     const path = url.pathname;
     const method = req.method ?? 'GET';
     const p = principalOf(req);
+    if (options.pages && path !== '/v1' && !path.startsWith('/v1/') && (await options.pages(req, res, p.read))) return;
     if (path === '/v1' || path === '/v1/') {
       return sendJson(res, 200, { api: 'tensorfs-hub', version: 1, writable: grants.length > 0 });
     }

@@ -14,6 +14,26 @@ export {
   trim,
 } from './compose.js';
 export {
+  type ChangedTensor,
+  checkpointDiffInputs,
+  type ConfigChange,
+  type DiffOptions,
+  type DiffTensor,
+  type DiffInput,
+  diffInputs,
+  diffJson,
+  diffSnapshots,
+  diffTensorLists,
+  diffTensors,
+  type FileChange,
+  type JsonChange,
+  MAX_CONFIG_DIFF_BYTES,
+  type PullCost,
+  type RenamedTensor,
+  type SnapshotDiff,
+  type TensorDiff,
+} from './diff.js';
+export {
   type GgufTemplate,
   type OpenTensorsOptions,
   openTensors,

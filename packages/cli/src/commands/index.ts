@@ -1,5 +1,6 @@
 import type { TfsCommand } from '../command.js';
 import { convertCommand } from './checkpoint.js';
+import { diffCommand } from './diff.js';
 import { envCommand } from './env.js';
 import { inspectCommand } from './inspect.js';
 import { bindCommand, lanesCommand } from './lanes.js';
@@ -30,5 +31,6 @@ export const commands: TfsCommand<any>[] = [
   pushCommand,
   serveCommand,
   remoteCommand,
+  diffCommand,
   envCommand,
 ];

@@ -21,6 +21,7 @@ import {
   serveHub,
 } from '@tensorfs/remote';
 import type { Argv } from 'yargs';
+import { webHandler } from '../web/handler.js';
 import { defineCommand } from '../command.js';
 import type { CommandContext, GlobalArgs } from '../context.js';
 import { formatBytes } from '../progress.js';
@@ -266,11 +267,14 @@ export const serveCommand = defineCommand<ServeArgs>({
     const store = args.objects ? undefined : await LocalStore.open(ctx.storeDir, { readOnly: tokens === undefined });
     const backend = args.objects ? new S3Origin(args.objects, { env: ctx.io.env }) : new StoreOrigin(store!);
     try {
+      // The web page at / (read-only, same tokens): only over a store, not a bucket.
+      const web = store ? webHandler(store) : undefined;
       const hub = await serveHub(backend, {
         host: args.host,
         port: args.port,
         tokens,
         maxConcurrent: args['max-concurrent'],
+        ...(web ? { pages: (req, res, read) => web(req, res, read ?? false) } : {}),
       });
       ctx.result(
         { url: hub.url, writable: tokens !== undefined },

@@ -1,0 +1,237 @@
+/**
+ * The JSON the web page reads: the refs of a store with their sizes and sharing, one ref's files,
+ * configs and tensors, and the diff of two refs. Headers, manifests and small configs only.
+ */
+import type { Store } from '@tensorfs/cas';
+import {
+  type CheckpointHeader,
+  decodeCheckpoint,
+  isCheckpointHeader,
+  isTensorFSError,
+  jsonInteger,
+  type Manifest,
+  type ObjectId,
+  TensorFSError,
+} from '@tensorfs/format';
+import { diffSnapshots, openTensors, type SnapshotDiff } from '@tensorfs/tensors';
+
+/** What the page needs of a store: the port, plus listing refs (a `LocalStore` has it). */
+export interface WebStore extends Store {
+  listRefs(): Promise<readonly { name: string; id: ObjectId }[]>;
+}
+
+/** One ref of the refs page. */
+export interface WebRef {
+  readonly name: string;
+  readonly id: ObjectId;
+  /** `snapshot`, or `other` for an object the page cannot show (its error in `error`). */
+  readonly kind: 'snapshot' | 'checkpoint' | 'other';
+  /** Entries of a snapshot; tensors and assets of a checkpoint. */
+  readonly files: number;
+  /** Sum of the file sizes. */
+  readonly logical: number;
+  /** Bytes of the distinct objects it reaches (manifest included). */
+  readonly stored: number;
+  /** For each other ref sharing objects with it: the bytes of the shared distinct objects. */
+  readonly shared: { ref: string; bytes: number }[];
+  readonly error?: string;
+}
+
+/** The largest JSON config the ref page formats. */
+export const MAX_WEB_CONFIG_BYTES = 256 * 1024;
+
+interface Loaded {
+  kind: 'snapshot' | 'checkpoint';
+  /** Files of a snapshot, tensors and assets of a checkpoint. */
+  files: number;
+  logical: number;
+  objects: Map<ObjectId, number>;
+}
+
+/** Every object a checkpoint header references (with lengths), and its logical size. */
+function checkpointObjects(
+  header: CheckpointHeader,
+  objects: Map<ObjectId, number>,
+): { logical: number; items: number } {
+  let logical = 0;
+  let items = 0;
+  const add = (records: readonly { digest: ObjectId; length: number }[]) => {
+    for (const r of records) {
+      objects.set(r.digest, r.length);
+      logical += r.length;
+    }
+  };
+  for (const c of header.components) {
+    for (const a of c.assets) add(a.records);
+    for (const t of c.tensors) {
+      if (t.encoding === undefined) add(t.records);
+      else for (const p of Object.values(t.encoding.parts)) add(p.records);
+    }
+    items += c.assets.length + c.tensors.length;
+  }
+  return { logical, items };
+}
+
+async function closure(store: Store, id: ObjectId): Promise<Loaded> {
+  const bytes = await store.readObject(id, { verify: true });
+  const objects = new Map<ObjectId, number>([[id, bytes.length]]);
+  if (isCheckpointHeader(bytes)) {
+    const { logical, items } = checkpointObjects(decodeCheckpoint(bytes), objects);
+    return { kind: 'checkpoint', files: items, logical, objects };
+  }
+  const manifest: Manifest = await store.getManifest(id);
+  let logical = 0;
+  for (const e of manifest.entries) {
+    if (e.kind !== 'file') continue;
+    logical += e.size;
+    for (const r of e.records) objects.set(r.digest, r.length);
+  }
+  return { kind: 'snapshot', files: manifest.entries.length, logical, objects };
+}
+
+/** Every ref of the store with its kind, logical and stored size, and what it shares with the others. */
+export async function webRefs(store: WebStore): Promise<WebRef[]> {
+  const refs = await store.listRefs();
+  const loaded: ({ name: string; id: ObjectId; error?: string } & Partial<Loaded>)[] = [];
+  for (const r of refs) {
+    try {
+      loaded.push({ name: r.name, id: r.id, ...(await closure(store, r.id)) });
+    } catch (error) {
+      if (!isTensorFSError(error)) throw error;
+      loaded.push({ name: r.name, id: r.id, error: `${error.code}: ${error.message}` });
+    }
+  }
+  return loaded.map((r) => {
+    if (r.kind === undefined || r.objects === undefined) {
+      return { name: r.name, id: r.id, kind: 'other', files: 0, logical: 0, stored: 0, shared: [], error: r.error! };
+    }
+    let stored = 0;
+    for (const n of r.objects.values()) stored += n;
+    const shared: { ref: string; bytes: number }[] = [];
+    for (const o of loaded) {
+      if (o === r || o.objects === undefined) continue;
+      let bytes = 0;
+      for (const [id, n] of r.objects) if (o.objects.has(id)) bytes += n;
+      if (bytes > 0) shared.push({ ref: o.name, bytes });
+    }
+    return { name: r.name, id: r.id, kind: r.kind, files: r.files!, logical: r.logical!, stored, shared };
+  });
+}
+
+/** One tensor row of the ref page. */
+export interface WebTensor {
+  readonly file: string;
+  readonly name: string;
+  readonly dtype: string;
+  readonly shape: (number | string)[];
+  /** `plain`, or the block encoding of a quantized type (`ggml Q8_0`). */
+  readonly encoding: string;
+  readonly bytes: number;
+  readonly objects: string[];
+}
+
+/** The ref page: files (tensor files, configs, assets), formatted configs, tensors. */
+export interface WebRefDetail {
+  readonly name: string;
+  readonly id: ObjectId;
+  readonly kind: 'snapshot' | 'checkpoint';
+  /** A snapshot's files; a checkpoint's components (role `component`) and assets (`component/name`). */
+  readonly files: {
+    path: string;
+    size: number;
+    profile: string;
+    role: 'tensors' | 'config' | 'asset' | 'symlink' | 'component';
+  }[];
+  readonly configs: { path: string; value?: unknown; error?: string }[];
+  readonly tensors: WebTensor[];
+  readonly skipped: { path: string; code: string; message: string }[];
+}
+
+/** A ref's files, configs and tensors (headers and configs only). */
+export async function webRef(store: Store, ref: string): Promise<WebRefDetail> {
+  const id = await store.resolve(ref);
+  const bytes = await store.readObject(id, { verify: true });
+  if (isCheckpointHeader(bytes)) return checkpointDetail(ref, id, decodeCheckpoint(bytes));
+  const manifest = await store.getManifest(id);
+  const set = await openTensors(store, id);
+  const tensorFiles = new Set([...set.files.map((f) => f.path), ...set.indexes]);
+  const files: WebRefDetail['files'] = [];
+  const configs: WebRefDetail['configs'] = [];
+  for (const e of manifest.entries) {
+    if (e.kind === 'symlink') {
+      files.push({ path: e.path, size: 0, profile: '', role: 'symlink' });
+      continue;
+    }
+    const isConfig = !tensorFiles.has(e.path) && e.path.endsWith('.json');
+    files.push({
+      path: e.path,
+      size: e.size,
+      profile: e.profile,
+      role: tensorFiles.has(e.path) ? 'tensors' : isConfig ? 'config' : 'asset',
+    });
+    if (!isConfig) continue;
+    if (e.size > MAX_WEB_CONFIG_BYTES) {
+      configs.push({ path: e.path, error: `larger than ${MAX_WEB_CONFIG_BYTES} bytes` });
+      continue;
+    }
+    const bytes = await store.recordsSource(e.records, { verify: true }).read(0, e.size);
+    try {
+      configs.push({ path: e.path, value: JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes)) });
+    } catch {
+      configs.push({ path: e.path, error: 'not JSON' });
+    }
+  }
+  const placeOf = new Map(set.files.map((f) => [f.path, f.index ?? f.path]));
+  const tensors: WebTensor[] = [...set].map((v) => ({
+    file: placeOf.get(v.file) ?? v.file,
+    name: v.name,
+    dtype: v.dtype,
+    shape: v.shape.map(jsonInteger),
+    encoding: v.blockSize > 1 ? `ggml ${v.dtype}` : 'plain',
+    bytes: v.byteLength,
+    objects: [...v.digests],
+  }));
+  return { name: ref, id, kind: 'snapshot', files, configs, tensors, skipped: [...set.skipped] };
+}
+
+const size = (records: readonly { length: number }[]) => records.reduce((n, r) => n + r.length, 0);
+
+/** A checkpoint's page: components (class, counts), assets, configs (pipeline and each component's), tensors with encodings. */
+function checkpointDetail(name: string, id: ObjectId, header: CheckpointHeader): WebRefDetail {
+  const files: WebRefDetail['files'] = [];
+  const configs: WebRefDetail['configs'] = [];
+  const tensors: WebTensor[] = [];
+  if (header.pipeline !== null)
+    configs.push({ path: 'pipeline', value: { cls: header.pipeline.cls, config: header.pipeline.config } });
+  for (const c of header.components) {
+    let bytes = 0;
+    for (const t of c.tensors) {
+      const records = t.encoding === undefined ? t.records : Object.values(t.encoding.parts).flatMap((p) => p.records);
+      bytes += size(records);
+      tensors.push({
+        file: c.name,
+        name: t.name,
+        dtype: t.dtype,
+        shape: t.shape.map(jsonInteger),
+        encoding: t.encoding === undefined ? 'plain' : t.encoding.scheme,
+        bytes: size(records),
+        objects: records.map((r) => r.digest),
+      });
+    }
+    files.push({ path: c.name, size: bytes, profile: c.cls, role: 'component' });
+    for (const a of c.assets)
+      files.push({ path: `${c.name}/${a.name}`, size: size(a.records), profile: '', role: 'asset' });
+    configs.push({ path: `${c.name}/config`, value: { cls: c.cls, config: c.config } });
+  }
+  return { name, id, kind: 'checkpoint', files, configs, tensors, skipped: [] };
+}
+
+/** The compare view: exactly `tfs diff --json`. */
+export function webDiff(store: Store, a: string, b: string, file?: string): Promise<SnapshotDiff> {
+  if (a === '' || b === '') {
+    return Promise.reject(
+      new TensorFSError('invalid_argument', 'compare needs two refs', { details: { rule: 'web.compare' } }),
+    );
+  }
+  return diffSnapshots(store, a, b, file ? { file } : {});
+}

@@ -1,0 +1,107 @@
+import * as fsp from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { LocalStore } from '@tensorfs/cas';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ReadGrant, webHandler } from '../src/index.js';
+
+const SAMPLE = fileURLToPath(new URL('../../../samples/tiny-model/', import.meta.url));
+
+describe('webHandler JSON', () => {
+  let dir: string;
+  let store: LocalStore;
+  let server: http.Server;
+  let base: string;
+  const grants: Record<string, ReadGrant> = { 'all-token': true, 'base-token': (ref) => ref === 'base' };
+
+  beforeAll(async () => {
+    dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'tensorfs-web-api-'));
+    store = await LocalStore.open(path.join(dir, 'store'));
+    await store.importPath(SAMPLE, { name: 'base', threads: 1 });
+    await store.importPath(path.join(SAMPLE, 'diffusers'), { name: 'other', threads: 1 });
+    const handle = webHandler(store, {
+      authorize: (req) => grants[(req.headers.authorization ?? '').replace(/^Bearer /, '')] ?? false,
+    });
+    server = http.createServer((req, res) => {
+      void handle(req, res).then((done) => {
+        if (!done) res.writeHead(404).end();
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    await new Promise((r) => server.close(r));
+    await store.close();
+    await fsp.rm(dir, { recursive: true, force: true });
+  });
+
+  const get = async (route: string, token?: string) => {
+    const res = await fetch(`${base}${route}`, token ? { headers: { authorization: `Bearer ${token}` } } : {});
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> & { error?: { code: string } } };
+  };
+
+  it('refuses the JSON without a token, serves the page to anyone', async () => {
+    expect((await get('/api/refs')).status).toBe(401);
+    expect((await get('/api/refs')).body.error?.code).toBe('denied');
+    const page = await fetch(`${base}/`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('<script src="/app.js"></script>');
+  });
+
+  it('lists refs with sizes and sharing; a ref page; a diff', async () => {
+    const { status, body } = await get('/api/refs', 'all-token');
+    expect(status).toBe(200);
+    const refs = body.refs as {
+      name: string;
+      kind: string;
+      logical: number;
+      stored: number;
+      shared: { ref: string; bytes: number }[];
+    }[];
+    expect(refs.map((r) => [r.name, r.kind])).toEqual([
+      ['base', 'snapshot'],
+      ['other', 'snapshot'],
+    ]);
+    // base holds the diffusers folder too: everything of `other` but its manifest is shared.
+    const other = refs[1]!;
+    const manifest = (await store.readObject(await store.resolve('other'))).length;
+    expect(other.shared).toEqual([{ ref: 'base', bytes: other.stored - manifest }]);
+    const ref = await get('/api/ref?name=other', 'all-token');
+    const tensors = ref.body.tensors as { file: string; name: string; encoding: string }[];
+    expect(tensors.map((t) => `${t.file}:${t.name}`)).toEqual([
+      'text_encoder/model.safetensors.index.json:text_model.embeddings.token_embedding.weight',
+      'text_encoder/model.safetensors.index.json:text_model.final_layer_norm.bias',
+      'text_encoder/model.safetensors.index.json:text_model.final_layer_norm.weight',
+      'unet/diffusion_pytorch_model.safetensors:conv_in.bias',
+      'unet/diffusion_pytorch_model.safetensors:conv_in.weight',
+      'unet/diffusion_pytorch_model.safetensors:conv_out.weight',
+    ]);
+    expect((ref.body.configs as { path: string }[]).map((c) => c.path)).toEqual([
+      'model_index.json',
+      'scheduler/scheduler_config.json',
+      'text_encoder/config.json',
+      'tokenizer/vocab.json',
+      'unet/config.json',
+    ]);
+    const diff = await get('/api/diff?a=base&b=base', 'all-token');
+    expect((diff.body.tensors as { unchanged: number }).unchanged).toBe(18);
+    expect((await get('/api/diff?a=base', 'all-token')).body.error?.code).toBe('invalid_argument');
+  });
+
+  it('a token limited to some refs sees only those, by name or id', async () => {
+    const { body } = await get('/api/refs', 'base-token');
+    expect((body.refs as { name: string; shared: unknown[] }[]).map((r) => [r.name, r.shared])).toEqual([['base', []]]);
+    expect((await get('/api/ref?name=base', 'base-token')).status).toBe(200);
+    const denied = await get('/api/ref?name=other', 'base-token');
+    expect([denied.status, denied.body.error?.code]).toEqual([403, 'denied']);
+    const otherId = await store.resolve('other');
+    expect((await get(`/api/ref?name=${otherId}`, 'base-token')).body.error?.code).toBe('denied');
+    expect((await get(`/api/diff?a=base&b=${otherId}`, 'base-token')).body.error?.code).toBe('denied');
+    const baseId = await store.resolve('base');
+    expect((await get(`/api/ref?name=${baseId}`, 'base-token')).status).toBe(200);
+  });
+});
