@@ -24,7 +24,8 @@ export function packageConfig({
     target: portable ? 'es2022' : 'node20',
     platform: portable ? 'neutral' : 'node',
     // With several entries, shared modules (the error class above all) must be one copy: split.
-    splitting: entries !== undefined,
+    // A CLI splits too, so modules it imports dynamically (its commands) load only when asked for.
+    splitting: entries !== undefined || bin,
     treeshake: true,
   });
 }

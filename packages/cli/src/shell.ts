@@ -1,6 +1,5 @@
 import { TensorFSError, toTensorFSError } from '@tensorfs/format';
 import type { TfsCommand } from './command.js';
-import { commands } from './commands/index.js';
 import { type CliIO, CommandContext, escapeControls, type GlobalArgs, toJson } from './context.js';
 import { EXIT_CODES } from './exit-codes.js';
 import { VERSION } from './version.js';
@@ -9,8 +8,18 @@ import { VERSION } from './version.js';
  * Runs `tfs` with `argv` (without `node` and the script) and returns the exit code.
  * Never throws and never calls `process.exit`.
  */
-export function run(argv: readonly string[], io: CliIO): Promise<number> {
+export async function run(argv: readonly string[], io: CliIO): Promise<number> {
+  if (versionOnly(argv)) return runCommands(argv, io, []);
+  // The commands (and the store, tensors, remote and lanes packages they import) load only for a
+  // command: `tfs --version` costs little more than starting Node. The build splits them into
+  // their own chunk, so this import is what loads them.
+  const { commands } = await import('./commands/index.js');
   return runCommands(argv, io, commands);
+}
+
+/** `tfs --version` alone (or `-V`): answered before the parser and the commands load. */
+function versionOnly(argv: readonly string[]): boolean {
+  return argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V');
 }
 
 /** {@link run} over a given command list (internal; tests use it to exercise the shell). */
@@ -21,7 +30,7 @@ export async function runCommands(
   available: readonly TfsCommand<any>[],
 ): Promise<number> {
   // `tfs --version` answers before the parser and the commands load: start-up is nearly all it costs.
-  if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V')) {
+  if (versionOnly(argv)) {
     io.stdout.write(`${VERSION}\n`);
     return 0;
   }
