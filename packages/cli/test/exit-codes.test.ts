@@ -39,4 +39,11 @@ describe('exit codes', () => {
     expect(fromReadme).toEqual(PROMISED);
     expect(rows.get(0)).toBe('ok');
   });
+
+  it('are the sentence the root README promises', () => {
+    const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8').replace(/\s+/g, ' ');
+    expect(readme).toContain(
+      'exits with a stable code: 1 internal, 2 invalid_argument/usage, 3 malformed, 4 corrupt, 5 unsupported, 6 not_found, 7 conflict, 8 denied, 9 unavailable, 10 limit_exceeded, 11 io, 12 cancelled (also Ctrl-C).',
+    );
+  });
 });

@@ -1,5 +1,4 @@
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { TensorFSError } from '@tensorfs/format';
 import { describe, expect, it } from 'vitest';
@@ -33,52 +32,8 @@ const crash = defineCommand({
 const cmds: TfsCommand<any>[] = [fail, echo, crash];
 
 /** The table README.md and packages/cli/README.md promise, written out: scripts depend on it. */
-const PROMISED_EXIT_CODES = {
-  internal: 1,
-  invalid_argument: 2,
-  malformed: 3,
-  corrupt: 4,
-  unsupported: 5,
-  not_found: 6,
-  conflict: 7,
-  denied: 8,
-  unavailable: 9,
-  limit_exceeded: 10,
-  io: 11,
-  cancelled: 12,
-};
 
 describe('tfs shell', () => {
-  it('keeps the literal exit-code table the READMEs promise', () => {
-    expect({ ...EXIT_CODES }).toEqual(PROMISED_EXIT_CODES);
-    const root = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8').replace(/\s+/g, ' ');
-    expect(root).toContain(
-      'exits with a stable code: 1 internal, 2 invalid_argument/usage, 3 malformed, 4 corrupt, 5 unsupported, 6 not_found, 7 conflict, 8 denied, 9 unavailable, 10 limit_exceeded, 11 io, 12 cancelled (also Ctrl-C).',
-    );
-    const cli = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-    const rows = [...cli.matchAll(/^\|\s*(\d+)\s*\|\s*([^|]+?)\s*\|\s*(\d*)\s*\|\s*([^|]*?)\s*\|$/gm)];
-    const table = new Map<number, string>();
-    for (const m of rows) {
-      table.set(Number(m[1]), m[2]!);
-      if (m[3]) table.set(Number(m[3]), m[4]!);
-    }
-    expect(Object.fromEntries(table)).toEqual({
-      0: 'ok',
-      1: 'internal',
-      2: 'invalid_argument / usage',
-      3: 'malformed',
-      4: 'corrupt',
-      5: 'unsupported',
-      6: 'not_found',
-      7: 'conflict',
-      8: 'denied',
-      9: 'unavailable',
-      10: 'limit_exceeded',
-      11: 'io',
-      12: 'cancelled (also Ctrl-C)',
-    });
-  });
-
   it('maps every family to its stable exit code, human and JSON', async () => {
     for (const [code, exit] of Object.entries(EXIT_CODES)) {
       const c = capture();
