@@ -15,26 +15,10 @@ import path from 'node:path';
 import { openStore } from '@tensorfs/cas';
 import { writeSafetensorsHeader } from '@tensorfs/format';
 import { convertPath, convertSnapshot, openCheckpoint } from '@tensorfs/tensors';
-import { mibps, report, time } from './lib.mjs';
+import { mibps, paired, report } from './lib.mjs';
 
 const MiB = 1024 * 1024;
 const TENSOR = 8 * MiB; // F32 [2048, 1024]
-
-/** Medians of alternating runs of `ours` and `baseline`. */
-async function paired(ours, baseline, runs = 5) {
-  const a = [];
-  const b = [];
-  await ours();
-  await baseline();
-  for (let i = 0; i < runs; i++) {
-    globalThis.gc?.();
-    a.push(await time(ours, { runs: 1, warmup: 0 }));
-    globalThis.gc?.();
-    b.push(await time(baseline, { runs: 1, warmup: 0 }));
-  }
-  const median = (xs) => xs.sort((x, y) => x - y)[Math.floor(xs.length / 2)];
-  return [median(a), median(b)];
-}
 
 const noise = randomFillSync(new Uint8Array(TENSOR));
 let serial = 0;

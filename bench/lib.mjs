@@ -1,7 +1,10 @@
 // Shared benchmark helpers. Every case prints: our figure, the baseline's figure measured in
 // the same run, and the ratio (ours / baseline; below 1 means faster than the baseline).
 import { execFileSync } from 'node:child_process';
+import { randomFillSync } from 'node:crypto';
+import * as fsp from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
+import { writeSafetensorsHeader } from '@tensorfs/format';
 
 /** Median wall time in ms of `fn` over `runs` runs after `warmup` runs. */
 export async function time(fn, { runs = 5, warmup = 1 } = {}) {
@@ -40,4 +43,45 @@ export function mibps(bytes, ms) {
 
 export function results() {
   return rows;
+}
+
+/** Medians of alternating runs of `ours` and `baseline` (a GC before each, when exposed). */
+export async function paired(ours, baseline, runs = 5) {
+  const a = [];
+  const b = [];
+  await ours();
+  await baseline();
+  for (let i = 0; i < runs; i++) {
+    globalThis.gc?.();
+    a.push(await time(ours, { runs: 1, warmup: 0 }));
+    globalThis.gc?.();
+    b.push(await time(baseline, { runs: 1, warmup: 0 }));
+  }
+  const median = (xs) => xs.sort((x, y) => x - y)[Math.floor(xs.length / 2)];
+  return [median(a), median(b)];
+}
+
+/**
+ * Writes a safetensors file of `tensors` distinct BF16 `[rows, rows]` tensors named
+ * `model.layers.NNN.weight` (random bytes, each tensor's first word its index); returns the
+ * header's tensor infos.
+ */
+export async function writeLayersModel(file, tensors, rows) {
+  const names = Array.from({ length: tensors }, (_, i) => `model.layers.${String(i).padStart(3, '0')}.weight`);
+  const { bytes: header, tensors: infos } = writeSafetensorsHeader(
+    names.map((name) => ({ name, dtype: 'BF16', shape: [BigInt(rows), BigInt(rows)] })),
+    { metadata: new Map([['format', 'pt']]), order: 'given' },
+  );
+  const noise = randomFillSync(new Uint8Array(rows * rows * 2));
+  const fh = await fsp.open(file, 'w');
+  try {
+    await fh.write(header);
+    for (let i = 0; i < tensors; i++) {
+      new DataView(noise.buffer).setUint32(0, i); // every tensor distinct
+      await fh.write(noise);
+    }
+  } finally {
+    await fh.close();
+  }
+  return infos;
 }

@@ -1,14 +1,13 @@
 // `TensorView.readInto` of 100 tensors of a 1 GiB model out of the store into one reused buffer,
 // against `FileHandle.read` of the same byte ranges from the plain file into the same buffer
 // (one handle kept open), warm page cache, interleaved; wall and CPU medians.
-import { randomFillSync } from 'node:crypto';
 import * as fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { Store } from '@tensorfs/cas';
-import { writeSafetensorsHeader } from '@tensorfs/format';
+import { LocalStore } from '@tensorfs/cas';
 import { openTensors } from '@tensorfs/tensors';
 import { compare, interleave } from './cpu.mjs';
+import { writeLayersModel } from './lib.mjs';
 
 const TENSORS = 128;
 const ROWS = 2048; // BF16 [2048, 2048] = 8 MiB each, 1 GiB in all
@@ -17,23 +16,12 @@ const TENSOR_BYTES = ROWS * ROWS * 2;
 const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'tensorfs-bench-readinto-'));
 try {
   const file = path.join(dir, 'model.safetensors');
-  const names = Array.from({ length: TENSORS }, (_, i) => `model.layers.${String(i).padStart(3, '0')}.weight`);
-  const { bytes: header, tensors: infos } = writeSafetensorsHeader(
-    names.map((name) => ({ name, dtype: 'BF16', shape: [BigInt(ROWS), BigInt(ROWS)] })),
-    { metadata: new Map([['format', 'pt']]), order: 'given' },
-  );
-  const noise = randomFillSync(new Uint8Array(TENSOR_BYTES));
-  const out = await fsp.open(file, 'w');
-  await out.write(header);
-  for (let i = 0; i < TENSORS; i++) {
-    new DataView(noise.buffer).setUint32(0, i); // every tensor distinct
-    await out.write(noise);
-  }
-  await out.close();
-  const store = await Store.open(path.join(dir, 'store'));
+  const infos = await writeLayersModel(file, TENSORS, ROWS);
+  const store = await LocalStore.open(path.join(dir, 'store'));
   await store.importPath(file, { name: 'bench/model' });
   const set = await openTensors(store, 'bench/model');
-  const picked = names
+  const picked = infos
+    .map((t) => t.name)
     .map((n, i) => [n, (i * 7919) % TENSORS])
     .sort((a, b) => a[1] - b[1])
     .slice(0, 100)

@@ -11,32 +11,13 @@ import path from 'node:path';
 import { LocalStore } from '@tensorfs/cas';
 import { writeSafetensorsHeader } from '@tensorfs/format';
 import { commit, openTensors, TensorWriter } from '@tensorfs/tensors';
-import { mibps, report, time } from './lib.mjs';
+import { mibps, paired, report } from './lib.mjs';
 
 const MiB = 1024 * 1024;
 const TENSORS = 128;
 const ROWS = 2048; // BF16 [2048, 2048] = 8 MiB each, 1 GiB in all
 const TENSOR_BYTES = ROWS * ROWS * 2;
 const READS = 100;
-
-/**
- * Medians of `ours` and `baseline`, run alternately (so machine noise hits both alike), each after
- * a full GC (reads allocate hundreds of MiB).
- */
-async function paired(ours, baseline, runs = 9) {
-  const a = [];
-  const b = [];
-  await ours();
-  await baseline();
-  for (let i = 0; i < runs; i++) {
-    globalThis.gc?.();
-    a.push(await time(ours, { runs: 1, warmup: 0 }));
-    globalThis.gc?.();
-    b.push(await time(baseline, { runs: 1, warmup: 0 }));
-  }
-  const median = (xs) => xs.sort((x, y) => x - y)[Math.floor(xs.length / 2)];
-  return [median(a), median(b)];
-}
 
 const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'tensorfs-bench-tensors-'));
 try {
@@ -88,14 +69,14 @@ try {
   const storeRead = async () => {
     for (const v of views) if ((await v.read()).length !== v.byteLength) throw new Error('short read');
   };
-  const [ours, baseline] = await paired(storeRead, plainRead);
+  const [ours, baseline] = await paired(storeRead, plainRead, 9);
   report('read 100 tensors (view.read)', ours, 'fs read', baseline, `${mibps(readBytes, ours)} MiB/s`);
   // The store reads each object into a zero-filled buffer; the same fs read into zeroed buffers
   // shows how much of the gap that is.
   const zeroedRead = async () => {
     for (const r of ranges) await fh.read(new Uint8Array(r.byteLength), 0, r.byteLength, r.byteOffset);
   };
-  const [oursZ, zeroed] = await paired(storeRead, zeroedRead);
+  const [oursZ, zeroed] = await paired(storeRead, zeroedRead, 9);
   report('read 100 tensors (view.read)', oursZ, 'fs read, zeroed bufs', zeroed, `${mibps(readBytes, oursZ)} MiB/s`);
 
   const target = new Uint8Array(TENSOR_BYTES);
@@ -105,7 +86,7 @@ try {
   const storeInto = async () => {
     for (const v of views) await v.readInto(target);
   };
-  const [oursInto, baseInto] = await paired(storeInto, plainInto);
+  const [oursInto, baseInto] = await paired(storeInto, plainInto, 9);
   report(
     'read 100 tensors into one buffer (readInto)',
     oursInto,
@@ -117,7 +98,7 @@ try {
   const storePieces = async () => {
     for (const v of views) for await (const piece of v.pieces()) if (piece.length === 0) throw new Error('empty');
   };
-  const [oursPieces, basePieces] = await paired(storePieces, plainRead);
+  const [oursPieces, basePieces] = await paired(storePieces, plainRead, 9);
   report('stream 100 tensors (pieces)', oursPieces, 'fs read', basePieces, `${mibps(readBytes, oursPieces)} MiB/s`);
 
   const storeVerify = async () => {
