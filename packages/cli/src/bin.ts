@@ -40,5 +40,16 @@ const code = await run(process.argv.slice(2), {
   env: process.env,
   signal: controller.signal,
 });
-// A command that finished anyway (its work committed) reports its own code, not 12.
+// A command that finished anyway (its work committed) reports its own code, not 12. Leave once
+// both streams have flushed: a stray timer or socket of a failed transfer must not keep a
+// finished command alive (everything a command commits is durable before it returns).
 process.exitCode = code;
+// A failed stdout is left to its 'error' handler above (EPIPE 0, otherwise io 11).
+let pending = 2;
+const done = () => {
+  if (--pending === 0) process.exit(code);
+};
+process.stdout.write('', (err) => {
+  if (!err) done();
+});
+process.stderr.write('', done);

@@ -17,22 +17,37 @@ const BIG = 24 << 20;
 
 let server: FaultServer;
 let bigHex: string;
+let folder: string;
 
-function run(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; out: string }> {
+/** Runs the built `tfs`; a run still going after `limitMs` is killed and reported as a hang. */
+function run(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  limitMs = 60_000,
+): Promise<{ code: number | null; out: string; ms: number; hung: boolean }> {
   return new Promise((resolve) => {
+    const t0 = Date.now();
     const p = spawn(process.execPath, [BIN, ...args], {
       env: { PATH: process.env.PATH, TENSORFS_TOKEN: TOKEN, ...env },
     });
     let out = '';
+    let hung = false;
+    const watchdog = setTimeout(() => {
+      hung = true;
+      p.kill('SIGKILL');
+    }, limitMs);
     p.stdout.on('data', (d) => (out += d));
     p.stderr.on('data', (d) => (out += d));
-    p.on('close', (code) => resolve({ code, out }));
+    p.on('close', (code) => {
+      clearTimeout(watchdog);
+      resolve({ code, out, ms: Date.now() - t0, hung });
+    });
   });
 }
 
 beforeEach(async () => {
   const { store, id } = await storeWith('team/model', { 'big.bin': bytesOf(BIG, 3), 'small.json': bytesOf(100, 4) });
-  const folder = join(tempDir(), 'origin');
+  folder = join(tempDir(), 'origin');
   await push(store, new FolderOrigin(folder), 'team/model');
   const m = await store.getManifest(id);
   const e = m.entries.find((x) => x.path === 'big.bin')!;
@@ -113,16 +128,24 @@ describe('tfs pull under faults', () => {
       { kind: 'redirect', location: '/loop' },
       { kind: 'status', status: 429, retryAfter: '100000' },
     ];
-    for (const f of faults) {
-      server.fault = (r) => (r.path.startsWith('/chunks/') || r.path === '/loop' ? f : undefined);
-      for (const json of [[], ['--json']]) {
-        const r = await run(['pull', server.url, 'team/model', '--store', join(tempDir(), 's'), ...json]);
-        expect(r.code).not.toBe(0);
-        expect(r.out).not.toContain(TOKEN);
-        expect(r.out).toMatch(/error|"code"/);
-      }
-    }
-    for (const r of server.seen.filter((x) => x.path.startsWith('/chunks/')))
-      expect(r.headers.authorization).toBe(`Bearer ${TOKEN}`);
-  }, 180_000);
+    // Each fault has an origin of its own, so the retries and backoffs of all twelve runs overlap.
+    await Promise.all(
+      faults.map(async (f) => {
+        const origin = await startFaultServer(folder);
+        after(() => origin.close());
+        origin.fault = (r) => (r.path.startsWith('/chunks/') || r.path === '/loop' ? f : undefined);
+        for (const json of [[], ['--json']]) {
+          const r = await run(['pull', origin.url, 'team/model', '--store', join(tempDir(), 's'), ...json]);
+          const what = `${JSON.stringify(f)} ${json.join('')}: ${r.ms} ms\n${r.out}`;
+          expect(r.hung, `hung: ${what}`).toBe(false);
+          expect(r.code, what).not.toBe(0);
+          expect(r.out, what).not.toContain(TOKEN);
+          expect(r.out, what).toMatch(/error|"code"/);
+        }
+        const chunks = origin.seen.filter((x) => x.path.startsWith('/chunks/'));
+        expect(chunks.length).toBeGreaterThan(0);
+        for (const r of chunks) expect(r.headers.authorization).toBe(`Bearer ${TOKEN}`);
+      }),
+    );
+  }, 240_000);
 });
