@@ -1,24 +1,14 @@
 /** Loopback servers the remote CLI tests start and stop: nginx, moto_server and `tfs serve`. */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
+export { freePort, startMoto } from '@tensorfs/testkit';
+import { freePort } from '@tensorfs/testkit';
 
-/** A free loopback port. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
+export const BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 
 /** Runs `tfs` (the built CLI) to completion. */
 export function tfsSync(args: string[], env: NodeJS.ProcessEnv = {}) {
@@ -144,37 +134,5 @@ http {
       rmSync(dir, { recursive: true, force: true });
       return c;
     },
-  };
-}
-
-/** moto_server on a loopback port with one bucket; the AWS environment pointing at it. */
-export async function startMoto(bucket = 'tfs-cli'): Promise<Running & { env: NodeJS.ProcessEnv }> {
-  const port = await freePort();
-  const proc = spawn('moto_server', ['-H', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });
-  const failed = new Promise<never>((_, reject) =>
-    proc.once('error', (e) => reject(new Error(`moto_server is required for the S3 tests: ${e.message}`))),
-  );
-  const endpoint = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    try {
-      await Promise.race([fetch(`${endpoint}/moto-api/`), failed]);
-      break;
-    } catch (err) {
-      if (String(err).includes('required') || Date.now() > deadline) throw err;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-  const r = await fetch(`${endpoint}/${bucket}`, { method: 'PUT' });
-  if (r.status !== 200) throw new Error(`moto_server: cannot create bucket (${r.status})`);
-  return {
-    proc,
-    env: {
-      AWS_ENDPOINT_URL: endpoint,
-      AWS_REGION: 'us-east-1',
-      AWS_ACCESS_KEY_ID: 'testing',
-      AWS_SECRET_ACCESS_KEY: 'testing',
-    },
-    stop: stopper(proc),
   };
 }

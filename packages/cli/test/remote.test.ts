@@ -147,7 +147,7 @@ describe('tfs push / pull', () => {
   describe('S3 (moto_server)', () => {
     let moto: Running & { env: NodeJS.ProcessEnv };
     beforeAll(async () => {
-      moto = await startMoto();
+      moto = await startMoto('tfs-cli');
     }, 60_000);
     afterAll(async () => {
       await moto?.stop();

@@ -3,11 +3,11 @@ import { isTensorFSError } from '@tensorfs/format';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HubOrigin, S3Origin, parseS3Url, pull, push, s3ConfigFromEnv, serveHub } from '../src/index.js';
 import { after, bytesOf, folderOf, newStore, storeWith } from './helpers.js';
-import { type Moto, startMoto } from './moto.js';
+import { type Moto, startMoto } from '@tensorfs/testkit';
 
 let moto: Moto;
 beforeAll(async () => {
-  moto = await startMoto();
+  moto = await startMoto('tfs-test');
 }, 60_000);
 afterAll(async () => {
   await moto?.stop();

@@ -9,3 +9,4 @@ export { acceptedCounter } from './property.js';
 export { objectFile, storedObjects } from './store-files.js';
 export { MemoryStore } from './memory-store.js';
 export { blobEntry } from './manifest.js';
+export { freePort, startMoto, type Moto } from './moto.js';
