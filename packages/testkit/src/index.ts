@@ -9,3 +9,14 @@ export { acceptedCounter } from './property.js';
 export { objectFile, storedObjects } from './store-files.js';
 export { MemoryStore } from './memory-store.js';
 export { blobEntry } from './manifest.js';
+export {
+  startFakeHub,
+  fakeHubFixture,
+  type FakeHubFixture,
+  gitBlobId,
+  sha256HexOf,
+  type FakeHub,
+  type FakeHubOptions,
+  type FakeRepo,
+  type FakeRequest,
+} from './fake-hf.js';
