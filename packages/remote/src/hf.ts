@@ -512,8 +512,7 @@ class HubFile implements ByteSource {
         });
       }
       const more = new Uint8Array(end - this.prefix.length);
-      const { body, skip } = await this.repo.openRange(this.commit, this.file, this.prefix.length, end);
-      await this.drain(body, skip, more);
+      await this.fetchExact(this.prefix.length, more);
       const grown = new Uint8Array(end);
       grown.set(this.prefix);
       grown.set(more, this.prefix.length);
@@ -533,12 +532,39 @@ class HubFile implements ByteSource {
     }
   }
 
-  /** Fills `target` from `body` after skipping `skip` bytes; the body must hold them all. */
+  /**
+   * Fills `target` with the bytes at `start` by a bounded range request, asking again for what is
+   * left when an answer ends early or fails (up to {@link STREAM_RESUMES} times).
+   */
+  private async fetchExact(start: number, target: Uint8Array): Promise<void> {
+    let filled = 0;
+    for (let resumes = 0; ; resumes++) {
+      let failure: TensorFSError | undefined;
+      const { body, skip } = await this.repo.openRange(this.commit, this.file, start + filled, start + target.length);
+      try {
+        filled += await this.drain(body, skip, target.subarray(filled));
+      } catch (err) {
+        failure = this.streamError(err);
+        if (failure.code !== 'unavailable') throw failure;
+      }
+      if (filled === target.length) return;
+      if (resumes >= STREAM_RESUMES) {
+        throw (
+          failure ??
+          new TensorFSError('unavailable', 'the Hub ended a file read early', {
+            details: { rule: 'hf.truncated', path: this.file.path, offset: start + filled },
+          })
+        );
+      }
+    }
+  }
+
+  /** Copies `body` (after skipping `skip` bytes) into `target`; returns the bytes copied. */
   private async drain(
     body: AsyncIterable<Uint8Array> & { destroy?: () => void },
     skip: number,
     target: Uint8Array,
-  ): Promise<void> {
+  ): Promise<number> {
     let filled = 0;
     try {
       for await (const chunk of body) {
@@ -554,15 +580,13 @@ class HubFile implements ByteSource {
         filled += n;
         if (filled === target.length) break;
       }
+      return filled;
     } catch (err) {
-      throw this.streamError(err);
+      // Bytes already copied count: the caller asks for the rest.
+      if (filled > 0 && !this.signal?.aborted) return filled;
+      throw err;
     } finally {
       body.destroy?.();
-    }
-    if (filled !== target.length) {
-      throw new TensorFSError('unavailable', 'the Hub ended a file read early', {
-        details: { rule: 'hf.truncated', path: this.file.path, expected: target.length, actual: filled },
-      });
     }
   }
 

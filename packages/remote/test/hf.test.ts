@@ -343,3 +343,58 @@ describe('importHuggingFace', () => {
     expect(await store.has(`sha256:${sha256HexOf(big)}`)).toBe(false);
   });
 });
+
+describe('importHuggingFace under faults', () => {
+  const shard1 = fx.tiny['model-00001-of-00002.safetensors']!;
+  const baseline = async (): Promise<string> => {
+    const h = await hub();
+    return (await importHuggingFace(await newStore(), 'hf://acme/tiny', opts(h))).snapshot;
+  };
+
+  it('a download cut mid-stream is resumed where it stopped', async () => {
+    const expected = await baseline();
+    const ds = dataStart(shard1);
+    const h = await hub({ cdnCutOnce: { [sha256HexOf(shard1)]: 10 } });
+    const r = await importHuggingFace(await newStore(), 'hf://acme/tiny', opts(h));
+    expect(r.snapshot).toBe(expected);
+    const ranges = h.log.filter((q) => q.server === 'cdn' && q.path.endsWith(sha256HexOf(shard1))).map((q) => q.range);
+    expect(ranges).toEqual(['bytes=0-15', `bytes=16-${ds - 1}`, `bytes=${ds}-`, `bytes=${ds + 10}-`]);
+  });
+
+  it('a CDN that ignores Range still gives the same snapshot', async () => {
+    const expected = await baseline();
+    const h = await hub({ cdnIgnoresRange: true });
+    const r = await importHuggingFace(await newStore(), 'hf://acme/tiny', opts(h));
+    expect(r.snapshot).toBe(expected);
+    expect(r.bytesFetched).toBeGreaterThan(r.bytes);
+  });
+
+  it('retries a 503 with Retry-After, and a persistent 500 is unavailable', async () => {
+    let first = true;
+    const h = await hub({
+      hubFault: (q) => {
+        if (q.path.includes('/revision/') && first) {
+          first = false;
+          return { status: 503, headers: { 'retry-after': '0' } };
+        }
+        return q.path.includes('/tree/') && q.query.includes('cursor') ? { status: 500 } : undefined;
+      },
+      pageSize: 4,
+    });
+    const store = await newStore();
+    await expectCode(importHuggingFace(store, 'hf://acme/tiny', opts(h)), 'unavailable', 'http.500');
+    expect(h.log.filter((q) => q.path.includes('/revision/')).length).toBe(2);
+    expect(h.log.filter((q) => q.path.includes('/tree/') && q.query.includes('cursor')).length).toBe(2); // retries: 1
+  });
+
+  it('a tree page linking to another origin is refused before the token could go there', async () => {
+    const cdnLike = await hub();
+    const h = await hub({ pageSize: 2, nextLinkBase: cdnLike.endpoint });
+    await expectCode(
+      importHuggingFace(await newStore(), 'hf://acme/tiny', opts(h, { token: TOKEN })),
+      'malformed',
+      'hf.tree_next_origin',
+    );
+    expect(cdnLike.log).toEqual([]);
+  });
+});

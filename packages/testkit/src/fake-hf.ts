@@ -59,6 +59,17 @@ export interface FakeHubOptions {
   onCdnRequest?: (r: FakeRequest) => void | Promise<void>;
   /** Extra headers on HEAD answers of resolve (e.g. a lying `X-Linked-Etag`). */
   headOverride?: (path: string) => Record<string, string> | undefined;
+  /**
+   * sha256 hex → bytes after which the first open-ended CDN answer (`Range: bytes=N-` or none) for
+   * that blob is cut (socket destroyed).
+   */
+  cdnCutOnce?: Record<string, number>;
+  /** The CDN ignores `Range` (answers 200 with the whole blob). */
+  cdnIgnoresRange?: boolean;
+  /** Answers a Hub request with this status (and headers) instead, when it returns one. */
+  hubFault?: (r: FakeRequest) => { status: number; headers?: Record<string, string> } | undefined;
+  /** Base URL of the tree's `Link: rel="next"` (default the Hub itself). */
+  nextLinkBase?: string;
 }
 
 /** A running fake Hub. */
@@ -174,6 +185,19 @@ export async function startFakeHub(repos: Record<string, FakeRepo>, options: Fak
       res.end();
       return;
     }
+    const cut = options.cdnCutOnce?.[m![1]!];
+    if (cut !== undefined && (req.headers.range === undefined || req.headers.range.endsWith('-'))) {
+      delete options.cdnCutOnce![m![1]!];
+      const range = req.headers.range ? /^bytes=(\d+)-/.exec(req.headers.range) : null;
+      const start = range ? Number(range[1]) : 0;
+      res.writeHead(range ? 206 : 200, {
+        'content-range': `bytes ${start}-${bytes.length - 1}/${bytes.length}`,
+        'content-length': String(bytes.length - start),
+      });
+      res.write(Buffer.from(bytes.subarray(start, start + cut)), () => res.socket?.destroy());
+      return;
+    }
+    if (options.cdnIgnoresRange) delete req.headers.range;
     sendBytes(req, res, bytes, { 'content-type': 'application/octet-stream' });
   });
   const cdn = await listen(cdnServer);
@@ -211,7 +235,13 @@ export async function startFakeHub(repos: Record<string, FakeRepo>, options: Fak
 
   const hubServer = createServer((req, res) => {
     const r = record('hub', req);
-    const base = `http://${req.headers.host}`;
+    const base = options.nextLinkBase ?? `http://${req.headers.host}`;
+    const fault = options.hubFault?.(r);
+    if (fault) {
+      res.writeHead(fault.status, fault.headers ?? {});
+      res.end();
+      return;
+    }
     let m = /^\/api\/models\/([^/]+\/[^/]+)\/revision\/(.+)$/.exec(r.path);
     if (m && req.method === 'GET') {
       const found = locate(res, req, m[1]!, m[2]!);
