@@ -76,6 +76,9 @@ describe('tfs import hf://', () => {
     expect(record.snapshot).toBe(out.snapshot);
     expect(record.sources.map((s: { commit: string }) => s.commit)).toEqual([fx.c1]);
     expect(JSON.stringify(record)).not.toContain(TOKEN);
+    // The record beside the store is no trouble to the store's own maintenance.
+    expect((await tfs(['verify', '--data', '--store', store])).code).toBe(0);
+    expect((await tfs(['gc', '--store', store])).code).toBe(0);
 
     const local = await tfs(['import', folder(fx.tiny), '--store', store, '--name', 'local/tiny', '--json']);
     expect(local.code).toBe(0);
