@@ -359,7 +359,13 @@ export class HuggingFaceRepo {
           continue;
         }
       }
-      const etag = h('x-linked-etag') ?? h('etag');
+      // X-Linked-Etag is the Hub's word on an LFS file's SHA-256; a plain ETag counts only when it
+      // has a digest's shape (a mirror or proxy may put its own validator there).
+      const linked = h('x-linked-etag');
+      const plain = h('etag');
+      const etag =
+        linked ??
+        (plain !== undefined && /^([0-9a-f]{40}|[0-9a-f]{64})$/.test(normalizeEtag(plain)) ? plain : undefined);
       const size = h('x-linked-size');
       const repoCommit = h('x-repo-commit');
       return {

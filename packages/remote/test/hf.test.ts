@@ -238,6 +238,15 @@ describe('importHuggingFace', () => {
       path: name,
     });
     expect(etag.log.some((q) => q.method === 'GET' && q.path.endsWith(name))).toBe(false);
+    // A git file's ETag (its blob id) is checked too; a validator that is no digest is not one.
+    const gitEtag = await hub({
+      headOverride: (p) => (p === 'README.md' ? { etag: `"${'1'.repeat(40)}"` } : undefined),
+    });
+    await expectCode(importHuggingFace(store, 'hf://acme/tiny', opts(gitEtag)), 'corrupt', 'hf.etag_mismatch', {
+      path: 'README.md',
+    });
+    const proxy = await hub({ headOverride: () => ({ etag: 'W/"5f2-18c2a"' }) });
+    expect((await importHuggingFace(store, 'hf://acme/tiny', opts(proxy, { include: '*.md' }))).files).toBe(1);
     const commit = await hub({ headOverride: () => ({ 'x-repo-commit': fx.c0 }) });
     await expectCode(importHuggingFace(store, 'hf://acme/tiny', opts(commit)), 'corrupt', 'hf.commit_mismatch', {
       expected: fx.c1,
