@@ -225,6 +225,19 @@ describe('importHuggingFace', () => {
     );
     expect(err.message).toContain('SHA-256');
     expect(await store.listRefs()).toEqual([]);
+    // A git file (config.json) whose bytes are not its blob id: the same.
+    const config = fx.tiny['config.json']!;
+    const wrong = config.slice();
+    wrong[3]! ^= 1;
+    const git = await hub({ gitOverride: { 'config.json': wrong } });
+    const e2 = await expectCode(
+      importHuggingFace(store, 'hf://acme/tiny', opts(git, { name: 'hf/tiny' })),
+      'corrupt',
+      'hf.digest_mismatch',
+      { path: 'config.json' },
+    );
+    expect(e2.message).toContain('git blob id');
+    expect(await store.listRefs()).toEqual([]);
     expect((await store.verify({ data: true, all: true })).corrupt).toEqual([]);
   });
 

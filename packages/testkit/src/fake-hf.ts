@@ -64,6 +64,8 @@ export interface FakeHubOptions {
    * that blob is cut (socket destroyed).
    */
   cdnCutOnce?: Record<string, number>;
+  /** path → bytes the Hub serves instead for a git (non-LFS) file (right length, wrong bytes). */
+  gitOverride?: Record<string, Uint8Array>;
   /** The CDN ignores `Range` (answers 200 with the whole blob). */
   cdnIgnoresRange?: boolean;
   /** Answers a Hub request with this status (and headers) instead, when it returns one. */
@@ -317,7 +319,11 @@ export async function startFakeHub(repos: Record<string, FakeRepo>, options: Fak
         res.end();
         return;
       }
-      sendBytes(req, res, bytes, { etag: `"${gitBlobId(bytes)}"`, 'x-repo-commit': found.sha, ...extra });
+      sendBytes(req, res, options.gitOverride?.[m[3]!] ?? bytes, {
+        etag: `"${gitBlobId(bytes)}"`,
+        'x-repo-commit': found.sha,
+        ...extra,
+      });
       return;
     }
     res.writeHead(404);
