@@ -42,6 +42,11 @@ export interface HttpRequest {
   accept?: readonly number[];
   /** Set false to fail at once on 5xx/429/network errors (default true). */
   retry?: boolean;
+  /**
+   * `manual`: a redirect is returned to the caller (its body dumped) instead of followed, so its
+   * headers can be read (the Hugging Face Hub's `X-Linked-Etag` on a 302). Default `follow`.
+   */
+  redirect?: 'follow' | 'manual';
 }
 
 /** A response whose body the caller must consume or dump. */
@@ -167,6 +172,7 @@ export class HttpClient {
       const status = res.statusCode;
       if (REDIRECTS.has(status) && res.headers.location !== undefined) {
         await res.body.dump().catch(() => {});
+        if (req.redirect === 'manual') return { status, headers: res.headers, body: res.body, url };
         if (typeof req.body === 'function' || (req.body !== undefined && status !== 303)) {
           throw new TensorFSError('unsupported', 'the origin redirected an upload', {
             details: { rule: 'http.redirect_upload', url: displayUrl(url) },

@@ -17,3 +17,16 @@ export { FetchingStore, type FetchingStoreOptions } from './fetching-store.js';
 export { push, type PushOptions, type PushProgress, type PushResult } from './push.js';
 export { serveHub, parseTokensConfig, type Hub, type HubOptions, type TokenGrant, type TokensConfig } from './hub.js';
 export { referencesOf, type Reference } from './references.js';
+export {
+  HF_DEFAULT_ENDPOINT,
+  HuggingFaceRepo,
+  importHuggingFace,
+  parseHfUrl,
+  type HfFile,
+  type HfImportOptions,
+  type HfImportResult,
+  type HfOptions,
+  type HfProgress,
+  type HfProvenance,
+  type HfRepoSpec,
+} from './hf.js';

@@ -10,3 +10,14 @@ export { objectFile, storedObjects } from './store-files.js';
 export { MemoryStore } from './memory-store.js';
 export { blobEntry } from './manifest.js';
 export { freePort, startMoto, type Moto } from './moto.js';
+export {
+  startFakeHub,
+  fakeHubFixture,
+  type FakeHubFixture,
+  gitBlobId,
+  sha256HexOf,
+  type FakeHub,
+  type FakeHubOptions,
+  type FakeRepo,
+  type FakeRequest,
+} from './fake-hf.js';

@@ -18,6 +18,7 @@ import type { Argv } from 'yargs';
 import { defineCommand } from '../command.js';
 import type { CommandContext, GlobalArgs } from '../context.js';
 import { formatBytes } from '../progress.js';
+import { importFromHub, isHfSource, sourceLine } from './hf.js';
 import { withStore } from './store.js';
 
 /** True when `id` is a checkpoint header (reads its first four bytes). */
@@ -106,6 +107,7 @@ interface ConvertArgs {
   base?: string;
   expected?: string;
   threads?: number;
+  include?: string[];
 }
 
 /** `tfs convert <src> --name REF`. */
@@ -118,7 +120,12 @@ export const convertCommand = defineCommand<ConvertArgs>({
       .positional('src', {
         type: 'string',
         demandOption: true,
-        describe: 'a folder or file (a path that exists), else a snapshot ref or id',
+        describe: 'a folder or file (a path that exists), hf://owner/repo[@revision], else a snapshot ref or id',
+      })
+      .option('include', {
+        type: 'string',
+        array: true,
+        describe: 'hf:// only: fetch just the repository paths matching these globs',
       })
       .option('name', { type: 'string', demandOption: true, describe: 'ref to point at the checkpoint' })
       .option('converter', {
@@ -134,6 +141,7 @@ export const convertCommand = defineCommand<ConvertArgs>({
       ConvertArgs & GlobalArgs
     >,
   handler: async (args, ctx) => {
+    if (isHfSource(args.src)) return convertFromHub(args, ctx);
     const exists = await fsp
       .lstat(args.src)
       .then(() => true)
@@ -164,6 +172,40 @@ export const convertCommand = defineCommand<ConvertArgs>({
     ]);
   },
 });
+
+/** `tfs convert hf://…`: import the repository from the Hub (commit recorded), then convert that snapshot. */
+async function convertFromHub(args: ConvertArgs, ctx: CommandContext): Promise<void> {
+  await withStore(
+    ctx,
+    false,
+    async (store) => {
+      const imported = await importFromHub(ctx, store, args.src, {
+        ...(args.include !== undefined ? { include: args.include.map(String) } : {}),
+        ...(args.threads !== undefined ? { threads: args.threads } : {}),
+      });
+      const r = await convertSnapshot(store, imported.snapshot, {
+        name: args.name,
+        signal: ctx.signal,
+        ...(args.converter !== undefined ? { converter: args.converter } : {}),
+        ...(args.base !== undefined ? { base: args.base } : {}),
+        ...(args.expected !== undefined
+          ? { expected: args.expected === 'none' ? null : parseObjectId(args.expected) }
+          : {}),
+      });
+      ctx.result(
+        { ref: args.name, ...r, bytesWritten: r.bytesWritten + imported.bytesWritten, source: imported.source },
+        () => [
+          `${args.name} -> ${r.id}`,
+          sourceLine(args.src, imported),
+          `${r.converter}: ${r.components} components, ${r.tensors} tensors, ${r.assets} assets; wrote ${formatBytes(r.bytesWritten + imported.bytesWritten)}${
+            r.changedTensors !== undefined ? `; ${r.changedTensors} tensors changed against ${args.base}` : ''
+          }`,
+        ],
+      );
+    },
+    true,
+  );
+}
 
 /** The `tfs tensors --json` rows of a checkpoint (optionally one component). */
 export function checkpointTensorRows(cp: Checkpoint, component?: string) {

@@ -12,6 +12,7 @@ import { defineCommand } from '../command.js';
 import type { CommandContext, GlobalArgs } from '../context.js';
 import { formatBytes } from '../progress.js';
 import { checkpointLines, inspectCheckpoint, isCheckpoint } from './checkpoint.js';
+import { defaultHfRef, importFromHub, isHfSource, sourceLine } from './hf.js';
 
 /** Opens the store at `--store`, runs `fn`, closes it (`create`: may create it, as import does). */
 export async function withStore<T>(
@@ -46,19 +47,75 @@ export function defaultRefName(file: string): string {
   return `local/${(base.replace(/\.(lock|tmp)$/, '_$1') || 'import').slice(0, 150)}`;
 }
 
-export const importCommand = defineCommand<{ path: string; name?: string; threads?: number; expected?: string }>({
+interface ImportArgs {
+  path: string;
+  name?: string;
+  threads?: number;
+  expected?: string;
+  include?: string[];
+}
+
+export const importCommand = defineCommand<ImportArgs>({
   command: 'import <path>',
-  describe: 'Import a file or a folder as a snapshot and name it with a ref',
+  describe:
+    'Import a file, a folder or a Hugging Face repository (hf://owner/repo[@revision]) as a snapshot and name it with a ref',
   builder: (y) =>
     y
-      .positional('path', { type: 'string', demandOption: true, describe: 'file or folder to import' })
-      .option('name', { type: 'string', describe: 'ref to set (default: local/<base name>)' })
+      .positional('path', {
+        type: 'string',
+        demandOption: true,
+        describe: 'file or folder to import, or hf://owner/repo[@revision] (Hub: $HF_ENDPOINT, token: $HF_TOKEN)',
+      })
+      .option('name', { type: 'string', describe: 'ref to set (default: local/<base name>, hf/<owner>/<repo>)' })
+      .option('include', {
+        type: 'string',
+        array: true,
+        describe: 'hf:// only: import just the repository paths matching these globs (e.g. "*.json" "unet/**")',
+      })
       .option('threads', { type: 'number', describe: 'hashing threads (default: one per core)' })
       .option('expected', {
         type: 'string',
         describe: 'id the ref must hold now, or `none` (must not exist); else exit 7 (conflict)',
-      }) as Argv<{ path: string; name?: string; threads?: number; expected?: string } & GlobalArgs>,
+      }) as Argv<ImportArgs & GlobalArgs>,
   handler: async (args, ctx) => {
+    if (isHfSource(args.path)) {
+      const name = args.name ?? defaultHfRef(args.path);
+      const r = await withStore(
+        ctx,
+        false,
+        (s) =>
+          importFromHub(ctx, s, args.path, {
+            name,
+            expected: parseExpected(args.expected),
+            ...(args.include !== undefined ? { include: args.include.map(String) } : {}),
+            ...(args.threads !== undefined ? { threads: args.threads } : {}),
+          }),
+        true,
+      );
+      ctx.result(
+        {
+          ref: name,
+          snapshot: r.snapshot,
+          files: r.files,
+          bytes: r.bytes,
+          bytesFetched: r.bytesFetched,
+          bytesWritten: r.bytesWritten,
+          objectsWritten: r.objectsWritten,
+          source: r.source,
+        },
+        () => [
+          `${name} -> ${r.snapshot}`,
+          sourceLine(args.path, r),
+          `${r.files} files, ${formatBytes(r.bytes)}; wrote ${r.objectsWritten} new objects (${formatBytes(r.bytesWritten)})`,
+        ],
+      );
+      return;
+    }
+    if (args.include !== undefined) {
+      throw new TensorFSError('invalid_argument', '--include selects files of an hf:// source only', {
+        details: { rule: 'cli.include_hf_only' },
+      });
+    }
     const name = args.name ?? defaultRefName(args.path);
     const bar = ctx.progress('import');
     const r = await withStore(

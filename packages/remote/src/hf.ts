@@ -1,0 +1,948 @@
+/**
+ * Hugging Face Hub sources: `hf://owner/repo[@revision]` imported as a snapshot.
+ *
+ * What is asked of the Hub, in order (`endpoint` is `HF_ENDPOINT` in the CLI, by default the
+ * public Hub):
+ * 1. `GET /api/models/{repo}/revision/{revision}`: the commit the revision (branch, tag or commit)
+ *    names now. Everything after is asked at that commit, so a branch moving meanwhile changes
+ *    nothing, and the commit is recorded with the result.
+ * 2. `GET /api/models/{repo}/tree/{commit}?recursive=true`, following `Link: <…>; rel="next"`
+ *    (same origin only): every file with its size, git blob id and, for LFS files, its SHA-256.
+ * 3. For each file the include globs select: `HEAD /{repo}/resolve/{commit}/{path}` without
+ *    following the redirect, for what the Hub announces (`X-Repo-Commit`, `X-Linked-Etag` /
+ *    `ETag`, `X-Linked-Size`); then `GET` with `Range` on the same URL, following redirects (the
+ *    Hub sends LFS files to a CDN on another origin; the token is not sent there). A
+ *    safetensors/GGUF header is read by bounded ranges first; the rest of the file in one stream.
+ * 4. Each file is planned and hashed as a local import plans it (same records, same objects),
+ *    and its whole bytes are checked against what the Hub announced (SHA-256 for LFS files, the
+ *    git blob id for the others) before the snapshot is written: a mismatch is `corrupt` and
+ *    nothing is referenced.
+ */
+import { createHash, type Hash } from 'node:crypto';
+import { createNodeHasher, type Lease, type Store, validateRefName } from '@tensorfs/cas';
+import {
+  type ByteSource,
+  comparePaths,
+  detectCodec,
+  isTensorFSError,
+  type ManifestEntry,
+  type ObjectId,
+  RECORD_GRID_BYTES,
+  readHead,
+  TensorFSError,
+  throwIfAborted,
+  validatePath,
+} from '@tensorfs/format';
+import { planAndHash } from '@tensorfs/planner';
+import picomatch from 'picomatch';
+import type { Credential } from './credentials.js';
+import { cancelled, displayUrl, HttpClient, type HttpOptions, type HttpResponse, readText } from './http.js';
+
+/** The public Hub. */
+export const HF_DEFAULT_ENDPOINT = 'https://huggingface.co';
+
+/** A parsed `hf://` URL. */
+export interface HfRepoSpec {
+  /** `owner/name` (or a legacy one-segment name such as `gpt2`). */
+  repo: string;
+  /** A branch, tag or commit as given (default `main`). */
+  revision: string;
+}
+
+const SEGMENT = /^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?$/;
+
+/**
+ * Parses `hf://owner/repo[@revision]`. Only model repositories are supported (`hf://datasets/…`
+ * and `hf://spaces/…` are `unsupported`); a revision may hold `/` (`refs/pr/1`).
+ * @throws {TensorFSError} `invalid_argument` (`hf.url`), `unsupported` (`hf.repo_type`).
+ */
+export function parseHfUrl(url: string): HfRepoSpec {
+  const bad = (why: string) =>
+    new TensorFSError('invalid_argument', `not a Hugging Face source (${why}): hf://owner/repo[@revision]`, {
+      details: { rule: 'hf.url' },
+    });
+  if (typeof url !== 'string' || !url.startsWith('hf://')) throw bad('scheme');
+  const rest = url.slice(5);
+  const at = rest.indexOf('@');
+  const repoPart = at < 0 ? rest : rest.slice(0, at);
+  const revision = at < 0 ? 'main' : rest.slice(at + 1);
+  const segments = repoPart.split('/');
+  if (segments.length === 3 && ['datasets', 'spaces'].includes(segments[0]!)) {
+    throw new TensorFSError('unsupported', `only model repositories can be imported, not ${segments[0]}`, {
+      details: { rule: 'hf.repo_type', actual: segments[0] },
+    });
+  }
+  if (segments.length < 1 || segments.length > 2 || !segments.every((s) => SEGMENT.test(s) && !s.includes('..'))) {
+    throw bad('repository name');
+  }
+  if (revision.length === 0 || revision.length > 256 || /[\u0000-\u001f\u007f]/.test(revision)) {
+    throw bad('revision');
+  }
+  return { repo: segments.join('/'), revision };
+}
+
+/** One file of a repository at a commit, as the tree API lists it. */
+export interface HfFile {
+  path: string;
+  size: number;
+  /** The git blob id (40 hex digits). */
+  oid: string;
+  /** For a file stored with LFS: the SHA-256 (64 hex digits) of its bytes. */
+  sha256?: string;
+}
+
+/** Where an import came from: recorded with the snapshot, and printed. */
+export interface HfProvenance {
+  kind: 'huggingface';
+  /** The Hub (scheme, host and path only). */
+  endpoint: string;
+  repo: string;
+  /** The revision as asked. */
+  revision: string;
+  /** The commit it named (40 hex digits): every file was read at this commit. */
+  commit: string;
+  /** The include globs, if any. */
+  include?: string[];
+  /** The files imported, with what the Hub announced for each. */
+  files: HfFile[];
+}
+
+/** Progress of {@link importHuggingFace}. */
+export interface HfProgress {
+  files: number;
+  filesTotal: number;
+  /** Bytes of selected files planned and hashed so far. */
+  bytes: number;
+  bytesTotal: number;
+  /** Body bytes received from the Hub (and its CDN) so far. */
+  bytesFetched: number;
+  path: string;
+}
+
+/** Options of {@link HuggingFaceRepo} and {@link importHuggingFace}. */
+export interface HfOptions {
+  /** The Hub's base URL. @default {@link HF_DEFAULT_ENDPOINT} */
+  endpoint?: string;
+  /** `HF_TOKEN`: sent as `Authorization: Bearer` to the Hub, never to another origin. */
+  token?: Credential;
+  /** Retries, timeouts, redirects (the credential comes from `token`). */
+  http?: Omit<HttpOptions, 'credential'>;
+  signal?: AbortSignal;
+}
+
+/** Options of {@link importHuggingFace}. */
+export interface HfImportOptions extends HfOptions {
+  /** Import only files whose repository path matches one of these globs (picomatch, `dot: true`). */
+  include?: string | readonly string[];
+  /** A ref to point at the snapshot. */
+  name?: string;
+  /** Compare-and-swap for `name` (`null`: must not exist). */
+  expected?: ObjectId | null;
+  /** Hashing threads (default one per core). */
+  threads?: number;
+  onProgress?: (p: HfProgress) => void;
+}
+
+/** What {@link importHuggingFace} made. */
+export interface HfImportResult {
+  snapshot: ObjectId;
+  source: HfProvenance;
+  files: number;
+  /** Bytes of the imported files. */
+  bytes: number;
+  /** Body bytes received over HTTP. */
+  bytesFetched: number;
+  bytesWritten: number;
+  objectsWritten: number;
+}
+
+/** Longest header prefix read by ranges before a file is streamed (parsers cap headers lower). */
+const MAX_PROBE_BYTES = 256 * 1024 * 1024;
+/** Times a file stream that failed mid-body is reopened where it stopped. */
+const STREAM_RESUMES = 3;
+const TREE_PAGE_LIMIT = 64 * 1024 * 1024;
+const MAX_FILES = 1_000_000;
+
+/** The Hub API of one model repository. */
+export class HuggingFaceRepo {
+  readonly endpoint: string;
+  private readonly origin: string;
+  private readonly http: HttpClient;
+  private readonly hasToken: boolean;
+
+  constructor(
+    readonly spec: HfRepoSpec,
+    private readonly options: HfOptions = {},
+  ) {
+    const endpoint = (options.endpoint ?? HF_DEFAULT_ENDPOINT).replace(/\/+$/, '');
+    let u: URL;
+    try {
+      u = new URL(endpoint);
+    } catch {
+      throw new TensorFSError('invalid_argument', 'the Hugging Face endpoint is not a URL', {
+        details: { rule: 'hf.endpoint' },
+      });
+    }
+    if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.username || u.password || u.search || u.hash) {
+      throw new TensorFSError(
+        'invalid_argument',
+        'the Hugging Face endpoint must be an http(s) URL without credentials or query',
+        {
+          details: { rule: 'hf.endpoint' },
+        },
+      );
+    }
+    this.endpoint = endpoint;
+    this.origin = u.origin;
+    this.hasToken = options.token !== undefined && options.token !== '';
+    this.http = new HttpClient({
+      ...(options.http ?? {}),
+      ...(options.token !== undefined ? { credential: options.token } : {}),
+    });
+  }
+
+  private repoPath(): string {
+    return this.spec.repo.split('/').map(encodeURIComponent).join('/');
+  }
+
+  /** `{endpoint}/{repo}/resolve/{commit}/{path}`. */
+  resolveUrl(commit: string, path: string): string {
+    return `${this.endpoint}/${this.repoPath()}/resolve/${encodeURIComponent(commit)}/${path.split('/').map(encodeURIComponent).join('/')}`;
+  }
+
+  /** Sends a request to the Hub; 401/403/404 become `denied` / `not_found` saying what to do. */
+  private async send(
+    req: Parameters<HttpClient['send']>[0],
+    what: { path?: string; revision?: string },
+  ): Promise<HttpResponse> {
+    const res = await this.http
+      .send({ ...req, accept: [401, 403, 404, 410, ...(req.accept ?? [])], signal: this.options.signal })
+      .catch((err) => {
+        if (this.options.signal?.aborted) throw cancelled();
+        throw err;
+      });
+    if (res.status === 401 || res.status === 403 || res.status === 404 || res.status === 410) {
+      await res.body.dump().catch(() => {});
+      throw this.refusal(res, what);
+    }
+    return res;
+  }
+
+  private refusal(res: HttpResponse, what: { path?: string; revision?: string }): TensorFSError {
+    const header = res.headers['x-error-code'];
+    const code = (Array.isArray(header) ? header[0] : header) ?? '';
+    const repo = this.spec.repo;
+    const details = {
+      status: res.status,
+      url: displayUrl(res.url),
+      repo,
+      ...(code ? { hubCode: code.slice(0, 40) } : {}),
+    };
+    if (res.status === 401 || res.status === 403) {
+      const hint = this.hasToken
+        ? 'the token in HF_TOKEN has no access to it (for a gated repository, accept its conditions on the Hub with that account)'
+        : 'set HF_TOKEN to a token of an account with access (the repository may be gated, private or missing)';
+      return new TensorFSError('denied', `the Hugging Face Hub refused access to ${repo}: ${hint}`, {
+        details: { rule: code === 'GatedRepo' ? 'hf.gated' : 'hf.denied', ...details },
+      });
+    }
+    if (code === 'RevisionNotFound' || (what.revision !== undefined && code !== 'RepoNotFound' && code !== '')) {
+      return new TensorFSError('not_found', `${repo} has no revision ${JSON.stringify(what.revision ?? '')}`, {
+        details: { rule: 'hf.revision_not_found', ...details },
+      });
+    }
+    if (code === 'EntryNotFound' || (what.path !== undefined && code !== 'RepoNotFound')) {
+      return new TensorFSError('not_found', `${repo} has no file ${JSON.stringify(what.path ?? '')} at this commit`, {
+        details: { rule: 'hf.entry_not_found', ...details },
+      });
+    }
+    return new TensorFSError('not_found', `no model repository ${repo} on the Hub`, {
+      details: { rule: 'hf.repo_not_found', ...details },
+    });
+  }
+
+  private async getJson<T>(
+    url: string,
+    what: { path?: string; revision?: string },
+  ): Promise<{ value: T; res: HttpResponse }> {
+    const res = await this.send({ method: 'GET', url, headers: { accept: 'application/json' } }, what);
+    const text = await readText(res.body, TREE_PAGE_LIMIT);
+    try {
+      return { value: JSON.parse(text) as T, res };
+    } catch {
+      throw new TensorFSError('malformed', 'the Hub answered with invalid JSON', {
+        details: { rule: 'hf.bad_json', url: displayUrl(url) },
+      });
+    }
+  }
+
+  /**
+   * The commit (40 hex digits) the revision names now.
+   * @throws {TensorFSError} `not_found`, `denied`, `malformed` (no commit in the answer), `corrupt`
+   *   (asked for a commit, answered another).
+   */
+  async resolveRevision(revision = this.spec.revision): Promise<string> {
+    const url = `${this.endpoint}/api/models/${this.repoPath()}/revision/${encodeURIComponent(revision)}`;
+    const { value } = await this.getJson<{ sha?: unknown }>(url, { revision });
+    const sha = value?.sha;
+    if (typeof sha !== 'string' || !/^[0-9a-f]{40}$/.test(sha)) {
+      throw new TensorFSError('malformed', 'the Hub did not answer with a commit for this revision', {
+        details: { rule: 'hf.bad_revision_answer', url: displayUrl(url) },
+      });
+    }
+    if (/^[0-9a-f]{40}$/.test(revision) && sha !== revision) {
+      throw new TensorFSError('corrupt', 'the Hub answered another commit than the one asked for', {
+        details: { rule: 'hf.commit_mismatch', expected: revision, actual: sha },
+      });
+    }
+    return sha;
+  }
+
+  /**
+   * Every file of the repository at `commit` (all pages), sorted by path.
+   * @throws {TensorFSError} `malformed` (an entry without path/size/oid, a path a snapshot cannot
+   *   hold, a next page on another origin), `limit_exceeded` (over 1,000,000 files).
+   */
+  async listFiles(commit: string): Promise<HfFile[]> {
+    const out: HfFile[] = [];
+    const seen = new Set<string>();
+    let url: string | undefined =
+      `${this.endpoint}/api/models/${this.repoPath()}/tree/${encodeURIComponent(commit)}?recursive=true`;
+    let pages = 0;
+    while (url !== undefined) {
+      throwIfAborted(this.options.signal);
+      if (++pages > 100_000) throw treeError('hf.tree_pages', url, 'too many tree pages');
+      const { value, res } = await this.getJson<unknown>(url, { revision: commit });
+      if (!Array.isArray(value)) throw treeError('hf.bad_tree', url, 'a tree page is not a JSON array');
+      for (const item of value as Record<string, unknown>[]) {
+        if (item === null || typeof item !== 'object')
+          throw treeError('hf.bad_tree', url, 'a tree entry is not an object');
+        if (item.type === 'directory') continue;
+        if (item.type !== 'file') throw treeError('hf.bad_tree', url, 'a tree entry is neither a file nor a directory');
+        const file = treeFile(item, url);
+        if (seen.has(file.path)) throw treeError('hf.bad_tree', url, 'the tree lists a path twice');
+        seen.add(file.path);
+        out.push(file);
+        if (out.length > MAX_FILES) {
+          throw new TensorFSError('limit_exceeded', 'the repository has more files than a snapshot holds', {
+            details: { rule: 'hf.too_many_files', limit: MAX_FILES },
+          });
+        }
+      }
+      url = nextLink(res.headers.link, res.url);
+      if (url !== undefined && new URL(url).origin !== this.origin) {
+        // The token goes with every request to the Hub; a page elsewhere would receive it.
+        throw treeError('hf.tree_next_origin', res.url, 'the next tree page is on another origin');
+      }
+    }
+    return out.sort((a, b) => comparePaths(a.path, b.path));
+  }
+
+  /**
+   * What the Hub announces for one file at `commit` (`HEAD`, redirects to the Hub itself followed,
+   * a redirect elsewhere — the CDN — not).
+   */
+  async head(commit: string, path: string): Promise<{ commit?: string; etag?: string; size?: number }> {
+    let url = this.resolveUrl(commit, path);
+    for (let hops = 0; ; hops++) {
+      const res = await this.send({ method: 'HEAD', url, redirect: 'manual' }, { path });
+      await res.body.dump().catch(() => {});
+      const h = (name: string) => {
+        const v = res.headers[name];
+        return Array.isArray(v) ? v[0] : v;
+      };
+      const location = h('location');
+      if (res.status >= 300 && res.status < 400 && location !== undefined) {
+        const next = new URL(location, url);
+        if (next.origin === this.origin && !h('x-linked-etag') && hops < 5) {
+          url = next.href; // a renamed repository: the Hub points at itself
+          continue;
+        }
+      }
+      // X-Linked-Etag is the Hub's word on an LFS file's SHA-256; a plain ETag counts only when it
+      // has a digest's shape (a mirror or proxy may put its own validator there).
+      const linked = h('x-linked-etag');
+      const plain = h('etag');
+      const etag =
+        linked ??
+        (plain !== undefined && /^([0-9a-f]{40}|[0-9a-f]{64})$/.test(normalizeEtag(plain)) ? plain : undefined);
+      const size = h('x-linked-size');
+      const repoCommit = h('x-repo-commit');
+      return {
+        ...(repoCommit !== undefined ? { commit: repoCommit.trim() } : {}),
+        ...(etag !== undefined ? { etag: normalizeEtag(etag) } : {}),
+        ...(size !== undefined && /^\d+$/.test(size.trim()) ? { size: Number(size.trim()) } : {}),
+      };
+    }
+  }
+
+  /** A body stream of `[start, end)` of a file (`end` omitted: to its end). */
+  async openRange(
+    commit: string,
+    file: HfFile,
+    start: number,
+    end: number | undefined,
+  ): Promise<{ body: AsyncIterable<Uint8Array> & { destroy?: () => void }; skip: number }> {
+    const range = `bytes=${start}-${end === undefined ? '' : end - 1}`;
+    const res = await this.send(
+      { method: 'GET', url: this.resolveUrl(commit, file.path), headers: { range } },
+      { path: file.path },
+    );
+    if (res.status === 206) {
+      const cr = res.headers['content-range'];
+      const m = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec((Array.isArray(cr) ? cr[0] : cr) ?? '');
+      if (!m || Number(m[1]) !== start || (m[3] !== '*' && Number(m[3]) !== file.size)) {
+        res.body.destroy();
+        throw new TensorFSError('corrupt', 'the Hub answered another byte range than the one asked for', {
+          details: { rule: 'hf.bad_range', path: file.path, expected: range, actual: String(cr ?? '') },
+        });
+      }
+      return { body: res.body, skip: 0 };
+    }
+    if (res.status === 200) return { body: res.body, skip: start }; // Range ignored: skip to `start`
+    res.body.destroy();
+    throw new TensorFSError('unavailable', `the Hub answered ${res.status} to a file read`, {
+      details: { rule: `http.${res.status}`, path: file.path },
+    });
+  }
+}
+
+function treeError(rule: string, url: string, message: string): TensorFSError {
+  return new TensorFSError('malformed', message, { details: { rule, url: displayUrl(url) } });
+}
+
+function treeFile(item: Record<string, unknown>, url: string): HfFile {
+  const { path, size, oid, lfs } = item;
+  if (typeof path !== 'string' || typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0) {
+    throw treeError('hf.bad_tree', url, 'a tree entry has no path or size');
+  }
+  if (typeof oid !== 'string' || !/^[0-9a-f]{40}$/.test(oid))
+    throw treeError('hf.bad_tree', url, 'a tree entry has no git oid');
+  try {
+    validatePath(path);
+  } catch (err) {
+    throw new TensorFSError('malformed', 'the repository holds a path a snapshot cannot hold', {
+      details: { rule: 'hf.bad_path', path: path.slice(0, 200) },
+      cause: err,
+    });
+  }
+  const out: HfFile = { path, size, oid };
+  if (lfs !== undefined && lfs !== null) {
+    const l = lfs as { oid?: unknown; size?: unknown };
+    if (typeof l.oid !== 'string' || !/^[0-9a-f]{64}$/.test(l.oid) || l.size !== size) {
+      throw treeError('hf.bad_tree', url, 'an LFS tree entry has no sha256 or a size that differs');
+    }
+    out.sha256 = l.oid;
+  }
+  return out;
+}
+
+/** The `rel="next"` target of a `Link` header, resolved against `base`. */
+export function nextLink(header: string | string[] | undefined, base: string): string | undefined {
+  const values = Array.isArray(header) ? header : header === undefined ? [] : [header];
+  for (const v of values) {
+    for (const part of v.split(/,(?=\s*<)/)) {
+      const m = /^\s*<([^>]*)>\s*;(.*)$/.exec(part);
+      if (m && /(^|;)\s*rel\s*=\s*"?next"?\s*(;|$)/i.test(m[2]!)) {
+        try {
+          return new URL(m[1]!, base).href;
+        } catch {
+          return undefined;
+        }
+      }
+    }
+  }
+  return undefined;
+}
+
+/** An ETag without `W/` and quotes. */
+function normalizeEtag(v: string): string {
+  return v
+    .trim()
+    .replace(/^W\//, '')
+    .replace(/^"(.*)"$/, '$1');
+}
+
+/**
+ * One file of the repository as a {@link ByteSource}: bytes below `prefix.length` come from the
+ * header probe (bounded ranges); the rest from one forward stream, reopened where it stopped if
+ * it fails. Every byte is hashed once, in order, into the file's whole-file digest.
+ */
+class HubFile implements ByteSource {
+  readonly size: number;
+  private prefix = new Uint8Array(0);
+  private probing = true;
+  private stream:
+    | { pos: number; it: AsyncIterator<Uint8Array>; body: { destroy?: () => void }; held: Uint8Array; skip: number }
+    | undefined;
+  private readonly hash: Hash;
+  private hashedTo = 0;
+  fetched = 0;
+
+  constructor(
+    private readonly repo: HuggingFaceRepo,
+    private readonly commit: string,
+    readonly file: HfFile,
+    private readonly signal: AbortSignal | undefined,
+    private readonly onBytes: (n: number) => void,
+  ) {
+    this.size = file.size;
+    if (file.sha256 !== undefined) this.hash = createHash('sha256');
+    else this.hash = createHash('sha1').update(`blob ${file.size}\0`);
+  }
+
+  /** Ends the header probe: from now on, bytes past the prefix come from the stream. */
+  endProbe(): void {
+    this.probing = false;
+  }
+
+  async read(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
+    const out = new Uint8Array(length);
+    await this.readInto(offset, out, signal);
+    return out;
+  }
+
+  async readInto(offset: number, target: Uint8Array, _signal?: AbortSignal): Promise<void> {
+    const length = target.length;
+    if (!Number.isSafeInteger(offset) || offset < 0 || offset + length > this.size) {
+      throw new TensorFSError('invalid_argument', 'read outside the source', {
+        details: { rule: 'source.range', offset, length, size: this.size },
+      });
+    }
+    if (this.signal?.aborted) throw cancelled();
+    const end = offset + length;
+    if (this.probing && end > this.prefix.length) {
+      if (end > MAX_PROBE_BYTES) {
+        throw new TensorFSError('limit_exceeded', 'the file header is larger than a header probe reads', {
+          details: { rule: 'hf.header_limit', path: this.file.path, limit: MAX_PROBE_BYTES },
+        });
+      }
+      const more = new Uint8Array(end - this.prefix.length);
+      await this.fetchExact(this.prefix.length, more);
+      const grown = new Uint8Array(end);
+      grown.set(this.prefix);
+      grown.set(more, this.prefix.length);
+      this.prefix = grown;
+    }
+    let at = offset;
+    if (at < this.prefix.length) {
+      const n = Math.min(end, this.prefix.length) - at;
+      target.set(this.prefix.subarray(at, at + n), 0);
+      at += n;
+    }
+    if (at < end) await this.fromStream(at, target.subarray(at - offset));
+    // Whole-file digest: every byte once, in order (the planner re-reads the header region).
+    if (offset <= this.hashedTo && end > this.hashedTo) {
+      this.hash.update(target.subarray(this.hashedTo - offset));
+      this.hashedTo = end;
+    }
+  }
+
+  /**
+   * Fills `target` with the bytes at `start` by a bounded range request, asking again for what is
+   * left when an answer ends early or fails (up to {@link STREAM_RESUMES} times).
+   */
+  private async fetchExact(start: number, target: Uint8Array): Promise<void> {
+    let filled = 0;
+    for (let resumes = 0; ; resumes++) {
+      let failure: TensorFSError | undefined;
+      const { body, skip } = await this.repo.openRange(this.commit, this.file, start + filled, start + target.length);
+      try {
+        filled += await this.drain(body, skip, target.subarray(filled));
+      } catch (err) {
+        failure = this.streamError(err);
+        if (failure.code !== 'unavailable') throw failure;
+      }
+      if (filled === target.length) return;
+      if (resumes >= STREAM_RESUMES) {
+        throw (
+          failure ??
+          new TensorFSError('unavailable', 'the Hub ended a file read early', {
+            details: { rule: 'hf.truncated', path: this.file.path, offset: start + filled },
+          })
+        );
+      }
+    }
+  }
+
+  /** Copies `body` (after skipping `skip` bytes) into `target`; returns the bytes copied. */
+  private async drain(
+    body: AsyncIterable<Uint8Array> & { destroy?: () => void },
+    skip: number,
+    target: Uint8Array,
+  ): Promise<number> {
+    let filled = 0;
+    try {
+      for await (const chunk of body) {
+        this.count(chunk.length);
+        let c = chunk;
+        if (skip > 0) {
+          const s = Math.min(skip, c.length);
+          skip -= s;
+          c = c.subarray(s);
+        }
+        const n = Math.min(c.length, target.length - filled);
+        target.set(c.subarray(0, n), filled);
+        filled += n;
+        if (filled === target.length) break;
+      }
+      return filled;
+    } catch (err) {
+      // Bytes already copied count: the caller asks for the rest.
+      if (filled > 0 && !this.signal?.aborted) return filled;
+      throw err;
+    } finally {
+      body.destroy?.();
+    }
+  }
+
+  private count(n: number): void {
+    this.fetched += n;
+    this.onBytes(n);
+  }
+
+  private streamError(err: unknown): TensorFSError {
+    if (this.signal?.aborted) return cancelled();
+    if (isTensorFSError(err)) return err;
+    return new TensorFSError('unavailable', 'a file read from the Hub failed', {
+      details: { rule: 'hf.stream', path: this.file.path, cause: (err as { code?: string })?.code ?? 'error' },
+    });
+  }
+
+  private async open(pos: number): Promise<void> {
+    this.close();
+    const { body, skip } = await this.repo.openRange(this.commit, this.file, pos, undefined);
+    this.stream = { pos, it: body[Symbol.asyncIterator](), body, held: new Uint8Array(0), skip };
+  }
+
+  private async fromStream(pos: number, target: Uint8Array): Promise<void> {
+    let resumes = 0;
+    if (this.stream === undefined || this.stream.pos !== pos) await this.open(pos);
+    let filled = 0;
+    while (filled < target.length) {
+      const s = this.stream!;
+      if (s.held.length === 0) {
+        let next: IteratorResult<Uint8Array>;
+        try {
+          next = await s.it.next();
+        } catch (err) {
+          const e = this.streamError(err);
+          if (e.code !== 'unavailable' || resumes >= STREAM_RESUMES) throw e;
+          resumes++;
+          await this.open(s.pos);
+          continue;
+        }
+        if (next.done) {
+          if (resumes >= STREAM_RESUMES) {
+            throw new TensorFSError('unavailable', 'the Hub ended a file read early', {
+              details: { rule: 'hf.truncated', path: this.file.path, offset: s.pos },
+            });
+          }
+          resumes++;
+          await this.open(s.pos);
+          continue;
+        }
+        this.count(next.value.length);
+        let c = next.value;
+        if (s.skip > 0) {
+          const k = Math.min(s.skip, c.length);
+          s.skip -= k;
+          c = c.subarray(k);
+        }
+        s.held = c;
+        continue;
+      }
+      const n = Math.min(s.held.length, target.length - filled);
+      target.set(s.held.subarray(0, n), filled);
+      s.held = s.held.subarray(n);
+      s.pos += n;
+      filled += n;
+    }
+  }
+
+  /** A stream of every byte from `pos` to the end (for a large blob stored whole). */
+  async *rest(pos: number): AsyncGenerator<Uint8Array> {
+    const chunk = 8 * 1024 * 1024;
+    for (let at = pos; at < this.size; ) {
+      const buf = new Uint8Array(Math.min(chunk, this.size - at));
+      await this.readInto(at, buf);
+      at += buf.length;
+      yield buf;
+    }
+  }
+
+  /** The whole-file digest (hex), or undefined if not every byte went through in order. */
+  digest(): string | undefined {
+    return this.hashedTo === this.size ? this.hash.digest('hex') : undefined;
+  }
+
+  close(): void {
+    if (this.stream) {
+      this.stream.body.destroy?.();
+      this.stream = undefined;
+    }
+  }
+}
+
+/** The `corrupt` error of a file whose bytes are not what the Hub announced. */
+function digestMismatch(file: HfFile, actual: string): TensorFSError {
+  const lfs = file.sha256 !== undefined;
+  return new TensorFSError(
+    'corrupt',
+    `${file.path}: the bytes received do not match the ${lfs ? 'SHA-256' : 'git blob id'} the Hub announced`,
+    {
+      details: {
+        rule: 'hf.digest_mismatch',
+        path: file.path,
+        expected: lfs ? file.sha256! : file.oid,
+        actual,
+      },
+    },
+  );
+}
+
+/**
+ * Imports `hf://owner/repo[@revision]` (files selected by `include`) into `store` as a snapshot
+ * whose objects are exactly those a local import of the same files makes. The revision is
+ * resolved to a commit first and every file read at that commit; each file's bytes are checked
+ * against the Hub's SHA-256 (LFS) or git blob id before the snapshot is written, and the ref
+ * (with `name`) is set last. Objects of a failed import are left unreferenced (GC takes them).
+ * @throws {TensorFSError} `invalid_argument` (URL, globs), `denied` (401/403: set `HF_TOKEN`),
+ *   `not_found` (repository, revision or file), `corrupt` (bytes, sizes or commits that differ
+ *   from what the Hub announced), `malformed` (API answers), `unavailable` (network, 5xx after
+ *   retries), `conflict` (`expected`), `cancelled`.
+ */
+export async function importHuggingFace(
+  store: Store,
+  url: string,
+  options: HfImportOptions = {},
+): Promise<HfImportResult> {
+  const spec = parseHfUrl(url);
+  const { signal } = options;
+  if (options.name !== undefined) validateRefName(options.name);
+  const globs =
+    options.include === undefined ? [] : typeof options.include === 'string' ? [options.include] : [...options.include];
+  if (globs.some((g) => typeof g !== 'string' || g.length === 0)) {
+    throw new TensorFSError('invalid_argument', 'an include glob is empty', { details: { rule: 'hf.include' } });
+  }
+  const match = globs.length > 0 ? picomatch(globs, { dot: true }) : () => true;
+  const repo = new HuggingFaceRepo(spec, options);
+  try {
+    throwIfAborted(signal);
+    const commit = await repo.resolveRevision();
+    const files = (await repo.listFiles(commit)).filter((f) => match(f.path));
+    if (files.length === 0) {
+      throw new TensorFSError(
+        'not_found',
+        `no file of ${spec.repo} at ${commit.slice(0, 12)} matches the include globs`,
+        {
+          details: { rule: 'hf.nothing_selected', repo: spec.repo, commit },
+        },
+      );
+    }
+    const progress: HfProgress = {
+      files: 0,
+      filesTotal: files.length,
+      bytes: 0,
+      bytesTotal: files.reduce((n, f) => n + f.size, 0),
+      bytesFetched: 0,
+      path: '',
+    };
+    const counts = { bytesWritten: 0, objectsWritten: 0 };
+    const lease = await store.lease({ purpose: `import hf ${spec.repo}` });
+    const hasher = createNodeHasher(options.threads !== undefined ? { threads: options.threads } : {});
+    try {
+      const entries: ManifestEntry[] = [];
+      for (const file of files) {
+        throwIfAborted(signal);
+        progress.path = file.path;
+        entries.push(await importFile(store, repo, commit, file, { lease, hasher, signal, progress, counts, options }));
+        progress.files++;
+        options.onProgress?.({ ...progress });
+      }
+      throwIfAborted(signal);
+      const snapshot = await store.putManifest({ entries }, { lease });
+      if (options.name !== undefined) {
+        await store.setRef(options.name, snapshot, {
+          lease,
+          ...(options.expected !== undefined ? { expected: options.expected } : {}),
+        });
+      }
+      return {
+        snapshot,
+        source: {
+          kind: 'huggingface',
+          endpoint: displayUrl(repo.endpoint).replace(/\/$/, ''),
+          repo: spec.repo,
+          revision: spec.revision,
+          commit,
+          ...(globs.length > 0 ? { include: globs } : {}),
+          files,
+        },
+        files: files.length,
+        bytes: progress.bytesTotal,
+        bytesFetched: progress.bytesFetched,
+        ...counts,
+      };
+    } finally {
+      await hasher.close();
+      await lease.release();
+    }
+  } catch (err) {
+    if (signal?.aborted) throw cancelled();
+    throw err;
+  }
+}
+
+interface FileContext {
+  lease: Lease;
+  hasher: ReturnType<typeof createNodeHasher>;
+  signal: AbortSignal | undefined;
+  progress: HfProgress;
+  counts: { bytesWritten: number; objectsWritten: number };
+  options: HfImportOptions;
+}
+
+/** Checks what the Hub announces for `file`, then plans, hashes, admits and verifies its bytes. */
+async function importFile(
+  store: Store,
+  repo: HuggingFaceRepo,
+  commit: string,
+  file: HfFile,
+  ctx: FileContext,
+): Promise<ManifestEntry> {
+  const announced = await repo.head(commit, file.path);
+  if (announced.commit !== undefined && announced.commit !== commit) {
+    throw new TensorFSError('corrupt', `${file.path}: the Hub served another commit than the one resolved`, {
+      details: { rule: 'hf.commit_mismatch', path: file.path, expected: commit, actual: announced.commit.slice(0, 64) },
+    });
+  }
+  const expectedDigest = file.sha256 ?? file.oid;
+  if (announced.etag !== undefined && announced.etag !== expectedDigest) {
+    throw new TensorFSError('corrupt', `${file.path}: the Hub's ETag differs from its tree listing`, {
+      details: {
+        rule: 'hf.etag_mismatch',
+        path: file.path,
+        expected: expectedDigest,
+        actual: announced.etag.slice(0, 80),
+      },
+    });
+  }
+  if (announced.size !== undefined && announced.size !== file.size) {
+    throw new TensorFSError('corrupt', `${file.path}: the Hub announced another size than its tree listing`, {
+      details: { rule: 'hf.size_mismatch', path: file.path, expected: file.size, actual: announced.size },
+    });
+  }
+  const { signal, progress, counts, lease } = ctx;
+  const admit = async (id: ObjectId, bytes: readonly Uint8Array[]): Promise<void> => {
+    if (await store.has(id)) {
+      lease.add([id]);
+      return;
+    }
+    const put = await store.put(bytes, { expected: id, lease });
+    if (put.written) {
+      counts.objectsWritten++;
+      counts.bytesWritten += put.length;
+    }
+  };
+  const source = new HubFile(repo, commit, file, signal, (n) => {
+    progress.bytesFetched += n;
+  });
+  try {
+    // The header first, by bounded ranges (LFS files: the tensor files and large blobs); a small
+    // git file (the Hub keeps files over 10 MB in LFS) in one range.
+    let tensorFile = true;
+    if (file.sha256 === undefined && file.size > 0 && file.size <= RECORD_GRID_BYTES) {
+      await source.readInto(0, new Uint8Array(file.size));
+    } else if (file.size > 0) {
+      const head = await readHead(source, signal);
+      const codec = detectCodec(head, file.size);
+      if (codec === undefined) tensorFile = false;
+      else {
+        try {
+          await codec.read(source, signal ? { signal } : {});
+        } catch (err) {
+          if (!isTensorFSError(err) || !['malformed', 'unsupported', 'limit_exceeded'].includes(err.code)) throw err;
+          tensorFile = false; // the planner stores it as a blob, as a local import does
+        }
+      }
+    }
+    source.endProbe();
+    if (!tensorFile && file.size > RECORD_GRID_BYTES) {
+      // A large blob is one object: its id is the file's SHA-256, which the store checks.
+      const id = `sha256:${file.sha256}` as ObjectId;
+      if (await store.has(id)) {
+        lease.add([id]);
+      } else {
+        const put = await store
+          .putStream(source.rest(0), { expected: id, expectedLength: file.size, lease, ...(signal ? { signal } : {}) })
+          .catch((err) => {
+            if (isTensorFSError(err) && err.code === 'corrupt') throw digestMismatch(file, 'differs');
+            throw err;
+          });
+        if (put.written) {
+          counts.objectsWritten++;
+          counts.bytesWritten += put.length;
+        }
+      }
+      const actual = source.digest();
+      if (actual !== file.sha256) throw digestMismatch(file, actual ?? 'unread');
+      progress.bytes += file.size;
+      return {
+        path: file.path,
+        kind: 'file',
+        mode: 0o644,
+        size: file.size,
+        profile: 'blob-v1',
+        records: [{ digest: id, length: file.size }],
+      };
+    }
+    const plan = await planAndHash(source, {
+      hasher: ctx.hasher,
+      ...(signal ? { signal } : {}),
+      onRecord: async (record, bytes) => {
+        if (bytes === null) {
+          // A blob larger than a buffer after all (a file that looked like a tensor file and
+          // did not parse): read it once more, checked by the store against its digest.
+          const again = new HubFile(repo, commit, file, signal, (n) => {
+            progress.bytesFetched += n;
+          });
+          again.endProbe();
+          try {
+            if (await store.has(record.digest)) lease.add([record.digest]);
+            else {
+              const put = await store.putStream(again.rest(record.offset), {
+                expected: record.digest,
+                expectedLength: record.length,
+                lease,
+                ...(signal ? { signal } : {}),
+              });
+              if (put.written) {
+                counts.objectsWritten++;
+                counts.bytesWritten += put.length;
+              }
+            }
+          } finally {
+            again.close();
+          }
+        } else {
+          await admit(record.digest, bytes);
+        }
+        progress.bytes += record.length;
+        ctx.options.onProgress?.({ ...progress });
+      },
+    });
+    const actual = source.digest();
+    if (actual !== expectedDigest) throw digestMismatch(file, actual ?? 'unread');
+    return {
+      path: file.path,
+      kind: 'file',
+      mode: 0o644,
+      size: plan.size,
+      profile: plan.profile,
+      records: plan.records.map((r) => ({ digest: r.digest, length: r.length })),
+    };
+  } finally {
+    source.close();
+  }
+}
