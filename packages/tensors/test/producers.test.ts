@@ -1,0 +1,179 @@
+/**
+ * Issue 13's acceptance test: a checkpoint converted from each producer convention
+ * (vectors/v1/producers, written by generate.py from the documented conventions) decodes to the
+ * producer's reference decode; the producer's metadata tensors become params/parts, not tensors;
+ * and `export --safetensors` gives the producer's files back byte for byte.
+ */
+import * as fsp from 'node:fs/promises';
+import path from 'node:path';
+import { isTensorFSError } from '@tensorfs/format';
+import { REPO_ROOT, sha256Hex } from '@tensorfs/testkit';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  type ConvertOptions,
+  convertPath,
+  exportCheckpoint,
+  openCheckpoint,
+  type ProducerConvention,
+} from '../src/index.js';
+import { type TestStore, tempStore } from './helpers.js';
+
+const DIR = path.join(REPO_ROOT, 'vectors', 'v1', 'producers');
+
+interface Weight {
+  name: string;
+  scheme: string;
+  dtype: 'F32' | 'F16' | 'BF16';
+  shape: number[];
+  consumed: string[];
+  f32: string;
+  logical: string;
+  rel_tol: number;
+}
+interface Case {
+  name: string;
+  source: string;
+  producer?: ProducerConvention;
+  dtype?: 'F32' | 'F16' | 'BF16';
+  refused?: { code: string; fact: string };
+  conventions: string[];
+  weights: Weight[];
+  plain: string[];
+}
+
+const CASES = (JSON.parse(await fsp.readFile(path.join(DIR, 'expected.json'), 'utf8')) as { cases: Case[] }).cases;
+
+const hex = (b: Uint8Array) => Buffer.from(b.buffer, b.byteOffset, b.length).toString('hex');
+const floats = (b: Uint8Array) => new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.length));
+const fromHex = (h: string) => new Uint8Array(Buffer.from(h, 'hex'));
+
+async function treeHashes(p: string): Promise<Record<string, string>> {
+  const st = await fsp.stat(p);
+  if (st.isFile()) return { [path.basename(p)]: sha256Hex(new Uint8Array(await fsp.readFile(p))) };
+  const out: Record<string, string> = {};
+  for (const e of await fsp.readdir(p)) Object.assign(out, await treeHashes(path.join(p, e)));
+  return out;
+}
+
+describe('tfs convert of producer conventions (vectors/v1/producers)', () => {
+  let t: TestStore;
+  beforeEach(async () => {
+    t = await tempStore();
+  });
+  afterEach(async () => {
+    await t.close();
+  });
+
+  it('has a case for every producer convention', () => {
+    expect(new Set(CASES.flatMap((c) => c.conventions))).toEqual(
+      new Set([
+        'bitsandbytes_4bit',
+        'llm_int8',
+        'scaled_fp8',
+        'comfy_quant',
+        'block_fp8',
+        'modelopt_nvfp4',
+        'gptq',
+        'awq',
+        'kohya_lora',
+      ]),
+    );
+  });
+
+  for (const c of CASES) {
+    it(`${c.name}: decodes to the reference; export gives the files back byte-identical`, async () => {
+      const src = path.join(DIR, c.source);
+      if (c.refused) {
+        // Without the declared fact the convert refuses, naming it, and writes no ref.
+        let caught: unknown;
+        try {
+          await convertPath(t.local!, src, { name: 'refused', threads: 1 });
+        } catch (error) {
+          caught = error;
+        }
+        expect(isTensorFSError(caught)).toBe(true);
+        if (!isTensorFSError(caught)) return;
+        expect(caught.code).toBe(c.refused.code);
+        expect(caught.details.fact).toBe(c.refused.fact);
+        expect(await t.local!.listRefs()).not.toContain('refused');
+      }
+      const options: ConvertOptions = {
+        name: 'cp',
+        threads: 1,
+        ...(c.producer ? { producer: c.producer } : {}),
+        ...(c.dtype ? { dtype: c.dtype } : {}),
+      };
+      const r = await convertPath(t.local!, src, options);
+      expect(r.conventions).toEqual([...c.conventions].sort());
+      expect(r.encoded).toBe(c.weights.length);
+      const cp = await openCheckpoint(t.store, 'cp');
+      const model = cp.component('model');
+      const names = [...model.tensors.keys()];
+      expect(names.sort()).toEqual([...c.weights.map((w) => w.name), ...c.plain].sort());
+      for (const w of c.weights) {
+        for (const gone of w.consumed) if (gone !== w.name) expect(model.tensors.has(gone)).toBe(false);
+        const view = model.tensors.get(w.name)!;
+        expect(view.encoding?.scheme).toBe(w.scheme);
+        expect(view.dtype).toBe(w.dtype);
+        expect(view.shape.map(Number)).toEqual(w.shape);
+        const params = view.encoding!.params as { shape: number[]; dtype: string };
+        expect(params.shape).toEqual(w.shape);
+        expect(params.dtype).toBe(w.dtype);
+        // F32: the reference decode within its tolerance (bit-exact for all but float64 references).
+        const got = floats(await view.read({ decode: true, dtype: 'F32', verify: true }));
+        const want = floats(fromHex(w.f32));
+        expect(got.length).toBe(want.length);
+        let worst = 0;
+        for (let i = 0; i < want.length; i++) {
+          const a = got[i]!;
+          const b = want[i]!;
+          if (Number.isNaN(b)) expect(Number.isNaN(a)).toBe(true);
+          else worst = Math.max(worst, Math.abs(a - b) / Math.max(Math.abs(b), 1e-30));
+        }
+        expect(worst).toBeLessThanOrEqual(w.rel_tol);
+        if (w.rel_tol <= 1e-6) {
+          // the logical dtype (the default): one rounding of the same float32 values
+          const logical = await view.read({ decode: true });
+          expect(hex(logical)).toBe(w.logical);
+          const buf = new Uint8Array(logical.length + 3);
+          const into = await view.readInto(buf, 3, { decode: true });
+          expect(hex(into)).toBe(w.logical);
+        }
+      }
+      for (const p of c.plain) expect(model.tensors.get(p)!.encoding).toBeNull();
+      const out = path.join(t.scratch, 'export');
+      await exportCheckpoint(t.local!, cp, out);
+      expect(await treeHashes(out)).toEqual(await treeHashes(src));
+    });
+  }
+
+  it('reading an encoded tensor without decode is unsupported; a part reads as the producer tensor', async () => {
+    await convertPath(t.local!, path.join(DIR, 'cases', 'llm_int8'), { name: 'cp', threads: 1 });
+    const cp = await openCheckpoint(t.store, 'cp');
+    const view = cp.component('model').tensors.get('model.layers.0.self_attn.q_proj.weight')!;
+    await expect(view.read()).rejects.toMatchObject({ code: 'unsupported' });
+    expect(view.encoding!.params).toEqual({
+      shape: [8, 16],
+      dtype: 'F16',
+      granularity: 'row',
+      scale_kind: 'absmax_over_127',
+    });
+    expect(Object.keys(view.encoding!.parts)).toEqual(['q', 'scale']);
+    expect((await view.part('scale').read()).length).toBe(32);
+  });
+
+  it('a declared producer settles an NVFP4 layer with no ModelOpt config; undeclared it is refused', async () => {
+    const dir = path.join(t.scratch, 'nv');
+    await fsp.mkdir(dir);
+    await fsp.copyFile(
+      path.join(DIR, 'cases', 'modelopt_nvfp4', 'model.safetensors'),
+      path.join(dir, 'model.safetensors'),
+    );
+    await expect(convertPath(t.local!, dir, { name: 'a', threads: 1, dtype: 'BF16' })).rejects.toMatchObject({
+      code: 'unsupported',
+      details: { fact: 'producer' },
+    });
+    const r = await convertPath(t.local!, dir, { name: 'a', threads: 1, dtype: 'BF16', producer: 'modelopt_nvfp4' });
+    expect(r.conventions).toEqual(['modelopt_nvfp4']);
+  });
+});
