@@ -7,7 +7,7 @@
 import * as fsp from 'node:fs/promises';
 import path from 'node:path';
 import { isTensorFSError } from '@tensorfs/format';
-import { REPO_ROOT, sha256Hex } from '@tensorfs/testkit';
+import { REPO_ROOT, expectCode, sha256Hex } from '@tensorfs/testkit';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   type ConvertOptions,
@@ -175,5 +175,73 @@ describe('tfs convert of producer conventions (vectors/v1/producers)', () => {
     });
     const r = await convertPath(t.local!, dir, { name: 'a', threads: 1, dtype: 'BF16', producer: 'modelopt_nvfp4' });
     expect(r.conventions).toEqual(['modelopt_nvfp4']);
+  });
+
+  /** A safetensors file of `tensors` (name → dtype, shape, bytes), packed in name order. */
+  function safetensors(tensors: Record<string, [string, number[], Uint8Array]>): Uint8Array {
+    const header: Record<string, unknown> = {};
+    let at = 0;
+    const names = Object.keys(tensors).sort();
+    for (const n of names) {
+      const [dtype, shape, bytes] = tensors[n]!;
+      header[n] = { dtype, shape, data_offsets: [at, at + bytes.length] };
+      at += bytes.length;
+    }
+    let json = JSON.stringify(header);
+    json += ' '.repeat((8 - (json.length % 8)) % 8);
+    const out = new Uint8Array(8 + json.length + at);
+    new DataView(out.buffer).setBigUint64(0, BigInt(json.length), true);
+    out.set(new TextEncoder().encode(json), 8);
+    let o = 8 + json.length;
+    for (const n of names) {
+      out.set(tensors[n]![2], o);
+      o += tensors[n]![2].length;
+    }
+    return out;
+  }
+
+  it('hostile producer files: a missing part is malformed naming it; an unstated fact is unsupported; nothing is committed', async () => {
+    const P = 'l.weight';
+    const state = new TextEncoder().encode(
+      JSON.stringify({ quant_type: 'nf4', blocksize: 64, dtype: 'float16', shape: [4, 32] }),
+    );
+    const bnb = path.join(t.scratch, 'bnb.safetensors');
+    await fsp.writeFile(
+      bnb,
+      safetensors({
+        [P]: ['U8', [64, 1], new Uint8Array(64)],
+        [`${P}.quant_map`]: ['F32', [16], new Uint8Array(64)],
+        [`${P}.quant_state.bitsandbytes__nf4`]: ['U8', [state.length], state],
+      }),
+    );
+    await expectCode(() => convertPath(t.local!, bnb, { name: 'h', threads: 1 }), 'malformed', undefined, {
+      tensor: `${P}.absmax`,
+      layer: P,
+    });
+    const int8 = path.join(t.scratch, 'int8.safetensors');
+    const tensors: Record<string, [string, number[], Uint8Array]> = {
+      'l.weight': ['I8', [2, 4], new Uint8Array(8)],
+      'l.SCB': ['F32', [2], new Uint8Array(8)],
+      'l.weight_format': ['U8', [], new Uint8Array([1])],
+    };
+    await fsp.writeFile(int8, safetensors(tensors));
+    // the legacy tiled layout is refused, naming the fact, even with the dtype declared
+    await expectCode(
+      () => convertPath(t.local!, int8, { name: 'h', threads: 1, dtype: 'F16' }),
+      'unsupported',
+      undefined,
+      {
+        fact: 'weight_format',
+      },
+    );
+    tensors['l.weight_format'] = ['U8', [], new Uint8Array([0])];
+    await fsp.writeFile(int8, safetensors(tensors));
+    await expectCode(() => convertPath(t.local!, int8, { name: 'h', threads: 1 }), 'unsupported', undefined, {
+      fact: 'dtype',
+      layer: 'l',
+    });
+    expect(await t.local!.listRefs()).not.toContain('h');
+    const ok = await convertPath(t.local!, int8, { name: 'h', threads: 1, dtype: 'F16' });
+    expect(ok.conventions).toEqual(['llm_int8']);
   });
 });
