@@ -104,7 +104,7 @@ describe('decoded reads', () => {
       expect(tensor.blockSize).toBeGreaterThan(1);
       expect(err.details.type).toBe(tensor.dtype);
       expect(err.message).toContain(tensor.dtype);
-      expect(await only.store.listRefs()).not.toContain('x');
+      expect(await only.refNames()).not.toContain('x');
     } finally {
       await only.close();
     }

@@ -95,7 +95,7 @@ describe('tfs convert of producer conventions (vectors/v1/producers)', () => {
         if (!isTensorFSError(caught)) return;
         expect(caught.code).toBe(c.refused.code);
         expect(caught.details.fact).toBe(c.refused.fact);
-        expect(await t.local!.listRefs()).not.toContain('refused');
+        expect(await t.refNames()).not.toContain('refused');
       }
       const options: ConvertOptions = {
         name: 'cp',
@@ -240,7 +240,7 @@ describe('tfs convert of producer conventions (vectors/v1/producers)', () => {
       fact: 'dtype',
       layer: 'l',
     });
-    expect(await t.local!.listRefs()).not.toContain('h');
+    expect(await t.refNames()).not.toContain('h');
     const ok = await convertPath(t.local!, int8, { name: 'h', threads: 1, dtype: 'F16' });
     expect(ok.conventions).toEqual(['llm_int8']);
   });
