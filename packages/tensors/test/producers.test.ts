@@ -10,6 +10,7 @@ import { isTensorFSError } from '@tensorfs/format';
 import { REPO_ROOT, expectCode, sha256Hex } from '@tensorfs/testkit';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
+  CheckpointWriter,
   type ConvertOptions,
   convertPath,
   exportCheckpoint,
@@ -243,5 +244,44 @@ describe('tfs convert of producer conventions (vectors/v1/producers)', () => {
     expect(await t.refNames()).not.toContain('h');
     const ok = await convertPath(t.local!, int8, { name: 'h', threads: 1, dtype: 'F16' });
     expect(ok.conventions).toEqual(['llm_int8']);
+  });
+
+  it('decoding a checkpoint tensor: an unknown scheme is unsupported, a missing part malformed, both naming the tensor', async () => {
+    const w = new CheckpointWriter(t.store);
+    const m = w.component('model', { cls: '', config: null });
+    const q = { dtype: 'I8', shape: [2, 4], data: new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8]) };
+    await m.putEncoded('odd', { dtype: 'F32', shape: [2, 4], scheme: 'acme.int4', params: {}, parts: { q } });
+    await m.putEncoded('noscale', {
+      dtype: 'F32',
+      shape: [2, 4],
+      scheme: 'int8',
+      params: { shape: [2, 4], dtype: 'F32', granularity: 'row', scale_kind: 'scale' },
+      parts: { q },
+    });
+    const scale = { dtype: 'F32', shape: [2], data: new Uint8Array(new Float32Array([0.5, 2]).buffer) };
+    await m.putEncoded('ok', {
+      dtype: 'F16',
+      shape: [2, 4],
+      scheme: 'int8',
+      params: { shape: [2, 4], dtype: 'F16', granularity: 'row', scale_kind: 'scale' },
+      parts: { q, scale },
+    });
+    const { id } = await w.commit();
+    const cp = await openCheckpoint(t.store, id);
+    const tensors = cp.component('model').tensors;
+    await expectCode(() => tensors.get('odd')!.read({ decode: true }), 'unsupported', 'encodings.unknown_scheme', {
+      tensor: 'odd',
+      scheme: 'acme.int4',
+    });
+    await expectCode(() => tensors.get('noscale')!.read({ decode: true }), 'malformed', undefined, {
+      tensor: 'noscale',
+      part: 'scale',
+    });
+    // the default output is the logical dtype (F16 here); F32 on request
+    expect(floats(await tensors.get('ok')!.read({ decode: true, dtype: 'F32' }))).toEqual(
+      new Float32Array([0.5, 1, 1.5, 2, 10, 12, 14, 16]),
+    );
+    expect((await tensors.get('ok')!.read({ decode: true })).length).toBe(16);
+    await expectCode(() => tensors.get('ok')!.readInto(new Uint8Array(15), 0, { decode: true }), 'invalid_argument');
   });
 });
