@@ -59,6 +59,22 @@ describe('tfs convert / inspect / cat --decode / export of a producer-quantized 
       encoded: 1,
       conventions: ['gptq'],
     });
+    // a layout and a producer together; two producers are refused (exit 2)
+    const both = await tfs([
+      'convert',
+      GPTQ,
+      '--name',
+      'q2',
+      '--converter',
+      'transformers',
+      '--converter',
+      'gptq',
+      '--json',
+    ]);
+    expect(both.code, both.stderr).toBe(0);
+    expect(JSON.parse(both.stdout)).toMatchObject({ converter: 'transformers', conventions: ['gptq'] });
+    const two = await tfs(['convert', GPTQ, '--name', 'q3', '--converter', 'gptq', '--converter', 'awq']);
+    expect(two.code).toBe(2);
   });
 
   it('inspect shows each tensor scheme and params (--json and human), for the ref and the .cozytensors file', async () => {

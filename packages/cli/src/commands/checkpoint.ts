@@ -121,7 +121,7 @@ export async function inspectCheckpointRef(ref: string, ctx: CommandContext): Pr
 interface ConvertArgs {
   src: string;
   name: string;
-  converter?: ConverterName | ProducerConvention;
+  converter?: (ConverterName | ProducerConvention)[];
   dtype?: 'F32' | 'F16' | 'BF16';
   base?: string;
   expected?: string;
@@ -142,9 +142,11 @@ export const convertCommand = defineCommand<ConvertArgs>({
       })
       .option('name', { type: 'string', demandOption: true, describe: 'ref to point at the checkpoint' })
       .option('converter', {
+        type: 'string',
+        array: true,
         choices: [...CONVERTERS, ...PRODUCER_CONVENTIONS],
         describe:
-          'declare the layout (diffusers, transformers, single-file) or the producer of quantized weights (bitsandbytes_4bit, gptq, modelopt_nvfp4, ...) instead of detecting it',
+          'declare the layout (diffusers, transformers, single-file) and/or the producer of quantized weights (bitsandbytes_4bit, gptq, modelopt_nvfp4, ...) instead of detecting it; repeat for both',
       })
       .option('dtype', {
         choices: ['F32', 'F16', 'BF16'] as const,
@@ -164,14 +166,19 @@ export const convertCommand = defineCommand<ConvertArgs>({
       .lstat(args.src)
       .then(() => true)
       .catch(() => false);
+    const declared = args.converter ?? [];
+    const layouts = declared.filter((c) => (CONVERTERS as readonly string[]).includes(c)) as ConverterName[];
+    const producers = declared.filter((c) => !(CONVERTERS as readonly string[]).includes(c)) as ProducerConvention[];
+    if (layouts.length > 1 || producers.length > 1) {
+      throw new TensorFSError('invalid_argument', '--converter takes at most one layout and one producer', {
+        details: { rule: 'cli.converter', converter: declared },
+      });
+    }
     const options = {
       name: args.name,
       signal: ctx.signal,
-      ...(args.converter !== undefined
-        ? (CONVERTERS as readonly string[]).includes(args.converter)
-          ? { converter: args.converter as ConverterName }
-          : { producer: args.converter as ProducerConvention }
-        : {}),
+      ...(layouts[0] !== undefined ? { converter: layouts[0] } : {}),
+      ...(producers[0] !== undefined ? { producer: producers[0] } : {}),
       ...(args.dtype !== undefined ? { dtype: args.dtype } : {}),
       ...(args.base !== undefined ? { base: args.base } : {}),
       ...(args.expected !== undefined
