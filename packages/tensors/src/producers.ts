@@ -188,6 +188,18 @@ export async function importProducerTensors(
       }
       throw error;
     }
+    const params = imported.encoding.params as { shape?: unknown; dtype?: unknown } | null;
+    const shape = params?.shape;
+    if (
+      !Array.isArray(shape) ||
+      !shape.every((n) => Number.isSafeInteger(n) && (n as number) >= 0) ||
+      (params?.dtype !== 'F32' && params?.dtype !== 'F16' && params?.dtype !== 'BF16')
+    ) {
+      // The producer tensors' shapes do not give a logical shape (e.g. a 1-D GPTQ qweight).
+      throw new TensorFSError('malformed', `${d.name}: the producer tensors' shapes do not fit ${d.convention}`, {
+        details: { rule: 'convert.producer_shape', convention: d.convention, layer: d.name },
+      });
+    }
     const parts: Record<string, TensorView> = {};
     for (const [role, p] of Object.entries(imported.encoding.parts)) {
       const view = byShape.get(p.shape);
