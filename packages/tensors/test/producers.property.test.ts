@@ -111,7 +111,7 @@ describe('importProducerTensors on arbitrary tensor sets', () => {
             const names = new Set(layout.map((t) => t.name));
             return [...layout, ...some.filter((t) => !names.has(t.name))];
           }),
-        fc.constantFrom(
+        fc.constantFrom<Record<string, string | number> | undefined>(
           undefined,
           { quant_method: 'gptq', bits: 4, group_size: 4 },
           { quant_method: 'awq', version: 'gemm', bits: 4, group_size: 4 },
