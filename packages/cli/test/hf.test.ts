@@ -5,14 +5,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { LocalStore } from '@tensorfs/cas';
-import {
-  type FakeHub,
-  type FakeHubOptions,
-  fakeHubFixture,
-  sha256HexOf,
-  startFakeHub,
-  tempDir,
-} from '@tensorfs/testkit';
+import { type FakeHub, type FakeHubOptions, fakeHubFixture, sha256Hex, startFakeHub, tempDir } from '@tensorfs/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { run } from '../src/index.js';
 import { capture, tfs } from './helpers.js';
@@ -110,7 +103,7 @@ describe('tfs import hf://', () => {
       'model.safetensors.index.json',
     ]);
     expect(h.log.some((q) => q.path.endsWith('README.md') || q.path.endsWith('model.gguf'))).toBe(false);
-    expect(h.log.some((q) => q.path.endsWith(sha256HexOf(fx.tiny['gguf/model.gguf']!)))).toBe(false);
+    expect(h.log.some((q) => q.path.endsWith(sha256Hex(fx.tiny['gguf/model.gguf']!)))).toBe(false);
     const local = await tfs(['import', folder({}), '--include', '*.json', '--store', store]);
     expect(local.code).toBe(2);
   });
@@ -142,7 +135,7 @@ describe('tfs import hf://', () => {
     const shard = fx.tiny['model-00001-of-00002.safetensors']!;
     const lie = shard.slice();
     lie[lie.length - 1]! ^= 0x55;
-    const liar = await hub({ cdnOverride: { [sha256HexOf(shard)]: lie } });
+    const liar = await hub({ cdnOverride: { [sha256Hex(shard)]: lie } });
     const bad = await tfs(
       ['import', 'hf://acme/tiny', '--store', store, '--name', 'hf/bad', '--json'],
       envOf(liar, TOKEN),

@@ -2,7 +2,7 @@
  * Convention detection from names, dtypes and metadata: each producer layout is recognised, and
  * ambiguity (two conventions, unstated producer, packed weights without a config) is refused.
  */
-import { detectConventions } from '@tensorfs/format/encodings';
+import { PRODUCER_CONVENTIONS, detectConventions } from '@tensorfs/format/encodings';
 import { expectCodeSync } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
 
@@ -84,5 +84,35 @@ describe('detectConventions', () => {
       undefined,
       { fact: 'convention' },
     );
+  });
+
+  it('a declared producer settles what the file does not state, never a stated fact', () => {
+    const packed = t({ 'l.qweight': 'I32', 'l.qzeros': 'I32', 'l.scales': 'F16' });
+    expect(detectConventions({ tensors: packed, declared: 'gptq' })).toEqual([{ name: 'l', convention: 'gptq' }]);
+    expect(detectConventions({ tensors: packed, declared: 'awq' })).toEqual([{ name: 'l', convention: 'awq' }]);
+    // a config that names another method is a stated fact: the declaration does not override it
+    expectCodeSync(
+      () => detectConventions({ tensors: packed, quantizationConfig: { quant_method: 'hqq' }, declared: 'gptq' }),
+      'unsupported',
+      undefined,
+      { fact: 'quant_method' },
+    );
+    // a declaration of an unrelated producer settles nothing
+    expectCodeSync(() => detectConventions({ tensors: packed, declared: 'kohya_lora' }), 'unsupported', undefined, {
+      fact: 'quant_method',
+    });
+    const nv = t({ 'l.weight': 'U8', 'l.weight_scale': 'F8_E4M3', 'l.weight_scale_2': 'F32' });
+    expect(detectConventions({ tensors: nv, declared: 'modelopt_nvfp4' })).toEqual([
+      { name: 'l', convention: 'modelopt_nvfp4' },
+    ]);
+    const two = t({ 'l.weight': 'I8', 'l.SCB': 'F32', 'l.comfy_quant': 'U8' });
+    expect(detectConventions({ tensors: two, declared: 'llm_int8' })).toEqual([{ name: 'l', convention: 'llm_int8' }]);
+    expect(detectConventions({ tensors: two, declared: 'comfy_quant' })).toEqual([
+      { name: 'l', convention: 'comfy_quant' },
+    ]);
+    expectCodeSync(() => detectConventions({ tensors: two, declared: 'gptq' }), 'unsupported', undefined, {
+      fact: 'convention',
+    });
+    expect(PRODUCER_CONVENTIONS).toHaveLength(9);
   });
 });

@@ -8,7 +8,7 @@ import {
   type FakeHub,
   type FakeHubOptions,
   fakeHubFixture,
-  sha256HexOf,
+  sha256Hex,
   startFakeHub,
 } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
@@ -79,7 +79,7 @@ describe('importHuggingFace', () => {
     expect(r.source.endpoint).toBe(h.endpoint);
     expect(r.source.files.map((f) => f.path)).toEqual(Object.keys(fx.tiny).sort());
     const shard = fx.tiny['model-00001-of-00002.safetensors']!;
-    expect(r.source.files.find((f) => f.path === 'model-00001-of-00002.safetensors')?.sha256).toBe(sha256HexOf(shard));
+    expect(r.source.files.find((f) => f.path === 'model-00001-of-00002.safetensors')?.sha256).toBe(sha256Hex(shard));
     expect(await store.getRef('hf/tiny')).toBe(r.snapshot);
     // Every byte crossed the wire once.
     const total = Object.values(fx.tiny).reduce((n, b) => n + b.length, 0);
@@ -153,11 +153,11 @@ describe('importHuggingFace', () => {
     const files = h.log.filter((q) => q.path.includes('/resolve/'));
     expect([...new Set(files.map((q) => q.path.split('/resolve/')[1]!.slice(41)))].sort()).toEqual(selected);
     const cdn = h.log.filter((q) => q.server === 'cdn').map((q) => q.path);
-    const shard1 = sha256HexOf(fx.tiny['model-00001-of-00002.safetensors']!);
+    const shard1 = sha256Hex(fx.tiny['model-00001-of-00002.safetensors']!);
     expect(cdn.every((p) => p === `/blobs/${shard1}`)).toBe(true);
     for (const excluded of ['README.md', 'model-00002-of-00002.safetensors', 'gguf/model.gguf']) {
       expect(h.log.some((q) => q.path.endsWith(excluded))).toBe(false);
-      expect(h.log.some((q) => q.path.endsWith(sha256HexOf(fx.tiny[excluded]!)))).toBe(false);
+      expect(h.log.some((q) => q.path.endsWith(sha256Hex(fx.tiny[excluded]!)))).toBe(false);
     }
     await expectCode(
       importHuggingFace(store, 'hf://acme/tiny', opts(h, { include: '*.nothing' })),
@@ -215,13 +215,13 @@ describe('importHuggingFace', () => {
     const shard2 = fx.tiny['model-00002-of-00002.safetensors']!;
     const lie = shard2.slice();
     lie[lie.length - 1]! ^= 0xff; // a tensor byte, same length
-    const h = await hub({ cdnOverride: { [sha256HexOf(shard2)]: lie } });
+    const h = await hub({ cdnOverride: { [sha256Hex(shard2)]: lie } });
     const store = await newStore();
     const err = await expectCode(
       importHuggingFace(store, 'hf://acme/tiny', opts(h, { name: 'hf/tiny' })),
       'corrupt',
       'hf.digest_mismatch',
-      { path: 'model-00002-of-00002.safetensors', expected: sha256HexOf(shard2), actual: sha256HexOf(lie) },
+      { path: 'model-00002-of-00002.safetensors', expected: sha256Hex(shard2), actual: sha256Hex(lie) },
     );
     expect(err.message).toContain('SHA-256');
     expect(await store.listRefs()).toEqual([]);
@@ -312,7 +312,7 @@ describe('importHuggingFace', () => {
     expect(local.objectsWritten).toBe(0);
     const lie = junk.slice();
     lie[2000]! ^= 1;
-    const liar = await startFakeHub(junkRepo({ 'x.gguf': junk }), { cdnOverride: { [sha256HexOf(junk)]: lie } });
+    const liar = await startFakeHub(junkRepo({ 'x.gguf': junk }), { cdnOverride: { [sha256Hex(junk)]: lie } });
     after(() => liar.close());
     await expectCode(
       importHuggingFace(store, 'hf://acme/junk', opts(liar, { name: 'x' })),
@@ -339,7 +339,7 @@ describe('importHuggingFace', () => {
         path: 'big.bin',
         profile: 'blob-v1',
         size: big.length,
-        records: [{ digest: `sha256:${sha256HexOf(big)}`, length: big.length }],
+        records: [{ digest: `sha256:${sha256Hex(big)}`, length: big.length }],
       },
     ]);
     expect(r.bytesFetched).toBe(big.length);
@@ -349,7 +349,7 @@ describe('importHuggingFace', () => {
   it('a large blob whose bytes differ from its sha256 is corrupt and never stored', async () => {
     const lie = big.slice();
     lie[lie.length - 2]! ^= 1;
-    const liar = await startFakeHub(junkRepo({ 'big.bin': big }), { cdnOverride: { [sha256HexOf(big)]: lie } });
+    const liar = await startFakeHub(junkRepo({ 'big.bin': big }), { cdnOverride: { [sha256Hex(big)]: lie } });
     after(() => liar.close());
     const store = await newStore();
     await expectCode(
@@ -361,8 +361,8 @@ describe('importHuggingFace', () => {
       },
     );
     expect(await store.listRefs()).toEqual([]);
-    expect(await store.has(`sha256:${sha256HexOf(lie)}`)).toBe(false);
-    expect(await store.has(`sha256:${sha256HexOf(big)}`)).toBe(false);
+    expect(await store.has(`sha256:${sha256Hex(lie)}`)).toBe(false);
+    expect(await store.has(`sha256:${sha256Hex(big)}`)).toBe(false);
   });
 });
 
@@ -376,10 +376,10 @@ describe('importHuggingFace under faults', () => {
   it('a download cut mid-stream is resumed where it stopped', async () => {
     const expected = await baseline();
     const ds = dataStart(shard1);
-    const h = await hub({ cdnCutOnce: { [sha256HexOf(shard1)]: 10 } });
+    const h = await hub({ cdnCutOnce: { [sha256Hex(shard1)]: 10 } });
     const r = await importHuggingFace(await newStore(), 'hf://acme/tiny', opts(h));
     expect(r.snapshot).toBe(expected);
-    const ranges = h.log.filter((q) => q.server === 'cdn' && q.path.endsWith(sha256HexOf(shard1))).map((q) => q.range);
+    const ranges = h.log.filter((q) => q.server === 'cdn' && q.path.endsWith(sha256Hex(shard1))).map((q) => q.range);
     expect(ranges).toEqual(['bytes=0-15', `bytes=16-${ds - 1}`, `bytes=${ds}-`, `bytes=${ds + 10}-`]);
   });
 

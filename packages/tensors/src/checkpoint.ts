@@ -19,6 +19,7 @@ import {
   TensorFSError,
   throwIfAborted,
 } from '@tensorfs/format';
+import { readDecoded, readDecodedInto } from './decoded.js';
 import { type ReadOptions, StoredTensorView, type TensorView, type ViewFile } from './view.js';
 
 /** An encoding as a view shows it: scheme, params and each part's dtype and shape. */
@@ -30,7 +31,9 @@ export interface CheckpointTensorEncoding {
 
 /**
  * One tensor of a checkpoint component. A plain tensor reads like any {@link TensorView}; an
- * encoded one has no bytes of its own (`read` is `unsupported`): read its parts with {@link part}.
+ * encoded one has no bytes of its own (`read` is `unsupported`): read its parts with {@link part},
+ * or its values with `read({ decode: true, dtype? })` / `readInto(…, { decode: true })` (the
+ * scheme's decoder; `unsupported` for a scheme it does not know).
  */
 export interface CheckpointTensorView extends TensorView {
   /** The component the tensor belongs to. */
@@ -306,11 +309,15 @@ class EncodedView extends StoredTensorView implements CheckpointTensorView {
     };
   }
 
-  override async read(): Promise<Uint8Array> {
+  /** With `decode`: the values (see `readDecoded`); the stored form is the parts. */
+  override async read(options: ReadOptions = {}): Promise<Uint8Array> {
+    if (options.decode) return readDecoded(this, options);
     throw this.encoded();
   }
 
-  override async readInto(): Promise<Uint8Array> {
+  /** With `decode`: the values into `buffer` (see `readDecodedInto`); the stored form is the parts. */
+  override async readInto(buffer: Uint8Array, offset = 0, options: ReadOptions = {}): Promise<Uint8Array> {
+    if (options.decode) return readDecodedInto(this, buffer, offset, options);
     throw this.encoded();
   }
 }

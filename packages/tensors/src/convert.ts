@@ -14,11 +14,21 @@ import {
   TensorFSError,
   throwIfAborted,
 } from '@tensorfs/format';
+import {
+  type DecodedDtype,
+  importGgufTensor,
+  PRODUCER_CONVENTIONS,
+  type ProducerConvention,
+} from '@tensorfs/format/encodings';
+import { ggmlTypeByName } from '@tensorfs/format';
 import { openCheckpoint } from './checkpoint.js';
 import { CheckpointWriter } from './checkpoint-writer.js';
 import { INDEX_SUFFIX, openTensors } from './open.js';
+import { configDtype, importProducerTensors, quantizationConfigOf } from './producers.js';
 import { SnapshotTree } from './snapshot.js';
 import type { TensorView } from './view.js';
+
+export { PRODUCER_CONVENTIONS, type ProducerConvention };
 
 /** The source layouts {@link convertSnapshot} recognises (or is told with `converter`). */
 export const CONVERTERS = ['diffusers', 'transformers', 'single-file'] as const;
@@ -33,6 +43,17 @@ export interface ConvertOptions {
   expected?: ObjectId | null;
   /** Declare the layout instead of detecting it (for layouts that cannot be inferred safely). */
   converter?: ConverterName;
+  /**
+   * Declare the producer of quantized weights (`bitsandbytes_4bit`, `gptq`, `modelopt_nvfp4`…)
+   * where the files do not say it (packed weights without a config, NVFP4 without a ModelOpt
+   * config, a layer two conventions claim). Detected otherwise; ambiguity is `unsupported`.
+   */
+  producer?: ProducerConvention;
+  /**
+   * Declare the logical dtype of quantized weights whose producer does not record it (LLM.int8,
+   * scaled FP8, ModelOpt, comfy_quant). @default config.json `torch_dtype` when there is one
+   */
+  dtype?: DecodedDtype;
   /** A checkpoint this one derives from: the result reports how many tensors changed against it. */
   base?: string;
   signal?: AbortSignal;
@@ -51,6 +72,10 @@ export interface ConvertResult {
   readonly components: number;
   readonly tensors: number;
   readonly assets: number;
+  /** Tensors that are producer-quantized weights, imported as encodings (and GGUF block types). */
+  readonly encoded: number;
+  /** The producer conventions found (or declared and used), sorted. */
+  readonly conventions: readonly ProducerConvention[];
   /** Bytes written to the store by the import (0 for a snapshot already stored) plus the header. */
   readonly bytesWritten: number;
   /** With `base`: tensors whose records differ from the base's tensor of the same component and name (or are new). */
@@ -77,8 +102,20 @@ export async function convertPath(
 interface Plan {
   converter: ConverterName;
   pipeline: { cls: string; config: JsonValue } | null;
-  components: { name: string; cls: string; config: JsonValue; dir: string; weights: string[]; skip: Set<string> }[];
+  components: {
+    name: string;
+    cls: string;
+    config: JsonValue;
+    dir: string;
+    weights: string[];
+    skip: Set<string>;
+    /** quantize_config.json / hf_quant_config.json of the component, parsed. */
+    quantization: JsonValue[];
+  }[];
 }
+
+/** Side files that state a component's quantization (config.json's `quantization_config` first). */
+const QUANT_FILES = ['quantize_config.json', 'hf_quant_config.json'];
 
 /**
  * Builds a checkpoint from a stored snapshot (ref or id) with no tensor byte read: tensors are the
@@ -90,7 +127,12 @@ interface Plan {
  *   `not_found`.
  * - Transformers (`config.json` + safetensors weights at the root): one component `model`.
  * - Single file: the only `.safetensors` or `.gguf` file, as component `model` (GGUF block types
- *   become `ggml.<type>` encodings with one `data` part; the metadata stays in the source).
+ *   become `ggml` encodings with one `blocks` part; the metadata stays in the source).
+ * Producer-quantized weights (bitsandbytes NF4/FP4, LLM.int8, ComfyUI scaled_fp8 and comfy_quant,
+ * DeepSeek block FP8, ModelOpt NVFP4, GPTQ, AWQ, Kohya LoRA) are detected from tensor names, the
+ * safetensors metadata and the quantization config, and each becomes one encoded tensor whose parts
+ * are the producer's tensors (`options.producer` settles what the files do not state). Export
+ * `--safetensors` still gives the source files back byte for byte.
  * Anything else is `unsupported` (`convert.layout`) unless `converter` declares it.
  * @throws {TensorFSError} `not_found`, `malformed` (a config that is not JSON, a weight file that
  *   does not parse), `unsupported` (layout, ambiguous weights), `conflict` (ref moved).
@@ -108,16 +150,26 @@ export async function convertSnapshot(
     writer.pipeline(plan.pipeline);
     let tensors = 0;
     let assets = 0;
+    let encoded = 0;
+    const conventions = new Set<ProducerConvention>();
     const written = new Map<string, Map<string, string>>();
     for (const c of plan.components) {
       throwIfAborted(options.signal);
       const comp = writer.component(c.name, { cls: c.cls, config: c.config });
       const seen = new Map<string, string>();
+      const views: TensorView[] = [];
+      const metadata: Record<string, string> = {};
       for (const weight of c.weights) {
         const set = await openTensors(store, tree.id, {
           file: weight,
           ...(options.signal ? { signal: options.signal } : {}),
         });
+        for (const info of set.files) {
+          const h = set.header(info.path);
+          if (h.format === 'safetensors' && h.header.metadata) {
+            for (const [k, v] of h.header.metadata) metadata[k] = v;
+          }
+        }
         for (const view of set) {
           const prior = seen.get(view.name);
           if (prior !== undefined) {
@@ -135,9 +187,35 @@ export async function convertSnapshot(
             );
           }
           seen.set(view.name, view.file);
-          await putView(comp, view);
-          tensors++;
+          views.push(view);
         }
+      }
+      const quantizationConfig = quantizationConfigOf(c.config, c.quantization);
+      const dtype = options.dtype ?? configDtype(c.config);
+      const imported = await importProducerTensors(views, {
+        ...(Object.keys(metadata).length > 0 ? { metadata } : {}),
+        ...(quantizationConfig ? { quantizationConfig } : {}),
+        ...(options.producer ? { declared: options.producer } : {}),
+        ...(dtype ? { dtype } : {}),
+        read: (v) => v.read({ ...(options.signal ? { signal: options.signal } : {}) }),
+      });
+      for (const conv of imported.conventions) conventions.add(conv);
+      for (const t of imported.tensors) {
+        throwIfAborted(options.signal);
+        if (t.kind === 'plain') {
+          if (await putView(comp, t.view)) encoded++;
+        } else {
+          const params = t.encoding.params as { shape: number[]; dtype: string };
+          await comp.putEncoded(t.name, {
+            dtype: params.dtype,
+            shape: params.shape,
+            scheme: t.encoding.scheme,
+            params: t.encoding.params,
+            parts: Object.fromEntries(Object.entries(t.parts).map(([role, view]) => [role, { view }])),
+          });
+          encoded++;
+        }
+        tensors++;
       }
       written.set(c.name, new Map([...seen.keys()].map((k) => [k, k])));
       const prefix = c.dir === '' ? '' : `${c.dir}/`;
@@ -162,6 +240,8 @@ export async function convertSnapshot(
       components: plan.components.length,
       tensors,
       assets,
+      encoded,
+      conventions: [...conventions].sort(),
       bytesWritten: committed.bytes.length,
       ...(changedTensors !== undefined ? { changedTensors } : {}),
     };
@@ -171,14 +251,33 @@ export async function convertSnapshot(
   }
 }
 
-/** A snapshot view into a checkpoint component: plain dtypes keep their records; GGUF block types are encoded. */
-async function putView(comp: ReturnType<CheckpointWriter['component']>, view: TensorView): Promise<void> {
+/**
+ * A snapshot view into a checkpoint component: plain dtypes keep their records; a GGUF block type
+ * becomes a `ggml` encoding (its ggml type is its encoding) with one `blocks` part. Returns true
+ * for an encoded tensor.
+ */
+async function putView(comp: ReturnType<CheckpointWriter['component']>, view: TensorView): Promise<boolean> {
   if (safetensorsDtype(view.dtype) !== undefined) {
     await comp.inherit(view);
-    return;
+    return false;
   }
-  // A ggml block type (Q4_K…): its bytes are the one part of a `ggml.<type>` encoding.
-  const bytes = {
+  const type = ggmlTypeByName(view.dtype);
+  if (view.byteOrder === 'big') {
+    throw new TensorFSError(
+      'unsupported',
+      `ggml type ${view.dtype} blocks of a big-endian GGUF file are not supported`,
+      {
+        details: { rule: 'convert.byte_order', tensor: view.name, type: view.dtype, fact: 'byte_order' },
+      },
+    );
+  }
+  if (type === undefined) {
+    throw new TensorFSError('unsupported', `ggml type ${view.dtype} has no encoding`, {
+      details: { rule: 'convert.ggml_type', tensor: view.name, type: view.dtype },
+    });
+  }
+  const enc = importGgufTensor(type.id, [...view.shape].reverse().map(Number), undefined);
+  const blocks = {
     name: view.name,
     file: view.file,
     format: view.format,
@@ -195,13 +294,15 @@ async function putView(comp: ReturnType<CheckpointWriter['component']>, view: Te
     read: view.read.bind(view),
     readInto: view.readInto.bind(view),
   } satisfies TensorView;
+  const params = enc.params as { dtype: string };
   await comp.putEncoded(view.name, {
-    dtype: 'F32',
+    dtype: params.dtype,
     shape: view.shape,
-    scheme: `ggml.${view.dtype.toLowerCase()}`,
-    params: { type: view.dtype, block_size: view.blockSize, type_size: view.typeSize },
-    parts: { data: { view: bytes } },
+    scheme: enc.scheme,
+    params: enc.params,
+    parts: { blocks: { view: blocks } },
   });
+  return true;
 }
 
 async function readEntry(store: Store, entry: ManifestFileEntry): Promise<Uint8Array[]> {
@@ -238,6 +339,13 @@ async function readJson(store: Store, tree: SnapshotTree, path: string): Promise
     }
     throw error;
   }
+}
+
+async function sideFiles(store: Store, tree: SnapshotTree, prefix: string): Promise<JsonValue[]> {
+  const out: JsonValue[] = [];
+  for (const n of QUANT_FILES)
+    if (tree.byPath.has(`${prefix}${n}`)) out.push(await readJson(store, tree, `${prefix}${n}`));
+  return out;
 }
 
 const CONFIG_NAMES = ['config.json', 'scheduler_config.json', 'tokenizer_config.json'];
@@ -299,7 +407,16 @@ async function planConversion(store: Store, tree: SnapshotTree, declared?: Conve
       const configPath = CONFIG_NAMES.map((n) => `${name}/${n}`).find(has);
       const config = configPath === undefined ? null : await readJson(store, tree, configPath);
       const { weights, skip } = await weightsIn(tree, name, store);
-      components.push({ name, cls: typeof value[1] === 'string' ? value[1] : '', config, dir: name, weights, skip });
+      const quantization = await sideFiles(store, tree, `${name}/`);
+      components.push({
+        name,
+        cls: typeof value[1] === 'string' ? value[1] : '',
+        config,
+        dir: name,
+        weights,
+        skip,
+        quantization,
+      });
     }
     return { converter, pipeline: { cls, config: index }, components };
   }
@@ -308,7 +425,12 @@ async function planConversion(store: Store, tree: SnapshotTree, declared?: Conve
     const arch = (config as { architectures?: unknown } | null)?.architectures;
     const cls = Array.isArray(arch) && typeof arch[0] === 'string' ? arch[0] : '';
     const { weights, skip } = await weightsIn(tree, '', store);
-    return { converter, pipeline: null, components: [{ name: 'model', cls, config, dir: '', weights, skip }] };
+    const quantization = await sideFiles(store, tree, '');
+    return {
+      converter,
+      pipeline: null,
+      components: [{ name: 'model', cls, config, dir: '', weights, skip, quantization }],
+    };
   }
   // single-file
   if (rootTensorFiles.length !== 1) {
@@ -324,7 +446,9 @@ async function planConversion(store: Store, tree: SnapshotTree, declared?: Conve
   return {
     converter,
     pipeline: null,
-    components: [{ name: 'model', cls: '', config: null, dir: '', weights: [file], skip: new Set([file]) }],
+    components: [
+      { name: 'model', cls: '', config: null, dir: '', weights: [file], skip: new Set([file]), quantization: [] },
+    ],
   };
 }
 

@@ -14,6 +14,56 @@ import {
 } from '@tensorfs/format/encodings';
 import type { ReadOptions, TensorView } from './view.js';
 
+/** A checkpoint tensor stored encoded (structurally: `encoding` and `part`, as `CheckpointTensorView` has). */
+interface EncodedTensorView extends TensorView {
+  readonly encoding: {
+    readonly scheme: string;
+    readonly params: Encoded['params'];
+    readonly parts: Readonly<Record<string, { readonly dtype: string; readonly shape: readonly bigint[] }>>;
+  };
+  part(role: string): TensorView;
+}
+
+function encodedView(view: TensorView): EncodedTensorView | undefined {
+  const v = view as Partial<EncodedTensorView>;
+  return v.encoding !== null && typeof v.encoding === 'object' && typeof v.part === 'function'
+    ? (view as EncodedTensorView)
+    : undefined;
+}
+
+/**
+ * The encoding of a checkpoint tensor with every part's bytes read (each length-checked, rehashed
+ * with `verify`). `undefined` for a view that is not an encoded checkpoint tensor.
+ */
+export async function readEncoding(view: TensorView, options: ReadOptions = {}): Promise<Encoded | undefined> {
+  const ev = encodedView(view);
+  if (ev === undefined) return undefined;
+  const parts: Record<string, { dtype: string; shape: number[]; bytes: Uint8Array }> = {};
+  for (const [role, p] of Object.entries(ev.encoding.parts)) {
+    const bytes = await ev.part(role).read({
+      ...(options.verify ? { verify: true } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    Object.defineProperty(parts, role, {
+      value: { dtype: p.dtype, shape: p.shape.map(Number), bytes },
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return { scheme: ev.encoding.scheme, params: ev.encoding.params, parts };
+}
+
+function withTensor(err: unknown, view: TensorView): unknown {
+  if (isTensorFSError(err) && !('tensor' in err.details)) {
+    return new TensorFSError(err.code, `${view.name}: ${err.message}`, {
+      details: { ...err.details, tensor: view.name },
+      cause: err,
+    });
+  }
+  return err;
+}
+
 /** Options of a decoded read. */
 export interface DecodedReadOptions extends ReadOptions {
   /** Output dtype; default F32 for ggml block types, the stored dtype for F32/F16/BF16. */
@@ -71,7 +121,8 @@ function swapped(bytes: Uint8Array, width: number): Uint8Array {
 
 /**
  * Reads `view` and writes its values as `options.dtype` into `buffer` at `offset`; returns the
- * filled subarray. Supported: GGML block types and plain F32/F16/BF16 (big-endian GGUF elements are
+ * filled subarray. Supported: encoded checkpoint tensors (every scheme of
+ * `@tensorfs/format/encodings`; the default dtype is the tensor's logical dtype), GGML block types and plain F32/F16/BF16 (big-endian GGUF elements are
  * swapped; big-endian GGML blocks are `unsupported`); other dtypes are `unsupported`.
  * @throws {TensorFSError} `invalid_argument` (buffer too small), `unsupported`, `malformed`, and what `read` throws.
  */
@@ -94,6 +145,18 @@ export async function readDecodedInto(
       details: { tensor: view.name, limit: buffer.length - offset, actual: length, offset },
     });
   }
+  const ev = encodedView(view);
+  if (ev !== undefined) {
+    // A checkpoint tensor's encoding: its parts read, then the scheme's decoder (bounded chunks).
+    const target = buffer.subarray(offset, offset + length);
+    try {
+      const enc = (await readEncoding(ev, options))!;
+      decodeInto(enc, target, { dtype, ...(options.signal ? { signal: options.signal } : {}) });
+    } catch (err) {
+      throw withTensor(err, view);
+    }
+    return target;
+  }
   const plain = view.blockSize <= 1;
   if (plain && view.dtype !== 'F32' && view.dtype !== 'F16' && view.dtype !== 'BF16') {
     throw new TensorFSError('unsupported', `decoding ${view.dtype} to ${dtype} is not supported`, {
@@ -103,7 +166,7 @@ export async function readDecodedInto(
   const big = view.byteOrder === 'big';
   if (big && !plain) {
     throw new TensorFSError('unsupported', `decoding ${view.dtype} blocks of a big-endian GGUF file is not supported`, {
-      details: { rule: 'tensors.decode_byte_order', tensor: view.name, fact: 'byte_order' },
+      details: { rule: 'tensors.decode_byte_order', tensor: view.name, type: view.dtype, fact: 'byte_order' },
     });
   }
   const raw0 = await view.read({
@@ -123,13 +186,7 @@ export async function readDecodedInto(
   try {
     decodeInto(enc, target, { dtype, ...(options.signal ? { signal: options.signal } : {}) });
   } catch (err) {
-    if (isTensorFSError(err) && !('tensor' in err.details)) {
-      throw new TensorFSError(err.code, `${view.name}: ${err.message}`, {
-        details: { ...err.details, tensor: view.name },
-        cause: err,
-      });
-    }
-    throw err;
+    throw withTensor(err, view);
   }
   return target;
 }

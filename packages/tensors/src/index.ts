@@ -73,6 +73,8 @@ export {
 export {
   CONVERTERS,
   type ConverterName,
+  PRODUCER_CONVENTIONS,
+  type ProducerConvention,
   type ConvertOptions,
   type ConvertResult,
   convertPath,
@@ -84,5 +86,6 @@ export {
   decodedDtypeOf,
   readDecoded,
   readDecodedInto,
+  readEncoding,
   viewEncoding,
 } from './decoded.js';

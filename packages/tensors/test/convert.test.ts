@@ -133,10 +133,15 @@ describe('convert', () => {
     const g = await openCheckpoint(t.store, 'g');
     const q = g.component('model').tensors.get('blk.0.attn_q.weight')!;
     expect(q.encoding).toEqual({
-      scheme: 'ggml.q8_0',
-      params: { type: 'Q8_0', block_size: 32, type_size: 34 },
-      parts: { data: { dtype: 'U8', shape: [136n] } },
+      scheme: 'ggml',
+      params: { shape: q.shape.map(Number), dtype: 'F32', type: 'Q8_0' },
+      parts: { blocks: { dtype: 'U8', shape: [136n] } },
     });
+    // The checkpoint tensor decodes to what the GGUF snapshot tensor decodes to.
+    const snap = (await openTensors(t.store, gg.snapshot)).get('blk.0.attn_q.weight');
+    expect(await q.read({ decode: true })).toEqual(await snap.read({ decode: true }));
+    expect(await q.read({ decode: true, dtype: 'BF16' })).toEqual(await snap.read({ decode: true, dtype: 'BF16' }));
+    expect(gg.encoded).toBe(1);
     expect(g.component('model').tensors.get('token_embd.weight')!.encoding).toBeNull();
     const out = path.join(t.scratch, 'g');
     await exportCheckpoint(t.local!, g, out);

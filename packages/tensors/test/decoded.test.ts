@@ -7,6 +7,7 @@ import { expectCode, sha256Hex } from '@tensorfs/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type TensorSet,
+  convertSnapshot,
   decodedByteLength,
   openTensors,
   readDecoded,
@@ -77,7 +78,36 @@ describe('decoded reads', () => {
     expect(sha256Hex(await readDecoded(f16))).toBe('f10f5b20584cce3cb28663ec41e8ab127f4dea56e5a3f962b2716af7d53f427b');
     const f32 = set.get('token_embd.weight', 'be.gguf');
     expect(sha256Hex(await readDecoded(f32))).toBe('4f98b344af6001d5a7344a1b3a793fa5ab782e5a8e90782107dd3ea809decb74');
-    await expectCode(() => readDecoded(set.get('output.weight', 'be.gguf')), 'unsupported');
+    const blocks = set.get('output.weight', 'be.gguf');
+    // The refusal names the ggml type and the fact (the byte order).
+    await expectCode(() => readDecoded(blocks), 'unsupported', 'tensors.decode_byte_order', {
+      type: blocks.dtype,
+      fact: 'byte_order',
+    });
+    expect(blocks.blockSize).toBeGreaterThan(1);
+  });
+
+  it('converting a big-endian GGUF file refuses its block types, naming the type', async () => {
+    const only = await tempStore();
+    try {
+      await importTree(only, { 'be.gguf': 'tiny-be.gguf' }, 'be');
+      const be = await openTensors(only.store, 'be');
+      const err = await expectCode(
+        () => convertSnapshot(only.store, 'be', { name: 'x' }),
+        'unsupported',
+        'convert.byte_order',
+        {
+          fact: 'byte_order',
+        },
+      );
+      const tensor = be.get(String(err.details.tensor));
+      expect(tensor.blockSize).toBeGreaterThan(1);
+      expect(err.details.type).toBe(tensor.dtype);
+      expect(err.message).toContain(tensor.dtype);
+      expect(await only.refNames()).not.toContain('x');
+    } finally {
+      await only.close();
+    }
   });
 
   it('reads into a caller buffer at an offset, and refuses one too small', async () => {

@@ -19,6 +19,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { sha256Hex } from './bytes.js';
 import { fixturesOf, SAMPLES } from './files.js';
 
 /** One commit of a fake repository: path → bytes; `lfs` paths are served through the CDN. */
@@ -89,10 +90,6 @@ export function gitBlobId(bytes: Uint8Array): string {
 }
 
 /** sha256 hex of bytes. */
-export function sha256HexOf(bytes: Uint8Array): string {
-  return createHash('sha256').update(bytes).digest('hex');
-}
-
 const defaultLfs = (p: string) => /\.(safetensors|gguf|bin)$/.test(p);
 
 function bytesOfFile(v: Uint8Array | string): Uint8Array {
@@ -101,7 +98,7 @@ function bytesOfFile(v: Uint8Array | string): Uint8Array {
 
 function lfsPointer(bytes: Uint8Array): Uint8Array {
   return new TextEncoder().encode(
-    `version https://git-lfs.github.com/spec/v1\noid sha256:${sha256HexOf(bytes)}\nsize ${bytes.length}\n`,
+    `version https://git-lfs.github.com/spec/v1\noid sha256:${sha256Hex(bytes)}\nsize ${bytes.length}\n`,
   );
 }
 
@@ -173,7 +170,7 @@ export async function startFakeHub(repos: Record<string, FakeRepo>, options: Fak
   for (const repo of Object.values(repos)) {
     const lfs = repo.isLfs ?? defaultLfs;
     for (const c of Object.values(repo.commits)) {
-      for (const [p, v] of Object.entries(c.files)) if (lfs(p)) blobs.set(sha256HexOf(bytesOfFile(v)), bytesOfFile(v));
+      for (const [p, v] of Object.entries(c.files)) if (lfs(p)) blobs.set(sha256Hex(bytesOfFile(v)), bytesOfFile(v));
     }
   }
 
@@ -279,7 +276,7 @@ export async function startFakeHub(repos: Record<string, FakeRepo>, options: Fak
                 oid: gitBlobId(lfsPointer(bytes)),
                 size: bytes.length,
                 path: p,
-                lfs: { oid: sha256HexOf(bytes), size: bytes.length, pointerSize: lfsPointer(bytes).length },
+                lfs: { oid: sha256Hex(bytes), size: bytes.length, pointerSize: lfsPointer(bytes).length },
               }
             : { type: 'file', oid: gitBlobId(bytes), size: bytes.length, path: p },
         );
@@ -307,7 +304,7 @@ export async function startFakeHub(repos: Record<string, FakeRepo>, options: Fak
       const lfs = (found.repo.isLfs ?? defaultLfs)(m[3]!);
       const extra = req.method === 'HEAD' ? (options.headOverride?.(m[3]!) ?? {}) : {};
       if (lfs) {
-        const sha = sha256HexOf(bytes);
+        const sha = sha256Hex(bytes);
         res.writeHead(302, {
           location: `${cdn}/blobs/${sha}?X-Amz-Signature=fake`,
           'x-repo-commit': found.sha,

@@ -15,7 +15,6 @@ export {
   fakeHubFixture,
   type FakeHubFixture,
   gitBlobId,
-  sha256HexOf,
   type FakeHub,
   type FakeHubOptions,
   type FakeRepo,

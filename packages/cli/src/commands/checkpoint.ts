@@ -13,7 +13,15 @@ import {
   parseObjectId,
   TensorFSError,
 } from '@tensorfs/format';
-import { type Checkpoint, CONVERTERS, type ConverterName, convertPath, convertSnapshot } from '@tensorfs/tensors';
+import {
+  type Checkpoint,
+  CONVERTERS,
+  type ConverterName,
+  convertPath,
+  convertSnapshot,
+  PRODUCER_CONVENTIONS,
+  type ProducerConvention,
+} from '@tensorfs/tensors';
 import type { Argv } from 'yargs';
 import { defineCommand } from '../command.js';
 import type { CommandContext, GlobalArgs } from '../context.js';
@@ -66,12 +74,23 @@ export function checkpointLines(d: ReturnType<typeof inspectCheckpoint>): string
   for (const c of d.components) {
     lines.push(`  ${c.name} (${c.cls || 'no class'}): ${c.tensors.length} tensors, ${c.assets.length} assets`);
     for (const t of c.tensors) {
-      const enc = t.encoding ? `  ${t.encoding.scheme} [${Object.keys(t.encoding.parts).join(', ')}]` : '';
+      const enc = t.encoding
+        ? `  ${t.encoding.scheme} ${paramsText(t.encoding.params)} [${Object.entries(t.encoding.parts)
+            .map(([role, p]) => `${role}: ${p.dtype} [${p.shape.join(', ')}]`)
+            .join('; ')}]`
+        : '';
       lines.push(`    ${t.name}  ${t.dtype}  [${t.shape.join(', ')}]${enc}`);
     }
     for (const a of c.assets) lines.push(`    asset ${a.name}  ${formatBytes(a.size)}`);
   }
   return lines;
+}
+
+/** An encoding's params for a human line: compact JSON without the logical shape and dtype (shown already). */
+function paramsText(params: unknown): string {
+  if (params === null || typeof params !== 'object' || Array.isArray(params)) return JSON.stringify(params);
+  const { shape: _shape, dtype: _dtype, ...rest } = params as Record<string, unknown>;
+  return JSON.stringify(rest);
 }
 
 /** `tfs inspect` of a `.cozytensors` file (header bytes only: no store needed). */
@@ -103,7 +122,8 @@ export async function inspectCheckpointRef(ref: string, ctx: CommandContext): Pr
 interface ConvertArgs {
   src: string;
   name: string;
-  converter?: ConverterName;
+  converter?: (ConverterName | ProducerConvention)[];
+  dtype?: 'F32' | 'F16' | 'BF16';
   base?: string;
   expected?: string;
   threads?: number;
@@ -129,8 +149,16 @@ export const convertCommand = defineCommand<ConvertArgs>({
       })
       .option('name', { type: 'string', demandOption: true, describe: 'ref to point at the checkpoint' })
       .option('converter', {
-        choices: CONVERTERS,
-        describe: 'declare the layout instead of detecting it',
+        type: 'string',
+        array: true,
+        choices: [...CONVERTERS, ...PRODUCER_CONVENTIONS],
+        describe:
+          'declare the layout (diffusers, transformers, single-file) and/or the producer of quantized weights (bitsandbytes_4bit, gptq, modelopt_nvfp4, ...) instead of detecting it; repeat for both',
+      })
+      .option('dtype', {
+        choices: ['F32', 'F16', 'BF16'] as const,
+        describe:
+          'the logical dtype of quantized weights whose producer does not record it (default: config.json torch_dtype)',
       })
       .option('base', { type: 'string', describe: 'a checkpoint this one derives from (reports changed tensors)' })
       .option('expected', {
@@ -146,10 +174,20 @@ export const convertCommand = defineCommand<ConvertArgs>({
       .lstat(args.src)
       .then(() => true)
       .catch(() => false);
+    const declared = args.converter ?? [];
+    const layouts = declared.filter((c) => (CONVERTERS as readonly string[]).includes(c)) as ConverterName[];
+    const producers = declared.filter((c) => !(CONVERTERS as readonly string[]).includes(c)) as ProducerConvention[];
+    if (layouts.length > 1 || producers.length > 1) {
+      throw new TensorFSError('invalid_argument', '--converter takes at most one layout and one producer', {
+        details: { rule: 'cli.converter', converter: declared },
+      });
+    }
     const options = {
       name: args.name,
       signal: ctx.signal,
-      ...(args.converter !== undefined ? { converter: args.converter } : {}),
+      ...(layouts[0] !== undefined ? { converter: layouts[0] } : {}),
+      ...(producers[0] !== undefined ? { producer: producers[0] } : {}),
+      ...(args.dtype !== undefined ? { dtype: args.dtype } : {}),
       ...(args.base !== undefined ? { base: args.base } : {}),
       ...(args.expected !== undefined
         ? { expected: args.expected === 'none' ? null : parseObjectId(args.expected) }
@@ -166,7 +204,9 @@ export const convertCommand = defineCommand<ConvertArgs>({
     );
     ctx.result({ ref: args.name, ...r }, () => [
       `${args.name} -> ${r.id}`,
-      `${r.converter}: ${r.components} components, ${r.tensors} tensors, ${r.assets} assets; wrote ${formatBytes(r.bytesWritten)}${
+      `${r.converter}: ${r.components} components, ${r.tensors} tensors (${r.encoded} encoded${
+        r.conventions.length > 0 ? `: ${r.conventions.join(', ')}` : ''
+      }), ${r.assets} assets; wrote ${formatBytes(r.bytesWritten)}${
         r.changedTensors !== undefined ? `; ${r.changedTensors} tensors changed against ${args.base}` : ''
       }`,
     ]);

@@ -19,6 +19,19 @@ export type ProducerConvention =
   | 'awq'
   | 'kohya_lora';
 
+/** Every {@link ProducerConvention}, for `--converter` choices. */
+export const PRODUCER_CONVENTIONS: readonly ProducerConvention[] = Object.freeze([
+  'bitsandbytes_4bit',
+  'llm_int8',
+  'scaled_fp8',
+  'block_fp8',
+  'modelopt_nvfp4',
+  'comfy_quant',
+  'gptq',
+  'awq',
+  'kohya_lora',
+]);
+
 /** One detected weight: the convention, the name to pass to its importer, and the tensors it covers. */
 export interface DetectedWeight {
   readonly convention: ProducerConvention;
@@ -33,6 +46,12 @@ export interface DetectionInput {
   readonly metadata?: Readonly<Record<string, string>>;
   /** `quantization_config` of config.json, or quantize_config.json / hf_quant_config.json. */
   readonly quantizationConfig?: Readonly<Record<string, JsonValue>>;
+  /**
+   * The producer the caller declares (`tfs convert --converter NAME`): it settles what the file
+   * does not state (packed weights with no config, NVFP4 without a ModelOpt config, a layer two
+   * conventions claim when the declared one is among them). Never overrides a stated fact.
+   */
+  readonly declared?: ProducerConvention;
 }
 
 function refuse(fact: string, message: string, details: Record<string, unknown> = {}): TensorFSError {
@@ -47,9 +66,17 @@ function strip(name: string, suffix: string): string | undefined {
 export function detectConventions(input: DetectionInput): DetectedWeight[] {
   const names = Object.keys(input.tensors);
   const has = (n: string) => Object.hasOwn(input.tensors, n);
+  const declared = input.declared;
   const found = new Map<string, ProducerConvention>();
   const claim = (layer: string, convention: ProducerConvention) => {
     const prior = found.get(layer);
+    if (prior !== undefined && prior !== convention && declared !== undefined) {
+      if (prior === declared) return;
+      if (convention === declared) {
+        found.set(layer, convention);
+        return;
+      }
+    }
     if (prior !== undefined && prior !== convention) {
       throw refuse('convention', `"${layer}" follows both ${prior} and ${convention}`, {
         tensor: layer,
@@ -88,6 +115,7 @@ export function detectConventions(input: DetectionInput): DetectedWeight[] {
       const m = String(method ?? '').toLowerCase();
       if (m === 'gptq') claim(p, 'gptq');
       else if (m === 'awq') claim(p, 'awq');
+      else if (m === '' && (declared === 'gptq' || declared === 'awq')) claim(p, declared);
       else throw refuse('quant_method', `"${n}" is packed, but no quantization config says gptq or awq`, { tensor: n });
     }
   }
@@ -104,7 +132,7 @@ export function detectConventions(input: DetectionInput): DetectedWeight[] {
       const qc = input.quantizationConfig;
       const nested = qc?.quantization as Record<string, JsonValue> | undefined;
       const algo = [qc?.quant_algo, qc?.quant_method, nested?.quant_algo].map((v) => String(v ?? '')).join(' ');
-      if (!/nvfp4|modelopt/i.test(algo)) {
+      if (!/nvfp4|modelopt/i.test(algo) && declared !== 'modelopt_nvfp4') {
         throw refuse(
           'producer',
           `"${p}" looks like NVFP4 but no ModelOpt config or comfy_quant declares who wrote it (the nibble order depends on it)`,

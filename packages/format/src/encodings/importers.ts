@@ -478,7 +478,10 @@ export function importGgufTensor(
 ): Encoded {
   const info = ggmlType(typeId);
   if (!info || info.removed || info.blockSize <= 1) {
-    throw unsupported('gguf', 'type', `ggml type ${typeId} is not a block type`);
+    const name = info?.name ?? String(typeId);
+    throw new TensorFSError('unsupported', `gguf: ggml type ${name} is not a block type`, {
+      details: { rule: 'encodings.import.gguf', convention: 'gguf', fact: 'type', type: name },
+    });
   }
   const shape = [...dims].reverse();
   const rows = shape.slice(0, -1).reduce((a, b) => a * b, 1);

@@ -37,4 +37,10 @@ export {
   type ProducerTensor,
   type ProducerTensors,
 } from './importers.js';
-export { type DetectedWeight, type DetectionInput, type ProducerConvention, detectConventions } from './detect.js';
+export {
+  type DetectedWeight,
+  type DetectionInput,
+  PRODUCER_CONVENTIONS,
+  type ProducerConvention,
+  detectConventions,
+} from './detect.js';
