@@ -17,6 +17,7 @@ import {
   type Checkpoint,
   CONVERTERS,
   type ConverterName,
+  type ConvertOptions,
   convertPath,
   convertSnapshot,
   PRODUCER_CONVENTIONS,
@@ -169,11 +170,6 @@ export const convertCommand = defineCommand<ConvertArgs>({
       ConvertArgs & GlobalArgs
     >,
   handler: async (args, ctx) => {
-    if (isHfSource(args.src)) return convertFromHub(args, ctx);
-    const exists = await fsp
-      .lstat(args.src)
-      .then(() => true)
-      .catch(() => false);
     const declared = args.converter ?? [];
     const layouts = declared.filter((c) => (CONVERTERS as readonly string[]).includes(c)) as ConverterName[];
     const producers = declared.filter((c) => !(CONVERTERS as readonly string[]).includes(c)) as ProducerConvention[];
@@ -194,6 +190,11 @@ export const convertCommand = defineCommand<ConvertArgs>({
         : {}),
       ...(args.threads !== undefined ? { threads: args.threads } : {}),
     };
+    if (isHfSource(args.src)) return convertFromHub(args, options, ctx);
+    const exists = await fsp
+      .lstat(args.src)
+      .then(() => true)
+      .catch(() => false);
     // Converting a folder or file may create the store, as import does; a ref needs one that exists.
     const r = await withStore(
       ctx,
@@ -214,7 +215,7 @@ export const convertCommand = defineCommand<ConvertArgs>({
 });
 
 /** `tfs convert hf://…`: import the repository from the Hub (commit recorded), then convert that snapshot. */
-async function convertFromHub(args: ConvertArgs, ctx: CommandContext): Promise<void> {
+async function convertFromHub(args: ConvertArgs, options: ConvertOptions, ctx: CommandContext): Promise<void> {
   await withStore(
     ctx,
     false,
@@ -223,21 +224,15 @@ async function convertFromHub(args: ConvertArgs, ctx: CommandContext): Promise<v
         ...(args.include !== undefined ? { include: args.include.map(String) } : {}),
         ...(args.threads !== undefined ? { threads: args.threads } : {}),
       });
-      const r = await convertSnapshot(store, imported.snapshot, {
-        name: args.name,
-        signal: ctx.signal,
-        ...(args.converter !== undefined ? { converter: args.converter } : {}),
-        ...(args.base !== undefined ? { base: args.base } : {}),
-        ...(args.expected !== undefined
-          ? { expected: args.expected === 'none' ? null : parseObjectId(args.expected) }
-          : {}),
-      });
+      const r = await convertSnapshot(store, imported.snapshot, options);
       ctx.result(
         { ref: args.name, ...r, bytesWritten: r.bytesWritten + imported.bytesWritten, source: imported.source },
         () => [
           `${args.name} -> ${r.id}`,
           sourceLine(args.src, imported),
-          `${r.converter}: ${r.components} components, ${r.tensors} tensors, ${r.assets} assets; wrote ${formatBytes(r.bytesWritten + imported.bytesWritten)}${
+          `${r.converter}: ${r.components} components, ${r.tensors} tensors (${r.encoded} encoded${
+            r.conventions.length > 0 ? `: ${r.conventions.join(', ')}` : ''
+          }), ${r.assets} assets; wrote ${formatBytes(r.bytesWritten + imported.bytesWritten)}${
             r.changedTensors !== undefined ? `; ${r.changedTensors} tensors changed against ${args.base}` : ''
           }`,
         ],
