@@ -641,13 +641,8 @@ export class LocalStore implements Store {
       const broken = r.missing[0] ?? r.corrupt[0];
       if (isRef && broken !== undefined) {
         const missing = r.missing.length > 0;
-        problems.push({
-          name,
-          id,
-          code: 'corrupt',
-          rule: missing ? 'ref.target_missing' : 'ref.target_malformed',
-          message: `an object this ref reaches ${missing ? 'is missing' : 'does not decode'} (${broken})`,
-        });
+        const what = `an object this ref reaches ${missing ? 'is missing' : 'does not decode'} (${broken})`;
+        problems.push(targetProblem(name, id, missing ? 'missing' : 'malformed', what));
         continue;
       }
       let own = 0;
@@ -697,27 +692,25 @@ export class LocalStore implements Store {
 function refProblem(name: string, id: ObjectId | undefined, err: unknown): RefProblem {
   const e = isTensorFSError(err) ? err : ioError(err, 'read ref');
   if (e.code === 'cancelled') throw e;
-  const at = id === undefined ? {} : { id };
   if (id !== undefined && e.code === 'not_found') {
-    return {
-      name,
-      ...at,
-      code: 'corrupt',
-      rule: 'ref.target_missing',
-      message: `the object this ref names is missing (${id})`,
-    };
+    return targetProblem(name, id, 'missing', `the object this ref names is missing (${id})`);
   }
   if (id !== undefined && e.code === 'malformed') {
-    return {
+    return targetProblem(
       name,
-      ...at,
-      code: 'corrupt',
-      rule: 'ref.target_malformed',
-      message: `the object this ref names is not a snapshot or checkpoint: ${e.message}`,
-    };
+      id,
+      'malformed',
+      `the object this ref names is not a snapshot or checkpoint: ${e.message}`,
+    );
   }
+  const at = id === undefined ? {} : { id };
   const rule = typeof e.details.rule === 'string' ? e.details.rule : 'ref.unreadable';
   return { name, ...at, code: e.code, rule, message: e.message };
+}
+
+/** `corrupt`: what a ref names (or reaches) is missing (`ref.target_missing`) or does not decode. */
+function targetProblem(name: string, id: ObjectId, kind: 'missing' | 'malformed', message: string): RefProblem {
+  return { name, id, code: 'corrupt', rule: `ref.target_${kind}`, message };
 }
 
 /**
