@@ -23,7 +23,7 @@ async function damagedStore() {
   renameSync(objectFile(root, ids.c!), join(tempDir(), 'parked'));
   const d = objectFile(root, ids.d!);
   const bytes = readFileSync(d);
-  bytes[bytes.length - 1] ^= 1;
+  bytes.writeUInt8(bytes.readUInt8(bytes.length - 1) ^ 1, bytes.length - 1);
   chmodSync(d, 0o644);
   writeFileSync(d, bytes);
   // A ref naming a plain object (no manifest), a ref file holding garbage, a symlinked ref.

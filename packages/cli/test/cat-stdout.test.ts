@@ -42,7 +42,8 @@ async function twoObjectTensor() {
 function corrupt(store: string, id: string): void {
   const f = objectFile(store, id);
   const bytes = readFileSync(f);
-  bytes[bytes.length >> 1] ^= 0xff;
+  const at = bytes.length >> 1;
+  bytes.writeUInt8(bytes.readUInt8(at) ^ 0xff, at);
   chmodSync(f, 0o644);
   writeFileSync(f, bytes);
 }

@@ -21,6 +21,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LocalStore } from '@tensorfs/cas';
+import type { ObjectId } from '@tensorfs/format';
 import { afterEach, describe, expect, it } from 'vitest';
 import { capture, tfs as run } from './helpers.js';
 import { defaultRefName } from '../src/commands/store.js';
@@ -149,7 +150,7 @@ describe('tfs ls and du with bad refs: every good ref listed, each bad one named
   it('warnings on stderr (escaped) or a problems array with --json; exit 4; gc still refuses', async () => {
     const { store, snapshot } = await tinyStore();
     const s = await LocalStore.open(store);
-    await s.setRef('local/n', snapshot);
+    await s.setRef('local/n', snapshot as ObjectId);
     const tree = join(temp(), 'other');
     mkdirSync(tree);
     writeFileSync(join(tree, 'x.bin'), 'other bytes');
