@@ -69,6 +69,14 @@ export class CommandContext {
     if (!this.json) this.io.stdout.write(`${escapeControls(line)}\n`);
   }
 
+  /**
+   * Writes `warning: <line>` to stderr, control characters escaped; nothing with `--json` (where
+   * the result itself carries what went wrong).
+   */
+  warn(line: string): void {
+    if (!this.json) this.io.stderr.write(`warning: ${escapeControls(line)}\n`);
+  }
+
   /** Writes the command's result: JSON on stdout with `--json`, else the human form. */
   result(value: unknown, human?: () => string | string[]): void {
     if (this.json) {

@@ -21,6 +21,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LocalStore } from '@tensorfs/cas';
+import type { ObjectId } from '@tensorfs/format';
 import { afterEach, describe, expect, it } from 'vitest';
 import { capture, tfs as run } from './helpers.js';
 import { defaultRefName } from '../src/commands/store.js';
@@ -142,6 +143,79 @@ describe('tfs gc and ls with refs or manifests the store did not write', () => {
     expect(proc(store, ['ref', 'rm', 'local/link']).code).toBe(0);
     expect(existsSync(elsewhere)).toBe(true);
     expect(proc(store, ['gc', '--grace', '0']).code).toBe(0);
+  });
+});
+
+describe('tfs ls and du with bad refs: every good ref listed, each bad one named', () => {
+  it('warnings on stderr (escaped) or a problems array with --json; exit 4; gc still refuses', async () => {
+    const { store, snapshot } = await tinyStore();
+    const s = await LocalStore.open(store);
+    await s.setRef('local/n', snapshot as ObjectId);
+    const tree = join(temp(), 'other');
+    mkdirSync(tree);
+    writeFileSync(join(tree, 'x.bin'), 'other bytes');
+    const gone = (await s.importPath(tree, { name: 'local/gone' })).snapshot;
+    await s.close();
+    renameSync(objectFile(store, gone), join(temp(), 'parked'));
+    writeFileSync(join(store, 'refs', 'local', 'garbage'), 'not an id\n');
+    const evil = 'x\u001b[2J\rerror[corrupt]: forged';
+    symlinkSync(join(temp(), 'nowhere'), join(store, 'refs', evil));
+    const bad = [
+      { name: 'local/garbage', code: 'corrupt', rule: 'ref.content' },
+      { name: 'local/gone', id: gone, code: 'corrupt', rule: 'ref.target_missing' },
+      { name: evil, code: 'corrupt', rule: 'ref.not_regular' },
+    ];
+
+    const ls = await tfs(store, 'ls');
+    expect(ls.code, ls.err).toBe(4);
+    expect(ls.out).toBe(`${snapshot}  local/m\n${snapshot}  local/n\n`);
+    const lines = ls.err.trimEnd().split('\n');
+    expect(lines).toHaveLength(4);
+    expect(lines.slice(0, 3).map((l) => l.slice(0, l.indexOf(':')))).toEqual(['warning', 'warning', 'warning']);
+    expect(lines[0]).toMatch(
+      /^warning: refs\/local\/garbage: ref file does not hold an object id \[corrupt, ref\.content\]$/,
+    );
+    expect(lines[1]).toContain(
+      `refs/local/gone: the object this ref names is missing (${gone}) [corrupt, ref.target_missing]`,
+    );
+    expect(lines[2]).toContain('refs/x\\x1b[2J\\x0derror[corrupt]: forged: ');
+    expect(ls.err).not.toMatch(/[\u0000-\u0009\u000b-\u001f]/);
+    expect(lines[3]).toBe('error[corrupt]: 3 refs could not be read or measured (2 listed) (ref local/garbage)');
+
+    const lj = await tfs(store, 'ls', '--json');
+    expect(lj.code, lj.err).toBe(4);
+    const listing = JSON.parse(lj.out);
+    expect(listing.refs).toEqual([
+      { name: 'local/m', id: snapshot, kind: 'snapshot' },
+      { name: 'local/n', id: snapshot, kind: 'snapshot' },
+    ]);
+    expect(listing.problems.map(({ message: _, ...p }: { message: string }) => p)).toEqual(bad);
+    const err = JSON.parse(lj.err);
+    expect(err.error).toMatchObject({
+      code: 'corrupt',
+      details: { rule: 'ref.content', ref: 'local/garbage', refs: bad.map((b) => b.name) },
+    });
+
+    const du = await tfs(store, 'du');
+    expect(du.code, du.err).toBe(4);
+    expect(
+      du.out
+        .trimEnd()
+        .split('\n')
+        .slice(1)
+        .map((l) => l.trim().split(/\s+/).pop()),
+    ).toEqual(['local/m', 'local/n']);
+    expect(du.err.split('\n').filter((l) => l.startsWith('warning: '))).toHaveLength(3);
+    const dj = await tfs(store, 'du', '--json');
+    expect(dj.code, dj.err).toBe(4);
+    const usage = JSON.parse(dj.out);
+    expect(usage.refs.map((r: { name: string }) => r.name)).toEqual(['local/m', 'local/n']);
+    expect(usage.problems.map(({ message: _, ...p }: { message: string }) => p)).toEqual(bad);
+    expect(JSON.parse(dj.err).error.code).toBe('corrupt');
+
+    // GC must not run while a root cannot be read.
+    for (const extra of [['--dry-run'], []]) expect((await tfs(store, 'gc', '--grace', '0', ...extra)).code).toBe(4);
+    expect(existsSync(objectFile(store, snapshot))).toBe(true);
   });
 });
 

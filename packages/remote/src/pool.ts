@@ -5,7 +5,9 @@ import { cancelled } from './http.js';
 /**
  * Runs `fn` over `items` with at most `concurrency` at once. The first failure aborts the
  * signal handed to the others and is rethrown once they have all stopped (a `cancelled` of the
- * outer signal wins over the failures it caused).
+ * outer signal wins over the failures it caused). Each worker gets a signal of its own, so
+ * however high `concurrency` is, no signal carries more than one worker's listeners (a shared
+ * one passed 10 in-flight requests and Node warned `MaxListenersExceededWarning` on stderr).
  */
 export async function runPool<T>(
   items: readonly T[],
@@ -13,27 +15,31 @@ export async function runPool<T>(
   signal: AbortSignal | undefined,
   fn: (item: T, signal: AbortSignal) => Promise<void>,
 ): Promise<void> {
-  const ctl = new AbortController();
-  const onAbort = () => ctl.abort();
-  signal?.addEventListener('abort', onAbort, { once: true });
-  if (signal?.aborted) ctl.abort();
+  const workers = Array.from({ length: Math.max(1, Math.min(concurrency, items.length)) }, () => new AbortController());
+  let stopped = false;
+  const stop = () => {
+    stopped = true;
+    for (const w of workers) w.abort();
+  };
+  signal?.addEventListener('abort', stop, { once: true });
+  if (signal?.aborted) stop();
   let next = 0;
   let failure: unknown;
-  const worker = async () => {
-    while (next < items.length && !ctl.signal.aborted) {
+  const worker = async (ctl: AbortController) => {
+    while (next < items.length && !stopped) {
       const item = items[next++]!;
       try {
         await fn(item, ctl.signal);
       } catch (err) {
         if (failure === undefined || (isTensorFSError(failure) && failure.code === 'cancelled')) failure = err;
-        ctl.abort();
+        stop();
       }
     }
   };
   try {
-    await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, items.length)) }, worker));
+    await Promise.all(workers.map(worker));
   } finally {
-    signal?.removeEventListener('abort', onAbort);
+    signal?.removeEventListener('abort', stop);
   }
   if (signal?.aborted) throw cancelled();
   if (failure !== undefined) throw failure;

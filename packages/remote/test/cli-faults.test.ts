@@ -9,7 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { FolderOrigin, push } from '../src/index.js';
 import { type Fault, type FaultServer, startFaultServer } from './fault-server.js';
-import { after, bytesOf, storeWith, tempDir } from './helpers.js';
+import { bytesOf, tempDir } from '@tensorfs/testkit';
+import { after, storeWith } from './helpers.js';
 
 const BIN = fileURLToPath(new URL('../../cli/dist/bin.js', import.meta.url));
 const TOKEN = 'cli-secret-token-99887766';

@@ -8,7 +8,8 @@ import { type ObjectId, isTensorFSError } from '@tensorfs/format';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { FolderOrigin, HubOrigin, type Origin, StaticHttpOrigin, pull, serveHub } from '../src/index.js';
 import { type FaultServer, startFaultServer } from './fault-server.js';
-import { after, newStore, sampleFiles, storeWith, tempDir } from './helpers.js';
+import { tempDir } from '@tensorfs/testkit';
+import { after, newStore, sampleFiles, storeWith } from './helpers.js';
 
 const TOKEN = 'secret-fault-token-4242';
 const errors: unknown[] = [];

@@ -1,48 +1,26 @@
-import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+/**
+ * What only the remote tests need: cleanups run after each test (servers, stores), sample trees
+ * and stores holding them. Bytes, digests and temp dirs come from `@tensorfs/testkit`.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { LocalStore } from '@tensorfs/cas';
 import type { ObjectId } from '@tensorfs/format';
+import { bytesOf, tempDir } from '@tensorfs/testkit';
 import { afterEach } from 'vitest';
 
-const dirs: string[] = [];
 const cleanups: (() => Promise<void> | void)[] = [];
 
-/** A fresh temp dir, removed after the test. */
-export function tempDir(prefix = 'tfs-remote-'): string {
-  const d = mkdtempSync(join(tmpdir(), prefix));
-  dirs.push(d);
-  return d;
-}
-
-/** Runs `fn` after the current test. */
+/** Runs `fn` after the current test, before its temp dirs are removed. */
 export function after(fn: () => Promise<void> | void): void {
   cleanups.push(fn);
 }
 
+// Registered after testkit's (imported above) dir removal, so under vitest's default `stack`
+// order of after-hooks it runs first: servers and stores close before their folders go.
 afterEach(async () => {
   for (const f of cleanups.splice(0).reverse()) await f();
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
-
-/** Deterministic pseudo-random bytes. */
-export function bytesOf(n: number, seed = 1): Uint8Array {
-  const out = new Uint8Array(n);
-  let x = seed * 2654435761 + 1;
-  for (let i = 0; i < n; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    out[i] = x & 0xff;
-  }
-  return out;
-}
-
-/** sha256 id of bytes, computed here. */
-export function idOf(bytes: Uint8Array): ObjectId {
-  return `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
-}
 
 /** Writes `files` (path → bytes) under a new folder. */
 export function folderOf(files: Record<string, Uint8Array>): string {

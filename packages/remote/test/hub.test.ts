@@ -1,7 +1,8 @@
 import { ERROR_CODES, type ObjectId } from '@tensorfs/format';
 import { describe, expect, it } from 'vitest';
 import { type Origin, StoreOrigin, serveHub } from '../src/index.js';
-import { after, bytesOf, idOf, storeWith } from './helpers.js';
+import { bytesOf, idOf } from '@tensorfs/testkit';
+import { after, storeWith } from './helpers.js';
 
 const TOKEN = 'hub-test-token-123456';
 

@@ -2,7 +2,8 @@ import { join } from 'node:path';
 import { type ObjectId, isTensorFSError } from '@tensorfs/format';
 import { describe, expect, it } from 'vitest';
 import { FolderOrigin, HubOrigin, type Origin, StoreOrigin, pull, push, serveHub } from '../src/index.js';
-import { after, bytesOf, idOf, newStore, sampleFiles, storeWith, tempDir } from './helpers.js';
+import { bytesOf, idOf, tempDir } from '@tensorfs/testkit';
+import { after, newStore, sampleFiles, storeWith } from './helpers.js';
 
 type Make = () => Promise<Origin>;
 

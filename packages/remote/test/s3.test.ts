@@ -2,8 +2,8 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { isTensorFSError } from '@tensorfs/format';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HubOrigin, S3Origin, parseS3Url, pull, push, s3ConfigFromEnv, serveHub } from '../src/index.js';
-import { after, bytesOf, folderOf, newStore, storeWith } from './helpers.js';
-import { type Moto, startMoto } from '@tensorfs/testkit';
+import { bytesOf, idOf, type Moto, startMoto } from '@tensorfs/testkit';
+import { after, folderOf, newStore, storeWith } from './helpers.js';
 
 let moto: Moto;
 beforeAll(async () => {
@@ -76,7 +76,6 @@ describe('S3 origin (moto_server)', () => {
   it('refuses an upload whose bytes do not match the id: nothing becomes visible', async () => {
     const o = origin();
     const good = bytesOf(5000, 7);
-    const { idOf } = await import('./helpers.js');
     const id = idOf(good);
     const bad = new Uint8Array(good);
     bad[100] = (bad[100] ?? 0) ^ 1;

@@ -4,7 +4,8 @@ import { isTensorFSError } from '@tensorfs/format';
 import { openTensors } from '@tensorfs/tensors';
 import { describe, expect, it } from 'vitest';
 import { FetchingStore, FolderOrigin, pull, push } from '../src/index.js';
-import { bytesOf, idOf, newStore, storeWith, tempDir } from './helpers.js';
+import { bytesOf, idOf, tempDir } from '@tensorfs/testkit';
+import { newStore, storeWith } from './helpers.js';
 
 /** A safetensors file of F32 tensors `name → bytes`. */
 function safetensors(tensors: Record<string, Uint8Array>): Uint8Array {

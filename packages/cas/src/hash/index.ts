@@ -154,28 +154,58 @@ class WorkerPool {
     }
     return new Promise<Uint8Array>((resolve, reject) => {
       const { sendable, transfer } = toMessage(pieces);
-      const onAbort = (): void => {
-        const queued = this.queue.indexOf(job);
-        if (queued !== -1) this.queue.splice(queued, 1);
-        reject(cancelled(signal!));
-      };
       const job: Job = {
         id: this.nextId++,
         pieces: sendable,
         transfer,
         resolve: (digest) => {
-          signal?.removeEventListener('abort', onAbort);
+          this.unwatch(signal, job);
           resolve(digest);
         },
         reject: (err) => {
-          signal?.removeEventListener('abort', onAbort);
+          this.unwatch(signal, job);
           reject(err);
         },
       };
-      signal?.addEventListener('abort', onAbort, { once: true });
+      this.watch(signal, job);
       this.queue.push(job);
       this.pump();
     });
+  }
+
+  /**
+   * Jobs waiting on each signal, behind ONE abort listener per signal: a listener per job put
+   * hundreds on the caller's signal at once (a 64 MiB batch of small records) and Node printed
+   * `MaxListenersExceededWarning` on stderr, breaking `--json`'s one-object stderr.
+   */
+  private readonly watched = new Map<AbortSignal, { jobs: Set<Job>; onAbort: () => void }>();
+
+  private watch(signal: AbortSignal | undefined, job: Job): void {
+    if (!signal) return;
+    let w = this.watched.get(signal);
+    if (!w) {
+      const jobs = new Set<Job>();
+      const onAbort = (): void => {
+        this.watched.delete(signal);
+        for (const j of jobs) {
+          const queued = this.queue.indexOf(j);
+          if (queued !== -1) this.queue.splice(queued, 1);
+          j.reject(cancelled(signal));
+        }
+      };
+      w = { jobs, onAbort };
+      this.watched.set(signal, w);
+      signal.addEventListener('abort', onAbort, { once: true });
+    }
+    w.jobs.add(job);
+  }
+
+  private unwatch(signal: AbortSignal | undefined, job: Job): void {
+    if (!signal) return;
+    const w = this.watched.get(signal);
+    if (!w?.jobs.delete(job) || w.jobs.size > 0) return;
+    signal.removeEventListener('abort', w.onAbort);
+    this.watched.delete(signal);
   }
 
   async close(): Promise<void> {

@@ -80,11 +80,16 @@ export function isRefName(name: string): boolean {
 /** Parses one ref file's content (`<id>\n`); `corrupt` if it is not exactly that. */
 export function parseRefContent(name: string, text: string): ObjectId {
   if (!text.endsWith('\n') || text.indexOf('\n') !== text.length - 1) {
-    throw new TensorFSError('corrupt', 'ref file is not one id and a newline', { details: { ref: name } });
+    throw new TensorFSError('corrupt', 'ref file is not one id and a newline', {
+      details: { rule: 'ref.content', ref: name },
+    });
   }
   try {
     return parseObjectId(text.slice(0, -1));
   } catch (err) {
-    throw new TensorFSError('corrupt', 'ref file does not hold an object id', { details: { ref: name }, cause: err });
+    throw new TensorFSError('corrupt', 'ref file does not hold an object id', {
+      details: { rule: 'ref.content', ref: name },
+      cause: err,
+    });
   }
 }

@@ -26,11 +26,11 @@ function refFile(layout: Layout, name: string): string {
 const MAX_REF_FILE = 256;
 
 /** `corrupt`: something in refs/ is not a regular file the store wrote (symlink, FIFO, socket, device). */
-function notRegular(name: string, kind: string, all?: string[]): TensorFSError {
+function notRegular(name: string, kind: string): TensorFSError {
   return new TensorFSError(
     'corrupt',
     `refs/${name} is a ${kind}, not a ref file; remove it (tfs ref rm ${name}) or set it again`,
-    { details: { rule: 'ref.not_regular', ref: name, actual: kind, ...(all ? { refs: all } : {}) } },
+    { details: { rule: 'ref.not_regular', ref: name, actual: kind } },
   );
 }
 
@@ -200,20 +200,25 @@ function pruneEmptyDirs(top: string, dir: string): void {
   }
 }
 
-/** What is in refs/: the refs, and entries that are not regular files (named store-relative). */
+/** What is in refs/: the readable refs, and the entries that are not (named store-relative). */
 export interface RefScan {
   refs: RefEntry[];
-  /** Entries of refs/ that are neither folders nor regular files (symlinks, FIFOs, ...). */
-  notRegular: { name: string; kind: string }[];
+  /**
+   * Entries of refs/ that are not readable refs, sorted by name: anything that is not a regular
+   * file (`ref.not_regular`), and ref files that cannot be read or do not hold one id and a
+   * newline (`ref.content`), each with the error a read of it gives.
+   */
+  bad: { name: string; error: TensorFSError }[];
 }
 
 /**
  * Walks refs/ without following symlinks (a linked folder is not descended into). Regular files
  * with a valid ref name are read; other regular files are strays (editor backups) and ignored;
- * anything else is listed in `notRegular`.
+ * anything else, and a ref file that cannot be read or parsed, is listed in `bad`: one bad ref
+ * never hides the others.
  */
 export async function scanRefs(layout: Layout): Promise<RefScan> {
-  const out: RefScan = { refs: [], notRegular: [] };
+  const out: RefScan = { refs: [], bad: [] };
   const walk = async (dir: string): Promise<void> => {
     let entries: fs.Dirent[];
     try {
@@ -228,35 +233,39 @@ export async function scanRefs(layout: Layout): Promise<RefScan> {
       if (e.isDirectory()) await walk(abs);
       else if (e.isFile()) {
         if (!isRefName(name)) continue; // a stray file (editor backup, OS metadata) is not a ref
-        const id = readRefSync(layout, name);
-        if (id !== null) out.refs.push({ name, id });
+        try {
+          const id = readRefSync(layout, name);
+          if (id !== null) out.refs.push({ name, id });
+        } catch (err) {
+          out.bad.push({ name, error: ioError(err, 'read ref', `refs/${name}`) });
+        }
       } else {
-        out.notRegular.push({
-          name,
-          kind: e.isSymbolicLink() ? 'symlink' : e.isFIFO() ? 'FIFO' : e.isSocket() ? 'socket' : 'device',
-        });
+        const kind = e.isSymbolicLink() ? 'symlink' : e.isFIFO() ? 'FIFO' : e.isSocket() ? 'socket' : 'device';
+        out.bad.push({ name, error: notRegular(name, kind) });
       }
     }
   };
   await walk(layout.refs);
-  out.refs.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  out.notRegular.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const byName = (a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+  out.refs.sort(byName);
+  out.bad.sort(byName);
   return out;
 }
 
 /**
- * Every ref, sorted by name. Anything in refs/ that is not a regular file is `corrupt` (naming
- * it): a ref that GC and listings could not see would have its objects collected.
+ * Every ref, sorted by name. Anything in refs/ that is not a readable ref makes the whole listing
+ * fail (the first such entry's error, `details.refs` naming them all): GC and verify start here,
+ * and a ref they could not see would have its objects collected. Listings that should show what
+ * they can use {@link scanRefs}.
  */
 export async function listRefs(layout: Layout): Promise<RefEntry[]> {
   const scan = await scanRefs(layout);
-  const bad = scan.notRegular[0];
-  if (bad !== undefined) {
-    throw notRegular(
-      bad.name,
-      bad.kind,
-      scan.notRegular.map((b) => b.name),
-    );
+  const first = scan.bad[0];
+  if (first !== undefined) {
+    throw new TensorFSError(first.error.code, first.error.message, {
+      details: { ...first.error.details, refs: scan.bad.map((b) => b.name) },
+      cause: first.error.cause,
+    });
   }
   return scan.refs;
 }

@@ -8,6 +8,7 @@ import * as fs from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { basename, dirname, join, resolve, sep } from 'node:path';
 import {
+  type ErrorCode,
   type Manifest,
   type ObjectId,
   type RecordRef,
@@ -33,7 +34,7 @@ import { type Chunks, Objects, type PutResult } from './objects.js';
 import type { FileSource } from './file-source.js';
 import type { Store } from './port.js';
 import { type ReadOptions, recordsSource, writeRecordsFile } from './read.js';
-import { type RefEntry, listRefs, readRef, removeRef, writeRef } from './refs.js';
+import { type RefEntry, listRefs, readRef, removeRef, scanRefs, writeRef } from './refs.js';
 import { type VerifyOptions, type VerifyResult, verifyStore } from './verify.js';
 import { listObjects } from './walk.js';
 
@@ -58,6 +59,36 @@ export interface RootEntry {
   createdMs: number;
 }
 
+/**
+ * A ref that a listing could not show or measure, and why. The listing goes on with the other refs.
+ */
+export interface RefProblem {
+  /** The ref's name (its path under `refs/`). */
+  name: string;
+  /** The id the ref names, when its file could be read. */
+  id?: ObjectId;
+  /**
+   * `corrupt` (not a regular file, not one id and a newline, names an object that is missing or
+   * does not decode), or the code of a failed read (`io`, `denied`).
+   */
+  code: ErrorCode;
+  /**
+   * `details.rule` of the failure: `ref.not_regular`, `ref.content`, `ref.target_missing`,
+   * `ref.target_malformed`, `store.digest`, ... (`ref.unreadable` for a read that failed otherwise).
+   */
+  rule: string;
+  /** What went wrong, without local paths. */
+  message: string;
+}
+
+/** What {@link LocalStore.checkRefs} found: every readable ref, and every ref that is not. */
+export interface RefListing {
+  /** The refs whose file and target object read and decode, sorted by name. */
+  refs: (RefEntry & { kind: 'snapshot' | 'checkpoint' })[];
+  /** The others, sorted by name. */
+  problems: RefProblem[];
+}
+
 /** Storage figures of {@link LocalStore.usage}. */
 export interface Usage {
   /** Sum of the sizes of the files of every distinct snapshot named by a ref or root. */
@@ -70,6 +101,11 @@ export interface Usage {
   dedupRatio: number;
   /** Per ref: its snapshot's logical size and the bytes of the distinct objects it reaches. */
   refs: { name: string; id: ObjectId; logicalBytes: number; storedBytes: number; objects: number }[];
+  /**
+   * Refs left out of every figure: their file cannot be read, or what they name (or a snapshot a
+   * checkpoint names) is missing or does not decode. See {@link RefProblem}.
+   */
+  problems: RefProblem[];
 }
 
 /** Options of {@link LocalStore.exportSnapshot} and {@link LocalStore.exportFile}. */
@@ -354,10 +390,42 @@ export class LocalStore implements Store {
     removeRef(this.db, this.layout, name, options.expected);
   }
 
-  /** Every ref, sorted by name. */
+  /**
+   * Every ref, sorted by name. Anything in `refs/` that is not a readable ref fails the whole
+   * listing (`corrupt`, naming it); {@link checkRefs} lists the good ones and names the others.
+   */
   async listRefs(): Promise<RefEntry[]> {
     this.live();
     return listRefs(this.layout);
+  }
+
+  /**
+   * Every ref whose file reads and whose target object is present, intact (rehashed) and decodes
+   * as a snapshot manifest or a checkpoint header, with its kind; every other ref as a
+   * {@link RefProblem}. One bad ref never hides the others (what `tfs ls` shows). Abort `signal`
+   * to stop (`cancelled`).
+   */
+  async checkRefs(options: { signal?: AbortSignal } = {}): Promise<RefListing> {
+    this.live();
+    const scan = await scanRefs(this.layout);
+    const out: RefListing = { refs: [], problems: scan.bad.map((b) => refProblem(b.name, undefined, b.error)) };
+    for (const r of scan.refs) {
+      throwIfAborted(options.signal);
+      try {
+        const bytes = await this.objects.read(r.id, true);
+        if (isCheckpointHeader(bytes)) {
+          decodeCheckpoint(bytes);
+          out.refs.push({ ...r, kind: 'checkpoint' });
+        } else {
+          decodeManifest(bytes);
+          out.refs.push({ ...r, kind: 'snapshot' });
+        }
+      } catch (err) {
+        out.problems.push(refProblem(r.name, r.id, err));
+      }
+    }
+    out.problems.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return out;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -562,10 +630,21 @@ export class LocalStore implements Store {
     const refs: Usage['refs'] = [];
     const logical = new Map<ObjectId, number>();
     const reached = new Set<ObjectId>();
-    const entries: { name: string; id: ObjectId }[] = [...(await listRefs(this.layout))];
+    const checked = await this.checkRefs({ signal });
+    const problems = checked.problems;
+    const entries: { name: string; id: ObjectId }[] = [...checked.refs];
     for (const r of await this.listRoots()) entries.push({ name: `root:${r.reason}`, id: r.id });
     for (const { name, id } of entries) {
       const r = await reach(this.objects, [id], signal);
+      const isRef = !name.startsWith('root:');
+      // A checkpoint whose source snapshot is missing or does not decode: its figures would be wrong.
+      const broken = r.missing[0] ?? r.corrupt[0];
+      if (isRef && broken !== undefined) {
+        const missing = r.missing.length > 0;
+        const what = `an object this ref reaches ${missing ? 'is missing' : 'does not decode'} (${broken})`;
+        problems.push(targetProblem(name, id, missing ? 'missing' : 'malformed', what));
+        continue;
+      }
       let own = 0;
       for (const o of r.objects.keys()) {
         own += sizes.get(o) ?? 0;
@@ -573,13 +652,14 @@ export class LocalStore implements Store {
       }
       const lb = await this.logicalSize(id);
       logical.set(id, lb);
-      if (!name.startsWith('root:'))
-        refs.push({ name, id, logicalBytes: lb, storedBytes: own, objects: r.objects.size });
+      if (isRef) refs.push({ name, id, logicalBytes: lb, storedBytes: own, objects: r.objects.size });
     }
+    problems.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     const logicalBytes = [...logical.values()].reduce((a, b) => a + b, 0);
     let reachedBytes = 0;
     for (const o of reached) reachedBytes += sizes.get(o) ?? 0;
-    return { logicalBytes, storedBytes, objects, dedupRatio: reachedBytes > 0 ? logicalBytes / reachedBytes : 1, refs };
+    const dedupRatio = reachedBytes > 0 ? logicalBytes / reachedBytes : 1;
+    return { logicalBytes, storedBytes, objects, dedupRatio, refs, problems };
   }
 
   private async logicalSize(id: ObjectId): Promise<number> {
@@ -602,6 +682,35 @@ export class LocalStore implements Store {
       return (await this.objects.rawSize(id)) ?? 0;
     }
   }
+}
+
+/**
+ * A ref's failure as a {@link RefProblem}. Its target being absent is `corrupt`
+ * (`ref.target_missing`): the store never sets a ref to an object it does not hold. A target that
+ * does not decode as a manifest or checkpoint header is `corrupt` (`ref.target_malformed`).
+ */
+function refProblem(name: string, id: ObjectId | undefined, err: unknown): RefProblem {
+  const e = isTensorFSError(err) ? err : ioError(err, 'read ref');
+  if (e.code === 'cancelled') throw e;
+  if (id !== undefined && e.code === 'not_found') {
+    return targetProblem(name, id, 'missing', `the object this ref names is missing (${id})`);
+  }
+  if (id !== undefined && e.code === 'malformed') {
+    return targetProblem(
+      name,
+      id,
+      'malformed',
+      `the object this ref names is not a snapshot or checkpoint: ${e.message}`,
+    );
+  }
+  const at = id === undefined ? {} : { id };
+  const rule = typeof e.details.rule === 'string' ? e.details.rule : 'ref.unreadable';
+  return { name, ...at, code: e.code, rule, message: e.message };
+}
+
+/** `corrupt`: what a ref names (or reaches) is missing (`ref.target_missing`) or does not decode. */
+function targetProblem(name: string, id: ObjectId, kind: 'missing' | 'malformed', message: string): RefProblem {
+  return { name, id, code: 'corrupt', rule: `ref.target_${kind}`, message };
 }
 
 /**

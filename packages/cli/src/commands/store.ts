@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import { LocalStore } from '@tensorfs/cas';
+import { LocalStore, type RefProblem } from '@tensorfs/cas';
 import { decodeCheckpoint, isTensorFSError, type ObjectId, TensorFSError, parseObjectId } from '@tensorfs/format';
 import { exportCheckpoint, openCheckpoint } from '@tensorfs/tensors';
 import type { Argv } from 'yargs';
@@ -148,13 +148,11 @@ export const lsCommand = defineCommand<{ ref?: string }>({
   handler: async (args, ctx) => {
     await withStore(ctx, true, async (s) => {
       if (args.ref === undefined) {
-        const refs: { name: string; id: ObjectId; kind: string }[] = [];
-        for (const r of await s.listRefs()) {
-          refs.push({ ...r, kind: (await isCheckpoint(s, r.id).catch(() => false)) ? 'checkpoint' : 'snapshot' });
-        }
-        ctx.result({ refs }, () =>
+        const { refs, problems } = await s.checkRefs({ signal: ctx.signal });
+        ctx.result({ refs, problems }, () =>
           refs.map((r) => `${r.id}  ${r.name}${r.kind === 'checkpoint' ? '  (checkpoint)' : ''}`),
         );
+        failOnProblems(ctx, problems, refs.length);
         return;
       }
       const id = await s.resolve(args.ref);
@@ -411,5 +409,22 @@ export const duCommand = defineCommand({
         (r) => `${formatBytes(r.logicalBytes).padStart(10)} ${formatBytes(r.storedBytes).padStart(10)}  ${r.name}`,
       ),
     ]);
+    failOnProblems(ctx, u.problems, u.refs.length);
   },
 });
+
+/**
+ * After a listing was printed: one warning line per bad ref (human mode; `--json` has them in
+ * `problems`), then the failure that sets the exit code. It is `corrupt` (exit 4) when any ref is
+ * damaged, else the first problem's code (`io` 11, `denied` 8); its details name the first such
+ * ref and rule, and every bad ref in `refs`.
+ */
+function failOnProblems(ctx: CommandContext, problems: readonly RefProblem[], good: number): void {
+  if (problems.length === 0) return;
+  for (const p of problems) ctx.warn(`refs/${p.name}: ${p.message} [${p.code}, ${p.rule}]`);
+  const worst = problems.find((p) => p.code === 'corrupt') ?? problems[0]!;
+  const n = problems.length;
+  throw new TensorFSError(worst.code, `${n} ref${n === 1 ? '' : 's'} could not be read or measured (${good} listed)`, {
+    details: { rule: worst.rule, ref: worst.name, refs: problems.map((p) => p.name) },
+  });
+}

@@ -2,8 +2,15 @@ import { once } from 'node:events';
 import { constants as fsConstants, type Stats } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import path from 'node:path';
-import { LocalStore, siblingTemp } from '@tensorfs/cas';
-import { jsonInteger, TensorFSError } from '@tensorfs/format';
+import { LocalStore, type Store, siblingTemp } from '@tensorfs/cas';
+import {
+  jsonInteger,
+  RECORD_GRID_BYTES,
+  type RecordRef,
+  TensorFSError,
+  throwIfAborted,
+  toTensorFSError,
+} from '@tensorfs/format';
 import {
   type ComposeChanges,
   compose,
@@ -166,19 +173,25 @@ export const catCommand = defineCommand<{
       async (local) => {
         const remote = args.from === undefined ? undefined : await fetchingStore(ctx, local, args.from, args);
         try {
-          const view = await catView(remote ?? local, args);
+          const store = remote ?? local;
+          // Resolved once: a second pass must read the same snapshot even if the ref moves.
+          const at = { ...args, ref: await store.resolve(args.ref) };
+          const view = await catView(store, at);
           const options = { verify: args.verify, signal: ctx.signal };
           const decoded = args.decode
             ? await readDecoded(view, { ...options, ...(args.dtype ? { dtype: args.dtype } : {}) })
             : undefined;
           const pieces = (): AsyncIterable<Uint8Array> | Uint8Array[] => (decoded ? [decoded] : view.pieces(options));
+          // What cannot be taken back (stdout, a FIFO, a device) gets no byte before all are verified.
+          const direct = (): AsyncIterable<Uint8Array> | Uint8Array[] =>
+            decoded || !args.verify ? pieces() : verifiedFirst(store, view, () => catView(store, at), options);
           if (args.output === undefined) {
-            for await (const piece of pieces()) {
+            for await (const piece of direct()) {
               if (!ctx.io.stdout.write(piece)) await once(ctx.io.stdout, 'drain');
             }
             return;
           }
-          await writeOutput(path.resolve(args.output), pieces());
+          await writeOutput(path.resolve(args.output), pieces, direct);
           if (!ctx.json) return;
           ctx.result({
             tensor: view.name,
@@ -202,20 +215,23 @@ export const catCommand = defineCommand<{
   },
 });
 
+type Pieces = AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
+
 /**
  * Writes a tensor's bytes to `dest`. A character device (`/dev/null`, a terminal) or a FIFO is written
- * straight into, as `cat > dest` would: the temp-and-rename below would replace the device node
- * with a regular file (or fail, unprivileged, in `/dev`). Other special files (sockets, block
- * devices, folders) are refused; anything else is written atomically.
+ * straight into, as `cat > dest` would, from `direct` (all verified before the first byte): the
+ * temp-and-rename below would replace the device node with a regular file (or fail,
+ * unprivileged, in `/dev`). Other special files (sockets, block devices, folders) are refused;
+ * anything else is written atomically from `pieces`.
  */
-async function writeOutput(dest: string, pieces: AsyncIterable<Uint8Array> | Iterable<Uint8Array>) {
+async function writeOutput(dest: string, pieces: () => Pieces, direct: () => Pieces) {
   let st: Stats | undefined;
   try {
     st = await fsp.stat(dest);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw outputError(dest, error);
   }
-  if (st === undefined || st.isFile()) return writeAtomically(dest, pieces);
+  if (st === undefined || st.isFile()) return writeAtomically(dest, pieces());
   if (!st.isCharacterDevice() && !st.isFIFO()) {
     throw new TensorFSError(
       st.isDirectory() ? 'conflict' : 'invalid_argument',
@@ -227,7 +243,7 @@ async function writeOutput(dest: string, pieces: AsyncIterable<Uint8Array> | Ite
   try {
     // No O_CREAT, no O_TRUNC: a device or FIFO is written as it is, never replaced.
     fh = await fsp.open(dest, fsConstants.O_WRONLY | fsConstants.O_NOCTTY);
-    for await (const piece of pieces) {
+    for await (const piece of direct()) {
       for (let done = 0; done < piece.length; ) done += (await fh.write(piece, done)).bytesWritten;
     }
   } catch (error) {
@@ -243,6 +259,74 @@ function outputError(dest: string, error: unknown): TensorFSError {
     details: { path: path.basename(dest), errno: (error as NodeJS.ErrnoException).code },
     cause: error,
   });
+}
+
+/**
+ * The leading bytes the first pass of {@link verifiedFirst} keeps: one object of the planner's grid,
+ * so a tensor of one object (most tensors) is read and hashed once.
+ */
+const KEEP_BYTES = RECORD_GRID_BYTES;
+
+/**
+ * A tensor's bytes for a destination that cannot take bytes back (stdout, a FIFO, a device): none
+ * is handed out before every object the tensor's bytes come from has been read, length-checked
+ * and (with `verify`) rehashed. The first pass reads every piece and keeps the leading ones up to
+ * {@link KEEP_BYTES}; when that was the whole tensor they are all it writes. Otherwise the kept
+ * pieces go out and the rest is read and rehashed again as it streams: an object that changed
+ * after the first pass fails loudly (`corrupt`, `details.pass` 2) instead of being written.
+ */
+async function* verifiedFirst(
+  store: Pick<Store, 'readObject'>,
+  view: TensorView,
+  reopen: () => Promise<TensorView>,
+  options: { verify: boolean; signal: AbortSignal },
+): AsyncGenerator<Uint8Array> {
+  const kept: Uint8Array[] = [];
+  let keptBytes = 0;
+  let count = 0;
+  for await (const piece of view.pieces(options)) {
+    if (kept.length === count && keptBytes + piece.length <= KEEP_BYTES) {
+      kept.push(piece);
+      keptBytes += piece.length;
+    }
+    count++;
+  }
+  yield* kept;
+  if (kept.length === count) return;
+  if (!view.aligned) {
+    // Byte ranges of the file's records: a fresh view has a fresh source, so every object is rehashed.
+    let i = 0;
+    for await (const piece of (await reopen()).pieces(options)) if (i++ >= kept.length) yield piece;
+    return;
+  }
+  // One piece per record: read the rest again, one ahead of the consumer.
+  const read = async (r: RecordRef): Promise<Uint8Array> => {
+    throwIfAborted(options.signal);
+    let bytes: Uint8Array;
+    try {
+      bytes = await store.readObject(r.digest, { verify: options.verify });
+    } catch (error) {
+      const e = toTensorFSError(error, 'io');
+      throw new TensorFSError(e.code, `${e.message} (tensor ${JSON.stringify(view.name)}, after the first pass)`, {
+        details: { ...e.details, tensor: view.name, path: view.file, pass: 2 },
+        cause: error,
+      });
+    }
+    if (bytes.length !== r.length) {
+      throw new TensorFSError('corrupt', 'a stored object changed length after the first pass', {
+        details: { rule: 'tensors.object_length', tensor: view.name, path: view.file, digest: r.digest, pass: 2 },
+      });
+    }
+    return bytes;
+  };
+  const rest = view.records.slice(kept.length);
+  let next: Promise<Uint8Array> | null = read(rest[0]!);
+  for (let i = 0; i < rest.length; i++) {
+    const current = next!;
+    next = i + 1 < rest.length ? read(rest[i + 1]!) : null;
+    next?.catch(() => {}); // a consumer that stops early leaves no unhandled rejection
+    yield await current;
+  }
 }
 
 /** The view `tfs cat` reads: a snapshot tensor, or a checkpoint tensor (or part, `name#role`). */

@@ -1,0 +1,94 @@
+/**
+ * Listings that show what they can (issue 11): one bad ref — a symlink, a file that is not one id
+ * and a newline, a ref naming a missing, corrupt or non-manifest object — must not hide the good
+ * ones from `checkRefs` and `usage`, while `listRefs` (what GC and verify start from) still refuses.
+ */
+import { chmodSync, mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { LocalStore } from '@tensorfs/cas';
+import { describe, expect, it } from 'vitest';
+import { bytesOf, expectCode, idOf, objectFile, tempDir } from '@tensorfs/testkit';
+
+async function damagedStore() {
+  const root = join(tempDir(), 'store');
+  const s = await LocalStore.open(root);
+  const ids: Record<string, string> = {};
+  for (const [i, name] of ['a', 'b', 'c', 'd'].entries()) {
+    const src = join(tempDir(), name);
+    mkdirSync(src);
+    writeFileSync(join(src, `${name}.bin`), bytesOf(1000 + i, i + 1));
+    ids[name] = (await s.importPath(src, { name: `local/${name}` })).snapshot;
+  }
+  // c: its manifest moved away (a partial restore); d: its manifest's bytes changed.
+  renameSync(objectFile(root, ids.c!), join(tempDir(), 'parked'));
+  const d = objectFile(root, ids.d!);
+  const bytes = readFileSync(d);
+  bytes.writeUInt8(bytes.readUInt8(bytes.length - 1) ^ 1, bytes.length - 1);
+  chmodSync(d, 0o644);
+  writeFileSync(d, bytes);
+  // A ref naming a plain object (no manifest), a ref file holding garbage, a symlinked ref.
+  const blob = bytesOf(500, 9);
+  await s.put(blob);
+  await s.setRef('local/tensor', idOf(blob));
+  writeFileSync(join(root, 'refs', 'local', 'garbage'), 'not an id\n');
+  const elsewhere = join(tempDir(), 'r');
+  writeFileSync(elsewhere, `${ids.a}\n`);
+  symlinkSync(elsewhere, join(root, 'refs', 'local', 'link'));
+  return { root, s, ids, blob: idOf(blob) };
+}
+
+describe('ref listings with bad refs', () => {
+  it('checkRefs lists every good ref and names each bad one with its code and rule', async () => {
+    const { s, ids, blob } = await damagedStore();
+    const r = await s.checkRefs();
+    expect(r.refs).toEqual([
+      { name: 'local/a', id: ids.a, kind: 'snapshot' },
+      { name: 'local/b', id: ids.b, kind: 'snapshot' },
+    ]);
+    expect(r.problems.map(({ message: _, ...p }) => p)).toEqual([
+      { name: 'local/c', id: ids.c, code: 'corrupt', rule: 'ref.target_missing' },
+      { name: 'local/d', id: ids.d, code: 'corrupt', rule: 'store.digest' },
+      { name: 'local/garbage', code: 'corrupt', rule: 'ref.content' },
+      { name: 'local/link', code: 'corrupt', rule: 'ref.not_regular' },
+      { name: 'local/tensor', id: blob, code: 'corrupt', rule: 'ref.target_malformed' },
+    ]);
+    for (const p of r.problems) expect(p.message).not.toContain(s.root);
+    await s.close();
+  });
+
+  it('usage measures the good refs and names the bad ones; listRefs and GC still refuse', async () => {
+    const { s, ids } = await damagedStore();
+    const u = await s.usage();
+    expect(u.refs.map((r) => [r.name, r.id, r.logicalBytes, r.objects])).toEqual([
+      ['local/a', ids.a, 1000, 2],
+      ['local/b', ids.b, 1001, 2],
+    ]);
+    expect(u.logicalBytes).toBe(2001);
+    expect(u.problems.map((p) => [p.name, p.code, p.rule])).toEqual([
+      ['local/c', 'corrupt', 'ref.target_missing'],
+      ['local/d', 'corrupt', 'store.digest'],
+      ['local/garbage', 'corrupt', 'ref.content'],
+      ['local/link', 'corrupt', 'ref.not_regular'],
+      ['local/tensor', 'corrupt', 'ref.target_malformed'],
+    ]);
+    // GC and verify start from listRefs: a root they cannot read makes them refuse, naming it.
+    const e = await expectCode(s.listRefs(), 'corrupt');
+    expect(e.details).toMatchObject({
+      rule: 'ref.content',
+      ref: 'local/garbage',
+      refs: ['local/garbage', 'local/link'],
+    });
+    await expectCode(s.gc({ graceMs: 0 }), 'corrupt');
+    await expectCode(s.gc({ graceMs: 0, dryRun: true }), 'corrupt');
+    await s.close();
+  });
+
+  it('once the bad refs are removed there are no problems; an aborted signal is cancelled', async () => {
+    const { s } = await damagedStore();
+    for (const name of ['local/c', 'local/d', 'local/garbage', 'local/link', 'local/tensor']) await s.deleteRef(name);
+    expect((await s.checkRefs()).problems).toEqual([]);
+    expect((await s.usage()).problems).toEqual([]);
+    await expectCode(s.checkRefs({ signal: AbortSignal.abort() }), 'cancelled');
+    await s.close();
+  });
+});
