@@ -10,10 +10,11 @@ import {
   fakeHubFixture,
   sha256Hex,
   startFakeHub,
+  tempDir,
 } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
 import { type HfImportOptions, importHuggingFace, parseHfUrl } from '../src/index.js';
-import { after, newStore, tempDir } from './helpers.js';
+import { after, newStore } from './helpers.js';
 
 const fx = fakeHubFixture();
 const TOKEN = 'hf_FAKEuserTOKENabcdefghijklmnop';
