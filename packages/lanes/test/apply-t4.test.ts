@@ -281,6 +281,10 @@ describe('applyLane T4', () => {
       message: expect.stringContaining('no encoder for GGML Q4_K encoding'),
       details: { rule: 'lanes.apply_unsupported', encoder: 'GGML Q4_K encoding', tensors: ['c.weight'] },
     });
+    // a convention relayout (row-major NVFP4 scales -> cuBLAS 128x4 tiles) has no applier yet
+    await expect(
+      withStore((s) => applyLane(s, 'q/nv', 'tq+bfl.nvfp4-preswizzled', cat, { name: 'q/bfl', allowLossy: true })),
+    ).rejects.toMatchObject({ code: 'unsupported', details: { rule: 'lanes.apply_unsupported', step: 'relayout' } });
     // and Q8_0 blocks cannot live in a safetensors file
     await expect(
       withStore((s) => applyLane(s, 'src/st', 'tq+gguf.q8_0', cat, { name: 'q/q8st', allowLossy: true })),
