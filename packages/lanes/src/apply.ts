@@ -1,9 +1,10 @@
 /**
  * `@tensorfs/lanes/apply` (Node only): performs a derivation in a store. T1 renames are a
- * composition (one new header object per changed file, every tensor object shared); T2 seams and T3
- * permutations go through the tensor writer, which writes only the tensors they produce and
- * inherits every other tensor's objects. T4 (casts, quantization) and convention relayouts are
- * not applied here yet (`unsupported`, `lanes.apply_unsupported`).
+ * composition (one new header object per changed file, every tensor object shared); T2 seams
+ * reference the fused tensor's objects (zero new tensor bytes when the import cut it at the seams,
+ * see `laneSeams`; else only the boundary pieces); T3 permutations write only the permuted tensors;
+ * T4 casts and (re)quantization stream through the encoders of `@tensorfs/format/encodings`,
+ * gated when lossy. Convention relayouts are not applied (`unsupported`, `lanes.apply_unsupported`).
  * @packageDocumentation
  */
 import { type ObjectId, type RecordRef, TensorFSError } from '@tensorfs/format';

@@ -84,7 +84,7 @@ async function withStore<R>(fn: (s: LocalStore) => Promise<R>): Promise<R> {
 }
 
 /** Writes SRC as one file (each tensor in `dtype`: F32 values, or F64 widened) under ref `name`. */
-async function source(name: string, file: string, dtype: 'F32' | 'F64' | 'F8_E4M3' = 'F32'): Promise<void> {
+async function source(name: string, file: string, dtype: 'F32' | 'F64' | 'F8_E4M3' | 'NaN' = 'F32'): Promise<void> {
   await withStore(async (s) => {
     const w = new TensorWriter(s, file);
     for (const [n, shape] of Object.entries(SHAPES)) {
@@ -92,8 +92,10 @@ async function source(name: string, file: string, dtype: 'F32' | 'F64' | 'F8_E4M
       let bytes: Uint8Array;
       if (dtype === 'F64') bytes = new Uint8Array(Float64Array.from(v, (x) => x + 2 ** -40).buffer);
       else if (dtype === 'F8_E4M3') bytes = Uint8Array.from(v, (_, i) => (i * 37) % 0x7e);
+      else if (dtype === 'NaN')
+        bytes = new Uint8Array(v.map((x, i) => (n === 'b.weight' && i === 70 ? Number.NaN : x)).buffer);
       else bytes = new Uint8Array(v.slice().buffer);
-      await w.add(n, dtype, shape, bytes);
+      await w.add(n, dtype === 'NaN' ? 'F32' : dtype, shape, bytes);
     }
     const entry = await w.finish();
     await commit(s, { put: [entry], ref: name, expected: null });
@@ -120,6 +122,7 @@ beforeAll(async () => {
   await source('src/gguf', 'model.gguf');
   await source('src/f64', 'model.safetensors', 'F64');
   await source('src/fp8', 'model.safetensors', 'F8_E4M3');
+  await source('src/nan', 'model.safetensors', 'NaN');
 });
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
@@ -290,6 +293,16 @@ describe('applyLane T4', () => {
       withStore((s) => applyLane(s, 'src/st', 'tq+gguf.q8_0', cat, { name: 'q/q8st', allowLossy: true })),
     ).rejects.toMatchObject({ code: 'unsupported', details: { rule: 'lanes.apply_unsupported' } });
     expect(countObjects()).toBe(before);
+  });
+
+  it('a NaN cannot be quantized: invalid_argument naming the tensor, no ref', async () => {
+    await expect(
+      withStore((s) => applyLane(s, 'src/nan', 'tq+int8-rowwise', cat, { name: 'q/nan', allowLossy: true })),
+    ).rejects.toMatchObject({
+      code: 'invalid_argument',
+      details: { rule: 'lanes.apply_not_finite', tensor: 'b.weight' },
+    });
+    expect(await withStore((s) => s.getRef('q/nan'))).toBeNull();
   });
 
   it('int8 dequantized back to F32 is exact: q · s', async () => {
