@@ -123,12 +123,18 @@ function toFloat32(bytes: Uint8Array, dtype: string, out: Float32Array): number 
   if (dtype === 'F32') {
     if (bytes.byteOffset % 4 === 0) out.set(new Float32Array(bytes.buffer, bytes.byteOffset, n));
     else for (let i = 0; i < n; i++) out[i] = dv.getFloat32(i * 4, true);
-  } else if (dtype === 'F16') {
-    F16 ??= f16Table32();
-    for (let i = 0; i < n; i++) out[i] = F16[dv.getUint16(i * 2, true)] as number;
-  } else if (dtype === 'BF16') {
-    const u = new Uint32Array(out.buffer, out.byteOffset, n);
-    for (let i = 0; i < n; i++) u[i] = dv.getUint16(i * 2, true) << 16;
+  } else if (dtype === 'F16' || dtype === 'BF16') {
+    // Windows start at offset 0 of their own buffer: read the halves in place when aligned.
+    const h = bytes.byteOffset % 2 === 0 ? new Uint16Array(bytes.buffer, bytes.byteOffset, n) : null;
+    if (dtype === 'F16') {
+      F16 ??= f16Table32();
+      if (h) for (let i = 0; i < n; i++) out[i] = F16[h[i] as number] as number;
+      else for (let i = 0; i < n; i++) out[i] = F16[dv.getUint16(i * 2, true)] as number;
+    } else {
+      const u = new Uint32Array(out.buffer, out.byteOffset, n);
+      if (h) for (let i = 0; i < n; i++) u[i] = (h[i] as number) << 16;
+      else for (let i = 0; i < n; i++) u[i] = dv.getUint16(i * 2, true) << 16;
+    }
   } else if (w === 1) {
     const t = dtype === 'F8_E4M3' ? E4M3FN : E5M2;
     for (let i = 0; i < n; i++) out[i] = t[bytes[i] as number] as number;
@@ -227,17 +233,23 @@ async function* floatBatches(
   }
 }
 
-/** Throws `invalid_argument` naming the tensor when a value is NaN or infinite (encoders refuse them). */
-function checkFinite(values: Float32Array, tensor: string): void {
-  for (let i = 0; i < values.length; i++)
-    if (!Number.isFinite(values[i] as number))
+/** `encode`, naming the tensor when it refuses a value that is NaN or infinite. */
+function encodeNamed(values: Float32Array, scheme: string, params: EncodeParams, tensor: string): Encoded {
+  try {
+    return encode(values, scheme, params);
+  } catch (err) {
+    const index = (err as { details?: { index?: unknown } }).details?.index;
+    if (typeof index === 'number')
       throw new TensorFSError(
         'invalid_argument',
         `${tensor} holds a value that is not finite; it cannot be quantized`,
         {
           details: { rule: 'lanes.apply_not_finite', tensor },
+          cause: err,
         },
       );
+    throw err;
+  }
 }
 
 /**
@@ -261,8 +273,7 @@ export async function convertT4(
     const gen = async function* (): AsyncGenerator<Uint8Array> {
       for await (const b of floatBatches(src, shape, elementwise, batchBytes, signal)) {
         if (isBlock) {
-          checkFinite(b.values, name);
-          const e = encode(b.values, 'ggml', { shape: [b.rows, cols], type: dst.dtype as 'Q8_0' | 'Q4_0' });
+          const e = encodeNamed(b.values, 'ggml', { shape: [b.rows, cols], type: dst.dtype as 'Q8_0' | 'Q4_0' }, name);
           yield (e.parts.blocks as EncodedPart).bytes as Uint8Array;
         } else {
           const out = new Uint8Array(b.values.length * (FLOAT_WIDTH[dst.dtype] as number));
@@ -283,13 +294,16 @@ export async function convertT4(
     let amax = 0;
     for await (const b of floatBatches(src, shape, false, batchBytes, signal))
       for (let i = 0; i < b.values.length; i++) amax = Math.max(amax, Math.abs(b.values[i] as number));
+    if (!Number.isFinite(amax))
+      throw new TensorFSError('invalid_argument', `${name} holds a value that is not finite; it cannot be quantized`, {
+        details: { rule: 'lanes.apply_not_finite', tensor: name },
+      });
     global = amax > 0 ? fr(amax / fr(6 * 448)) : 1;
   }
   const streamedRole = scheme === 'ggml' ? 'blocks' : 'codes';
   const collected = new Map<string, Uint8Array[]>();
   const gen = async function* (): AsyncGenerator<Uint8Array> {
     for await (const b of floatBatches(src, shape, false, batchBytes, signal)) {
-      checkFinite(b.values, name);
       const p: EncodeParams = { shape: [b.rows, cols] };
       if (scheme === 'int8' || scheme === 'fp8_e4m3fn') p.granularity = 'row';
       if (scheme === 'nvfp4') {
@@ -297,7 +311,7 @@ export async function convertT4(
         p.global_scale = global as number;
       }
       if (scheme === 'ggml') p.type = params.type as 'Q8_0' | 'Q4_0';
-      const e = encode(b.values, scheme, p);
+      const e = encodeNamed(b.values, scheme, p, name);
       for (const [role, part] of Object.entries(e.parts)) {
         if (encPart(streamedRole) === role) continue;
         if (role === 'global_scale') {

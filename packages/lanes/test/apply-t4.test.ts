@@ -302,6 +302,12 @@ describe('applyLane T4', () => {
       code: 'invalid_argument',
       details: { rule: 'lanes.apply_not_finite', tensor: 'b.weight' },
     });
+    await expect(
+      withStore((s) => applyLane(s, 'src/nan', 'tq+cozy.nvfp4-flat', cat, { name: 'q/nan', allowLossy: true })),
+    ).rejects.toMatchObject({
+      code: 'invalid_argument',
+      details: { rule: 'lanes.apply_not_finite', tensor: 'b.weight' },
+    });
     expect(await withStore((s) => s.getRef('q/nan'))).toBeNull();
   });
 
