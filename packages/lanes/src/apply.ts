@@ -7,7 +7,7 @@
  * gated when lossy. Convention relayouts are not applied (`unsupported`, `lanes.apply_unsupported`).
  * @packageDocumentation
  */
-import { type ObjectId, type RecordRef, TensorFSError } from '@tensorfs/format';
+import { type ObjectId, type RecordRef, TensorFSError, throwIfAborted } from '@tensorfs/format';
 import { type ComposeResult, commit, compose, openTensors, TensorWriter, type TensorView } from '@tensorfs/tensors';
 import { type BindOptions, type BindResult, type BindStep, bind, type CandidateHeaders } from './bind.js';
 import type { Catalog, LaneRef } from './catalog.js';
@@ -43,8 +43,19 @@ export interface ApplyOptions extends BindOptions {
   allowLossy?: boolean;
   /** Float32 bytes per batch of rows a T4 step holds (at least one row). @default 4 MiB */
   batchBytes?: number;
-  /** Cancels before the result's manifest is written (`cancelled`). */
+  /** Cancels between batches and tensors (`cancelled`); nothing is referenced by a ref then. */
   signal?: AbortSignal;
+  /** Called after each tensor a step wrote or inherited, per file written. */
+  onProgress?: (p: ApplyProgress) => void;
+}
+
+/** Progress of {@link applyLane}: the phase (`structural` or `T4`) and tensors done of the file. */
+export interface ApplyProgress {
+  phase: 'structural' | 'T4';
+  /** The tensor just written or inherited (source name). */
+  tensor: string;
+  done: number;
+  total: number;
 }
 
 /** What {@link applyLane} did. */
@@ -177,7 +188,14 @@ export async function applyLane(
     const seams = noCost();
     const structural = r.steps.filter((s) => s.tier !== 'T4');
     if (structural.length) {
-      const done = await applyStructural(store, set, r, hasT4 ? { lease, ...sig } : { ...commitOpts, lease }, seams);
+      const done = await applyStructural(
+        store,
+        set,
+        r,
+        hasT4 ? { lease, ...sig } : { ...commitOpts, lease },
+        seams,
+        options.onProgress,
+      );
       if (!hasT4) return { bind: r, snapshot: done.snapshot, entries: done.entries, seams };
       entries = done.entries;
       set = await openTensors(store, done.snapshot, sig);
@@ -202,6 +220,7 @@ async function applyStructural(
   r: BindResult,
   commitOpts: { ref?: string; expected?: null; signal?: AbortSignal; lease: Lease },
   cost: SeamCost,
+  onProgress?: (p: ApplyProgress) => void,
 ): Promise<{ snapshot: ObjectId; entries: number }> {
   const files = set.files.filter((f) => f.tensors.length > 0);
   if (r.steps.every((s) => s.tier === 'T1')) {
@@ -238,12 +257,14 @@ async function applyStructural(
     }
   const writer = writerFor(store, set, file.path, commitOpts.lease, commitOpts.signal);
   try {
-    for (const name of file.tensors) {
+    for (const [i, name] of file.tensors.entries()) {
+      throwIfAborted(commitOpts.signal);
       const view = set.get(name, file.path);
       const a = actions.get(name);
       if (!a) await writer.inherit(view);
       else if (a.kind === 'rename') await writer.inherit(view, { name: a.to });
       else if (a.kind === 'step') await perform(store, set, file.path, a.step, a.row, writer, commitOpts.lease, cost);
+      onProgress?.({ phase: 'structural', tensor: name, done: i + 1, total: file.tensors.length });
     }
     const entry = await writer.finish();
     const c = await commit(store, { base: set.snapshot, put: [entry], ...commitOpts });
@@ -315,11 +336,14 @@ async function applyT4(
     }
   const writer = writerFor(store, set, file.path, lease, options.signal);
   try {
-    for (const name of file.tensors) {
-      if (skip.has(name)) continue;
-      const job = first.get(name);
-      if (job) await convertT4(job.src, job.dst, writer, batch, options.signal);
-      else await writer.inherit(set.get(name, file.path));
+    for (const [i, name] of file.tensors.entries()) {
+      throwIfAborted(options.signal);
+      if (!skip.has(name)) {
+        const job = first.get(name);
+        if (job) await convertT4(job.src, job.dst, writer, batch, options.signal);
+        else await writer.inherit(set.get(name, file.path));
+      }
+      options.onProgress?.({ phase: 'T4', tensor: name, done: i + 1, total: file.tensors.length });
     }
     const entry = await writer.finish();
     const c = await commit(store, {

@@ -149,6 +149,63 @@ describe('T2 through planner seams', () => {
     }
   });
 
+  it('objects off the seams: whole objects inside a part are shared, only the boundary pieces are written', async () => {
+    const storeDir = path.join(temp(), 'store');
+    const store = await LocalStore.open(storeDir);
+    try {
+      // qkv rows are q [0,256) k [256,384) v [384,512) bytes; cut it at 128, 256 and 448 instead
+      const qkv = 'model.layers.0.self_attn.qkv_proj.weight';
+      await store.importPath(phiDir, {
+        name: 'phi/odd',
+        threads: 1,
+        seams: { 'model.safetensors': { [qkv]: [128, 256, 448] } },
+      });
+      const fused = await openTensors(store, 'phi/odd');
+      const objs = fused.get(qkv).digests;
+      expect(fused.get(qkv).records.map((r) => r.length)).toEqual([128, 128, 192, 64]);
+      const before = countObjects(storeDir);
+      const r = await applyLane(store, 'phi/odd', 'tiny-llama', cat, { name: 'phi/split' });
+      // layer 0 qkv: q = two whole objects (shared), k = a piece of [256,448), v = a piece + a whole
+      // object; gate_up of layer 0 and both fused tensors of layer 1 (one object each): all pieces
+      const whole = 512 + 768;
+      expect(r.seams).toEqual({ tensors: 2 + 2 + 5, objects: 2 + 2 + 5, bytes: 128 + 64 + 768 + whole });
+      expect(countObjects(storeDir) - before).toBe(9 + 2);
+      const split = await openTensors(store, 'phi/split');
+      expect(split.get('model.layers.0.self_attn.q_proj.weight').digests).toEqual([objs[0], objs[1]]);
+      expect(split.get('model.layers.0.self_attn.v_proj.weight').digests[1]).toBe(objs[3]);
+      for (const n of [...PARTS.qkv, ...PARTS.gate_up])
+        expect(await split.get(`model.layers.0.${n}.weight`).read()).toEqual(data.get(`model.layers.0.${n}.weight`));
+      expect(bind(await candidate(store, 'phi/split'), 'tiny-llama', cat).verdict).toBe('admit');
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('progress per tensor; an abort stops the apply (cancelled) and makes no ref', async () => {
+    const store = await LocalStore.open(path.join(temp(), 'store'));
+    try {
+      await store.importPath(phiDir, { name: 'phi/p', threads: 1 });
+      const seen: string[] = [];
+      await applyLane(store, 'phi/p', 'tiny-llama', cat, {
+        name: 'phi/p-split',
+        onProgress: (p) => seen.push(`${p.phase}:${p.done}/${p.total}`),
+      });
+      expect(seen.length).toBe(15); // every tensor of the file, fused ones included
+      expect(seen.at(-1)).toBe('structural:15/15');
+      const ac = new AbortController();
+      await expect(
+        applyLane(store, 'phi/p', 'tiny-llama', cat, {
+          name: 'phi/p-cancel',
+          signal: ac.signal,
+          onProgress: (p) => (p.done === 3 ? ac.abort() : undefined),
+        }),
+      ).rejects.toMatchObject({ code: 'cancelled' });
+      expect(await store.getRef('phi/p-cancel')).toBeNull();
+    } finally {
+      await store.close();
+    }
+  });
+
   it('a seam naming no tensor of the file is refused at import (planner.seam_tensor)', async () => {
     const store = await LocalStore.open(path.join(temp(), 'store'));
     try {
