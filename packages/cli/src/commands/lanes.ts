@@ -158,6 +158,10 @@ async function importForApply(
   ctx: CommandContext,
 ): Promise<{ snapshot: string; seams: Record<string, Record<string, number[]>> }> {
   const st = await fsp.stat(target);
+  if (st.isFile() && target.endsWith('.json'))
+    throw new TensorFSError('invalid_argument', '--apply on a shard index: pass the folder holding it and its shards', {
+      details: { rule: 'cli.bind' },
+    });
   const files = st.isFile()
     ? [{ rel: path.basename(target), abs: target }]
     : (await fsp.readdir(target, { withFileTypes: true }))
