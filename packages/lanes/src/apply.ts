@@ -20,6 +20,7 @@ import {
   DEFAULT_BATCH_BYTES,
   plainReadGap,
   plainWriteGap,
+  relayoutNvfp4,
   ruleDecodeGap,
   ruleEncodeGap,
   type T4Source,
@@ -114,8 +115,17 @@ function preflight(r: BindResult, catalog: Catalog, options: ApplyOptions, forma
     );
   }
   for (const s of r.steps) {
-    if (s.op === 'relayout')
-      unsupported(`applying a convention relayout (${s.via}) is not implemented`, { step: s.op, via: s.via });
+    if (s.op === 'relayout') {
+      const [a, b] = sides(s.via);
+      if (
+        catalog.rule(a as DocRef).encoding?.scheme !== 'nvfp4' ||
+        catalog.rule(b as DocRef).encoding?.scheme !== 'nvfp4'
+      )
+        unsupported(`applying a convention relayout (${s.via}) is implemented for NVFP4 only`, {
+          step: s.op,
+          via: s.via,
+        });
+    }
     if (s.tier !== 'T4') continue;
     const [from, to] = sides(s.via);
     const tensors = s.tensors.map((t) => t.from.join('+'));
@@ -194,6 +204,7 @@ export async function applyLane(
         r,
         hasT4 ? { lease, ...sig } : { ...commitOpts, lease },
         seams,
+        { catalog, lane: laneRef, component },
         options.onProgress,
       );
       if (!hasT4) return { bind: r, snapshot: done.snapshot, entries: done.entries, seams };
@@ -220,6 +231,7 @@ async function applyStructural(
   r: BindResult,
   commitOpts: { ref?: string; expected?: null; signal?: AbortSignal; lease: Lease },
   cost: SeamCost,
+  ctx: RelayoutContext,
   onProgress?: (p: ApplyProgress) => void,
 ): Promise<{ snapshot: ObjectId; entries: number }> {
   const files = set.files.filter((f) => f.tensors.length > 0);
@@ -263,6 +275,8 @@ async function applyStructural(
       const a = actions.get(name);
       if (!a) await writer.inherit(view);
       else if (a.kind === 'rename') await writer.inherit(view, { name: a.to });
+      else if (a.kind === 'step' && a.step.op === 'relayout')
+        await relayout(set, file.path, a.step, a.row, writer, ctx, commitOpts.signal);
       else if (a.kind === 'step') await perform(store, set, file.path, a.step, a.row, writer, commitOpts.lease, cost);
       onProgress?.({ phase: 'structural', tensor: name, done: i + 1, total: file.tensors.length });
     }
@@ -358,6 +372,38 @@ async function applyT4(
   } finally {
     await writer.close();
   }
+}
+
+interface RelayoutContext {
+  catalog: Catalog;
+  lane: LaneRef;
+  component: string;
+}
+
+/** A T3 relayout row (NVFP4 conventions): parts mapped by role through the two layouts. */
+async function relayout(
+  set: Set_,
+  file: string,
+  step: BindStep,
+  row: Row,
+  writer: TensorWriter,
+  ctx: RelayoutContext,
+  signal?: AbortSignal,
+): Promise<void> {
+  const [a, b] = sides(step.via);
+  const have = ctx.catalog.layout({ topology: ctx.lane.topology, rule: a as DocRef }).components[ctx.component];
+  const want = ctx.catalog.layout({ topology: ctx.lane.topology, rule: b as DocRef }).components[ctx.component];
+  const parts = row.from.map((n) => ({ part: have?.byName.get(n) as LayoutPart, view: set.get(n, file) }));
+  if (!have || !want || parts.some((p) => !p.part)) throw internal(row.from[0] as string);
+  const key = (parts[0] as { part: LayoutPart }).part.key;
+  const src = have.entries.find((e) => e.key === key) as LayoutEntry;
+  const dst = want.entries.find((e) => e.key === key) as LayoutEntry;
+  await relayoutNvfp4(
+    { rule: ctx.catalog.rule(a as DocRef), shape: src.shape, parts },
+    { rule: ctx.catalog.rule(b as DocRef), parts: dst.parts },
+    writer,
+    signal,
+  );
 }
 
 const noCost = (): SeamCost => ({ tensors: 0, objects: 0, bytes: 0 });

@@ -10,6 +10,7 @@ import { ggmlTypeByName, TensorFSError, throwIfAborted } from '@tensorfs/format'
 import {
   castFloat32,
   type DecodedDtype,
+  cublasIndex,
   E4M3FN,
   E5M2,
   type Encoded,
@@ -55,9 +56,9 @@ export function ruleDecodeGap(rule: RuleDoc): string | null {
   const p = encParams(rule);
   if (s === 'int8' || s === 'fp8_e4m3fn') return p.granularity === 'row' ? null : `${s} with ${p.granularity} scales`;
   if (s === 'nvfp4')
-    return p.scale_layout === 'row_major'
+    return p.scale_layout === 'row_major' || p.scale_layout === 'cublas_128x4'
       ? null
-      : `nvfp4 with ${String(p.scale_layout)} scales (tiled, not row-sliceable)`;
+      : `nvfp4 with ${String(p.scale_layout)} scales`;
   if (s === 'ggml') return GGML_DECODABLE.includes(String(p.type)) ? null : `GGML ${String(p.type)} decoding`;
   return `scheme ${String(s)}`;
 }
@@ -69,7 +70,8 @@ export function ruleEncodeGap(rule: RuleDoc): string | null {
   if (s === 'int8') return p.granularity === 'row' && p.scale_kind === 'scale' ? null : 'int8 other than row scales';
   if (s === 'fp8_e4m3fn') return p.granularity === 'row' ? null : `fp8_e4m3fn with ${String(p.granularity)} scales`;
   if (s === 'nvfp4')
-    return p.scale_layout === 'row_major' && (p.nibble_order === 'lo_first' || p.nibble_order === 'hi_first')
+    return (p.scale_layout === 'row_major' || p.scale_layout === 'cublas_128x4') &&
+      (p.nibble_order === 'lo_first' || p.nibble_order === 'hi_first')
       ? null
       : `nvfp4 with ${String(p.scale_layout)} scales`;
   if (s === 'ggml') return p.type === 'Q8_0' || p.type === 'Q4_0' ? null : `GGML ${String(p.type)} encoding`;
@@ -193,13 +195,23 @@ async function* floatBatches(
     }
     return;
   }
-  // A rule's parts: the largest row-major part streams, the others (scales) are read whole.
-  const streamed = src.parts.reduce((a, b) => (b.view.byteLength > a.view.byteLength ? b : a));
+  // A rule's parts: the codes (or GGML blocks) stream, the others (scales) are read whole.
+  const streamed =
+    src.parts.find((p) => p.part.role === 'codes' || p.part.role === 'blocks') ??
+    src.parts.reduce((a, b) => (b.view.byteLength > a.view.byteLength ? b : a));
   const whole = new Map<string, Uint8Array>();
   for (const p of src.parts)
     if (p !== streamed) whole.set(p.part.role, (await p.view.read({ ...(signal ? { signal } : {}) })).slice());
   const rowBytes = streamed.view.byteLength / rows;
-  const params = encParams(src.rule);
+  const params = { ...encParams(src.rule) };
+  // Tiled (cuBLAS 128x4) NVFP4 scales are not row-sliceable: untile them once (they are held whole).
+  const shapeOf = new Map(src.parts.map((p) => [p.part.role, p.part.shape]));
+  if (src.rule.encoding?.scheme === 'nvfp4' && params.scale_layout === 'cublas_128x4') {
+    const sc = c0 / 16;
+    whole.set('block_scale', untileScales(whole.get('block_scale') as Uint8Array, r0, sc));
+    shapeOf.set('block_scale', [r0, sc]);
+    params.scale_layout = 'row_major';
+  }
   let at = 0;
   for await (const w of byteWindows(streamed.view, per * rowBytes, signal)) {
     throwIfAborted(signal);
@@ -213,10 +225,11 @@ async function* floatBatches(
         continue;
       }
       const b = whole.get(role) as Uint8Array;
-      const pr = p.part.shape.length > 0 && p.part.shape[0] === rows ? b.length / rows : 0;
+      const shape = shapeOf.get(role) as readonly number[];
+      const pr = shape.length > 0 && shape[0] === rows ? b.length / rows : 0;
       parts[encPart(role)] = pr
-        ? { dtype, shape: [n, ...p.part.shape.slice(1)], bytes: b.subarray(at * pr, (at + n) * pr) }
-        : { dtype, shape: [...p.part.shape], bytes: b };
+        ? { dtype, shape: [n, ...shape.slice(1)], bytes: b.subarray(at * pr, (at + n) * pr) }
+        : { dtype, shape: [...shape], bytes: b };
     }
     if (src.rule.encoding?.scheme === 'ggml') {
       const blocks = parts.blocks as EncodedPart;
@@ -231,6 +244,22 @@ async function* floatBatches(
     yield { values: scratch.subarray(0, n * cols), rows: n };
     at += n;
   }
+}
+
+/** Row-major `[rows, sc]` NVFP4 block scales into the cuBLAS 128x4 tiled layout, padded with zeros. */
+export function tileScales(flat: Uint8Array, rows: number, sc: number): Uint8Array {
+  const c4 = Math.ceil(sc / 4) * 4;
+  const out = new Uint8Array(Math.ceil(rows / 128) * 128 * c4);
+  for (let r = 0; r < rows; r++) for (let c = 0; c < sc; c++) out[cublasIndex(r, c, c4)] = flat[r * sc + c] as number;
+  return out;
+}
+
+/** The inverse of {@link tileScales}: the `[rows, sc]` row-major scales (padding dropped). */
+export function untileScales(tiled: Uint8Array, rows: number, sc: number): Uint8Array {
+  const c4 = Math.ceil(sc / 4) * 4;
+  const out = new Uint8Array(rows * sc);
+  for (let r = 0; r < rows; r++) for (let c = 0; c < sc; c++) out[r * sc + c] = tiled[cublasIndex(r, c, c4)] as number;
+  return out;
 }
 
 /** `encode`, naming the tensor when it refuses a value that is NaN or infinite. */
@@ -331,9 +360,58 @@ export async function convertT4(
     if (p === streamed) continue;
     let bytes = collected.get(encPart(p.role));
     if (!bytes && p.role === 'global_scale') bytes = [new Uint8Array(new Float32Array([global ?? 1]).buffer)];
+    if (scheme === 'nvfp4' && p.role === 'block_scale' && params.scale_layout === 'cublas_128x4') {
+      const flat = new Uint8Array((bytes ?? []).reduce((a, b) => a + b.length, 0));
+      let o = 0;
+      for (const b of bytes ?? []) {
+        flat.set(b, o);
+        o += b.length;
+      }
+      bytes = [tileScales(flat, matrix(shape).rows, cols / 16)];
+    }
     await writer.add(p.name, p.dtypes[0] as string, p.shape, bytes ?? []);
   }
 }
 
 /** The rule's ref, for messages. */
 export { ruleRef };
+
+/**
+ * A T3 convention relayout between two NVFP4 rules with the same values (`cozy.nvfp4-flat` ↔
+ * `bfl.nvfp4-preswizzled`): a byte permutation, never a re-encoding. Codes are inherited, or
+ * streamed with their nibbles swapped when the nibble orders differ; block scales are tiled or
+ * untiled (held whole); the global scale is inherited.
+ */
+export async function relayoutNvfp4(
+  from: { rule: RuleDoc; shape: readonly number[]; parts: { part: LayoutPart; view: TensorView }[] },
+  to: { rule: RuleDoc; parts: readonly LayoutPart[] },
+  writer: TensorWriter,
+  signal?: AbortSignal,
+): Promise<void> {
+  const sp = encParams(from.rule);
+  const dp = encParams(to.rule);
+  const { rows, cols } = matrix(from.shape);
+  const sc = cols / 16;
+  for (const d of to.parts) {
+    const s = from.parts.find((p) => p.part.role === d.role);
+    if (!s) unsupported(`${d.name}: no ${d.role} part to relayout from`, { tensor: d.name });
+    if (d.role === 'codes' && sp.nibble_order !== dp.nibble_order) {
+      const swapped = async function* (): AsyncGenerator<Uint8Array> {
+        for await (const piece of s.view.pieces(signal ? { signal } : {})) {
+          const out = new Uint8Array(piece.length);
+          for (let i = 0; i < piece.length; i++) {
+            const b = piece[i] as number;
+            out[i] = ((b << 4) | (b >> 4)) & 0xff;
+          }
+          yield out;
+        }
+      };
+      await writer.add(d.name, d.dtypes[0] as string, d.shape, swapped());
+    } else if (d.role === 'block_scale' && sp.scale_layout !== dp.scale_layout) {
+      const held = (await s.view.read(signal ? { signal } : {})).slice();
+      const flat = sp.scale_layout === 'cublas_128x4' ? untileScales(held, rows, sc) : held;
+      const out = dp.scale_layout === 'cublas_128x4' ? tileScales(flat, rows, sc) : flat;
+      await writer.add(d.name, d.dtypes[0] as string, d.shape, out);
+    } else await writer.inherit(s.view, { name: d.name });
+  }
+}

@@ -275,6 +275,48 @@ describe('applyLane T4', () => {
     expect(f32(await read('q/q8-dense', 'a.weight'))).toEqual(y);
   });
 
+  it('NVFP4 conventions: flat <-> pre-swizzled is a byte relayout (T3), and quantizing straight to pre-swizzled agrees', async () => {
+    const r = await withStore((s) => applyLane(s, 'q/nv', 'tq+bfl.nvfp4-preswizzled', cat, { name: 'q/bfl' }));
+    expect(r.bind.steps.map((s) => [s.tier, s.op, s.lossy, s.tensors.length])).toEqual([['T3', 'relayout', false, 3]]);
+    expect(bind(await candidate('q/bfl'), 'tq+bfl.nvfp4-preswizzled', cat).verdict).toBe('admit');
+    // the same values: decode both layouts with the format's own decoder
+    const flat = {
+      scheme: 'nvfp4',
+      params: { shape: [2, 256], dtype: 'F32', block_size: 16, scale_layout: 'row_major', nibble_order: 'lo_first' },
+      parts: {
+        q: { dtype: 'U8', shape: [2, 128], bytes: await read('q/nv', 'c.weight') },
+        block_scale: { dtype: 'F8_E4M3', shape: [2, 16], bytes: await read('q/nv', 'c.weight_scale') },
+        global_scale: { dtype: 'F32', shape: [], bytes: await read('q/nv', 'c.weight_scale_2') },
+      },
+    } satisfies Encoded;
+    const tiled = {
+      scheme: 'nvfp4',
+      params: { shape: [2, 256], dtype: 'F32', block_size: 16, scale_layout: 'cublas_128x4', nibble_order: 'hi_first' },
+      parts: {
+        q: { dtype: 'U8', shape: [2, 128], bytes: await read('q/bfl', 'c.weight') },
+        block_scale: { dtype: 'F8_E4M3', shape: [128, 16], bytes: await read('q/bfl', 'c.weight_scale') },
+        global_scale: { dtype: 'F32', shape: [], bytes: await read('q/bfl', 'c.weight_scale_2') },
+      },
+    } satisfies Encoded;
+    expect(f32(decode(tiled))).toEqual(f32(decode(flat)));
+    expect(await read('q/bfl', 'c.weight')).not.toEqual(await read('q/nv', 'c.weight')); // nibbles swapped
+    // back to flat: the very same snapshot
+    const back = await withStore((s) => applyLane(s, 'q/bfl', 'tq+cozy.nvfp4-flat', cat, { name: 'q/nv-again' }));
+    expect(back.snapshot).toBe((await withStore((s) => openTensors(s, 'q/nv'))).snapshot);
+    // quantizing straight to the pre-swizzled rule writes the same bytes, whatever the batch
+    const direct = await withStore((s) =>
+      applyLane(s, 'src/st', 'tq+bfl.nvfp4-preswizzled', cat, {
+        name: 'q/bfl-direct',
+        allowLossy: true,
+        batchBytes: 1,
+      }),
+    );
+    expect(direct.snapshot).toBe(r.snapshot);
+    // and dequantizing it decodes exactly those values
+    await withStore((s) => applyLane(s, 'q/bfl', 'tq', cat, { name: 'q/bfl-dense' }));
+    expect(f32(await read('q/bfl-dense', 'c.weight'))).toEqual(f32(decode(flat)));
+  });
+
   it('gguf.q4_k: refused as unsupported, naming the missing encoder; nothing written', async () => {
     const before = countObjects();
     await expect(
@@ -284,10 +326,6 @@ describe('applyLane T4', () => {
       message: expect.stringContaining('no encoder for GGML Q4_K encoding'),
       details: { rule: 'lanes.apply_unsupported', encoder: 'GGML Q4_K encoding', tensors: ['c.weight'] },
     });
-    // a convention relayout (row-major NVFP4 scales -> cuBLAS 128x4 tiles) has no applier yet
-    await expect(
-      withStore((s) => applyLane(s, 'q/nv', 'tq+bfl.nvfp4-preswizzled', cat, { name: 'q/bfl', allowLossy: true })),
-    ).rejects.toMatchObject({ code: 'unsupported', details: { rule: 'lanes.apply_unsupported', step: 'relayout' } });
     // and Q8_0 blocks cannot live in a safetensors file
     await expect(
       withStore((s) => applyLane(s, 'src/st', 'tq+gguf.q8_0', cat, { name: 'q/q8st', allowLossy: true })),
