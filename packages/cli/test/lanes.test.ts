@@ -152,13 +152,13 @@ describe('tfs lanes', () => {
 });
 
 describe('tfs bind --apply', () => {
-  it('needs --name and a ref', async () => {
+  it('needs --name, and a local ref or file', async () => {
     const noName = await tfs(['bind', 'local/x', '--lane', 'gpt2', '--apply']);
     expect(noName.code).toBe(2);
     expect(noName.stderr).toBe('error[invalid_argument]: --apply needs --name NEW\n');
-    const file = await tfs(['bind', gpt2, '--lane', 'gpt2', '--apply', '--name', 'local/y']);
-    expect(file.code).toBe(2);
-    expect(file.stderr).toBe('error[invalid_argument]: --apply works on a ref of the store, not a file\n');
+    const remote = await tfs(['bind', 'local/x', '--lane', 'gpt2', '--apply', '--name', 'local/y', '--from', tmp]);
+    expect(remote.code).toBe(2);
+    expect(remote.stderr).toBe('error[invalid_argument]: --apply works on the local store: tfs pull the ref first\n');
   });
 });
 

@@ -86,6 +86,27 @@ describe('encoders', () => {
     });
   }
 
+  it("nvfp4 global_scale: row chunks encoded with the whole tensor's scale are the whole encoding", () => {
+    const whole = encode(x, 'nvfp4', { shape: [ROWS, COLS], nibble_order: 'lo_first' });
+    const g = scalesOf(whole, 'global_scale')[0] as number;
+    const half = (ROWS / 2) * COLS;
+    const a = encode(x.subarray(0, half), 'nvfp4', {
+      shape: [ROWS / 2, COLS],
+      nibble_order: 'lo_first',
+      global_scale: g,
+    });
+    const b = encode(x.subarray(half), 'nvfp4', { shape: [ROWS / 2, COLS], nibble_order: 'lo_first', global_scale: g });
+    for (const role of ['q', 'block_scale'] as const)
+      expect([...(a.parts[role]?.bytes ?? []), ...(b.parts[role]?.bytes ?? [])]).toEqual([
+        ...(whole.parts[role]?.bytes ?? []),
+      ]);
+    expect(scalesOf(a, 'global_scale')[0]).toBe(g);
+    for (const bad of [0, -1, Number.NaN, Number.POSITIVE_INFINITY])
+      expect(() => encode(x, 'nvfp4', { shape: [ROWS, COLS], nibble_order: 'lo_first', global_scale: bad })).toThrow(
+        expect.objectContaining({ code: 'invalid_argument' }),
+      );
+  });
+
   it('nvfp4 nibble orders differ only by a nibble swap', () => {
     const lo = encode(x, 'nvfp4', { shape: [ROWS, COLS], nibble_order: 'lo_first' }).parts.q?.bytes ?? new Uint8Array();
     const hi = encode(x, 'nvfp4', { shape: [ROWS, COLS], nibble_order: 'hi_first' }).parts.q?.bytes ?? new Uint8Array();

@@ -52,6 +52,7 @@ export {
   layoutToJson,
 } from './layout.js';
 export { type AppliedOp, applyOps, type MorphismOp, morphismOps, rotaryRowOrder } from './morphism.js';
+export { laneSeams } from './seams.js';
 export { sha256 } from './sha256.js';
 
 /** The documents bundled with this package (the committed `spec/v2/` catalog). */

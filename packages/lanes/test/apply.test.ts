@@ -3,133 +3,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { LocalStore } from '@tensorfs/cas';
 import { writeSafetensors } from '@tensorfs/format';
-import {
-  BUNDLED_CATALOG,
-  bind,
-  type Catalog,
-  type CatalogIndex,
-  deriveTopology,
-  documentDigest,
-  type LaneDocument,
-  loadCatalog,
-  type MorphismDoc,
-  refOf,
-} from '@tensorfs/lanes';
+import { bind } from '@tensorfs/lanes';
 import { applyLane } from '@tensorfs/lanes/apply';
 import { openTensors } from '@tensorfs/tensors';
 import { expectCodeSync } from '@tensorfs/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { clone } from './helpers.js';
-
-type T = { name: string; dtype: string; shape: number[] };
-
-function llamaTensors(): T[] {
-  const ts: T[] = [
-    { name: 'model.embed_tokens.weight', dtype: 'F32', shape: [16, 8] },
-    { name: 'model.norm.weight', dtype: 'F32', shape: [8] },
-    { name: 'lm_head.weight', dtype: 'F32', shape: [16, 8] },
-  ];
-  for (let l = 0; l < 2; l++) {
-    const p = `model.layers.${l}`;
-    ts.push(
-      { name: `${p}.input_layernorm.weight`, dtype: 'F32', shape: [8] },
-      { name: `${p}.post_attention_layernorm.weight`, dtype: 'F32', shape: [8] },
-      { name: `${p}.self_attn.q_proj.weight`, dtype: 'F32', shape: [8, 8] }, // 2 heads of 4
-      { name: `${p}.self_attn.k_proj.weight`, dtype: 'F32', shape: [4, 8] }, // 1 kv head
-      { name: `${p}.self_attn.v_proj.weight`, dtype: 'F32', shape: [4, 8] },
-      { name: `${p}.self_attn.o_proj.weight`, dtype: 'F32', shape: [8, 8] },
-      { name: `${p}.mlp.gate_proj.weight`, dtype: 'F32', shape: [12, 8] },
-      { name: `${p}.mlp.up_proj.weight`, dtype: 'F32', shape: [12, 8] },
-      { name: `${p}.mlp.down_proj.weight`, dtype: 'F32', shape: [8, 12] },
-    );
-  }
-  return ts;
-}
-
-/** A tiny catalog: the committed rules and morphism maps over tiny topologies with real bytes. */
-function tinyCatalog(): Catalog {
-  const bundled = BUNDLED_CATALOG.documents as readonly LaneDocument[];
-  const rules = bundled.filter((d) => d.kind === 'tensorfs.lanes.rule');
-  const hf = llamaTensors();
-  const bundledMorphism = (name: string): MorphismDoc => {
-    const d = bundled.find((x) => x.name === name);
-    if (d?.kind !== 'tensorfs.lanes.morphism') throw new Error(`no bundled morphism ${name}`);
-    return clone(d);
-  };
-  const gguf = bundledMorphism('llama-hf-to-gguf');
-  gguf.name = 'tiny-hf-to-gguf';
-  gguf.pairs = [{ from: 'tiny-llama@1', to: 'tiny-llama-gguf@1', params: { n_head: 2, n_head_kv: 1 } }];
-  const phi = bundledMorphism('phi3-fused-to-split');
-  phi.name = 'tiny-phi-split';
-  phi.pairs = [
-    { from: 'tiny-phi@1', to: 'tiny-llama@1', params: { n_head: 2, n_head_kv: 1, head_dim: 4, intermediate: 12 } },
-  ];
-  const rename = (n: string) =>
-    gguf.map.reduce<string | null>((acc, m) => {
-      if (acc || typeof m.to !== 'string') return acc;
-      const re = new RegExp(`^${m.from.replace(/\./g, '\\.').replace('{n}', '(\\d+)')}$`);
-      const x = re.exec(n);
-      return x ? m.to.replace('{n}', x[1] ?? '') : null;
-    }, null) as string;
-  const fused = hf
-    .filter((t) => !/(q|k|v|gate|up)_proj/.test(t.name))
-    .concat(
-      [0, 1].flatMap((l) => [
-        { name: `model.layers.${l}.self_attn.qkv_proj.weight`, dtype: 'F32', shape: [16, 8] },
-        { name: `model.layers.${l}.mlp.gate_up_proj.weight`, dtype: 'F32', shape: [24, 8] },
-      ]),
-    );
-  const topo = [
-    deriveTopology({ tensors: hf }, { name: 'tiny-llama', header: 'tiny' }),
-    deriveTopology(
-      { tensors: hf.map((t) => ({ ...t, name: rename(t.name) })) },
-      { name: 'tiny-llama-gguf', header: 'tiny' },
-    ),
-    deriveTopology({ tensors: fused }, { name: 'tiny-phi', header: 'tiny' }),
-    deriveTopology(
-      { tensors: [{ name: 'other.weight', dtype: 'F32', shape: [2] }] },
-      { name: 'tiny-other', header: 'tiny' },
-    ),
-    deriveTopology(
-      { tensors: [{ name: 'renamed.weight', dtype: 'F32', shape: [2] }] },
-      { name: 'tiny-renamed', header: 'tiny' },
-    ),
-  ];
-  const ren: MorphismDoc = {
-    kind: 'tensorfs.lanes.morphism',
-    name: 'tiny-rename',
-    version: 1,
-    description: 'a rename',
-    pairs: [{ from: 'tiny-other@1', to: 'tiny-renamed@1', params: {} }],
-    map: [{ from: 'other.weight', to: 'renamed.weight' }],
-    evidence: [{ claim: 'test', source: 'test', locator: 'test' }],
-  };
-  const documents = [...topo, ...rules, gguf, phi, ren];
-  const index: CatalogIndex = { kind: 'tensorfs.lanes.catalog', version: 1, topologies: {}, rules: {}, morphisms: {} };
-  const field = {
-    'tensorfs.lanes.topology': 'topologies',
-    'tensorfs.lanes.rule': 'rules',
-    'tensorfs.lanes.morphism': 'morphisms',
-  } as const;
-  for (const d of documents) index[field[d.kind]][refOf(d)] = documentDigest(d);
-  return loadCatalog({ index, documents });
-}
-
-function f32(shape: number[], seed: number): Uint8Array {
-  const n = shape.reduce((a, b) => a * b, 1);
-  const a = new Float32Array(n);
-  for (let i = 0; i < n; i++) a[i] = seed * 1000 + i;
-  return new Uint8Array(a.buffer);
-}
-
-function countObjects(dir: string): number {
-  let n = 0;
-  const walk = (d: string) => {
-    for (const e of fs.readdirSync(d, { withFileTypes: true })) e.isDirectory() ? walk(path.join(d, e.name)) : n++;
-  };
-  walk(path.join(dir, 'objects'));
-  return n;
-}
+import { countObjects, f32, llamaTensors, type T, tinyCatalog } from './tiny.js';
 
 let dir = '';
 let storeDir = '';
@@ -248,16 +127,39 @@ describe('applyLane', () => {
     });
   });
 
-  it('admit makes the ref; refuse and T4 are errors, and nothing is written', async () => {
+  it('T2 then T4: Phi-3 fused F32 -> split int8-rowwise in one apply; the result admits', async () => {
+    const r = await withStore((s) =>
+      applyLane(s, 'local/phi', 'tiny-llama+int8-rowwise', cat, { name: 'local/phi-int8', allowLossy: true }),
+    );
+    expect(r.bind.steps.map((s) => [s.tier, s.op])).toEqual([
+      ['T2', 'split'],
+      ['T4', 'quantize'],
+    ]);
+    expect(r.entries).toBe(2); // the split file, then the quantized file
+    await withStore(async (s) => {
+      const set = await openTensors(s, 'local/phi-int8');
+      const cand = { model: [...set].map((v) => ({ name: v.name, dtype: v.dtype, shape: v.shape.map(Number) })) };
+      expect(bind(cand, 'tiny-llama+int8-rowwise', cat).verdict).toBe('admit');
+      const k = new Int8Array((await set.get('model.layers.0.self_attn.k_proj.weight').read()).slice().buffer);
+      const ks = new Float32Array(
+        (await set.get('model.layers.0.self_attn.k_proj.weight_scale').read()).slice().buffer,
+      );
+      const src = new Float32Array((data.get('model.layers.0.self_attn.k_proj.weight') as Uint8Array).slice().buffer);
+      for (let i = 0; i < src.length; i++)
+        expect(Math.abs((k[i] as number) * (ks[Math.floor(i / 8)] as number) - (src[i] as number))).toBeLessThanOrEqual(
+          (ks[Math.floor(i / 8)] as number) / 2 + 1e-6,
+        );
+    });
+  });
+
+  it('admit makes the ref; refuse and lossy without allowance are errors, and nothing is written', async () => {
     await withStore((s) => applyLane(s, 'local/hf', 'tiny-llama', cat, { name: 'local/same' }));
     const before = countObjects(storeDir);
     await withStore(async (s) => {
       await expect(applyLane(s, 'local/hf', 'tiny-llama+int8-rowwise', cat, { name: 'local/q' })).rejects.toMatchObject(
-        {
-          code: 'unsupported',
-          details: { rule: 'lanes.apply_unsupported' },
-        },
+        { code: 'denied', details: { rule: 'lanes.lossy_not_allowed' } },
       );
+
       await expect(applyLane(s, 'local/phi', 'tiny-other', cat, { name: 'local/x' })).rejects.toMatchObject({
         code: 'conflict',
         details: { rule: 'lanes.missing_tensor', tensor: 'other.weight' },

@@ -22,7 +22,7 @@ import {
   validatePath,
   validateSymlinkTarget,
 } from '@tensorfs/format';
-import { planAndHash } from '@tensorfs/planner';
+import { planAndHash, type Seams } from '@tensorfs/planner';
 import { createNodeHasher } from '../hash/index.js';
 import { fileHandleSource } from './file-source.js';
 import { CHUNK_BYTES, errnoOf, ioError, readFully } from './fsutil.js';
@@ -56,6 +56,14 @@ export interface ImportOptions {
   onProgress?: (p: Progress) => void;
   /** Hashing worker threads (default: one per core). */
   threads?: number;
+  /**
+   * Extra cut points inside tensors, per file: tree-relative path (the file itself when importing
+   * one file: its base name) → tensor name → byte offsets, exactly as `planAndHash`'s `seams`
+   * (e.g. where a fused `qkv_proj` splits into q, k and v, so the split form shares its objects).
+   * Seams move cut points, never bytes. A seam naming no tensor of its file is `invalid_argument`
+   * (`planner.seam_tensor`); paths without seams are planned as usual.
+   */
+  seams?: Readonly<Record<string, Seams>>;
 }
 
 /** Result of {@link Store.importPath}. */
@@ -348,9 +356,11 @@ export async function importTree(
         const fh = await openScanned(f);
         try {
           const size = f.size;
+          const seams = options.seams?.[f.rel];
           const plan = await planAndHash(fileHandleSource(fh, size), {
             hasher,
             signal,
+            ...(seams ? { seams } : {}),
             onRecord: async (record, bytes) => {
               if (bytes === null) {
                 // Read again from the file: bytes that differ from what was hashed mean the

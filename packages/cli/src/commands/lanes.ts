@@ -23,6 +23,7 @@ import {
   defaultCatalog,
   deriveTopology,
   documentDigest,
+  laneSeams,
   layoutToJson,
   loadCatalog,
   refOf,
@@ -34,6 +35,7 @@ import { defineCommand } from '../command.js';
 import type { CommandContext, GlobalArgs } from '../context.js';
 import { formatBytes } from '../progress.js';
 import { table } from './inspect.js';
+import { fetchingStore } from './remote.js';
 
 const GGUF_MAGIC = [0x47, 0x47, 0x55, 0x46];
 
@@ -102,32 +104,76 @@ async function shardHeaders(index: string, ctx: CommandContext): Promise<Safeten
  */
 async function candidateOf(target: string, component: string, ctx: CommandContext): Promise<CandidateHeaders> {
   const stat = await fsp.stat(target).catch(() => null);
-  if (stat?.isFile() && target.endsWith('.json'))
-    return candidateFromSafetensors(await shardHeaders(target, ctx), component);
-  if (stat?.isFile()) {
-    const source = await openFileSource(target);
-    try {
-      const head = await source.read(0, Math.min(4, source.size));
-      const isGguf = head.length === 4 && GGUF_MAGIC.every((b, i) => head[i] === b);
-      return isGguf
-        ? candidateFromGguf(await readGgufHeader(source, { signal: ctx.signal }), component)
-        : candidateFromSafetensors(await readSafetensorsHeader(source, { signal: ctx.signal }), component);
-    } finally {
-      await source.close();
-    }
-  }
+  if (stat?.isFile()) return fileCandidate(target, component, ctx);
   const store = await LocalStore.open(ctx.existingStoreDir(), { readOnly: true });
   try {
-    const set = await openTensors(store, target, { signal: ctx.signal });
-    const tensors: CandidateTensor[] = [...set].map((v) => ({
-      name: v.name,
-      dtype: v.dtype,
-      shape: v.shape.map(Number),
-    }));
-    return { [component]: tensors };
+    return await refCandidate(store, target, component, ctx);
   } finally {
     await store.close();
   }
+}
+
+/** A tensor file's (or shard index's) candidate, from its header(s) only. */
+async function fileCandidate(target: string, component: string, ctx: CommandContext): Promise<CandidateHeaders> {
+  if (target.endsWith('.json')) return candidateFromSafetensors(await shardHeaders(target, ctx), component);
+  const source = await openFileSource(target);
+  try {
+    const head = await source.read(0, Math.min(4, source.size));
+    const isGguf = head.length === 4 && GGUF_MAGIC.every((b, i) => head[i] === b);
+    return isGguf
+      ? candidateFromGguf(await readGgufHeader(source, { signal: ctx.signal }), component)
+      : candidateFromSafetensors(await readSafetensorsHeader(source, { signal: ctx.signal }), component);
+  } finally {
+    await source.close();
+  }
+}
+
+/** A ref's candidate from its manifest and headers (no tensor byte), in any store (local or fetching). */
+async function refCandidate(
+  store: Parameters<typeof openTensors>[0],
+  target: string,
+  component: string,
+  ctx: CommandContext,
+): Promise<CandidateHeaders> {
+  const set = await openTensors(store, target, { signal: ctx.signal });
+  const tensors: CandidateTensor[] = [...set].map((v) => ({
+    name: v.name,
+    dtype: v.dtype,
+    shape: v.shape.map(Number),
+  }));
+  return { [component]: tensors };
+}
+
+/**
+ * Imports a tensor file (or the tensor files directly in a folder) for `--apply`, cut at the
+ * lane's seams (`laneSeams`), so a T2 split or fuse then costs no new tensor byte.
+ */
+async function importForApply(
+  store: LocalStore,
+  target: string,
+  lane: string,
+  catalog: Catalog,
+  component: string,
+  options: { component?: string; conventions?: Record<string, string> },
+  ctx: CommandContext,
+): Promise<{ snapshot: string; seams: Record<string, Record<string, number[]>> }> {
+  const st = await fsp.stat(target);
+  if (st.isFile() && target.endsWith('.json'))
+    throw new TensorFSError('invalid_argument', '--apply on a shard index: pass the folder holding it and its shards', {
+      details: { rule: 'cli.bind' },
+    });
+  const files = st.isFile()
+    ? [{ rel: path.basename(target), abs: target }]
+    : (await fsp.readdir(target, { withFileTypes: true }))
+        .filter((e) => e.isFile() && /\.(safetensors|gguf)$/.test(e.name))
+        .map((e) => ({ rel: e.name, abs: path.join(target, e.name) }));
+  const seams: Record<string, Record<string, number[]>> = {};
+  for (const f of files) {
+    const s = laneSeams(await fileCandidate(f.abs, component, ctx), lane, catalog, options);
+    if (Object.keys(s).length) seams[f.rel] = s;
+  }
+  const r = await store.importPath(target, { seams, signal: ctx.signal });
+  return { snapshot: r.snapshot, seams };
 }
 
 function parseConventions(list: string[] | undefined): Record<string, string> | undefined {
@@ -181,7 +227,10 @@ type BindArgs = {
   convention?: string[];
   apply: boolean;
   name?: string;
+  'allow-lossy': boolean;
   catalog?: string;
+  from?: string;
+  'token-file'?: string;
 };
 
 export const bindCommand = defineCommand<BindArgs>({
@@ -204,49 +253,104 @@ export const bindCommand = defineCommand<BindArgs>({
       .option('apply', {
         type: 'boolean',
         default: false,
-        describe: 'perform the steps on a ref (T1 renames, T2 seams, T3 permutations) and create ref --name',
+        describe:
+          "perform the steps (T1 renames, T2 seams, T3 permutations, T4 casts/quantization) on a ref, or on a file/folder imported cut at the lane's seams, and create ref --name",
       })
       .option('name', { type: 'string', describe: 'with --apply: the new ref (must not exist)' })
+      .option('allow-lossy', {
+        type: 'boolean',
+        default: false,
+        describe: 'with --apply: perform lossy T4 steps (narrowing casts, quantization); refused without it',
+      })
       .option('catalog', {
         type: 'string',
         describe: 'a folder of your own lane documents, added to the bundled catalog',
+      })
+      .option('from', {
+        type: 'string',
+        describe: 'bind a ref of this origin: only its manifest and headers are fetched, no tensor byte',
+      })
+      .option('token-file', {
+        type: 'string',
+        describe: 'with --from: file holding the token; default $TENSORFS_TOKEN',
       }) as unknown as Argv<BindArgs & GlobalArgs>,
   handler: async (args, ctx) => {
     const catalog = await catalogOf(args.catalog);
     const lane = catalog.lane(args.lane);
     const conv = parseConventions(args.convention);
+    const component = args.component ?? (Object.keys(catalog.topology(lane.topology).components)[0] as string);
+    const bindOpts = {
+      ...(args.component ? { component: args.component } : {}),
+      ...(conv ? { conventions: conv } : {}),
+    };
     if (args.apply) {
       if (!args.name)
         throw new TensorFSError('invalid_argument', '--apply needs --name NEW', { details: { rule: 'cli.bind' } });
-      const st = await fsp.stat(args.target).catch(() => null);
-      if (st)
-        throw new TensorFSError('invalid_argument', '--apply works on a ref of the store, not a file', {
+      if (args.from !== undefined)
+        throw new TensorFSError('invalid_argument', '--apply works on the local store: tfs pull the ref first', {
           details: { rule: 'cli.bind' },
         });
-      const store = await LocalStore.open(ctx.existingStoreDir());
+      const st = await fsp.stat(args.target).catch(() => null);
+      const store = await LocalStore.open(st ? ctx.storeDir : ctx.existingStoreDir());
       try {
-        const done = await applyLane(store, args.target, args.lane, catalog, {
+        // A file or folder is imported first, cut where the lane's T2 seams fall.
+        const imported = st
+          ? await importForApply(store, args.target, args.lane, catalog, component, bindOpts, ctx)
+          : null;
+        const done = await applyLane(store, imported ? imported.snapshot : args.target, args.lane, catalog, {
           name: args.name,
           signal: ctx.signal,
-          ...(args.component ? { component: args.component } : {}),
-          ...(conv ? { conventions: conv } : {}),
+          allowLossy: args['allow-lossy'],
+          ...bindOpts,
         });
-        ctx.result(
-          { ...done.bind, applied: { ref: args.name, snapshot: done.snapshot, entries: done.entries } },
-          () => [...humanBind(done.bind), `applied: ${args.name} -> ${done.snapshot}`],
-        );
+        const applied = {
+          ref: args.name,
+          snapshot: done.snapshot,
+          entries: done.entries,
+          seams: done.seams,
+          ...(imported ? { imported: imported.snapshot, importSeams: imported.seams } : {}),
+        };
+        ctx.result({ ...done.bind, applied }, () => [
+          ...humanBind(done.bind),
+          ...(imported
+            ? [
+                `imported ${imported.snapshot} (cut at ${Object.values(imported.seams).reduce((a, x) => a + Object.keys(x).length, 0)} fused tensors' seams)`,
+              ]
+            : []),
+          ...(done.seams.objects
+            ? [
+                `seams off object boundaries: wrote ${done.seams.objects} boundary objects (${formatBytes(done.seams.bytes)})`,
+              ]
+            : []),
+          `applied: ${args.name} -> ${done.snapshot}`,
+        ]);
       } finally {
         await store.close();
       }
       return;
     }
-    const component = args.component ?? (Object.keys(catalog.topology(lane.topology).components)[0] as string);
+    if (args.from !== undefined) {
+      const local = await LocalStore.open(ctx.storeDir);
+      try {
+        const remote = await fetchingStore(ctx, local, args.from, args);
+        try {
+          const cand = await refCandidate(remote, args.target, component, ctx);
+          const r = bind(cand, lane, catalog, bindOpts);
+          ctx.result({ ...r, fetched: { ...remote.fetched } }, () => humanBind(r));
+          if (r.verdict === 'refuse' && r.refuse)
+            throw new TensorFSError('conflict', `does not bind to ${r.lane}: ${r.refuse.message}`, {
+              details: { ...r.refuse, lane: r.lane },
+            });
+        } finally {
+          await remote.close();
+        }
+      } finally {
+        await local.close();
+      }
+      return;
+    }
     const cand = await candidateOf(args.target, component, ctx);
-    const conventions = conv;
-    const r = bind(cand, lane, catalog, {
-      ...(args.component ? { component: args.component } : {}),
-      ...(conventions ? { conventions } : {}),
-    });
+    const r = bind(cand, lane, catalog, bindOpts);
     ctx.result(r, () => humanBind(r));
     if (r.verdict === 'refuse' && r.refuse)
       throw new TensorFSError('conflict', `does not bind to ${r.lane}: ${r.refuse.message}`, {

@@ -19,6 +19,11 @@ export interface EncodeParams {
   nibble_order?: 'lo_first' | 'hi_first';
   /** ggml: `Q8_0` or `Q4_0`. */
   type?: 'Q8_0' | 'Q4_0';
+  /**
+   * nvfp4: the global scale to use instead of `amax / (6·448)` of `values` (a positive finite
+   * float32), so a tensor can be encoded in row chunks that share the scale of the whole tensor.
+   */
+  global_scale?: number;
 }
 
 function bad(message: string, details: Record<string, unknown> = {}): TensorFSError {
@@ -90,7 +95,10 @@ export function encode(values: Float32Array, scheme: string, params: EncodeParam
       let amax = 0;
       for (let i = 0; i < n; i++) amax = Math.max(amax, Math.abs(values[i] as number));
       // ModelOpt: weight_scale_2 = amax / (6·448); block scale = e4m3(amax_b / (6·global)) in [2^-9, 448]
-      const global = amax > 0 ? fr(amax / fr(6 * 448)) : 1;
+      const given = params.global_scale;
+      if (given !== undefined && !(Number.isFinite(given) && given > 0))
+        throw bad('nvfp4 global_scale must be a positive finite number', { actual: String(given) });
+      const global = given !== undefined ? fr(given) : amax > 0 ? fr(amax / fr(6 * 448)) : 1;
       const six = fr(6 * global);
       const nb = n / 16;
       const bs = new Uint8Array(nb);
