@@ -1,0 +1,128 @@
+// First import of a 1 GiB safetensors file into a new store against `cp` + `sync` of the same file
+// into a new folder (the durable write) and `openssl dgst -sha256` (one core of hashing), all in
+// the same rounds, interleaved. Wall and CPU time for each: ours is process.cpuUsage() (every
+// thread, hashing workers included); the baselines' is their own user + system time (reaped
+// children, /proc/self/stat). TENSORFS_BENCH_BEFORE_CAS=<an ESM bundle of an older @tensorfs/cas>
+// also imports with that build in the same rounds. TENSORFS_BENCH_RUNS sets the rounds (default 5).
+import { execFileSync } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { LocalStore } from '@tensorfs/cas';
+
+const MiB = 1 << 20;
+const RUNS = Number(process.env.TENSORFS_BENCH_RUNS ?? 5);
+const before = process.env.TENSORFS_BENCH_BEFORE_CAS ? await import(process.env.TENSORFS_BENCH_BEFORE_CAS) : undefined;
+// The store, the copies and the source on one filesystem (the store's usual home is too).
+const dir = mkdtempSync(join(process.env.TENSORFS_BENCH_DIR ?? tmpdir(), 'tfs-bench-import-'));
+
+/** 64 F32 tensors of 16 MiB (distinct, incompressible-looking bytes). */
+function writeModel(file) {
+  const count = 64;
+  const tensorBytes = 16 * MiB;
+  const header = {};
+  for (let i = 0; i < count; i++) {
+    header[`layers.${i}.weight`] = {
+      dtype: 'F32',
+      shape: [tensorBytes / 4],
+      data_offsets: [i * tensorBytes, (i + 1) * tensorBytes],
+    };
+  }
+  let json = JSON.stringify(header);
+  json += ' '.repeat((8 - (json.length % 8)) % 8);
+  const fd = openSync(file, 'w');
+  const prefix = Buffer.alloc(8);
+  prefix.writeBigUInt64LE(BigInt(json.length));
+  writeSync(fd, prefix);
+  writeSync(fd, Buffer.from(json));
+  const buf = Buffer.allocUnsafe(tensorBytes);
+  for (let i = 0; i < count; i++) {
+    let x = (i + 1) * 2654435761 || 1;
+    for (let at = 0; at < MiB; at += 4) {
+      x ^= x << 13;
+      x ^= x >>> 17;
+      x ^= x << 5;
+      buf.writeInt32LE(x | 0, at);
+    }
+    for (let at = MiB; at < tensorBytes; at += MiB) buf.copy(buf, at, 0, MiB);
+    writeSync(fd, buf);
+  }
+  closeSync(fd);
+  return count * tensorBytes;
+}
+
+/** CPU ms of this process's reaped children (cutime + cstime, 100 Hz ticks). */
+function childCpuMs() {
+  const f = readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ');
+  return (Number(f[13]) + Number(f[14])) * 10;
+}
+
+function child(cmd, args) {
+  const c0 = childCpuMs();
+  const t0 = performance.now();
+  execFileSync(cmd, args, { stdio: ['ignore', 'ignore', 'inherit'] });
+  return { wall: performance.now() - t0, cpu: childCpuMs() - c0 };
+}
+
+async function importWith(Store, file) {
+  const root = mkdtempSync(join(dir, 'store-'));
+  const store = await Store.open(root);
+  const c0 = process.cpuUsage();
+  const t0 = performance.now();
+  const r = await store.importPath(file, { name: 'base' });
+  const wall = performance.now() - t0;
+  const c = process.cpuUsage(c0);
+  await store.close();
+  rmSync(root, { recursive: true, force: true });
+  if (r.bytesWritten < 1024 * MiB) throw new Error(`wrote only ${r.bytesWritten} bytes`);
+  return { wall, cpu: (c.user + c.system) / 1000 };
+}
+
+const cases = {
+  'cp + sync': (file) => {
+    const out = mkdtempSync(join(dir, 'cp-'));
+    const m = child('sh', ['-c', `cp "${file}" "${out}/f" && sync "${out}/f"`]);
+    rmSync(out, { recursive: true, force: true });
+    return m;
+  },
+  'openssl dgst -sha256': (file) => child('openssl', ['dgst', '-sha256', file]),
+  import: (file) => importWith(LocalStore, file),
+  ...(before ? { 'import (before)': (file) => importWith(before.LocalStore, file) } : {}),
+};
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+try {
+  const file = join(dir, 'model.safetensors');
+  const size = writeModel(file);
+  execFileSync('cat', [file], { stdio: ['ignore', 'ignore', 'inherit'] }); // warm page cache
+  execFileSync('sync'); // the model's own dirty pages are not billed to the first case
+  const names = Object.keys(cases);
+  const samples = Object.fromEntries(names.map((n) => [n, { wall: [], cpu: [] }]));
+  const loads = [];
+  for (let r = 0; r <= RUNS; r++) {
+    for (const n of r % 2 ? [...names].reverse() : names) {
+      const m = await cases[n](file);
+      if (r > 0) {
+        samples[n].wall.push(m.wall);
+        samples[n].cpu.push(m.cpu);
+      }
+    }
+    loads.push(loadavg()[0]);
+  }
+  const med = Object.fromEntries(names.map((n) => [n, { wall: median(samples[n].wall), cpu: median(samples[n].cpu) }]));
+  console.log(
+    `1 GiB safetensors (64 tensors of 16 MiB), ${RUNS} interleaved rounds, medians; load average ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}`,
+  );
+  for (const n of names) {
+    const { wall, cpu } = med[n];
+    const vs = (b) => `${(wall / med[b].wall).toFixed(2)}× / ${(cpu / med[b].cpu).toFixed(2)}×`;
+    console.log(
+      `${n.padEnd(22)} wall ${wall.toFixed(0).padStart(5)} ms  CPU ${cpu.toFixed(0).padStart(5)} ms  ${((size / MiB / wall) * 1000).toFixed(0).padStart(5)} MiB/s | vs cp + sync ${vs('cp + sync')} | vs openssl ${vs('openssl dgst -sha256')} (wall / CPU)`,
+    );
+    console.log(`${''.padEnd(22)} samples wall ${samples[n].wall.map((x) => x.toFixed(0)).join(' ')}`);
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
