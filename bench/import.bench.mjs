@@ -5,52 +5,18 @@
 // children, /proc/self/stat). TENSORFS_BENCH_BEFORE_CAS=<an ESM bundle of an older @tensorfs/cas>
 // also imports with that build in the same rounds. TENSORFS_BENCH_RUNS sets the rounds (default 5).
 import { execFileSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { LocalStore } from '@tensorfs/cas';
+import { writeLayersModel } from './lib.mjs';
 
 const MiB = 1 << 20;
 const RUNS = Number(process.env.TENSORFS_BENCH_RUNS ?? 5);
 const before = process.env.TENSORFS_BENCH_BEFORE_CAS ? await import(process.env.TENSORFS_BENCH_BEFORE_CAS) : undefined;
 // The store, the copies and the source on one filesystem (the store's usual home is too).
 const dir = mkdtempSync(join(process.env.TENSORFS_BENCH_DIR ?? tmpdir(), 'tfs-bench-import-'));
-
-/** 64 F32 tensors of 16 MiB (distinct, incompressible-looking bytes). */
-function writeModel(file) {
-  const count = 64;
-  const tensorBytes = 16 * MiB;
-  const header = {};
-  for (let i = 0; i < count; i++) {
-    header[`layers.${i}.weight`] = {
-      dtype: 'F32',
-      shape: [tensorBytes / 4],
-      data_offsets: [i * tensorBytes, (i + 1) * tensorBytes],
-    };
-  }
-  let json = JSON.stringify(header);
-  json += ' '.repeat((8 - (json.length % 8)) % 8);
-  const fd = openSync(file, 'w');
-  const prefix = Buffer.alloc(8);
-  prefix.writeBigUInt64LE(BigInt(json.length));
-  writeSync(fd, prefix);
-  writeSync(fd, Buffer.from(json));
-  const buf = Buffer.allocUnsafe(tensorBytes);
-  for (let i = 0; i < count; i++) {
-    let x = (i + 1) * 2654435761 || 1;
-    for (let at = 0; at < MiB; at += 4) {
-      x ^= x << 13;
-      x ^= x >>> 17;
-      x ^= x << 5;
-      buf.writeInt32LE(x | 0, at);
-    }
-    for (let at = MiB; at < tensorBytes; at += MiB) buf.copy(buf, at, 0, MiB);
-    writeSync(fd, buf);
-  }
-  closeSync(fd);
-  return count * tensorBytes;
-}
 
 /** CPU ms of this process's reaped children (cutime + cstime, 100 Hz ticks). */
 function childCpuMs() {
@@ -95,7 +61,8 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 try {
   const file = join(dir, 'model.safetensors');
-  const size = writeModel(file);
+  await writeLayersModel(file, 128, 2048); // 128 distinct BF16 [2048, 2048] tensors, 8 MiB each
+  const size = 1024 * MiB;
   execFileSync('cat', [file], { stdio: ['ignore', 'ignore', 'inherit'] }); // warm page cache
   execFileSync('sync'); // the model's own dirty pages are not billed to the first case
   const names = Object.keys(cases);
@@ -113,7 +80,7 @@ try {
   }
   const med = Object.fromEntries(names.map((n) => [n, { wall: median(samples[n].wall), cpu: median(samples[n].cpu) }]));
   console.log(
-    `1 GiB safetensors (64 tensors of 16 MiB), ${RUNS} interleaved rounds, medians; load average ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}`,
+    `1 GiB safetensors (128 tensors of 8 MiB), ${RUNS} interleaved rounds, medians; load average ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}`,
   );
   for (const n of names) {
     const { wall, cpu } = med[n];
