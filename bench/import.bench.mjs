@@ -2,14 +2,17 @@
 // into a new folder (the durable write) and `openssl dgst -sha256` (one core of hashing), all in
 // the same rounds, interleaved. Wall and CPU time for each: ours is process.cpuUsage() (every
 // thread, hashing workers included); the baselines' is their own user + system time (reaped
-// children, /proc/self/stat). TENSORFS_BENCH_BEFORE_CAS=<an ESM bundle of an older @tensorfs/cas>
-// also imports with that build in the same rounds. TENSORFS_BENCH_RUNS sets the rounds (default 5).
+// children, /proc/self/stat). `hash only` is planAndHash with no write (the hashing floor).
+// TENSORFS_BENCH_BEFORE_CAS=<an ESM bundle of an older @tensorfs/cas> also imports with that
+// build in the same rounds. TENSORFS_BENCH_RUNS sets the rounds (default 5).
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { LocalStore } from '@tensorfs/cas';
+import { createNodeHasher, fileHandleSource, LocalStore } from '@tensorfs/cas';
+import { planAndHash } from '@tensorfs/planner';
+import * as fsp from 'node:fs/promises';
 import { writeLayersModel } from './lib.mjs';
 
 const MiB = 1 << 20;
@@ -53,6 +56,21 @@ const cases = {
     return m;
   },
   'openssl dgst -sha256': (file) => child('openssl', ['dgst', '-sha256', file]),
+  // The part of an import no write can hide on a busy machine: read and hash on every core.
+  'hash only (planAndHash)': async (file) => {
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    const hasher = createNodeHasher();
+    const fh = await fsp.open(file);
+    try {
+      await planAndHash(fileHandleSource(fh, (await fh.stat()).size), { hasher });
+    } finally {
+      await fh.close();
+      await hasher.close();
+    }
+    const c = process.cpuUsage(c0);
+    return { wall: performance.now() - t0, cpu: (c.user + c.system) / 1000 };
+  },
   import: (file) => importWith(LocalStore, file),
   ...(before ? { 'import (before)': (file) => importWith(before.LocalStore, file) } : {}),
 };
