@@ -9,6 +9,7 @@ export {
   type Plan,
   type PlanJSON,
   type PlannedRecord,
+  type ReadRecord,
   type PlanOptions,
   type PlanProgress,
   planAndHash,

@@ -59,6 +59,23 @@ export interface PlanOptions {
    * and never called again after a failure. This is how a store admits objects reading each byte once.
    */
   onRecord?: (record: PlannedRecord, bytes: readonly Uint8Array[] | null) => void | Promise<void>;
+  /**
+   * Called in record order as soon as a buffered record's bytes are read, BEFORE its digest is
+   * known (hashing runs meanwhile), with the exact bytes that will be hashed. The promise it
+   * returns is awaited before the record's {@link PlanOptions.onRecord} call and before those
+   * buffers are reused; the bytes must not be modified. Never called for a record larger than a
+   * buffer (`onRecord` gets `null` for it). A store uses it to write a temp while the record hashes.
+   */
+  onRead?: (record: ReadRecord, bytes: readonly Uint8Array[]) => void | Promise<void>;
+}
+
+/** A record whose bytes were read but whose digest is not known yet (see {@link PlanOptions.onRead}). */
+export interface ReadRecord {
+  /** Position in the plan's record list. */
+  index: number;
+  /** Offset of the record's first byte in the file. */
+  offset: number;
+  length: number;
 }
 
 /** A file cut into records and hashed. */
@@ -182,6 +199,8 @@ interface Pending {
   batch: Batch;
   buffer: Uint8Array;
   digests: Promise<Uint8Array[]>;
+  /** What `onRead` returned for the batch's records (awaited before the buffer is reused). */
+  reads: Promise<unknown> | undefined;
 }
 
 /**
@@ -204,8 +223,9 @@ async function hashBuffered(source: ByteSource, cuts: Cuts, bufferSize: number, 
   const queue: Pending[] = [];
   let done = 0;
   const drain = async (): Promise<void> => {
-    const { batch, buffer, digests } = queue.shift()!;
+    const { batch, buffer, digests, reads } = queue.shift()!;
     const list = await digests;
+    await reads;
     throwIfAborted(signal);
     for (let k = 0; k < batch.count; k++) {
       const index = batch.first + k;
@@ -238,13 +258,37 @@ async function hashBuffered(source: ByteSource, cuts: Cuts, bufferSize: number, 
       if (free.length === 0 && owned.length > ctx.concurrency) await drain();
       pendingRead = read(current.value);
     }
-    queue.push({ batch, buffer, digests: quiet(hashBatch(hasher, cuts, batch, buffer, signal)) });
+    const digests = quiet(hashBatch(hasher, cuts, batch, buffer, signal));
+    queue.push({
+      batch,
+      buffer,
+      digests,
+      reads: ctx.onRead ? quiet(readBatch(ctx.onRead, cuts, batch, buffer)) : undefined,
+    });
     while (queue.length > ctx.concurrency) await drain();
   }
   while (queue.length > 0) await drain();
   // Only after success: after a failure a worker may still be hashing from these buffers.
   for (const buffer of owned) hasher.release?.(buffer);
   return ids;
+}
+
+/** Hands each record of a freshly read batch to `onRead` (while it hashes); settles when all did. */
+async function readBatch(
+  onRead: NonNullable<PlanOptions['onRead']>,
+  cuts: Cuts,
+  batch: Batch,
+  buffer: Uint8Array,
+): Promise<void> {
+  const jobs: (void | Promise<void>)[] = [];
+  for (let k = 0; k < batch.count; k++) {
+    const index = batch.first + k;
+    const offset = cuts.offsets[index]!;
+    const length = cuts.lengths[index]!;
+    const start = offset - batch.offset;
+    jobs.push(onRead({ index, offset, length }, [buffer.subarray(start, start + length)]));
+  }
+  await Promise.all(jobs);
 }
 
 function hashBatch(

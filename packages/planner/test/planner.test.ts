@@ -188,6 +188,62 @@ describe('safetensors-v1', () => {
   });
 });
 
+describe('onRead', () => {
+  it('hands every buffered record its bytes before its digest, awaited before onRecord', async () => {
+    const f = safetensorsBytes([
+      { name: 'x', data: seededBytes(33, RECORD_GRID_BYTES - 10) },
+      { name: 'y', data: seededBytes(34, 50) },
+      { name: 'z', data: seededBytes(35, 30) },
+    ]);
+    const log: string[] = [];
+    const early = new Map<number, Buffer>();
+    const p = await plan(f, {
+      concurrency: 2,
+      onRead: async (r, bytes) => {
+        log.push(`read ${r.index}`);
+        const joined = Buffer.concat(bytes);
+        expect(joined.length).toBe(r.length);
+        expect(joined.equals(Buffer.from(f.subarray(r.offset, r.offset + r.length)))).toBe(true);
+        early.set(r.index, Buffer.from(joined));
+        // Awaited: onRecord for this record must wait for it.
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        log.push(`read done ${r.index}`);
+      },
+      onRecord: (r, bytes) => {
+        log.push(`record ${r.index}`);
+        expect(sha256Id(early.get(r.index)!)).toBe(r.digest);
+        expect(Buffer.concat(bytes!).equals(early.get(r.index)!)).toBe(true);
+      },
+    });
+    expect(p.records).toHaveLength(4);
+    for (let i = 0; i < 4; i++) {
+      expect(log.indexOf(`read ${i}`)).toBeGreaterThanOrEqual(0);
+      expect(log.indexOf(`read done ${i}`)).toBeLessThan(log.indexOf(`record ${i}`));
+    }
+    expect(log.filter((l) => l.startsWith('record '))).toEqual(['record 0', 'record 1', 'record 2', 'record 3']);
+  });
+
+  it('is not called for a blob larger than a buffer, and its failure fails the plan', async () => {
+    const big = seededBytes(36, RECORD_GRID_BYTES + 1);
+    let calls = 0;
+    await plan(big, { onRead: () => void calls++ });
+    expect(calls).toBe(0);
+    const f = safetensorsBytes([{ name: 'a', data: seededBytes(37, 100) }]);
+    const seen: number[] = [];
+    const e = await expectCode(
+      plan(f, {
+        onRead: async (r) => {
+          if (r.index === 1) throw new TensorFSError('io', 'disk full');
+        },
+        onRecord: (r) => void seen.push(r.index),
+      }),
+      'io',
+    );
+    expect(e.message).toBe('disk full');
+    expect(seen).toEqual([]);
+  });
+});
+
 describe('gguf-v1', () => {
   it('cuts header, tensors and alignment padding; equal paddings are one object', async () => {
     const w1 = seededBytes(40, 12);

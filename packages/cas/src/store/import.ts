@@ -22,12 +22,12 @@ import {
   validatePath,
   validateSymlinkTarget,
 } from '@tensorfs/format';
-import { planAndHash, type Seams } from '@tensorfs/planner';
+import { planAndHash, type ReadRecord, type Seams } from '@tensorfs/planner';
 import { createNodeHasher } from '../hash/index.js';
 import { fileHandleSource } from './file-source.js';
 import { CHUNK_BYTES, errnoOf, ioError, readFully } from './fsutil.js';
 import type { Lease } from './leases.js';
-import { type Objects, type PutResult, writeAllv } from './objects.js';
+import { hashChunks, type Objects, type OpenTemp, type PutResult, type Temp, writeAllv } from './objects.js';
 
 /** Progress of an import. */
 export interface Progress {
@@ -328,6 +328,7 @@ export async function importTree(
     }
   };
   const flushes = new Flushes();
+  const early = new EarlyTemps(objects, lease.id);
   try {
     for (const f of found) {
       throwIfAborted(signal);
@@ -361,7 +362,10 @@ export async function importTree(
             hasher,
             signal,
             ...(seams ? { seams } : {}),
+            // Write a temp while the record hashes (and start its fdatasync), when it is likely new.
+            onRead: (record, bytes) => early.start(record, bytes),
             onRecord: async (record, bytes) => {
+              const temp = early.take(record.index);
               if (bytes === null) {
                 // Read again from the file: bytes that differ from what was hashed mean the
                 // source changed (conflict), not that the store is damaged.
@@ -377,17 +381,30 @@ export async function importTree(
                     throw err;
                   });
                 counted(put);
-              } else if (objects.present(record.digest, lease.id, record.length) < 0) {
-                // Write the temp now (the planner reuses these buffers once we return), but let
-                // its fdatasync and publish run while the planner reads and hashes on.
-                const tmp = await objects.fillTemp(async (out) => {
-                  await writeAllv(out, bytes);
-                  return record.length;
-                });
-                await flushes.add(async () => {
-                  const published = await objects.publish(await objects.syncTemp(tmp), record.digest);
-                  counted({ id: record.digest, length: record.length, written: published });
-                });
+              } else if (objects.present(record.digest, lease.id, record.length) >= 0) {
+                early.decided(false);
+                if (temp) await flushes.add(() => early.discard(temp));
+              } else {
+                early.decided(true);
+                // Publish (link into objects/) only once the temp's bytes are durable; the digest
+                // was computed over the very bytes the temp was written from.
+                if (temp) {
+                  await flushes.add(async () => {
+                    const published = await objects.publish(await early.synced(temp), record.digest);
+                    counted({ id: record.digest, length: record.length, written: published });
+                  });
+                } else {
+                  // Write the temp now (the planner reuses these buffers once we return), but let
+                  // its fdatasync and publish run while the planner reads and hashes on.
+                  const tmp = await objects.fillTemp(async (out) => {
+                    await writeAllv(out, bytes);
+                    return record.length;
+                  });
+                  await flushes.add(async () => {
+                    const published = await objects.publish(await early.sync(tmp), record.digest);
+                    counted({ id: record.digest, length: record.length, written: published });
+                  });
+                }
               }
               progress.bytes += record.length;
               onProgress?.({ ...progress });
@@ -421,6 +438,7 @@ export async function importTree(
     await flushes.drain();
   } finally {
     await flushes.settle();
+    await early.abandon();
     await hasher.close();
   }
   return {
@@ -434,7 +452,7 @@ export async function importTree(
 
 /** Temps being synced and published in the background, at most {@link Flushes.MAX} at once. */
 class Flushes {
-  static readonly MAX = 4;
+  static readonly MAX = 8;
   private readonly running = new Set<Promise<void>>();
   private failure: unknown;
 
@@ -464,5 +482,131 @@ class Flushes {
 
   private check(): void {
     if (this.failure !== undefined) throw this.failure;
+  }
+}
+
+/** A temp written from a record's bytes before its digest was known. */
+interface Early {
+  /** Settles when the bytes are in the temp (the planner may then reuse its buffer). */
+  written: Promise<OpenTemp>;
+  /** The synced temp, or null once it was discarded before its sync started. */
+  synced: Promise<Temp | null>;
+  discarded: boolean;
+}
+
+/**
+ * First-import overlap: temps written while their records hash. A record read from the source
+ * is written to a temp at once and its fdatasync queued (at most {@link EarlyTemps.SYNCS} at a
+ * time, so the reads and writes always find a free libuv thread); once its digest is known the
+ * caller publishes the synced temp, or discards it if the object turned out to be present.
+ *
+ * Writing before knowing the digest wastes a write for an object the store already has, so it
+ * happens only while records look new: the first record of a file is checked directly when it is
+ * small (a header object already present means a re-import or a fine-tune), every later one
+ * follows the last decision made (`decided`). Nothing here publishes: publishing stays with the
+ * caller, after the sync and the digest check.
+ */
+class EarlyTemps {
+  /** fdatasyncs in flight at once (libuv's pool has 4 threads; reads and writes need the others). */
+  static readonly SYNCS = 2;
+  /** Records at most this long are hashed here to decide whether a file looks new. */
+  static readonly PROBE_BYTES = 1 << 20;
+  private readonly open = new Map<number, Early>();
+  private readonly all = new Set<Early>();
+  private lastNew: boolean;
+  private syncing = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(
+    private readonly objects: Objects,
+    private readonly lease: string,
+  ) {
+    this.lastNew = storeLooksEmpty(objects);
+  }
+
+  /** The planner's `onRead`: writes a temp for the record if it looks new. */
+  start(record: ReadRecord, bytes: readonly Uint8Array[]): Promise<void> | undefined {
+    if (record.index === 0 && record.length <= EarlyTemps.PROBE_BYTES) {
+      const { id } = hashChunks(bytes);
+      this.lastNew = this.objects.present(id, this.lease, record.length) < 0;
+    }
+    if (!this.lastNew) return undefined;
+    const written = this.objects.fillTemp(async (out) => {
+      await writeAllv(out, bytes);
+      return record.length;
+    });
+    const early: Early = { written, synced: Promise.resolve(null), discarded: false };
+    early.synced = written.then((tmp) =>
+      this.limited(() => (early.discarded ? this.drop(tmp) : this.objects.syncTemp(tmp))),
+    );
+    early.synced.catch(() => {});
+    this.open.set(record.index, early);
+    this.all.add(early);
+    return written.then(() => undefined);
+  }
+
+  /** The early temp of record `index`, if one was started (the caller now owns it). */
+  take(index: number): Early | undefined {
+    const early = this.open.get(index);
+    this.open.delete(index);
+    return early;
+  }
+
+  /** Records whether the last record decided was new (written) or present. */
+  decided(isNew: boolean): void {
+    this.lastNew = isNew;
+  }
+
+  /** The synced temp of `early` (its failure is the caller's). */
+  async synced(early: Early): Promise<Temp> {
+    const tmp = await early.synced;
+    this.all.delete(early);
+    if (tmp === null) throw new TensorFSError('internal', 'early temp was discarded', { details: {} });
+    return tmp;
+  }
+
+  /** fdatasyncs and closes `tmp`, one of at most {@link EarlyTemps.SYNCS} at a time. */
+  sync(tmp: OpenTemp): Promise<Temp> {
+    return this.limited(() => this.objects.syncTemp(tmp));
+  }
+
+  /** Removes the temp of `early` (its object was present after all); skips its sync if not begun. */
+  async discard(early: Early): Promise<void> {
+    early.discarded = true;
+    const tmp = await early.synced.catch(() => null);
+    this.all.delete(early);
+    if (tmp !== null) await fsp.rm(tmp.path, { force: true });
+  }
+
+  /** After a failure: removes every early temp nobody took over. */
+  async abandon(): Promise<void> {
+    this.open.clear();
+    await Promise.all([...this.all].map((early) => this.discard(early)));
+  }
+
+  private async drop(tmp: OpenTemp): Promise<null> {
+    await tmp.fh.close().catch(() => {});
+    await fsp.rm(tmp.path, { force: true });
+    return null;
+  }
+
+  private async limited<T>(job: () => Promise<T>): Promise<T> {
+    while (this.syncing >= EarlyTemps.SYNCS) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.syncing++;
+    try {
+      return await job();
+    } finally {
+      this.syncing--;
+      this.waiting.shift()?.();
+    }
+  }
+}
+
+/** True when the store has no object folder yet (a new store: every record will be new). */
+function storeLooksEmpty(objects: Objects): boolean {
+  try {
+    return fs.readdirSync(objects.layout.objects).length === 0;
+  } catch {
+    return true;
   }
 }

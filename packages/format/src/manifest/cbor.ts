@@ -16,6 +16,7 @@
 import { requireBytes } from '../args.js';
 import { TensorFSError } from '../errors.js';
 import { grown } from './grow.js';
+import { putHead } from './head.js';
 
 /** A map key: a text string or an integer. */
 export type CborKey = string | number | bigint;
@@ -87,23 +88,7 @@ class Writer {
     const m = major << 5;
     if (typeof arg === 'number' && arg <= 0xffffffff) {
       this.reserve(5);
-      const b = this.buf;
-      if (arg < 24) {
-        b[this.len++] = m | arg;
-      } else if (arg < 0x100) {
-        b[this.len++] = m | 24;
-        b[this.len++] = arg;
-      } else if (arg < 0x10000) {
-        b[this.len++] = m | 25;
-        b[this.len++] = arg >>> 8;
-        b[this.len++] = arg & 0xff;
-      } else {
-        b[this.len++] = m | 26;
-        b[this.len++] = arg >>> 24;
-        b[this.len++] = (arg >>> 16) & 0xff;
-        b[this.len++] = (arg >>> 8) & 0xff;
-        b[this.len++] = arg & 0xff;
-      }
+      this.len = putHead(this.buf, this.len, major, arg);
       return;
     }
     const v = BigInt(arg);

@@ -22,6 +22,7 @@ import type { ObjectId } from '../ids.js';
 import type { Manifest, ManifestEntry, RecordRef } from './manifest.js';
 import { PLAN_PROFILES, type PlanProfile } from './profiles.js';
 import { grown } from './grow.js';
+import { putHead } from './head.js';
 
 const enc = new TextEncoder();
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
@@ -130,35 +131,7 @@ class Out {
 
   /** A head with an argument below 2^53 in its shortest form (space reserved by the caller). */
   head(major: number, arg: number): void {
-    const b = this.buf;
-    const m = major << 5;
-    if (arg < 24) b[this.len++] = m | arg;
-    else if (arg < 0x100) {
-      b[this.len++] = m | 24;
-      b[this.len++] = arg;
-    } else if (arg < 0x10000) {
-      b[this.len++] = m | 25;
-      b[this.len++] = arg >>> 8;
-      b[this.len++] = arg & 0xff;
-    } else if (arg <= 0xffffffff) {
-      b[this.len++] = m | 26;
-      b[this.len++] = arg >>> 24;
-      b[this.len++] = (arg >>> 16) & 0xff;
-      b[this.len++] = (arg >>> 8) & 0xff;
-      b[this.len++] = arg & 0xff;
-    } else {
-      const hi = Math.floor(arg / 0x100000000);
-      const lo = arg >>> 0;
-      b[this.len++] = m | 27;
-      b[this.len++] = hi >>> 24;
-      b[this.len++] = (hi >>> 16) & 0xff;
-      b[this.len++] = (hi >>> 8) & 0xff;
-      b[this.len++] = hi & 0xff;
-      b[this.len++] = lo >>> 24;
-      b[this.len++] = (lo >>> 16) & 0xff;
-      b[this.len++] = (lo >>> 8) & 0xff;
-      b[this.len++] = lo & 0xff;
-    }
+    this.len = putHead(this.buf, this.len, major, arg);
   }
 
   uint(v: number): void {
