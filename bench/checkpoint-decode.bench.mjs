@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import { openStore } from '@tensorfs/cas';
 import { decodeInto } from '@tensorfs/format/encodings';
 import { CheckpointWriter, openCheckpoint } from '@tensorfs/tensors';
-import { cases, cpuBest, K, N, numpyBaseline } from './encodings-cases.mjs';
-import { mibps, report } from './lib.mjs';
+import { cases, cpuBest, K, N, numpyBaseline, reportAgainstNumpy } from './encodings-cases.mjs';
+import { mibps } from './lib.mjs';
 
 const dir = mkdtempSync(join(tmpdir(), 'tensorfs-bench-cpdec-'));
 try {
@@ -45,15 +45,7 @@ try {
     const np = numpy[c.name];
     const label = `checkpoint decode ${c.label ?? c.name}`;
     const extra = `${mibps(outBytes, ms)} MiB/s (in memory ${inMemory.toFixed(1)} ms, ${mibps(outBytes, inMemory)} MiB/s)${same ? '' : ' | DIFFERS from in-memory'}`;
-    if (np)
-      report(
-        label,
-        ms,
-        'numpy',
-        np.ms,
-        `${extra} vs ${mibps(outBytes, np.ms)} MiB/s | agree ${ours === np.sha256 ? 'yes' : 'NO'}`,
-      );
-    else console.log(`${label.padEnd(48)} ours ${ms.toFixed(1)} ms | ${extra}`);
+    reportAgainstNumpy(label, ms, np, outBytes, ours, extra);
   }
   await store.close?.();
 } finally {

@@ -4,6 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { mibps, report } from './lib.mjs';
 
 export const N = 2048;
 export const K = 4096;
@@ -184,4 +185,17 @@ export async function cpuBest(fn) {
     if (i > 0) best = Math.min(best, (used.user + used.system) / 1000);
   }
   return best;
+}
+
+/** One line: ours against numpy's decode of the same parts (and whether the outputs agree). */
+export function reportAgainstNumpy(label, ms, np, outBytes, ours, extra) {
+  if (np)
+    report(
+      label,
+      ms,
+      'numpy',
+      np.ms,
+      `${extra} vs ${mibps(outBytes, np.ms)} MiB/s | agree ${ours === np.sha256 ? 'yes' : 'NO'}`,
+    );
+  else console.log(`${label.padEnd(48)} ours ${ms.toFixed(1)} ms | ${extra}`);
 }

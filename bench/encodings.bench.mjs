@@ -6,8 +6,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decode, decodeInto } from '@tensorfs/format/encodings';
-import { cases, cpuBest, K, N, numpyBaseline } from './encodings-cases.mjs';
-import { mibps, report } from './lib.mjs';
+import { cases, cpuBest, K, N, numpyBaseline, reportAgainstNumpy } from './encodings-cases.mjs';
+import { mibps } from './lib.mjs';
 
 const dir = mkdtempSync(join(tmpdir(), 'tensorfs-bench-enc-'));
 const numpy = numpyBaseline(dir);
@@ -23,14 +23,6 @@ for (const c of cases) {
   const np = numpy[c.name];
   const label = `decode ${c.label ?? c.name} ${N}x${K}`;
   const extra = `${mibps(outBytes, ms)} MiB/s (fresh buffer ${mibps(outBytes, fresh)})`;
-  if (np)
-    report(
-      label,
-      ms,
-      'numpy',
-      np.ms,
-      `${extra} vs ${mibps(outBytes, np.ms)} MiB/s | agree ${ours === np.sha256 ? 'yes' : 'NO'}`,
-    );
-  else console.log(`${label.padEnd(48)} ours ${ms.toFixed(1)} ms | ${extra}`);
+  reportAgainstNumpy(label, ms, np, outBytes, ours, extra);
 }
 rmSync(dir, { recursive: true, force: true });

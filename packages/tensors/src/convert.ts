@@ -26,7 +26,7 @@ import { CheckpointWriter } from './checkpoint-writer.js';
 import { INDEX_SUFFIX, openTensors } from './open.js';
 import { configDtype, importProducerTensors, quantizationConfigOf } from './producers.js';
 import { SnapshotTree } from './snapshot.js';
-import type { TensorView } from './view.js';
+import { retyped, type TensorView } from './view.js';
 
 export { PRODUCER_CONVENTIONS, type ProducerConvention };
 
@@ -277,23 +277,7 @@ async function putView(comp: ReturnType<CheckpointWriter['component']>, view: Te
     });
   }
   const enc = importGgufTensor(type.id, [...view.shape].reverse().map(Number), undefined);
-  const blocks = {
-    name: view.name,
-    file: view.file,
-    format: view.format,
-    dtype: 'U8',
-    shape: [BigInt(view.byteLength)],
-    blockSize: 1,
-    typeSize: 1,
-    byteOffset: view.byteOffset,
-    byteLength: view.byteLength,
-    aligned: view.aligned,
-    records: view.records,
-    digests: view.digests,
-    pieces: view.pieces.bind(view),
-    read: view.read.bind(view),
-    readInto: view.readInto.bind(view),
-  } satisfies TensorView;
+  const blocks = retyped(view, 'U8', [view.byteLength], 1);
   const params = enc.params as { dtype: string };
   await comp.putEncoded(view.name, {
     dtype: params.dtype,

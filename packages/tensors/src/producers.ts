@@ -26,7 +26,7 @@ import {
   type ProducerConvention,
   type ProducerTensor,
 } from '@tensorfs/format/encodings';
-import type { TensorView } from './view.js';
+import { retyped, type TensorView } from './view.js';
 
 /** Tensors whose bytes a translation reads (small JSON or scalars); never a weight. */
 const METADATA_SUFFIXES = [
@@ -97,29 +97,6 @@ export function quantizationConfigOf(
 
 function endsWithAny(name: string, suffixes: readonly string[]): boolean {
   return suffixes.some((s) => name.endsWith(s));
-}
-
-/** A view of the same bytes under another dtype/shape of the same byte length. */
-function retyped(view: TensorView, dtype: string, shape: readonly number[]): TensorView {
-  if (dtype === view.dtype && shape.length === view.shape.length && shape.every((d, i) => BigInt(d) === view.shape[i]))
-    return view;
-  return {
-    name: view.name,
-    file: view.file,
-    format: view.format,
-    dtype,
-    shape: shape.map(BigInt),
-    blockSize: 1,
-    typeSize: view.typeSize,
-    byteOffset: view.byteOffset,
-    byteLength: view.byteLength,
-    aligned: view.aligned,
-    records: view.records,
-    digests: view.digests,
-    pieces: view.pieces.bind(view),
-    read: view.read.bind(view),
-    readInto: view.readInto.bind(view),
-  };
 }
 
 function numberOption(v: JsonValue | undefined): [number, number] | undefined {

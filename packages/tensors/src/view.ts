@@ -264,3 +264,31 @@ export class StoredTensorView implements TensorView {
     });
   }
 }
+
+/** A view of the same bytes under another dtype/shape of the same byte length (internal). */
+export function retyped(
+  view: TensorView,
+  dtype: string,
+  shape: readonly number[],
+  typeSize = view.typeSize,
+): TensorView {
+  if (dtype === view.dtype && shape.length === view.shape.length && shape.every((d, i) => BigInt(d) === view.shape[i]))
+    return view;
+  return {
+    name: view.name,
+    file: view.file,
+    format: view.format,
+    dtype,
+    shape: shape.map(BigInt),
+    blockSize: 1,
+    typeSize,
+    byteOffset: view.byteOffset,
+    byteLength: view.byteLength,
+    aligned: view.aligned,
+    records: view.records,
+    digests: view.digests,
+    pieces: view.pieces.bind(view),
+    read: view.read.bind(view),
+    readInto: view.readInto.bind(view),
+  };
+}
