@@ -6,7 +6,7 @@ import { validateRefName } from '@tensorfs/cas';
 import { type ObjectId, TensorFSError, parseObjectId } from '@tensorfs/format';
 import { parseRefText } from './folder.js';
 import { HttpClient, type HttpOptions, type HttpResponse, displayUrl, readText } from './http.js';
-import type { CallOptions, ObjectRead, Origin, OriginRef } from './origin.js';
+import type { BatchRead, CallOptions, ObjectRead, Origin, OriginRef } from './origin.js';
 
 /** Most ids asked about in one `lacks` request. */
 export const LACKS_BATCH = 4096;
@@ -219,6 +219,70 @@ export class HubOrigin extends StaticHttpOrigin {
       }
     }
     return out;
+  }
+
+  /**
+   * `POST /v1/objects/batch`: the objects in the order asked, parsed from the framed answer
+   * (spec/v1/remote.md "Batched reads"). Stops with `malformed` at a frame naming another id or
+   * longer than `maxObjectBytes`; ends early when the answer is cut. Bytes are not verified here.
+   */
+  async *readBatch(
+    ids: readonly ObjectId[],
+    options: CallOptions & { maxObjectBytes: number },
+  ): AsyncIterable<BatchRead> {
+    const res = await this.http.send({
+      method: 'POST',
+      url: `${this.base}/v1/objects/batch`,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ids }),
+      signal: options.signal,
+    });
+    const bad = (why: string) =>
+      new TensorFSError('malformed', `the hub's batch answer is not valid: ${why}`, {
+        details: { rule: 'hub.bad_batch' },
+      });
+    let buf: Buffer = Buffer.alloc(0);
+    let next = 0;
+    // The object being read: its id and remaining length (null between frames).
+    let cur: { id: ObjectId; length: number; parts: Buffer[]; have: number } | null = null;
+    try {
+      for await (const chunk of res.body as AsyncIterable<Buffer>) {
+        buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk]);
+        for (;;) {
+          if (cur === null) {
+            if (buf.length < 40) break;
+            if (next >= ids.length) throw bad('more frames than ids');
+            const id = ids[next++]!;
+            if (buf.subarray(0, 32).toString('hex') !== id.slice(7)) throw bad('a frame names another object');
+            const n = buf.readBigUInt64BE(32);
+            buf = buf.subarray(40);
+            if (n === 0xffff_ffff_ffff_ffffn) {
+              yield { id, bytes: null };
+              continue;
+            }
+            if (n > BigInt(options.maxObjectBytes)) throw bad('an object is larger than asked');
+            cur = { id, length: Number(n), parts: [], have: 0 };
+          }
+          const take = Math.min(cur.length - cur.have, buf.length);
+          if (take > 0) {
+            cur.parts.push(buf.subarray(0, take));
+            cur.have += take;
+            buf = buf.subarray(take);
+          }
+          if (cur.have < cur.length) break;
+          const done = cur;
+          cur = null;
+          yield { id: done.id, bytes: Buffer.concat(done.parts, done.length) };
+        }
+      }
+      if (cur !== null || buf.length > 0 || next < ids.length) {
+        throw new TensorFSError('unavailable', 'the batch answer ended early', {
+          details: { rule: 'hub.short_batch' },
+        });
+      }
+    } finally {
+      res.body.destroy();
+    }
   }
 
   override async write(

@@ -18,6 +18,12 @@ export interface ObjectRead {
   cancel(): void;
 }
 
+/** One object of a batched read: its bytes, or null when the origin does not hold it. */
+export interface BatchRead {
+  id: ObjectId;
+  bytes: Uint8Array | null;
+}
+
 /** A ref as listed by an origin. */
 export interface OriginRef {
   name: string;
@@ -45,6 +51,13 @@ export interface Origin {
   lacks(ids: readonly ObjectId[], options?: CallOptions): Promise<ObjectId[]>;
   /** Reads an object from `offset` (`not_found` when absent). */
   read(id: ObjectId, offset: number, options?: CallOptions): Promise<ObjectRead>;
+  /**
+   * Optional: many small objects in one request (the hub's `POST /v1/objects/batch`), yielded in
+   * the order asked. Unverified: the caller checks every object's digest. The iteration may end
+   * early or throw (a truncated answer); the caller fetches what it did not get one by one.
+   * Objects longer than `maxObjectBytes` end the answer as `malformed`.
+   */
+  readBatch?(ids: readonly ObjectId[], options: CallOptions & { maxObjectBytes: number }): AsyncIterable<BatchRead>;
   /**
    * Stores an object of `length` bytes. The bytes are verified against `id` before the object is
    * visible; `corrupt` if they do not match. `body` may be called again for a retry.
