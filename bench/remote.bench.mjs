@@ -248,7 +248,7 @@ const changed = 2 * TENSOR;
   for (let i = 0; i < 2000; i++) {
     const b = Buffer.alloc(4096 + (i % 13));
     b.writeUInt32LE(i, 0);
-    b.writeUInt32LE(i * 2654435761, 8);
+    b.writeUInt32LE((i * 2654435761) >>> 0, 8);
     const fd = openSync(join(files, `${String(i).padStart(4, '0')}.bin`), 'w');
     writeSync(fd, b);
     closeSync(fd);

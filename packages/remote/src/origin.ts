@@ -6,6 +6,12 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
+/** Options of {@link Origin.write}. */
+export interface WriteOptions extends CallOptions {
+  /** Told the bytes that actually go out (a resumed upload sends only the parts it lacks). */
+  sent?: (bytes: number) => void;
+}
+
 /** A byte range answer: the bytes from `offset` (which may be 0 when the origin ignored `Range`). */
 export interface ObjectRead {
   /** Where the body starts in the object: the asked offset, or 0 if the origin ignored the range. */
@@ -60,9 +66,16 @@ export interface Origin {
   readBatch?(ids: readonly ObjectId[], options: CallOptions & { maxObjectBytes: number }): AsyncIterable<BatchRead>;
   /**
    * Stores an object of `length` bytes. The bytes are verified against `id` before the object is
-   * visible; `corrupt` if they do not match. `body` may be called again for a retry.
+   * visible; `corrupt` if they do not match. `body(offset, end)` yields the bytes from
+   * `offset` (default 0) up to `end` (default the whole object) and may be called again for a retry or, by origins that upload large objects in
+   * resumable parts, for each part still missing.
    */
-  write(id: ObjectId, length: number, body: () => AsyncIterable<Uint8Array>, options?: CallOptions): Promise<void>;
+  write(
+    id: ObjectId,
+    length: number,
+    body: (offset?: number, end?: number) => AsyncIterable<Uint8Array>,
+    options?: WriteOptions,
+  ): Promise<void>;
   /** Releases connections. */
   close(): Promise<void>;
 }
