@@ -366,18 +366,29 @@ class Transfer {
       groupBytes += len;
     }
     if (group.length > 0) tasks.push(group);
-    await runPool(tasks, this.o.concurrency ?? 4, this.o.signal, async (task, signal) => {
-      if (task.length > 1 || (task[0]![1] !== undefined && task[0]![1] <= small && small > 0)) {
-        await this.viaBatch(task as [ObjectId, number][], signal);
-        return;
-      }
-      const [id, len] = task[0]!;
-      if (len !== undefined && len > limit && this.store.openPart) await this.viaStorePart(id, len, signal);
-      else if (len !== undefined && len > limit && this.o.partsDir) await this.viaPart(id, len, signal);
-      else await this.viaMemory(id, len, signal);
-      this.fetched();
-    });
+    try {
+      await runPool(tasks, this.o.concurrency ?? 4, this.o.signal, async (task, signal) => {
+        if (task.length > 1 || (task[0]![1] !== undefined && task[0]![1] <= small && small > 0)) {
+          await this.viaBatch(task as [ObjectId, number][], signal);
+          return;
+        }
+        const [id, len] = task[0]!;
+        // Counted as fetched by its commit, which runs on while the next object downloads.
+        if (len !== undefined && len > limit && this.store.openPart) return this.viaStorePart(id, len, signal);
+        if (len !== undefined && len > limit && this.o.partsDir) await this.viaPart(id, len, signal);
+        else await this.viaMemory(id, len, signal);
+        this.fetched();
+      });
+    } finally {
+      // Every commit settles before the pull reports (or fails): nothing runs on behind it.
+      while (this.commits.size > 0) await Promise.all([...this.commits]);
+    }
+    if (this.commitFailure !== undefined) throw this.commitFailure;
   }
+
+  /** Commits of large objects still syncing (their downloads are done). */
+  private readonly commits = new Set<Promise<void>>();
+  private commitFailure: unknown;
 
   private fetched(): void {
     this.objectsFetched++;
@@ -477,28 +488,39 @@ class Transfer {
    * received, resumed by `Range` after an interruption, adopted as the object (no second copy)
    * once its digest matches and its bytes are synced.
    */
-  private async viaStorePart(id: ObjectId, len: number, signal: AbortSignal): Promise<void> {
-    for (let round = 0; ; round++) {
-      const part = await this.store.openPart!(`pull-${id.slice(7)}`, { expectedLength: len, signal });
-      this.bytesResumed += part.length;
-      this.bytesDone += part.length;
+  private async viaStorePart(id: ObjectId, len: number, signal: AbortSignal, round = 0): Promise<void> {
+    const part = await this.store.openPart!(`pull-${id.slice(7)}`, { expectedLength: len, signal });
+    this.bytesResumed += part.length;
+    this.bytesDone += part.length;
+    try {
+      await this.download(id, len, part, len, signal);
+    } catch (err) {
+      await part.close().catch(() => {});
+      throw err;
+    }
+    // The sync and the link run while this worker downloads the next object: the disk and the
+    // network overlap instead of taking turns.
+    const commit = (async () => {
       try {
-        await this.download(id, len, part, len, signal);
-      } catch (err) {
-        await part.close().catch(() => {});
-        throw err;
-      }
-      try {
-        await part.commit({ expected: id, lease: this.lease, signal });
-        return;
+        await part.commit({ expected: id, lease: this.lease });
+        this.fetched();
       } catch (err) {
         await part.close().catch(() => {});
         // `commit` removed a part that does not hash to the id: never kept, fetched once more.
-        if (!(isTensorFSError(err) && err.code === 'corrupt')) throw err;
+        if (!(isTensorFSError(err) && err.code === 'corrupt') || round >= 1) throw err;
         this.bytesDone -= len;
-        if (round >= 1) throw err;
+        await this.viaStorePart(id, len, signal, round + 1);
       }
-    }
+    })();
+    const tracked: Promise<void> = commit
+      .catch((err) => {
+        if (this.commitFailure === undefined) this.commitFailure = err;
+      })
+      .finally(() => this.commits.delete(tracked));
+    this.commits.add(tracked);
+    // At most `concurrency` commits behind the downloads: the disk sets the pace, and memory
+    // (each part's last write batch) stays bounded.
+    while (this.commits.size > (this.o.concurrency ?? 4)) await Promise.race(this.commits);
   }
 
   private async viaMemory(id: ObjectId, len: number | undefined, signal: AbortSignal): Promise<void> {
