@@ -520,7 +520,8 @@ class Transfer {
     this.commits.add(tracked);
     // At most `concurrency` commits behind the downloads: the disk sets the pace, and memory
     // (each part's last write batch) stays bounded.
-    while (this.commits.size > (this.o.concurrency ?? 4)) await Promise.race(this.commits);
+    // (A refetch after a corrupt part runs inside its first commit, so it must not wait on it.)
+    while (round === 0 && this.commits.size > (this.o.concurrency ?? 4)) await Promise.race(this.commits);
   }
 
   private async viaMemory(id: ObjectId, len: number | undefined, signal: AbortSignal): Promise<void> {
