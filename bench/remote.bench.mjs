@@ -4,7 +4,11 @@
 //     same objects from the same hub into files, and an undici GET that discards them;
 //  2. a fine-tune (2 of 16 tensors changed) pulled into a store holding the base, and pushed to a
 //     hub holding the base: bytes on the wire against the bytes that changed;
-//  3. peak RSS of the pull (a child process; 4 GiB with TENSORFS_BENCH_BIG=1).
+//  3. 2,000 small objects pulled from an in-process hub, batched (POST /v1/objects/batch) and
+//     one request per object (batchObjectBytes: 0): requests made and time;
+//  4. peak RSS of the pull (a child process). TENSORFS_BENCH_BIG=1 runs only this, over 4 GiB.
+// Pull and fetch also print their process CPU time (user + system): the machine is shared, and
+// CPU time moves much less with the load than wall time.
 import { execFileSync, spawn } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -43,6 +47,10 @@ const MiB = 1 << 20;
 const TENSOR = 64 * MiB;
 const dir = mkdtempSync(join(tmpdir(), 'tfs-bench-remote-'));
 const big = process.env.TENSORFS_BENCH_BIG === '1';
+const cpuMs = (c0) => {
+  const c = process.cpuUsage(c0);
+  return (c.user + c.system) / 1000;
+};
 
 function fillTensor(buf, i, seed) {
   let x = (i + 1) * 2654435761 + seed * 40503 || 1;
@@ -97,10 +105,14 @@ function hubProcess(root) {
 const tensors = big ? 64 : 16;
 console.log(`generating a ${(tensors * TENSOR) / 1024 ** 3} GiB model...`);
 const baseDir = writeModel('base', tensors);
-const tuneDir = writeModel('tune', tensors, new Set([3, 11]));
 const a = await LocalStore.open(join(dir, 'a'));
 const base = (await a.importPath(baseDir, { name: 'team/base' })).snapshot;
-await a.importPath(tuneDir, { name: 'team/tune' });
+rmSync(baseDir, { recursive: true, force: true });
+if (!big) {
+  const tuneDir = writeModel('tune', tensors, new Set([3, 11]));
+  await a.importPath(tuneDir, { name: 'team/tune' });
+  rmSync(tuneDir, { recursive: true, force: true });
+}
 const total = tensors * TENSOR;
 await a.close();
 
@@ -113,18 +125,35 @@ const ids = await (async () => {
   return r;
 })();
 
+if (big) {
+  const t0 = performance.now();
+  const out = execFileSync(process.execPath, [SELF, 'rss', join(dir, 'e'), hub.url], { encoding: 'utf8' });
+  const rssMiB = Number(out.trim()) / 1024;
+  console.log(
+    `pull of ${(total / 1024 ** 3).toFixed(0)} GiB: ${((performance.now() - t0) / 1000).toFixed(1)} s, peak RSS ${rssMiB.toFixed(0)} MiB (target < 300 MiB)`,
+  );
+  hub.stop();
+  await origin.close();
+  rmSync(dir, { recursive: true, force: true });
+  process.exit(0);
+}
+
 // 1. pull vs curl vs undici, interleaved.
 const urls = ids.map((id) => `${hub.url}/v1/objects/${id.slice(7)}`);
 let oursMs = Number.POSITIVE_INFINITY;
 let curlMs = Number.POSITIVE_INFINITY;
 let undiciMs = Number.POSITIVE_INFINITY;
+let oursCpu = Number.POSITIVE_INFINITY;
+let undiciCpu = Number.POSITIVE_INFINITY;
 for (let round = 0; round < 2; round++) {
   const target = join(dir, `b${round}`);
   const b = await LocalStore.open(target);
+  let c0 = process.cpuUsage();
   let t0 = performance.now();
   const r = await pull(b, origin, 'team/base', { partsDir: join(target, 'tmp'), concurrency: 4 });
   oursMs = Math.min(oursMs, performance.now() - t0);
-  console.log(`round ${round}: pull ${(performance.now() - t0).toFixed(0)} ms`);
+  oursCpu = Math.min(oursCpu, cpuMs(c0));
+  console.log(`round ${round}: pull ${(performance.now() - t0).toFixed(0)} ms, cpu ${cpuMs(c0).toFixed(0)} ms`);
   if (r.bytes.fetched < total) throw new Error('pull fetched less than the model');
   await b.close();
   rmSync(target, { recursive: true, force: true });
@@ -140,6 +169,7 @@ for (let round = 0; round < 2; round++) {
   console.log(`round ${round}: curl ${(performance.now() - t0).toFixed(0)} ms`);
   rmSync(out, { recursive: true, force: true });
 
+  c0 = process.cpuUsage();
   t0 = performance.now();
   let next = 0;
   await Promise.all(
@@ -160,7 +190,8 @@ for (let round = 0; round < 2; round++) {
     }),
   );
   undiciMs = Math.min(undiciMs, performance.now() - t0);
-  console.log(`round ${round}: fetch ${(performance.now() - t0).toFixed(0)} ms`);
+  undiciCpu = Math.min(undiciCpu, cpuMs(c0));
+  console.log(`round ${round}: fetch ${(performance.now() - t0).toFixed(0)} ms, cpu ${cpuMs(c0).toFixed(0)} ms`);
 }
 report(
   'pull 1 GiB from a hub (verify + admit)',
@@ -175,6 +206,9 @@ report(
   'fetch (undici) GET, discard',
   undiciMs,
   `${mibps(total, undiciMs)} MiB/s; throughput ratio ${(undiciMs / oursMs).toFixed(2)}`,
+);
+console.log(
+  `process CPU: pull ${oursCpu.toFixed(0)} ms, fetch ${undiciCpu.toFixed(0)} ms (ratio ${(oursCpu / undiciCpu).toFixed(2)}; the hub's CPU is in its own process)`,
 );
 
 // 2. fine-tune: bytes on the wire vs bytes changed.
@@ -207,7 +241,44 @@ const changed = 2 * TENSOR;
   rmSync(join(dir, 'd'), { recursive: true, force: true });
 }
 
-// 3. peak RSS of a pull in its own process.
+// 3. 2,000 small objects: batched against one request per object.
+{
+  const files = join(dir, 'small');
+  execFileSync('mkdir', ['-p', files]);
+  for (let i = 0; i < 2000; i++) {
+    const b = Buffer.alloc(4096 + (i % 13));
+    b.writeUInt32LE(i, 0);
+    b.writeUInt32LE((i * 2654435761) >>> 0, 8);
+    const fd = openSync(join(files, `${String(i).padStart(4, '0')}.bin`), 'w');
+    writeSync(fd, b);
+    closeSync(fd);
+  }
+  const s = await LocalStore.open(join(dir, 's'));
+  await s.importPath(files, { name: 'team/small' });
+  let requests = 0;
+  const smallHub = await serveHub(new StoreOrigin(s), { log: () => requests++ });
+  const so = new HubOrigin(smallHub.url);
+  for (const [label, opts] of [
+    ['one request per object', { batchObjectBytes: 0 }],
+    ['batched', {}],
+  ]) {
+    const target = await LocalStore.open(join(dir, `t-${label.length}`));
+    requests = 0;
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    const r = await pull(target, so, 'team/small', { ...opts, concurrency: 4 });
+    const ms = performance.now() - t0;
+    console.log(
+      `2,000 small objects, ${label}: ${r.objects.fetched} objects in ${requests} requests, ${ms.toFixed(0)} ms (cpu of client and hub ${cpuMs(c0).toFixed(0)} ms)`,
+    );
+    await target.close();
+  }
+  await so.close();
+  await smallHub.close();
+  await s.close();
+}
+
+// 4. peak RSS of a pull in its own process.
 {
   const out = execFileSync(process.execPath, [SELF, 'rss', join(dir, 'e'), hub.url], { encoding: 'utf8' });
   const rssMiB = Number(out.trim()) / 1024;

@@ -3,10 +3,10 @@
  * TensorFS hub (the `/v1/` API of spec/v1/remote.md).
  */
 import { validateRefName } from '@tensorfs/cas';
-import { type ObjectId, TensorFSError, parseObjectId } from '@tensorfs/format';
+import { type ObjectId, TensorFSError, isTensorFSError, parseObjectId } from '@tensorfs/format';
 import { parseRefText } from './folder.js';
 import { HttpClient, type HttpOptions, type HttpResponse, displayUrl, readText } from './http.js';
-import type { CallOptions, ObjectRead, Origin, OriginRef } from './origin.js';
+import type { BatchRead, CallOptions, ObjectRead, Origin, OriginRef, WriteOptions } from './origin.js';
 
 /** Most ids asked about in one `lacks` request. */
 export const LACKS_BATCH = 4096;
@@ -54,8 +54,20 @@ function toRead(res: HttpResponse, id: ObjectId, offset: number): ObjectRead {
   return { offset: 0, size: Number.isSafeInteger(len) ? len : undefined, body: res.body, cancel };
 }
 
+/** When uploads go in parts (hub sessions, S3 multipart): objects above `thresholdBytes`, in parts of `partBytes`. */
+export interface MultipartOptions {
+  /** Objects larger than this upload in resumable parts (default 64 MiB). */
+  thresholdBytes?: number;
+  /** Bytes per part (default 16 MiB; S3 needs at least 5 MiB). */
+  partBytes?: number;
+}
+
+/** Defaults of {@link MultipartOptions}. */
+export const MULTIPART_THRESHOLD = 64 << 20;
+export const MULTIPART_PART = 16 << 20;
+
 /** Options of the HTTP origins. */
-export type HttpOriginOptions = HttpOptions;
+export type HttpOriginOptions = HttpOptions & { multipart?: MultipartOptions };
 
 /** A static HTTP origin: `GET <base>/refs/<name>` and `GET <base>/chunks/<hex>` (with `Range`). */
 export class StaticHttpOrigin implements Origin {
@@ -64,11 +76,16 @@ export class StaticHttpOrigin implements Origin {
   readonly display: string;
   protected readonly http: HttpClient;
   protected readonly base: string;
+  protected readonly multipart: Required<MultipartOptions>;
 
   constructor(base: string, options: HttpOriginOptions = {}) {
     this.base = base.replace(/\/+$/, '');
     this.display = displayUrl(this.base);
     this.http = new HttpClient(options);
+    this.multipart = {
+      thresholdBytes: options.multipart?.thresholdBytes ?? MULTIPART_THRESHOLD,
+      partBytes: Math.max(1, options.multipart?.partBytes ?? MULTIPART_PART),
+    };
   }
 
   async getRef(name: string, options: CallOptions = {}): Promise<ObjectId | null> {
@@ -221,20 +238,172 @@ export class HubOrigin extends StaticHttpOrigin {
     return out;
   }
 
+  /**
+   * `POST /v1/objects/batch`: the objects in the order asked, parsed from the framed answer
+   * (spec/v1/remote.md "Batched reads"). Stops with `malformed` at a frame naming another id or
+   * longer than `maxObjectBytes`; ends early when the answer is cut. Bytes are not verified here.
+   */
+  async *readBatch(
+    ids: readonly ObjectId[],
+    options: CallOptions & { maxObjectBytes: number },
+  ): AsyncIterable<BatchRead> {
+    const res = await this.http.send({
+      method: 'POST',
+      url: `${this.base}/v1/objects/batch`,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ids }),
+      signal: options.signal,
+    });
+    const bad = (why: string) =>
+      new TensorFSError('malformed', `the hub's batch answer is not valid: ${why}`, {
+        details: { rule: 'hub.bad_batch' },
+      });
+    let buf: Buffer = Buffer.alloc(0);
+    let next = 0;
+    // The object being read: its id and remaining length (null between frames).
+    let cur: { id: ObjectId; length: number; parts: Buffer[]; have: number } | null = null;
+    try {
+      for await (const chunk of res.body as AsyncIterable<Buffer>) {
+        buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk]);
+        for (;;) {
+          if (cur === null) {
+            if (buf.length < 40) break;
+            if (next >= ids.length) throw bad('more frames than ids');
+            const id = ids[next++]!;
+            if (buf.subarray(0, 32).toString('hex') !== id.slice(7)) throw bad('a frame names another object');
+            const n = buf.readBigUInt64BE(32);
+            buf = buf.subarray(40);
+            if (n === 0xffff_ffff_ffff_ffffn) {
+              yield { id, bytes: null };
+              continue;
+            }
+            if (n > BigInt(options.maxObjectBytes)) throw bad('an object is larger than asked');
+            cur = { id, length: Number(n), parts: [], have: 0 };
+          }
+          const take = Math.min(cur.length - cur.have, buf.length);
+          if (take > 0) {
+            cur.parts.push(buf.subarray(0, take));
+            cur.have += take;
+            buf = buf.subarray(take);
+          }
+          if (cur.have < cur.length) break;
+          const done = cur;
+          cur = null;
+          yield { id: done.id, bytes: Buffer.concat(done.parts, done.length) };
+        }
+      }
+      if (cur !== null || buf.length > 0 || next < ids.length) {
+        throw new TensorFSError('unavailable', 'the batch answer ended early', {
+          details: { rule: 'hub.short_batch' },
+        });
+      }
+    } finally {
+      res.body.destroy();
+    }
+  }
+
   override async write(
     id: ObjectId,
     length: number,
-    body: () => AsyncIterable<Uint8Array>,
-    options: CallOptions = {},
+    body: (offset?: number, end?: number) => AsyncIterable<Uint8Array>,
+    options: WriteOptions = {},
   ): Promise<void> {
+    if (length > this.multipart.thresholdBytes && !this.noSessions) {
+      try {
+        await this.writeInParts(id, length, body, options);
+        return;
+      } catch (err) {
+        // A hub without upload sessions: one PUT, as before.
+        if (!(isTensorFSError(err) && err.code === 'not_found' && err.details.rule === 'hub.no_route')) throw err;
+        this.noSessions = true;
+      }
+    }
     const res = await this.http.send({
       method: 'PUT',
       url: this.objectUrl(id),
       headers: { 'content-type': 'application/octet-stream', 'content-length': String(length) },
-      body,
+      body: () => body(0),
       payloadDigest: id,
       signal: options.signal,
     });
     await res.body.dump().catch(() => {});
+  }
+
+  private noSessions = false;
+
+  /**
+   * A resumable upload (spec/v1/remote.md "Resumable uploads"): open or find the session (the hub
+   * says how many bytes it holds), send the rest in parts from that offset, then complete — the
+   * hub verifies the whole object before it is visible. An interrupted upload resumes where the
+   * hub stands, so only the missing parts cross the wire again.
+   */
+  private async writeInParts(
+    id: ObjectId,
+    length: number,
+    body: (offset?: number, end?: number) => AsyncIterable<Uint8Array>,
+    options: WriteOptions,
+  ): Promise<void> {
+    const url = `${this.base}/v1/uploads/${hexOf(id)}`;
+    const openSession = async () => {
+      const { value } = await this.http.json<{ offset?: number; stored?: boolean }>({
+        method: 'POST',
+        url,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ length }),
+        signal: options.signal,
+      });
+      const offset = value?.offset;
+      if (typeof offset !== 'number' || !Number.isSafeInteger(offset) || offset < 0 || offset > length) {
+        throw new TensorFSError('malformed', 'the hub answered an invalid upload offset', {
+          details: { rule: 'hub.bad_upload' },
+        });
+      }
+      return { offset, stored: value?.stored === true };
+    };
+    let { offset, stored } = await openSession();
+    if (stored) return;
+    let conflicts = 0;
+    while (offset < length) {
+      const n = Math.min(this.multipart.partBytes, length - offset);
+      const from = offset;
+      try {
+        const { value } = await this.http.json<{ offset?: number }>({
+          method: 'PUT',
+          url: `${url}?offset=${from}`,
+          headers: { 'content-type': 'application/octet-stream', 'content-length': String(n) },
+          body: () => take(body(from, from + n), n),
+          signal: options.signal,
+          // A retried part would start at a stale offset: ask the hub where it stands instead.
+          retry: false,
+        });
+        const next = value?.offset;
+        if (next !== from + n) {
+          throw new TensorFSError('malformed', 'the hub answered an invalid upload offset', {
+            details: { rule: 'hub.bad_upload' },
+          });
+        }
+        offset = next;
+        options.sent?.(n);
+      } catch (err) {
+        if (options.signal?.aborted) throw err;
+        const retriable = isTensorFSError(err) && (err.code === 'conflict' || err.code === 'unavailable');
+        if (!retriable || ++conflicts > 5) throw err;
+        ({ offset } = await openSession());
+      }
+    }
+    const res = await this.http.send({ method: 'POST', url: `${url}/complete`, signal: options.signal, retry: false });
+    await res.body.dump().catch(() => {});
+  }
+}
+
+/** The first `n` bytes of `source` (the rest is not read). */
+async function* take(source: AsyncIterable<Uint8Array>, n: number): AsyncIterable<Uint8Array> {
+  let left = n;
+  if (left <= 0) return;
+  for await (const c of source) {
+    const piece = c.length > left ? c.subarray(0, left) : c;
+    left -= piece.length;
+    yield piece;
+    if (left === 0) return;
   }
 }

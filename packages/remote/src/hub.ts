@@ -6,7 +6,11 @@
  * {@link Hub.close} drains in-flight requests.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as fsp from 'node:fs/promises';
 import * as http from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import {
   type ErrorCode,
@@ -49,6 +53,12 @@ export interface HubOptions {
   maxJsonBytes?: number;
   /** Largest object upload (default 64 GiB). */
   maxObjectBytes?: number;
+  /**
+   * Folder for upload sessions (`/v1/uploads/`, resumable uploads of large objects): one file per
+   * object being received, kept across hub restarts when the folder is. Default: a private temp
+   * folder removed on close. `tfs serve --store` uses the store's `tmp/`.
+   */
+  uploadsDir?: string;
   /** Requests served at once; more get 503 + Retry-After (default 64). */
   maxConcurrent?: number;
   /** Whole-request timeout (default 30 min) and idle-socket timeout (default 60 s). */
@@ -143,6 +153,10 @@ export async function serveHub(backend: Origin, options: HubOptions = {}): Promi
   const maxConcurrent = options.maxConcurrent ?? 64;
   let inFlight = 0;
   const idle: (() => void)[] = [];
+  const ownUploads = options.uploadsDir === undefined;
+  const uploads = new UploadSessions(
+    options.uploadsDir ?? (await fsp.mkdtemp(join(tmpdir(), 'tensorfs-hub-uploads-'))),
+  );
 
   const principalOf = (req: http.IncomingMessage): Principal => {
     const h = req.headers.authorization;
@@ -213,6 +227,65 @@ export async function serveHub(backend: Origin, options: HubOptions = {}): Promi
         });
       }
       return sendJson(res, 200, { lacks: await backend.lacks(body.ids as ObjectId[], { signal }) });
+    }
+    if (path === '/v1/objects/batch' && method === 'POST') {
+      if (!p.read) throw deny(p, 'read objects');
+      const body = (await readJson(req, maxJson)) as { ids?: unknown };
+      if (!Array.isArray(body?.ids) || body.ids.length > BATCH_MAX_IDS || !body.ids.every(isObjectId)) {
+        throw new TensorFSError('invalid_argument', `"ids" must be a list of at most ${BATCH_MAX_IDS} ids`, {
+          details: { rule: 'hub.bad_body', limit: BATCH_MAX_IDS },
+        });
+      }
+      return sendBatch(backend, body.ids as ObjectId[], res, signal);
+    }
+    const u = /^\/v1\/uploads\/([0-9a-f]{64})(\/complete)?$/.exec(path);
+    if (u) {
+      if (!p.write) throw deny(p, 'upload objects');
+      const id = `sha256:${u[1]}` as ObjectId;
+      if (u[2] && method === 'POST') {
+        await uploads.complete(id, backend, signal);
+        return sendJson(res, 201, { id });
+      }
+      if (u[2]) throw methodNotAllowed();
+      if (method === 'POST') {
+        const body = (await readJson(req, maxJson)) as { length?: unknown };
+        const length = body?.length;
+        if (typeof length !== 'number' || !Number.isSafeInteger(length) || length < 0) {
+          throw new TensorFSError('invalid_argument', 'the body needs a "length"', {
+            details: { rule: 'hub.bad_body' },
+          });
+        }
+        if (length > maxObject) {
+          throw new TensorFSError('limit_exceeded', 'the object is larger than this hub accepts', {
+            details: { rule: 'hub.object_too_large', limit: maxObject },
+          });
+        }
+        // Already stored: nothing to send.
+        if ((await backend.lacks([id], { signal })).length === 0)
+          return sendJson(res, 200, { id, length, offset: length, stored: true });
+        return sendJson(res, 200, { id, length, offset: await uploads.open(id, length), stored: false });
+      }
+      if (method === 'PUT') {
+        const offset = Number(url.searchParams.get('offset'));
+        const len = Number(req.headers['content-length']);
+        if (
+          !Number.isSafeInteger(offset) ||
+          offset < 0 ||
+          req.headers['content-length'] === undefined ||
+          !Number.isSafeInteger(len)
+        ) {
+          throw new TensorFSError('invalid_argument', 'a part needs ?offset= and a Content-Length', {
+            details: { rule: 'hub.bad_part' },
+          });
+        }
+        const at = await uploads.append(id, offset, len, req, signal);
+        return sendJson(res, 200, { id, offset: at });
+      }
+      if (method === 'DELETE') {
+        await uploads.abort(id);
+        return sendJson(res, 200, { id });
+      }
+      throw methodNotAllowed();
     }
     const m = /^\/v1\/objects\/([0-9a-f]{64})$/.exec(path);
     if (m) {
@@ -306,7 +379,10 @@ export async function serveHub(backend: Origin, options: HubOptions = {}): Promi
     port: addr.port,
     close(graceMs = 10_000) {
       closing ??= new Promise<void>((resolve) => {
-        server.close(() => resolve());
+        server.close(() => {
+          if (ownUploads) void fsp.rm(uploads.dir, { recursive: true, force: true }).finally(resolve);
+          else resolve();
+        });
         server.closeIdleConnections();
         const force = setTimeout(() => server.closeAllConnections(), graceMs);
         force.unref();
@@ -316,6 +392,211 @@ export async function serveHub(backend: Origin, options: HubOptions = {}): Promi
       return closing;
     },
   };
+}
+
+/**
+ * Upload sessions (spec/v1/remote.md "Resumable uploads"): one file per object being received,
+ * `<hex>-<length>.upload`, whose size is the offset the next part must start at. Parts of one
+ * object are appended one at a time; `complete` hands the whole file to the backend, which
+ * verifies length and digest before the object is visible, then the session is gone.
+ */
+class UploadSessions {
+  private readonly locks = new Map<string, Promise<unknown>>();
+  constructor(readonly dir: string) {}
+
+  private file(id: ObjectId, length: number): string {
+    return join(this.dir, `${id.slice(7)}-${length}.upload`);
+  }
+
+  /** The session's length, or null when there is none. */
+  private async find(id: ObjectId): Promise<{ path: string; length: number; size: number } | null> {
+    const hex = id.slice(7);
+    let names: string[];
+    try {
+      names = await fsp.readdir(this.dir);
+    } catch {
+      return null;
+    }
+    for (const n of names) {
+      const m = /^([0-9a-f]{64})-(\d+)\.upload$/.exec(n);
+      if (m && m[1] === hex) {
+        const path = join(this.dir, n);
+        const size = await fsp.stat(path).then(
+          (st) => st.size,
+          () => -1,
+        );
+        if (size >= 0) return { path, length: Number(m[2]), size };
+      }
+    }
+    return null;
+  }
+
+  /** Runs `fn` after every earlier call for the same object. */
+  private serial<T>(id: ObjectId, fn: () => Promise<T>): Promise<T> {
+    const prev = this.locks.get(id) ?? Promise.resolve();
+    const next = prev.then(fn, fn);
+    const tail = next.catch(() => {});
+    this.locks.set(id, tail);
+    void tail.then(() => {
+      if (this.locks.get(id) === tail) this.locks.delete(id);
+    });
+    return next;
+  }
+
+  /** Creates (or finds) the session; returns the offset to send from. */
+  open(id: ObjectId, length: number): Promise<number> {
+    return this.serial(id, async () => {
+      const cur = await this.find(id);
+      if (cur && cur.length === length && cur.size <= length) return cur.size;
+      if (cur) await fsp.rm(cur.path, { force: true });
+      await fsp.mkdir(this.dir, { recursive: true });
+      await (await fsp.open(this.file(id, length), 'w')).close();
+      return 0;
+    });
+  }
+
+  /** Appends a part that starts at `offset`; `conflict` (with the session's offset) otherwise. */
+  append(
+    id: ObjectId,
+    offset: number,
+    len: number,
+    body: AsyncIterable<Uint8Array>,
+    signal: AbortSignal,
+  ): Promise<number> {
+    return this.serial(id, async () => {
+      const cur = await this.find(id);
+      if (!cur) {
+        throw new TensorFSError('not_found', 'no upload session for this object', {
+          details: { rule: 'hub.no_upload', digest: id },
+        });
+      }
+      if (offset !== cur.size) {
+        throw new TensorFSError('conflict', 'the part does not start where the upload stands', {
+          details: { rule: 'hub.upload_offset', expected: cur.size, actual: offset },
+        });
+      }
+      if (offset + len > cur.length) {
+        throw new TensorFSError('invalid_argument', 'the part runs past the object', {
+          details: { rule: 'hub.part_too_long', limit: cur.length },
+        });
+      }
+      const fh = await fsp.open(cur.path, 'a');
+      let n = 0;
+      try {
+        for await (const c of body) {
+          if (signal.aborted) break;
+          n += c.length;
+          if (n > len) break;
+          await fh.write(c);
+        }
+      } finally {
+        await fh.close();
+      }
+      // A part cut short stays as far as it got: the client asks the offset and goes on from there.
+      if (n > len) {
+        await fsp.truncate(cur.path, offset + len);
+        throw new TensorFSError('invalid_argument', 'the part is longer than its Content-Length', {
+          details: { rule: 'hub.bad_part' },
+        });
+      }
+      return offset + n;
+    });
+  }
+
+  /** Hands the whole session to the backend (verified there), then ends the session. */
+  complete(id: ObjectId, backend: Origin, signal: AbortSignal): Promise<void> {
+    return this.serial(id, async () => {
+      const cur = await this.find(id);
+      if (!cur) {
+        throw new TensorFSError('not_found', 'no upload session for this object', {
+          details: { rule: 'hub.no_upload', digest: id },
+        });
+      }
+      if (cur.size !== cur.length) {
+        throw new TensorFSError('conflict', 'the upload is not complete', {
+          details: { rule: 'hub.upload_incomplete', expected: cur.length, actual: cur.size },
+        });
+      }
+      try {
+        await backend.write(id, cur.length, () => fs.createReadStream(cur.path, { highWaterMark: 1 << 20 }), {
+          signal,
+        });
+      } catch (err) {
+        // Bytes that do not hash to the id are never kept; anything else may be retried.
+        if (isTensorFSError(err) && err.code === 'corrupt') await fsp.rm(cur.path, { force: true });
+        throw err;
+      }
+      await fsp.rm(cur.path, { force: true });
+    });
+  }
+
+  abort(id: ObjectId): Promise<void> {
+    return this.serial(id, async () => {
+      const cur = await this.find(id);
+      if (cur) await fsp.rm(cur.path, { force: true });
+    });
+  }
+}
+
+/** Most ids in one `POST /v1/objects/batch`. */
+export const BATCH_MAX_IDS = 1000;
+
+/** The frame length that says "not held" in a batch answer. */
+export const BATCH_ABSENT = 0xffff_ffff_ffff_ffffn;
+
+/**
+ * Answers a batch (spec/v1/remote.md "Batched reads"): for each id in the order asked, a 40-byte
+ * frame head (32 raw digest bytes, u64 big-endian length, all ones when the hub does not hold it)
+ * and then the object's bytes. A backend failure mid-answer cuts the response (the client
+ * fetches the rest one by one).
+ */
+async function sendBatch(
+  backend: Origin,
+  ids: readonly ObjectId[],
+  res: http.ServerResponse,
+  signal: AbortSignal,
+): Promise<void> {
+  res.writeHead(200, { 'content-type': 'application/vnd.tensorfs.batch', 'cache-control': 'no-store' });
+  const write = async (b: Uint8Array) => {
+    if (!res.write(b)) await drained(res);
+  };
+  try {
+    for (const id of ids) {
+      if (res.destroyed || signal.aborted) return;
+      const head = Buffer.alloc(40);
+      Buffer.from(id.slice(7), 'hex').copy(head, 0);
+      const r = await backend.read(id, 0, { signal }).catch((err) => {
+        if (isTensorFSError(err) && err.code === 'not_found') return null;
+        throw err;
+      });
+      if (r === null || r.size === undefined) {
+        r?.cancel();
+        head.writeBigUInt64BE(BATCH_ABSENT, 32);
+        await write(head);
+        continue;
+      }
+      head.writeBigUInt64BE(BigInt(r.size), 32);
+      await write(head);
+      let left = r.size;
+      try {
+        for await (const c of r.body) {
+          const piece = c.length > left ? c.subarray(0, left) : c;
+          left -= piece.length;
+          await write(piece);
+          if (left === 0 || res.destroyed) break;
+        }
+      } finally {
+        r.cancel();
+      }
+      if (left > 0) {
+        res.destroy();
+        return;
+      }
+    }
+    res.end();
+  } catch {
+    res.destroy();
+  }
 }
 
 /** Before a ref names `id`, the backend must hold it and everything it references. */

@@ -6,16 +6,39 @@
  */
 export type { Credential, TokenProvider } from './credentials.js';
 export { HttpClient, type HttpOptions, type HttpRequest, type HttpResponse, displayUrl } from './http.js';
-export type { CallOptions, ObjectRead, Origin, OriginRef } from './origin.js';
+export type { BatchRead, CallOptions, ObjectRead, Origin, OriginRef, WriteOptions } from './origin.js';
 export { FolderOrigin } from './folder.js';
-export { HubOrigin, StaticHttpOrigin, type HttpOriginOptions } from './http-origin.js';
+export {
+  HubOrigin,
+  StaticHttpOrigin,
+  type HttpOriginOptions,
+  type MultipartOptions,
+  MULTIPART_PART,
+  MULTIPART_THRESHOLD,
+} from './http-origin.js';
 export { S3Origin, type S3OriginOptions, parseS3Url, s3ConfigFromEnv } from './s3.js';
 export { StoreOrigin, type ServableStore } from './store-origin.js';
 export { connectOrigin, openOrigin, type OpenOriginOptions } from './open.js';
-export { pull, fetchObjects, type FetchOptions, type PullOptions, type PullProgress, type PullResult } from './pull.js';
+export {
+  pull,
+  fetchObjects,
+  BATCH_OBJECT_BYTES,
+  type FetchOptions,
+  type PullOptions,
+  type PullProgress,
+  type PullResult,
+} from './pull.js';
 export { FetchingStore, type FetchingStoreOptions } from './fetching-store.js';
 export { push, type PushOptions, type PushProgress, type PushResult } from './push.js';
-export { serveHub, parseTokensConfig, type Hub, type HubOptions, type TokenGrant, type TokensConfig } from './hub.js';
+export {
+  serveHub,
+  parseTokensConfig,
+  BATCH_MAX_IDS,
+  type Hub,
+  type HubOptions,
+  type TokenGrant,
+  type TokensConfig,
+} from './hub.js';
 export { referencesOf, type Reference } from './references.js';
 export {
   HF_DEFAULT_ENDPOINT,

@@ -6,6 +6,12 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
+/** Options of {@link Origin.write}. */
+export interface WriteOptions extends CallOptions {
+  /** Told the bytes that actually go out (a resumed upload sends only the parts it lacks). */
+  sent?: (bytes: number) => void;
+}
+
 /** A byte range answer: the bytes from `offset` (which may be 0 when the origin ignored `Range`). */
 export interface ObjectRead {
   /** Where the body starts in the object: the asked offset, or 0 if the origin ignored the range. */
@@ -16,6 +22,12 @@ export interface ObjectRead {
   body: AsyncIterable<Uint8Array>;
   /** Stops reading and releases the connection. */
   cancel(): void;
+}
+
+/** One object of a batched read: its bytes, or null when the origin does not hold it. */
+export interface BatchRead {
+  id: ObjectId;
+  bytes: Uint8Array | null;
 }
 
 /** A ref as listed by an origin. */
@@ -46,10 +58,24 @@ export interface Origin {
   /** Reads an object from `offset` (`not_found` when absent). */
   read(id: ObjectId, offset: number, options?: CallOptions): Promise<ObjectRead>;
   /**
-   * Stores an object of `length` bytes. The bytes are verified against `id` before the object is
-   * visible; `corrupt` if they do not match. `body` may be called again for a retry.
+   * Optional: many small objects in one request (the hub's `POST /v1/objects/batch`), yielded in
+   * the order asked. Unverified: the caller checks every object's digest. The iteration may end
+   * early or throw (a truncated answer); the caller fetches what it did not get one by one.
+   * Objects longer than `maxObjectBytes` end the answer as `malformed`.
    */
-  write(id: ObjectId, length: number, body: () => AsyncIterable<Uint8Array>, options?: CallOptions): Promise<void>;
+  readBatch?(ids: readonly ObjectId[], options: CallOptions & { maxObjectBytes: number }): AsyncIterable<BatchRead>;
+  /**
+   * Stores an object of `length` bytes. The bytes are verified against `id` before the object is
+   * visible; `corrupt` if they do not match. `body(offset, end)` yields the bytes from
+   * `offset` (default 0) up to `end` (default the whole object) and may be called again for a retry or, by origins that upload large objects in
+   * resumable parts, for each part still missing.
+   */
+  write(
+    id: ObjectId,
+    length: number,
+    body: (offset?: number, end?: number) => AsyncIterable<Uint8Array>,
+    options?: WriteOptions,
+  ): Promise<void>;
   /** Releases connections. */
   close(): Promise<void>;
 }

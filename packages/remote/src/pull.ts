@@ -57,6 +57,12 @@ export interface PullOptions {
   partsDir?: string;
   /** Objects up to this size are fetched in memory; larger ones through a part file (default 8 MiB). */
   memoryLimit?: number;
+  /**
+   * Objects up to this size are fetched in groups: in one request where the origin answers
+   * batches (the hub), and admitted with batched durability where the store can (default 256 KiB;
+   * 0 turns batching off). Every object is verified on its own.
+   */
+  batchObjectBytes?: number;
   /** Failed transfers of one object tolerated before giving up (default 5). */
   maxAttempts?: number;
   /** Base backoff between attempts (default 200 ms). */
@@ -81,6 +87,19 @@ export interface PullResult {
 
 /** Largest referencing object (manifest, header) fetched into memory. */
 const MAX_REFERENCING_BYTES = 1 << 30;
+
+/** Default size up to which objects are fetched in groups. */
+export const BATCH_OBJECT_BYTES = 256 << 10;
+/** Most objects, and bytes, asked in one batch. */
+const BATCH_MAX_OBJECTS = 256;
+const BATCH_MAX_BYTES = 16 << 20;
+
+/** The largest declared length in a group. */
+function largest(group: readonly [ObjectId, number][]): number {
+  let m = 0;
+  for (const [, len] of group) m = Math.max(m, len);
+  return m;
+}
 
 /**
  * Pulls `ref` (a ref name or an object id) from `origin` into `store`. On any failure nothing
@@ -141,7 +160,14 @@ export async function pull(store: Store, origin: Origin, ref: string, options: P
 /** Options of {@link fetchObjects}. */
 export type FetchOptions = Pick<
   PullOptions,
-  'concurrency' | 'partsDir' | 'memoryLimit' | 'maxAttempts' | 'backoffMs' | 'signal' | 'onProgress'
+  | 'concurrency'
+  | 'partsDir'
+  | 'memoryLimit'
+  | 'batchObjectBytes'
+  | 'maxAttempts'
+  | 'backoffMs'
+  | 'signal'
+  | 'onProgress'
 >;
 
 /**
@@ -241,6 +267,10 @@ class Transfer {
   bytesResumed = 0;
   private bytesDone = 0;
   private objectsDone = 0;
+  /** Batched requests made, and objects a batch delivered with wrong bytes (refetched alone). */
+  batches = 0;
+  batchRejected = 0;
+  private noBatch = false;
   readonly referencingIds = new Set<ObjectId>();
 
   constructor(
@@ -317,13 +347,181 @@ class Transfer {
     }
     this.progress();
     const limit = this.o.memoryLimit ?? 8 << 20;
-    await runPool(missing, this.o.concurrency ?? 4, this.o.signal, async ([id, len], signal) => {
-      if (len !== undefined && len > limit && this.o.partsDir) await this.viaPart(id, len, signal);
-      else await this.viaMemory(id, len, signal);
-      this.objectsFetched++;
-      this.objectsDone++;
+    const small = Math.min(this.o.batchObjectBytes ?? BATCH_OBJECT_BYTES, limit);
+    // Small objects in groups (one request each where the origin batches), the rest one by one.
+    const tasks: [ObjectId, number | undefined][][] = [];
+    let group: [ObjectId, number][] = [];
+    let groupBytes = 0;
+    for (const [id, len] of missing) {
+      if (len === undefined || len > small || small <= 0) {
+        tasks.push([[id, len]]);
+        continue;
+      }
+      if (group.length >= BATCH_MAX_OBJECTS || groupBytes + len > BATCH_MAX_BYTES) {
+        tasks.push(group);
+        group = [];
+        groupBytes = 0;
+      }
+      group.push([id, len]);
+      groupBytes += len;
+    }
+    if (group.length > 0) tasks.push(group);
+    try {
+      await runPool(tasks, this.o.concurrency ?? 4, this.o.signal, async (task, signal) => {
+        if (task.length > 1 || (task[0]![1] !== undefined && task[0]![1] <= small && small > 0)) {
+          await this.viaBatch(task as [ObjectId, number][], signal);
+          return;
+        }
+        const [id, len] = task[0]!;
+        // Counted as fetched by its commit, which runs on while the next object downloads.
+        if (len !== undefined && len > limit && this.store.openPart) return this.viaStorePart(id, len, signal);
+        if (len !== undefined && len > limit && this.o.partsDir) await this.viaPart(id, len, signal);
+        else await this.viaMemory(id, len, signal);
+        this.fetched();
+      });
+    } finally {
+      // Every commit settles before the pull reports (or fails): nothing runs on behind it.
+      while (this.commits.size > 0) await Promise.all([...this.commits]);
+    }
+    if (this.commitFailure !== undefined) throw this.commitFailure;
+  }
+
+  /** Commits of large objects still syncing (their downloads are done). */
+  private readonly commits = new Set<Promise<void>>();
+  private commitFailure: unknown;
+
+  private fetched(): void {
+    this.objectsFetched++;
+    this.objectsDone++;
+    this.progress();
+  }
+
+  /**
+   * A group of small objects: asked in one batch where the origin answers batches (falling back
+   * to one request per object for what the batch did not deliver, or delivered wrong), each
+   * verified, then admitted together (batched durability where the store offers it).
+   */
+  private async viaBatch(group: [ObjectId, number][], signal: AbortSignal): Promise<void> {
+    const want = new Map(group);
+    const got = new Map<ObjectId, Uint8Array>();
+    if (this.origin.readBatch && !this.noBatch) {
+      this.batches++;
+      try {
+        for await (const item of this.origin.readBatch([...want.keys()], { signal, maxObjectBytes: largest(group) })) {
+          if (signal.aborted) throw cancelled();
+          const len = want.get(item.id);
+          if (len === undefined || item.bytes === null || item.bytes.length !== len || got.has(item.id)) continue;
+          got.set(item.id, item.bytes);
+          this.bytesFetched += len;
+          this.bytesDone += len;
+        }
+      } catch (err) {
+        if (signal.aborted) throw cancelled();
+        // A hub without the route: ask one by one from now on. Other failures (a truncated or
+        // garbled answer, a reset) fall back to single requests for what is missing.
+        if (isTensorFSError(err) && err.code === 'not_found' && err.details.rule === 'hub.no_route')
+          this.noBatch = true;
+        else if (isTensorFSError(err) && (err.code === 'denied' || err.code === 'cancelled')) throw err;
+      }
       this.progress();
-    });
+    }
+    // Verified and admitted together; an object whose bytes do not match is refetched alone.
+    const retry: [ObjectId, number][] = [];
+    const admitted = await this.admitMany([...got], signal);
+    for (const [id, len] of group) {
+      if (admitted.has(id)) {
+        this.fetched();
+        continue;
+      }
+      if (got.has(id)) {
+        this.batchRejected++;
+        this.bytesDone -= len;
+      }
+      retry.push([id, len]);
+    }
+    const fetchedAlone: [ObjectId, Uint8Array][] = [];
+    for (const [id, len] of retry) {
+      const sink = new MemorySink();
+      await this.download(id, len, sink, len, signal);
+      fetchedAlone.push([id, sink.bytes()]);
+    }
+    const again = await this.admitMany(fetchedAlone, signal);
+    for (const [id, len] of retry) {
+      if (!again.has(id)) {
+        this.bytesDone -= len;
+        // Fetched alone and still wrong: one more try through the single-object path, which
+        // ends in `corrupt` naming the object when the origin keeps lying.
+        await this.viaMemory(id, len, signal);
+      }
+      this.fetched();
+    }
+  }
+
+  /** Admits verified-or-not bytes; returns the ids admitted (bytes that do not match are left out). */
+  private async admitMany(items: [ObjectId, Uint8Array][], signal: AbortSignal): Promise<Set<ObjectId>> {
+    const ok = new Set<ObjectId>();
+    if (items.length === 0) return ok;
+    if (this.store.putBatch) {
+      const out = await this.store.putBatch(
+        items.map(([id, bytes]) => ({ bytes, expected: id })),
+        { lease: this.lease, signal },
+      );
+      for (const [k, r] of out.entries()) {
+        if (r.ok) ok.add(items[k]![0]);
+        else if (r.error.code !== 'corrupt') throw r.error;
+      }
+      return ok;
+    }
+    for (const [id, bytes] of items) {
+      try {
+        await this.store.put(bytes, { expected: id, lease: this.lease });
+        ok.add(id);
+      } catch (err) {
+        if (!(isTensorFSError(err) && err.code === 'corrupt')) throw err;
+      }
+    }
+    return ok;
+  }
+
+  /**
+   * A large object through the store's own part file (`tmp/pull-<hex>.part`): hashed while it is
+   * received, resumed by `Range` after an interruption, adopted as the object (no second copy)
+   * once its digest matches and its bytes are synced.
+   */
+  private async viaStorePart(id: ObjectId, len: number, signal: AbortSignal, round = 0): Promise<void> {
+    const part = await this.store.openPart!(`pull-${id.slice(7)}`, { expectedLength: len, signal });
+    this.bytesResumed += part.length;
+    this.bytesDone += part.length;
+    try {
+      await this.download(id, len, part, len, signal);
+    } catch (err) {
+      await part.close().catch(() => {});
+      throw err;
+    }
+    // The sync and the link run while this worker downloads the next object: the disk and the
+    // network overlap instead of taking turns.
+    const commit = (async () => {
+      try {
+        await part.commit({ expected: id, lease: this.lease });
+        this.fetched();
+      } catch (err) {
+        await part.close().catch(() => {});
+        // `commit` removed a part that does not hash to the id: never kept, fetched once more.
+        if (!(isTensorFSError(err) && err.code === 'corrupt') || round >= 1) throw err;
+        this.bytesDone -= len;
+        await this.viaStorePart(id, len, signal, round + 1);
+      }
+    })();
+    const tracked: Promise<void> = commit
+      .catch((err) => {
+        if (this.commitFailure === undefined) this.commitFailure = err;
+      })
+      .finally(() => this.commits.delete(tracked));
+    this.commits.add(tracked);
+    // At most `concurrency` commits behind the downloads: the disk sets the pace, and memory
+    // (each part's last write batch) stays bounded.
+    // (A refetch after a corrupt part runs inside its first commit, so it must not wait on it.)
+    while (round === 0 && this.commits.size > (this.o.concurrency ?? 4)) await Promise.race(this.commits);
   }
 
   private async viaMemory(id: ObjectId, len: number | undefined, signal: AbortSignal): Promise<void> {

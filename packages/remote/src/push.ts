@@ -113,19 +113,30 @@ export async function push(store: Store, origin: Origin, ref: string, options: P
 
   const piece = options.pieceBytes ?? 8 << 20;
   const send = async (oid: ObjectId, len: number, sig: AbortSignal) => {
+    // Bytes actually handed to the origin: a resumed upload sends only the parts it lacks.
+    let yielded = 0;
+    let reported: number | undefined;
     await origin.write(
       oid,
       len,
-      async function* () {
-        for (let off = 0; off < len; off += piece) {
+      async function* (offset = 0, end = len) {
+        const stop = Math.min(end, len);
+        for (let off = offset; off < stop; off += piece) {
           if (sig.aborted) throw cancelled();
-          yield await store.readObjectRange(oid, off, Math.min(piece, len - off));
+          const b = await store.readObjectRange(oid, off, Math.min(piece, stop - off));
+          yielded += b.length;
+          yield b;
         }
       },
-      { signal: sig },
+      {
+        signal: sig,
+        sent: (n) => {
+          reported = (reported ?? 0) + n;
+        },
+      },
     );
     sentObjects++;
-    sentBytes += len;
+    sentBytes += reported ?? Math.min(yielded, len);
     objectsDone++;
     bytesDone += len;
     progress();

@@ -7,7 +7,7 @@
  * Uploads carry `x-amz-checksum-sha256` (the id) and are verified on the way, so a mismatching
  * upload never becomes an object.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { ListObjectsV2CommandOutput, S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
 
@@ -22,7 +22,8 @@ import { validateRefName } from '@tensorfs/cas';
 import { type ErrorCode, type ObjectId, TensorFSError, isTensorFSError, parseObjectId } from '@tensorfs/format';
 import { parseRefText } from './folder.js';
 import { cancelled } from './http.js';
-import type { CallOptions, ObjectRead, Origin, OriginRef } from './origin.js';
+import { MULTIPART_PART, MULTIPART_THRESHOLD, type MultipartOptions } from './http-origin.js';
+import type { CallOptions, ObjectRead, Origin, OriginRef, WriteOptions } from './origin.js';
 import { idBase64, verified } from './verify-stream.js';
 
 /** Objects up to this size are verified in memory before they are sent. */
@@ -36,7 +37,17 @@ export interface S3OriginOptions {
   config?: S3ClientConfig;
   /** Environment to read (default `process.env`). */
   env?: NodeJS.ProcessEnv;
+  /**
+   * Objects above `thresholdBytes` (default 64 MiB) upload with S3's multipart API in parts of
+   * `partBytes` (default 16 MiB, at least 5 MiB, at most 10,000 parts), resuming an interrupted
+   * upload of the same object (ListParts) instead of starting over.
+   */
+  multipart?: MultipartOptions;
 }
+
+/** S3's smallest part (all but the last) and most parts per upload. */
+const S3_MIN_PART = 5 << 20;
+const S3_MAX_PARTS = 10_000;
 
 interface SdkError {
   name?: string;
@@ -116,8 +127,13 @@ export class S3Origin implements Origin {
   private made: Promise<{ sdk: Sdk; client: S3Client }> | undefined;
   private owned: S3Client | undefined;
   private conditional: Promise<void> | undefined;
+  private readonly multipart: Required<MultipartOptions>;
 
   constructor(url: string, options: S3OriginOptions = {}) {
+    this.multipart = {
+      thresholdBytes: options.multipart?.thresholdBytes ?? MULTIPART_THRESHOLD,
+      partBytes: Math.max(S3_MIN_PART, options.multipart?.partBytes ?? MULTIPART_PART),
+    };
     const { bucket, prefix } = parseS3Url(url);
     this.bucket = bucket;
     this.prefix = prefix;
@@ -324,9 +340,10 @@ export class S3Origin implements Origin {
   async write(
     id: ObjectId,
     length: number,
-    body: () => AsyncIterable<Uint8Array>,
-    options: CallOptions = {},
+    body: (offset?: number, end?: number) => AsyncIterable<Uint8Array>,
+    options: WriteOptions = {},
   ): Promise<void> {
+    if (length > this.multipart.thresholdBytes) return this.writeMultipart(id, length, body, options);
     const { sdk, client } = await this.c();
     // Small objects are verified whole before sending (and the SDK may retry them); large ones
     // stream through `verified`, whose failure aborts the request before S3 completes it.
@@ -362,6 +379,141 @@ export class S3Origin implements Origin {
       if (failure !== undefined) throw failure;
       if (options.signal?.aborted) throw cancelled();
       throw s3Error(err, 'write object');
+    }
+  }
+
+  /**
+   * A multipart upload that resumes: an upload already started for this key (by an interrupted
+   * push) is continued — its parts whose size and SHA-256 match the local bytes are kept, the
+   * rest are sent. Every part carries its SHA-256 (S3 checks it), and the whole object's SHA-256
+   * is computed over all parts, sent or kept, before CompleteMultipartUpload: bytes that do not
+   * hash to the id abort the upload (`corrupt`) and never become an object. Other failures leave
+   * the upload for the next push to resume (a bucket lifecycle rule cleans abandoned ones).
+   */
+  private async writeMultipart(
+    id: ObjectId,
+    length: number,
+    body: (offset?: number, end?: number) => AsyncIterable<Uint8Array>,
+    options: WriteOptions,
+  ): Promise<void> {
+    const { sdk, client } = await this.c();
+    const Key = this.key(id);
+    const Bucket = this.bucket;
+    const opts = { abortSignal: options.signal };
+    const partSize = Math.max(this.multipart.partBytes, Math.ceil(length / S3_MAX_PARTS));
+    const count = Math.max(1, Math.ceil(length / partSize));
+    const fail = (err: unknown, op: string) => {
+      if (options.signal?.aborted) return cancelled();
+      return s3Error(err, op);
+    };
+    // An upload of this key left by an interrupted push, and the parts it holds.
+    let uploadId: string | undefined;
+    const kept = new Map<number, { size: number; etag: string; sha256?: string }>();
+    try {
+      const ups = await client.send(new sdk.ListMultipartUploadsCommand({ Bucket, Prefix: Key }), opts);
+      const mine = (ups.Uploads ?? []).filter((u) => u.Key === Key && u.UploadId);
+      mine.sort((a, b) => (b.Initiated?.getTime() ?? 0) - (a.Initiated?.getTime() ?? 0));
+      uploadId = mine[0]?.UploadId;
+      if (uploadId !== undefined) {
+        let marker: string | undefined;
+        for (;;) {
+          const r = await client.send(
+            new sdk.ListPartsCommand({ Bucket, Key, UploadId: uploadId, PartNumberMarker: marker }),
+            opts,
+          );
+          for (const p of r.Parts ?? []) {
+            if (p.PartNumber && p.ETag)
+              kept.set(p.PartNumber, { size: p.Size ?? -1, etag: p.ETag, sha256: p.ChecksumSHA256 });
+          }
+          if (!r.IsTruncated || !r.NextPartNumberMarker) break;
+          marker = r.NextPartNumberMarker;
+        }
+      }
+    } catch {
+      // No listing (a service or a policy without it): start a new upload.
+      if (options.signal?.aborted) throw cancelled();
+      uploadId = undefined;
+      kept.clear();
+    }
+    try {
+      if (uploadId === undefined) {
+        const r = await client.send(
+          new sdk.CreateMultipartUploadCommand({
+            Bucket,
+            Key,
+            ChecksumAlgorithm: 'SHA256',
+            ContentType: 'application/octet-stream',
+          }),
+          opts,
+        );
+        uploadId = r.UploadId;
+        if (!uploadId)
+          throw new TensorFSError('unavailable', 's3 origin: no upload id', { details: { rule: 's3.no_upload_id' } });
+      }
+    } catch (err) {
+      throw fail(err, 'create multipart upload');
+    }
+    const whole = createHash('sha256');
+    const done: { PartNumber: number; ETag: string; ChecksumSHA256: string }[] = [];
+    for (let n = 1; n <= count; n++) {
+      if (options.signal?.aborted) throw cancelled();
+      const start = (n - 1) * partSize;
+      const end = Math.min(length, start + partSize);
+      const chunks: Uint8Array[] = [];
+      let got = 0;
+      for await (const c of body(start, end)) {
+        const piece = c.length > end - start - got ? c.subarray(0, end - start - got) : c;
+        chunks.push(piece);
+        got += piece.length;
+        if (got === end - start) break;
+      }
+      if (got !== end - start) {
+        throw new TensorFSError('corrupt', 'object length does not match', {
+          details: { rule: 'remote.length_mismatch', digest: id, expected: length, actual: start + got },
+        });
+      }
+      const bytes = Buffer.concat(chunks, got);
+      whole.update(bytes);
+      const sha = createHash('sha256').update(bytes).digest('base64');
+      const md5 = `"${createHash('md5').update(bytes).digest('hex')}"`;
+      const have = kept.get(n);
+      if (have && have.size === got && (have.sha256 ? have.sha256 === sha : have.etag === md5)) {
+        done.push({ PartNumber: n, ETag: have.etag, ChecksumSHA256: sha });
+        continue;
+      }
+      try {
+        const r = await client.send(
+          new sdk.UploadPartCommand({
+            Bucket,
+            Key,
+            UploadId: uploadId,
+            PartNumber: n,
+            Body: bytes,
+            ContentLength: got,
+            ChecksumSHA256: sha,
+          }),
+          opts,
+        );
+        done.push({ PartNumber: n, ETag: r.ETag ?? '', ChecksumSHA256: sha });
+        options.sent?.(got);
+      } catch (err) {
+        throw fail(err, 'upload part');
+      }
+    }
+    const actual = `sha256:${whole.digest('hex')}`;
+    if (actual !== id) {
+      await client.send(new sdk.AbortMultipartUploadCommand({ Bucket, Key, UploadId: uploadId })).catch(() => {});
+      throw new TensorFSError('corrupt', 'object bytes do not match their id', {
+        details: { rule: 'remote.digest_mismatch', digest: id, actual },
+      });
+    }
+    try {
+      await client.send(
+        new sdk.CompleteMultipartUploadCommand({ Bucket, Key, UploadId: uploadId, MultipartUpload: { Parts: done } }),
+        opts,
+      );
+    } catch (err) {
+      throw fail(err, 'complete multipart upload');
     }
   }
 

@@ -5,6 +5,7 @@ export type { StoreOptions, RootEntry, Usage, ExportOptions, RefProblem, RefList
 export type { Lease, LeaseOptions } from './leases.js';
 export { DEFAULT_LEASE_TTL_MS } from './leases.js';
 export type { PutResult, Chunks } from './objects.js';
+export type { ObjectPart, BatchItem, BatchOutcome } from './staging.js';
 export type { ReadOptions, PieceReader } from './read.js';
 export { recordsSourceOf } from './read.js';
 export type { RefEntry } from './refs.js';

@@ -298,9 +298,10 @@ export class Objects {
    * Publishes a complete, synced temp as object `id` with link(): an existing good object wins and
    * is never touched; an existing object of the wrong length or quarantined is replaced by rename.
    * Then the temp name is removed and the object directory fsynced. Returns true if this call
-   * published the bytes.
+   * published the bytes. `syncDir: false` leaves the directory fsync to the caller (a batch syncs
+   * each folder once).
    */
-  async publish(tmp: Temp, id: ObjectId): Promise<boolean> {
+  async publish(tmp: Temp, id: ObjectId, options: { syncDir?: boolean } = {}): Promise<boolean> {
     const dir = objectDir(this.layout, id);
     const final = this.path(id);
     let published = true;
@@ -322,7 +323,7 @@ export class Objects {
         }
       }
       await fsp.rm(tmp.path, { force: true });
-      if (published) await fsyncDir(dir);
+      if (published && options.syncDir !== false) await fsyncDir(dir);
       return published;
     } catch (err) {
       await fsp.rm(tmp.path, { force: true });

@@ -10,6 +10,7 @@ import type { FileSource } from './file-source.js';
 import type { Lease, LeaseOptions } from './leases.js';
 import type { Chunks, PutResult } from './objects.js';
 import type { ReadOptions } from './read.js';
+import type { BatchItem, BatchOutcome, ObjectPart } from './staging.js';
 
 /**
  * What upper layers need from a content-addressed store. Every failure is a `TensorFSError`:
@@ -30,6 +31,13 @@ export interface Store {
     chunks: AsyncIterable<Uint8Array>,
     options?: { expected?: ObjectId; expectedLength?: number; lease?: Lease; signal?: AbortSignal },
   ): Promise<PutResult>;
+  /**
+   * Optional: a resumable part file the store hashes while it is written and adopts as the object
+   * once verified and durable (see `LocalStore.openPart`). Callers fall back to `putStream`.
+   */
+  openPart?(key: string, options: { expectedLength: number; signal?: AbortSignal }): Promise<ObjectPart>;
+  /** Optional: many in-memory objects with batched durability (see `LocalStore.putBatch`). */
+  putBatch?(items: readonly BatchItem[], options?: { lease?: Lease; signal?: AbortSignal }): Promise<BatchOutcome[]>;
   /** A whole object; `verify` rehashes it (`corrupt` on a mismatch). */
   readObject(id: ObjectId, options?: { verify?: boolean }): Promise<Uint8Array>;
   /** `length` bytes at `offset` of an object (`invalid_argument` outside it). */

@@ -31,6 +31,7 @@ import { type ImportOptions, type ImportResult, importTree } from './import.js';
 import { type Layout, layoutOf, validateRefName } from './layout.js';
 import { DEFAULT_LEASE_TTL_MS, DbLease, type Lease, type LeaseOptions, assertLeaseLive } from './leases.js';
 import { type Chunks, Objects, type PutResult } from './objects.js';
+import { type BatchItem, type BatchOutcome, type ObjectPart, openPart, putBatch } from './staging.js';
 import type { FileSource } from './file-source.js';
 import type { Store } from './port.js';
 import { type ReadOptions, recordsSource, writeRecordsFile } from './read.js';
@@ -244,6 +245,29 @@ export class LocalStore implements Store {
   ): Promise<PutResult> {
     this.live();
     return this.objects.putStream(chunks, { ...options, lease: options.lease?.id });
+  }
+
+  /**
+   * Opens (or resumes) the part file `tmp/<key>.part` of an object of `expectedLength` bytes:
+   * hashed by the store as it is written, adopted as the object by link/rename on
+   * {@link ObjectPart.commit} once verified and synced (no second copy). Kept across runs until
+   * committed or discarded; GC sweeps parts older than a day.
+   */
+  async openPart(key: string, options: { expectedLength: number; signal?: AbortSignal }): Promise<ObjectPart> {
+    this.live();
+    return openPart(this.objects, key, options.expectedLength, options.signal);
+  }
+
+  /**
+   * Admits many in-memory objects with batched durability (temps synced in parallel, one fsync
+   * per object folder); an item that does not hash to its `expected` is refused alone (`corrupt`).
+   */
+  async putBatch(
+    items: readonly BatchItem[],
+    options: { lease?: Lease; signal?: AbortSignal } = {},
+  ): Promise<BatchOutcome[]> {
+    this.live();
+    return putBatch(this.objects, items, options);
   }
 
   /** Size in bytes of a stored object; `not_found` if absent. */

@@ -274,6 +274,8 @@ export const serveCommand = defineCommand<ServeArgs>({
         port: args.port,
         tokens,
         maxConcurrent: args['max-concurrent'],
+        // Upload sessions beside the store's own temps, so an interrupted push resumes across restarts.
+        ...(store && tokens ? { uploadsDir: path.join(store.root, 'tmp') } : {}),
         ...(web ? { pages: (req, res, read) => web(req, res, read ?? false) } : {}),
       });
       ctx.result(
