@@ -2,7 +2,8 @@ import type { LocalStore } from '@tensorfs/cas';
 import { type ObjectId, isTensorFSError } from '@tensorfs/format';
 import { describe, expect, it } from 'vitest';
 import { HubOrigin, type Origin, StoreOrigin, pull, serveHub } from '../src/index.js';
-import { after, bytesOf, idOf, storeWith } from './helpers.js';
+import { bytesOf, idOf } from '@tensorfs/testkit';
+import { after, storeWith } from './helpers.js';
 
 /** `count` small files of distinct bytes (each one object). */
 function smallFiles(count: number, size = 1000): Record<string, Uint8Array> {

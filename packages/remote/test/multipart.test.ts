@@ -5,8 +5,8 @@ import type { LocalStore } from '@tensorfs/cas';
 import { type ObjectId, isTensorFSError } from '@tensorfs/format';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HubOrigin, S3Origin, StoreOrigin, pull, push, s3ConfigFromEnv, serveHub } from '../src/index.js';
-import { after, bytesOf, idOf, newStore, storeWith, tempDir } from './helpers.js';
-import { type Moto, startMoto } from './moto.js';
+import { bytesOf, idOf, type Moto, startMoto, tempDir } from '@tensorfs/testkit';
+import { after, newStore, storeWith } from './helpers.js';
 
 const MiB = 1 << 20;
 const TOKEN = 'tok-multipart-0123456789';
