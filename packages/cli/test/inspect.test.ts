@@ -75,6 +75,14 @@ describe('tfs inspect', () => {
     const missing = await tfs(['inspect', path.join(tmp, 'nope.safetensors')]);
     expect(missing.code).toBe(6);
     expect(missing.stderr).not.toContain(tmp); // no local paths in messages
+    // Also with a store present: a missing file is not an "invalid ref name".
+    const store = path.join(tmp, 'store');
+    expect((await tfs(['import', path.join(SAMPLES, 'tiny-model'), '--store', store])).code).toBe(0);
+    for (const name of [path.join(tmp, 'nope.safetensors'), 'nope.gguf', './nope']) {
+      const r = await tfs(['inspect', name, '--store', store, '--json']);
+      expect(r.code, name).toBe(6);
+      expect(JSON.parse(r.stderr).error.details.rule, name).toBe('cli.no_such_file');
+    }
   });
 
   it('rejects leading whitespace only under --strict', async () => {

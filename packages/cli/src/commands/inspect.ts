@@ -25,6 +25,9 @@ import { describeSafetensors } from '../describe-safetensors.js';
 import { formatBytes } from '../progress.js';
 import { inspectCheckpointFile, inspectCheckpointRef } from './checkpoint.js';
 
+/** Names that end like the files `inspect` reads. */
+const FILE_LIKE = /\.(safetensors|gguf|cozytensors|json)$/i;
+
 /** What `inspect` prints for a header: its JSON form and its human lines. */
 interface Printed {
   json: unknown;
@@ -90,7 +93,19 @@ export const inspectCommand = defineCommand<{ file: string; strict: boolean }>({
       .then(() => true)
       .catch(() => false);
     if (!exists) {
-      await inspectCheckpointRef(args.file, ctx);
+      // A ref name is never absolute and never starts with a dot; one that ends like a file and
+      // names no ref either is reported as the missing file it most likely is.
+      const noSuchFile = () =>
+        new TensorFSError('not_found', `no such file: ${path.basename(args.file)}`, {
+          details: { rule: 'cli.no_such_file', file: path.basename(args.file) },
+        });
+      if (path.isAbsolute(args.file) || args.file.startsWith('.')) throw noSuchFile();
+      try {
+        await inspectCheckpointRef(args.file, ctx);
+      } catch (err) {
+        const missing = isTensorFSError(err) && (err.code === 'not_found' || err.code === 'invalid_argument');
+        throw missing && FILE_LIKE.test(args.file) ? noSuchFile() : err;
+      }
       return;
     }
     const source = await openFileSource(args.file);
