@@ -9,9 +9,10 @@ import * as fsp from 'node:fs/promises';
 import path from 'node:path';
 import { type LocalStore, siblingTemp } from '@tensorfs/cas';
 import { type ObjectId, TensorFSError } from '@tensorfs/format';
-import { type HfImportResult, type HfProvenance, importHuggingFace, parseHfUrl } from '@tensorfs/remote';
+import type { HfImportResult, HfProvenance } from '@tensorfs/remote';
 import type { CommandContext } from '../context.js';
 import { formatBytes } from '../progress.js';
+import { loadRemote } from './remote.js';
 
 /** True if `src` names a Hugging Face source. */
 export function isHfSource(src: string): boolean {
@@ -19,7 +20,8 @@ export function isHfSource(src: string): boolean {
 }
 
 /** `hf/<owner>/<repo>`: the default ref of an import from the Hub. */
-export function defaultHfRef(src: string): string {
+export async function defaultHfRef(src: string): Promise<string> {
+  const { parseHfUrl } = await loadRemote();
   return `hf/${parseHfUrl(src).repo}`;
 }
 
@@ -33,6 +35,7 @@ export async function importFromHub(
   const env = ctx.io.env;
   const token = env.HF_TOKEN && env.HF_TOKEN.length > 0 ? env.HF_TOKEN : undefined;
   const endpoint = env.HF_ENDPOINT && env.HF_ENDPOINT.length > 0 ? env.HF_ENDPOINT : undefined;
+  const { importHuggingFace } = await loadRemote();
   const bar = ctx.progress('download');
   try {
     const r = await importHuggingFace(store, src, {

@@ -10,6 +10,7 @@ import {
   type GgufHeader,
   isCheckpointHeader,
   isTensorFSError,
+  jsonInteger,
   MAX_SHARD_INDEX_SIZE,
   parseShardIndex,
   readContainerHeader,
@@ -30,7 +31,8 @@ const FILE_LIKE = /\.(safetensors|gguf|cozytensors|json)$/i;
 
 /** What `inspect` prints for a header: its JSON form and its human lines. */
 interface Printed {
-  json: unknown;
+  /** The `--json` value, built only when asked for (a GGUF vocabulary is 262k strings). */
+  json: () => unknown;
   lines: () => string[];
 }
 
@@ -40,12 +42,19 @@ interface Printed {
  */
 const PRINTERS: { [F in ContainerFormat]: (header: ContainerHeaderOf<F>) => Printed } = {
   gguf(header) {
-    const d = describeGguf(header);
     return {
-      json: d,
+      json: () => describeGguf(header),
+      // The human form never decodes metadata values: it counts keys (unique, the parser checks).
       lines: () => [
-        `gguf v${d.version} ${d.endianness}-endian, alignment ${d.alignment}, data at ${d.data_start}, ${Object.keys(d.metadata).length} metadata keys, ${d.tensors.length} tensors`,
-        ...table(d.tensors.map((t) => [t.name, t.type, `[${t.shape.join(', ')}]`, bytes(t.byte_length)])),
+        `gguf v${header.version} ${header.endianness}-endian, alignment ${header.alignment}, data at ${header.dataStart}, ${header.metadata.length} metadata keys, ${header.tensors.length} tensors`,
+        ...table(
+          header.tensors.map((t) => [
+            t.name,
+            t.typeName,
+            `[${t.shape.map(String).join(', ')}]`,
+            bytes(jsonInteger(t.byteLength)),
+          ]),
+        ),
       ],
     };
   },
@@ -53,7 +62,7 @@ const PRINTERS: { [F in ContainerFormat]: (header: ContainerHeaderOf<F>) => Prin
     const d = describeSafetensors(header);
     const meta = d.metadata ? Object.entries(d.metadata).map(([k, v]) => `${k}=${v}`) : [];
     return {
-      json: d,
+      json: () => d,
       lines: () => [
         `safetensors, header ${d.header_size} bytes, ${d.tensors.length} tensors${meta.length ? `, metadata: ${meta.join(' ')}` : ''}`,
         ...table(
@@ -127,7 +136,7 @@ export const inspectCommand = defineCommand<{ file: string; strict: boolean }>({
           return;
         }
         const printed = (PRINTERS[found.format] as (header: unknown) => Printed)(found.header);
-        ctx.result(printed.json, printed.lines);
+        ctx.result(ctx.json ? printed.json() : undefined, printed.lines);
       }
     } finally {
       await source.close();

@@ -8,23 +8,18 @@ import * as fsp from 'node:fs/promises';
 import path from 'node:path';
 import { LocalStore, siblingTemp } from '@tensorfs/cas';
 import { type ObjectId, TensorFSError, parseObjectId } from '@tensorfs/format';
-import {
-  type Credential,
-  FetchingStore,
-  type Origin,
-  S3Origin,
-  StoreOrigin,
-  connectOrigin,
-  parseTokensConfig,
-  pull,
-  push,
-  serveHub,
-} from '@tensorfs/remote';
+import type { Credential, FetchingStore, Origin, TokensConfig } from '@tensorfs/remote';
 import type { Argv } from 'yargs';
 import { webHandler } from '../web/handler.js';
 import { defineCommand } from '../command.js';
 import type { CommandContext, GlobalArgs } from '../context.js';
 import { formatBytes } from '../progress.js';
+
+/**
+ * `@tensorfs/remote` (and undici, ~110 ms to load) only for the commands that move bytes: every
+ * other command shares this module's chunk.
+ */
+export const loadRemote = () => import('@tensorfs/remote');
 
 const REMOTE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
@@ -77,6 +72,7 @@ function credentialOf(args: TokenArgs, ctx: CommandContext): Credential | undefi
 export async function originOf(ctx: CommandContext, spec: string, args: TokenArgs): Promise<Origin> {
   const remotes = REMOTE_NAME.test(spec) && !fs.existsSync(spec) ? await readRemotes(ctx) : {};
   const url = remotes[spec] ?? spec;
+  const { connectOrigin } = await loadRemote();
   return connectOrigin(url, { token: credentialOf(args, ctx), signal: ctx.signal, s3: { env: ctx.io.env } });
 }
 
@@ -88,6 +84,7 @@ export async function fetchingStore(
   args: TokenArgs,
 ): Promise<FetchingStore> {
   const origin = await originOf(ctx, spec, args);
+  const { FetchingStore } = await loadRemote();
   const fs = new FetchingStore(local, origin, { partsDir: path.join(local.root, 'tmp'), signal: ctx.signal });
   const close = fs.close.bind(fs);
   fs.close = async () => {
@@ -148,6 +145,7 @@ export const pullCommand = defineCommand<PullArgs>({
     const store = await LocalStore.open(ctx.storeDir);
     const bar = ctx.progress('pull');
     try {
+      const { pull } = await loadRemote();
       const r = await pull(store, origin, args.ref, {
         name: args.name,
         components: args.component,
@@ -199,6 +197,7 @@ export const pushCommand = defineCommand<PushArgs>({
     const store = await LocalStore.open(ctx.storeDir, { readOnly: true });
     const bar = ctx.progress('push');
     try {
+      const { push } = await loadRemote();
       const r = await push(store, origin, args.ref, {
         name: args.name,
         expected: parseExpected(args.expected),
@@ -245,7 +244,8 @@ export const serveCommand = defineCommand<ServeArgs>({
         describe: 'requests served at once',
       }) as unknown as Argv<ServeArgs & GlobalArgs>,
   handler: async (args, ctx) => {
-    let tokens: ReturnType<typeof parseTokensConfig> | undefined;
+    const { S3Origin, StoreOrigin, parseTokensConfig, serveHub } = await loadRemote();
+    let tokens: TokensConfig | undefined;
     if (args.tokens !== undefined) {
       let text: string;
       try {

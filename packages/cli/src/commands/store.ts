@@ -79,7 +79,7 @@ export const importCommand = defineCommand<ImportArgs>({
       }) as Argv<ImportArgs & GlobalArgs>,
   handler: async (args, ctx) => {
     if (isHfSource(args.path)) {
-      const name = args.name ?? defaultHfRef(args.path);
+      const name = args.name ?? (await defaultHfRef(args.path));
       const r = await withStore(
         ctx,
         false,
