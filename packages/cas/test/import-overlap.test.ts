@@ -4,7 +4,7 @@
 import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LocalStore } from '@tensorfs/cas';
-import { idOf, expectCode, storedObjects, tempDir } from '@tensorfs/testkit';
+import { expectCode, idOf, safetensorsBytes, storedObjects, tempDir } from '@tensorfs/testkit';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Objects } from '../src/store/objects.js';
 
@@ -12,19 +12,9 @@ const MiB = 1024 * 1024;
 
 /** A safetensors file of U8 tensors with the given bytes; returns the file and each record's bytes. */
 function safetensors(file: string, tensors: Uint8Array[]): Uint8Array[] {
-  const header: Record<string, unknown> = {};
-  let offset = 0;
-  tensors.forEach((t, i) => {
-    header[`t${i}`] = { dtype: 'U8', shape: [t.length], data_offsets: [offset, offset + t.length] };
-    offset += t.length;
-  });
-  let json = JSON.stringify(header);
-  json += ' '.repeat((8 - (json.length % 8)) % 8);
-  const prefix = Buffer.alloc(8);
-  prefix.writeBigUInt64LE(BigInt(json.length));
-  const head = Buffer.concat([prefix, Buffer.from(json)]);
-  writeFileSync(file, Buffer.concat([head, ...tensors]));
-  return [head, ...tensors];
+  const bytes = safetensorsBytes(tensors.map((data, i) => ({ name: `t${i}`, data })));
+  writeFileSync(file, bytes);
+  return [bytes.subarray(0, bytes.length - tensors.reduce((n, t) => n + t.length, 0)), ...tensors];
 }
 
 /** `n` bytes, distinct per `seed` (cheap to make at tens of MiB). */

@@ -6,6 +6,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { safetensorsBytes } from '@tensorfs/testkit';
 import { type Running, startMoto, startNginx, tfs, tfsServe, tfsSync } from './remote-servers.js';
 
 const dirs: string[] = [];
@@ -185,19 +186,10 @@ describe('tfs remote', () => {
 });
 
 describe('tensor-level transfers', () => {
-  function safetensors(tensors: Record<string, Buffer>): Buffer {
-    const header: Record<string, unknown> = {};
-    let off = 0;
-    for (const [name, b] of Object.entries(tensors)) {
-      header[name] = { dtype: 'F32', shape: [b.length / 4], data_offsets: [off, off + b.length] };
-      off += b.length;
-    }
-    let json = JSON.stringify(header);
-    json += ' '.repeat((8 - (json.length % 8)) % 8);
-    const len = Buffer.alloc(8);
-    len.writeBigUInt64LE(BigInt(json.length));
-    return Buffer.concat([len, Buffer.from(json), ...Object.values(tensors)]);
-  }
+  const safetensors = (tensors: Record<string, Buffer>) =>
+    safetensorsBytes(
+      Object.entries(tensors).map(([name, data]) => ({ name, dtype: 'F32', shape: [data.length / 4], data })),
+    );
 
   it('pull --tensors and cat --from move only what they read', async () => {
     const T = { 'a.attn.weight': rnd(200_000, 5), 'a.mlp.weight': rnd(400_000, 6) };

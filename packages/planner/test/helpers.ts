@@ -2,6 +2,8 @@ import { type ByteSource, TensorFSError } from '@tensorfs/format';
 import type { Hasher } from '@tensorfs/planner';
 import { createHash } from 'node:crypto';
 
+export { safetensorsBytes, type StTensor } from '@tensorfs/testkit';
+
 /** A node:crypto hasher on the calling thread (the cas package has the real one; planner tests sit below it). */
 export function testHasher(): Hasher {
   return {
@@ -45,40 +47,6 @@ export function seededBytes(seed: number, n: number): Uint8Array {
   const base = Math.imul(seed, 0x9e3779b9) >>> 0;
   for (let j = 0; j < words.length; j++) words[j] = fmix32((base + j) >>> 0);
   return new Uint8Array(words.buffer, 0, n);
-}
-
-export interface StTensor {
-  name: string;
-  dtype?: string;
-  shape?: number[];
-  data: Uint8Array;
-}
-
-/** A safetensors file: header (padded with spaces to 8 bytes) and the tensors' data in the given order. */
-export function safetensorsBytes(tensors: StTensor[], metadata?: Record<string, string>): Uint8Array {
-  const header: Record<string, unknown> = Object.create(null);
-  if (metadata) header.__metadata__ = metadata;
-  let offset = 0;
-  for (const t of tensors) {
-    header[t.name] = {
-      dtype: t.dtype ?? 'U8',
-      shape: t.shape ?? [t.data.length],
-      data_offsets: [offset, offset + t.data.length],
-    };
-    offset += t.data.length;
-  }
-  let json = JSON.stringify(header);
-  while ((json.length + 8) % 8 !== 0) json += ' ';
-  const jsonBytes = new TextEncoder().encode(json);
-  const out = new Uint8Array(8 + jsonBytes.length + offset);
-  new DataView(out.buffer).setBigUint64(0, BigInt(jsonBytes.length), true);
-  out.set(jsonBytes, 8);
-  let at = 8 + jsonBytes.length;
-  for (const t of tensors) {
-    out.set(t.data, at);
-    at += t.data.length;
-  }
-  return out;
 }
 
 export interface GgufTensor {

@@ -5,7 +5,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { LocalStore } from '@tensorfs/cas';
-import type { ObjectId } from '@tensorfs/format';
+import { isTensorFSError, type ObjectId } from '@tensorfs/format';
 import { bytesOf, tempDir } from '@tensorfs/testkit';
 import { afterEach } from 'vitest';
 
@@ -56,4 +56,15 @@ export async function storeWith(
   const store = await newStore();
   const r = await store.importPath(folderOf(files), { name });
   return { store, id: r.snapshot };
+}
+
+/** The error code a promise rejects with (`ok` if it resolves); anything but a TensorFSError rethrows. */
+export async function code(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (err) {
+    if (isTensorFSError(err)) return err.code;
+    throw err;
+  }
+  return 'ok';
 }

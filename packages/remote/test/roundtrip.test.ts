@@ -1,9 +1,9 @@
 import { join } from 'node:path';
-import { type ObjectId, isTensorFSError } from '@tensorfs/format';
+import type { ObjectId } from '@tensorfs/format';
 import { describe, expect, it } from 'vitest';
 import { FolderOrigin, HubOrigin, type Origin, StoreOrigin, pull, push, serveHub } from '../src/index.js';
 import { bytesOf, idOf, tempDir } from '@tensorfs/testkit';
-import { after, newStore, sampleFiles, storeWith } from './helpers.js';
+import { after, code, newStore, sampleFiles, storeWith } from './helpers.js';
 
 type Make = () => Promise<Origin>;
 
@@ -33,16 +33,6 @@ const origins: [string, Make][] = [
     },
   ],
 ];
-
-async function code(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (err) {
-    if (isTensorFSError(err)) return err.code;
-    throw err;
-  }
-  return 'ok';
-}
 
 describe.each(origins)('push and pull through %s', (_label, make) => {
   it('sends only what is lacking, pulls only what is missing, and names nothing until all is present', async () => {

@@ -3,7 +3,7 @@ import { isTensorFSError } from '@tensorfs/format';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HubOrigin, S3Origin, parseS3Url, pull, push, s3ConfigFromEnv, serveHub } from '../src/index.js';
 import { bytesOf, idOf, type Moto, startMoto } from '@tensorfs/testkit';
-import { after, folderOf, newStore, storeWith } from './helpers.js';
+import { after, code, folderOf, newStore, storeWith } from './helpers.js';
 
 let moto: Moto;
 beforeAll(async () => {
@@ -18,16 +18,6 @@ function origin(): S3Origin {
   const o = new S3Origin(`s3://${moto.bucket}/run${++n}/models`, { env: moto.env });
   after(() => o.close());
   return o;
-}
-
-async function code(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (err) {
-    if (isTensorFSError(err)) return err.code;
-    throw err;
-  }
-  return 'ok';
 }
 
 describe('S3 origin (moto_server)', () => {

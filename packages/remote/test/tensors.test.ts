@@ -4,29 +4,14 @@ import { isTensorFSError } from '@tensorfs/format';
 import { openTensors } from '@tensorfs/tensors';
 import { describe, expect, it } from 'vitest';
 import { FetchingStore, FolderOrigin, pull, push } from '../src/index.js';
-import { bytesOf, idOf, tempDir } from '@tensorfs/testkit';
+import { bytesOf, idOf, safetensorsBytes, tempDir } from '@tensorfs/testkit';
 import { newStore, storeWith } from './helpers.js';
 
 /** A safetensors file of F32 tensors `name → bytes`. */
-function safetensors(tensors: Record<string, Uint8Array>): Uint8Array {
-  const header: Record<string, unknown> = {};
-  let off = 0;
-  for (const [name, b] of Object.entries(tensors)) {
-    header[name] = { dtype: 'F32', shape: [b.length / 4], data_offsets: [off, off + b.length] };
-    off += b.length;
-  }
-  let json = JSON.stringify(header);
-  json += ' '.repeat((8 - (json.length % 8)) % 8);
-  const out = new Uint8Array(8 + json.length + off);
-  new DataView(out.buffer).setBigUint64(0, BigInt(json.length), true);
-  out.set(new TextEncoder().encode(json), 8);
-  let at = 8 + json.length;
-  for (const b of Object.values(tensors)) {
-    out.set(b, at);
-    at += b.length;
-  }
-  return out;
-}
+const safetensors = (tensors: Record<string, Uint8Array>) =>
+  safetensorsBytes(
+    Object.entries(tensors).map(([name, data]) => ({ name, dtype: 'F32', shape: [data.length / 4], data })),
+  );
 
 const T = {
   'layers.0.attn.weight': bytesOf(400_000, 1),

@@ -7,7 +7,7 @@
 import * as fsp from 'node:fs/promises';
 import path from 'node:path';
 import { isTensorFSError } from '@tensorfs/format';
-import { REPO_ROOT, expectCode, sha256Hex } from '@tensorfs/testkit';
+import { REPO_ROOT, expectCode, safetensorsBytes, sha256Hex } from '@tensorfs/testkit';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   CheckpointWriter,
@@ -180,25 +180,10 @@ describe('tfs convert of producer conventions (vectors/v1/producers)', () => {
 
   /** A safetensors file of `tensors` (name → dtype, shape, bytes), packed in name order. */
   function safetensors(tensors: Record<string, [string, number[], Uint8Array]>): Uint8Array {
-    const header: Record<string, unknown> = {};
-    let at = 0;
     const names = Object.keys(tensors).sort();
-    for (const n of names) {
-      const [dtype, shape, bytes] = tensors[n]!;
-      header[n] = { dtype, shape, data_offsets: [at, at + bytes.length] };
-      at += bytes.length;
-    }
-    let json = JSON.stringify(header);
-    json += ' '.repeat((8 - (json.length % 8)) % 8);
-    const out = new Uint8Array(8 + json.length + at);
-    new DataView(out.buffer).setBigUint64(0, BigInt(json.length), true);
-    out.set(new TextEncoder().encode(json), 8);
-    let o = 8 + json.length;
-    for (const n of names) {
-      out.set(tensors[n]![2], o);
-      o += tensors[n]![2].length;
-    }
-    return out;
+    return safetensorsBytes(
+      names.map((name) => ({ name, dtype: tensors[name]![0], shape: tensors[name]![1], data: tensors[name]![2] })),
+    );
   }
 
   it('hostile producer files: a missing part is malformed naming it; an unstated fact is unsupported; nothing is committed', async () => {

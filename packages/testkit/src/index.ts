@@ -9,6 +9,7 @@ export { acceptedCounter } from './property.js';
 export { objectFile, storedObjects } from './store-files.js';
 export { MemoryStore } from './memory-store.js';
 export { blobEntry } from './manifest.js';
+export { safetensorsBytes, type StTensor } from './safetensors.js';
 export { freePort, startMoto, type Moto } from './moto.js';
 export {
   startFakeHub,
