@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LocalStore } from '@tensorfs/cas';
+import { ERROR_CODES, type ErrorCode, HTTP_STATUS, TensorFSError } from '@tensorfs/format';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ReadGrant, webHandler } from '../src/index.js';
 
@@ -103,5 +104,51 @@ describe('webHandler JSON', () => {
     expect((await get(`/api/diff?a=base&b=${otherId}`, 'base-token')).body.error?.code).toBe('denied');
     const baseId = await store.resolve('base');
     expect((await get(`/api/ref?name=${baseId}`, 'base-token')).status).toBe(200);
+  });
+
+  it('answers each family with the hub status (HTTP_STATUS, spec/v1/remote.md)', async () => {
+    // A store whose ref `fail/<family>` fails with that family.
+    const failing = new Proxy(store, {
+      get(target, prop, receiver) {
+        if (prop === 'resolve') {
+          return async (ref: string) => {
+            if (!ref.startsWith('fail/')) return target.resolve(ref);
+            const code = ref.slice(5) as ErrorCode;
+            throw new TensorFSError(code, `failed: ${code}`, { details: { rule: 'test.fail' } });
+          };
+        }
+        const value = Reflect.get(target, prop, receiver);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const handle = webHandler(failing);
+    const srv = http.createServer((req, res) => void handle(req, res));
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    try {
+      const at = `http://127.0.0.1:${(srv.address() as AddressInfo).port}`;
+      const seen: Record<string, [number, string, string | null]> = {};
+      for (const code of ERROR_CODES) {
+        const res = await fetch(`${at}/api/ref?name=fail/${code}`);
+        const body = (await res.json()) as { error: { code: string } };
+        seen[code] = [res.status, body.error.code, res.headers.get('retry-after')];
+      }
+      expect(seen).toEqual({
+        invalid_argument: [400, 'invalid_argument', null],
+        malformed: [400, 'malformed', null],
+        corrupt: [422, 'corrupt', null],
+        unsupported: [501, 'unsupported', null],
+        not_found: [404, 'not_found', null],
+        conflict: [409, 'conflict', null],
+        denied: [403, 'denied', null],
+        unavailable: [503, 'unavailable', '1'],
+        limit_exceeded: [413, 'limit_exceeded', null],
+        io: [500, 'io', null],
+        cancelled: [503, 'cancelled', '1'],
+        internal: [500, 'internal', null],
+      });
+      for (const code of ERROR_CODES) expect([code, seen[code]![0]]).toEqual([code, HTTP_STATUS[code]]);
+    } finally {
+      await new Promise((r) => srv.close(r));
+    }
   });
 });

@@ -25,6 +25,27 @@ export const ERROR_CODES = [
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
 /**
+ * The HTTP status of each family, for every TensorFS server that answers errors over HTTP: the
+ * hub's `/v1/` API and the web page's `/api/` (the table of spec/v1/remote.md, "Errors"). A
+ * `denied` request that carried no token or an unknown one is `401` instead of `403`; `503`
+ * answers carry `Retry-After`.
+ */
+export const HTTP_STATUS: Readonly<Record<ErrorCode, number>> = Object.freeze({
+  invalid_argument: 400,
+  malformed: 400,
+  corrupt: 422,
+  unsupported: 501,
+  not_found: 404,
+  conflict: 409,
+  denied: 403,
+  unavailable: 503,
+  limit_exceeded: 413,
+  io: 500,
+  cancelled: 503,
+  internal: 500,
+});
+
+/**
  * Structured facts about a failure. Keys are free-form but conventional:
  * `rule` (the validation rule that fired), `offset` (byte offset), `tensor`, `limit`, `actual`, `path`
  * (a store-relative or archive-relative path, never a local absolute path), `digest`, `expected`.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ERROR_CODES, TensorFSError, isTensorFSError, toTensorFSError } from '../src/index.js';
+import { ERROR_CODES, HTTP_STATUS, TensorFSError, isTensorFSError, toTensorFSError } from '../src/index.js';
 
 describe('TensorFSError', () => {
   it('has exactly the twelve families', () => {
@@ -17,6 +17,13 @@ describe('TensorFSError', () => {
       'cancelled',
       'internal',
     ]);
+  });
+  it('gives every family one HTTP status (the table of spec/v1/remote.md)', () => {
+    expect(Object.keys(HTTP_STATUS).sort()).toEqual([...ERROR_CODES].sort());
+    expect(ERROR_CODES.map((c) => HTTP_STATUS[c])).toEqual([
+      400, 400, 422, 501, 404, 409, 403, 503, 413, 500, 503, 500,
+    ]);
+    expect(Object.isFrozen(HTTP_STATUS)).toBe(true);
   });
   it('carries code, details and cause and serialises bigints', () => {
     const cause = new Error('inner');

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import {
   type ErrorCode,
+  HTTP_STATUS,
   type ObjectId,
   TensorFSError,
   isObjectId,
@@ -86,20 +87,8 @@ export interface Hub {
   close(graceMs?: number): Promise<void>;
 }
 
-const STATUS: Record<ErrorCode, number> = {
-  invalid_argument: 400,
-  malformed: 400,
-  corrupt: 422,
-  unsupported: 501,
-  not_found: 404,
-  conflict: 409,
-  denied: 403,
-  unavailable: 503,
-  limit_exceeded: 413,
-  io: 500,
-  cancelled: 503,
-  internal: 500,
-};
+/** Rules of a request that brought no usable token: `401` with `WWW-Authenticate`, not `403`. */
+const TOKEN_RULES: ReadonlySet<unknown> = new Set(['hub.token_required', 'hub.unknown_token', 'hub.bad_authorization']);
 
 /** Details that may leave the hub (never paths, stacks or tokens). */
 const SAFE_DETAILS = ['rule', 'digest', 'ref', 'expected', 'actual', 'limit', 'count', 'missing', 'component'];
@@ -697,8 +686,8 @@ export function errorBody(err: TensorFSError): {
 }
 
 function sendError(res: http.ServerResponse, err: TensorFSError, status?: number): void {
-  let st = status ?? STATUS[err.code];
-  if (err.code === 'denied' && err.details.rule !== 'hub.scope') st = 401;
+  let st = status ?? HTTP_STATUS[err.code];
+  if (err.code === 'denied' && TOKEN_RULES.has(err.details.rule)) st = 401;
   const body = `${JSON.stringify(errorBody(err))}\n`;
   const headers: Record<string, string | number> = {
     'content-type': 'application/json',

@@ -1,4 +1,4 @@
-import { ERROR_CODES, type ObjectId } from '@tensorfs/format';
+import { ERROR_CODES, type ErrorCode, HTTP_STATUS, type ObjectId, TensorFSError } from '@tensorfs/format';
 import { describe, expect, it } from 'vitest';
 import { type Origin, StoreOrigin, serveHub } from '../src/index.js';
 import { bytesOf, idOf } from '@tensorfs/testkit';
@@ -92,6 +92,44 @@ describe('the hub API', () => {
       expect(text).not.toContain(store.root);
       expect(text).not.toContain(TOKEN);
       expect(text).not.toMatch(/at .*\.(ts|js):\d+/);
+    }
+  });
+
+  it('answers each family with the status of the shared table (spec/v1/remote.md)', async () => {
+    // The spec's table, written out: the test fails if HTTP_STATUS drifts from it.
+    const spec: Record<ErrorCode, number> = {
+      invalid_argument: 400,
+      malformed: 400,
+      corrupt: 422,
+      unsupported: 501,
+      not_found: 404,
+      conflict: 409,
+      denied: 403,
+      unavailable: 503,
+      limit_exceeded: 413,
+      io: 500,
+      cancelled: 503,
+      internal: 500,
+    };
+    expect(HTTP_STATUS).toEqual(spec);
+    const { store } = await storeWith('x/y');
+    const inner = new StoreOrigin(store);
+    // A backend whose ref `fail/<family>` fails with that family (as a store or bucket would).
+    const backend = Object.assign(Object.create(inner), {
+      getRef: async (n: string) => {
+        const code = n.startsWith('fail/') ? n.slice(5) : undefined;
+        if (code) throw new TensorFSError(code as ErrorCode, `failed: ${code}`, { details: { rule: 'test.fail' } });
+        return inner.getRef(n);
+      },
+    });
+    const { url } = await started({}, backend);
+    for (const code of ERROR_CODES) {
+      const r = await fetch(`${url}/v1/refs/fail/${code}`);
+      const body = (await r.json()) as { error: { code: string } };
+      expect([code, r.status, body.error.code]).toEqual([code, spec[code], code]);
+      // Only a request without a usable token is asked for one; a store's `denied` is 403.
+      expect([code, r.headers.get('www-authenticate')]).toEqual([code, null]);
+      expect([code, r.headers.get('retry-after')]).toEqual([code, spec[code] === 503 ? '1' : null]);
     }
   });
 

@@ -5,7 +5,7 @@
 import * as fsp from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { isTensorFSError, TensorFSError } from '@tensorfs/format';
+import { HTTP_STATUS, isTensorFSError, TensorFSError } from '@tensorfs/format';
 import { toJson } from '../context.js';
 import { webDiff, webRef, webRefs, type WebStore } from './api.js';
 import { WEB_INDEX_HTML } from './page.js';
@@ -29,21 +29,6 @@ export type ReadGrant = boolean | ((ref: string) => boolean);
  * that has already checked the request's token passes its `grant` (it then overrides `authorize`).
  */
 export type WebHandler = (req: IncomingMessage, res: ServerResponse, grant?: ReadGrant) => Promise<boolean>;
-
-const STATUS: Record<string, number> = {
-  invalid_argument: 400,
-  malformed: 422,
-  corrupt: 500,
-  unsupported: 422,
-  not_found: 404,
-  conflict: 409,
-  denied: 403,
-  unavailable: 503,
-  limit_exceeded: 413,
-  io: 500,
-  cancelled: 499,
-  internal: 500,
-};
 
 /** Where the bundled page script is: beside the built module, or in `dist/` when run from source. */
 const SCRIPT_CANDIDATES = [new URL('./web/app.js', import.meta.url), new URL('../../dist/web/app.js', import.meta.url)];
@@ -75,6 +60,8 @@ function send(res: ServerResponse, status: number, type: string, body: string | 
 }
 
 function sendJson(res: ServerResponse, status: number, value: unknown, head: boolean): void {
+  // As the hub's API: a 503 (`unavailable`, `cancelled`) says when to try again.
+  if (status === 503) res.setHeader('retry-after', '1');
   send(res, status, 'application/json; charset=utf-8', toJson(value), head);
 }
 
@@ -112,8 +99,8 @@ function readableStore(store: WebStore, readable: (ref: string) => boolean): Web
 /**
  * The web page of a store: `GET /` (the page), `/app.js` (its script), `/api/refs`,
  * `/api/ref?name=`, `/api/diff?a=&b=[&file=]`. Anything else resolves false (not handled), so a
- * server can try its own routes next. Errors are `{error: {code, message, details}}` with an
- * HTTP status by family; messages carry no local paths.
+ * server can try its own routes next. Errors are `{error: {code, message, details}}` with the
+ * HTTP status of their family ({@link HTTP_STATUS}, the hub's table); messages carry no local paths.
  */
 export function webHandler(store: WebStore, options: WebHandlerOptions = {}): WebHandler {
   return async (req, res, given) => {
@@ -157,7 +144,7 @@ export function webHandler(store: WebStore, options: WebHandlerOptions = {}): We
       const e = isTensorFSError(error)
         ? error
         : new TensorFSError('internal', 'the request failed', { details: { rule: 'web.internal' } });
-      sendJson(res, STATUS[e.code] ?? 500, { error: { code: e.code, message: e.message, details: e.details } }, head);
+      sendJson(res, HTTP_STATUS[e.code], { error: { code: e.code, message: e.message, details: e.details } }, head);
     }
     return true;
   };
