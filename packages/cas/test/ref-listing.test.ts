@@ -4,15 +4,18 @@
  * ones from `checkRefs` and `usage`, while `listRefs` (what GC and verify start from) still refuses.
  */
 import { chmodSync, mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import fsp from 'node:fs/promises';
+import { syncBuiltinESMExports } from 'node:module';
 import { join } from 'node:path';
 import { LocalStore } from '@tensorfs/cas';
-import { describe, expect, it } from 'vitest';
+import type { ObjectId } from '@tensorfs/format';
+import { describe, expect, it, vi } from 'vitest';
 import { bytesOf, expectCode, idOf, objectFile, tempDir } from '@tensorfs/testkit';
 
 async function damagedStore() {
   const root = join(tempDir(), 'store');
   const s = await LocalStore.open(root);
-  const ids: Record<string, string> = {};
+  const ids: Record<string, ObjectId> = {};
   for (const [i, name] of ['a', 'b', 'c', 'd'].entries()) {
     const src = join(tempDir(), name);
     mkdirSync(src);
@@ -89,6 +92,43 @@ describe('ref listings with bad refs', () => {
     expect((await s.checkRefs()).problems).toEqual([]);
     expect((await s.usage()).problems).toEqual([]);
     await expectCode(s.checkRefs({ signal: AbortSignal.abort() }), 'cancelled');
+    await s.close();
+  });
+
+  it('usage reads each head object once (the check, the walk and the logical size share it)', async () => {
+    const { root, s, ids } = await damagedStore();
+    await s.addRoot(ids.b!, 'keep b');
+    // The first run quarantines local/d's damaged manifest; the counted run sees the same figures.
+    const { problems: _, ...expected } = await s.usage();
+    const heads = new Map([ids.a!, ids.b!].map((id) => [objectFile(root, id), id]));
+    const opened: string[] = [];
+    const real = fsp.open;
+    const spy = vi.spyOn(fsp, 'open').mockImplementation(((p: string, ...rest: unknown[]) => {
+      const id = heads.get(String(p));
+      if (id !== undefined) opened.push(id);
+      return (real as (...a: unknown[]) => unknown)(p, ...rest);
+    }) as typeof fsp.open);
+    syncBuiltinESMExports();
+    try {
+      const { problems, ...measured } = await s.usage();
+      expect(measured).toEqual(expected);
+      expect(problems.map((p) => p.name)).toEqual([
+        'local/c',
+        'local/d',
+        'local/garbage',
+        'local/link',
+        'local/tensor',
+      ]);
+    } finally {
+      spy.mockRestore();
+      syncBuiltinESMExports();
+    }
+    // Once each: b is both local/b and a root, measured once.
+    expect(opened.sort()).toEqual([ids.a!, ids.b!].sort());
+    expect(expected.refs.map((r) => [r.name, r.logicalBytes])).toEqual([
+      ['local/a', 1000],
+      ['local/b', 1001],
+    ]);
     await s.close();
   });
 });

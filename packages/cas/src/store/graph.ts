@@ -11,6 +11,7 @@ import {
   REFERENCE_MAGIC_LENGTH,
   type ReferenceKind,
   isTensorFSError,
+  objectReferences,
   throwIfAborted,
   referenceKindOf,
 } from '@tensorfs/format';
@@ -32,8 +33,15 @@ export interface Reach {
 /**
  * Walks from `tops` (refs, roots): each top is sniffed, and walked if of a known kind; children
  * are leaves unless marked `follow`. Missing and corrupt objects are collected, not thrown.
+ * `known` holds the verified bytes of objects the caller has already read (a ref's head object):
+ * they are not read again.
  */
-export async function reach(objects: Objects, tops: Iterable<ObjectId>, signal?: AbortSignal): Promise<Reach> {
+export async function reach(
+  objects: Objects,
+  tops: Iterable<ObjectId>,
+  signal?: AbortSignal,
+  known?: ReadonlyMap<ObjectId, Uint8Array>,
+): Promise<Reach> {
   const out: Reach = { objects: new Map(), missing: [], corrupt: [] };
   const missing = new Set<ObjectId>();
   const queue: ObjectId[] = [];
@@ -50,7 +58,8 @@ export async function reach(objects: Objects, tops: Iterable<ObjectId>, signal?:
     if (!out.objects.has(id)) out.objects.set(id, undefined);
     let children: Child[];
     try {
-      children = await childrenOf(objects, id);
+      const bytes = known?.get(id);
+      children = bytes === undefined ? await childrenOf(objects, id) : (objectReferences(bytes)?.children ?? []);
     } catch (err) {
       if (isTensorFSError(err) && err.code === 'not_found') missing.add(id);
       else if (isTensorFSError(err) && (err.code === 'malformed' || err.code === 'corrupt')) out.corrupt.push(id);

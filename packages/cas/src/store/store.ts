@@ -90,6 +90,17 @@ export interface RefListing {
   problems: RefProblem[];
 }
 
+/** A ref's head object, read and decoded once: what {@link LocalStore.checkRefs} and `usage` share. */
+interface Head {
+  /** The verified bytes. */
+  bytes: Uint8Array;
+  kind: 'snapshot' | 'checkpoint';
+  /** Sum of a snapshot's file sizes; bytes of a checkpoint's tensors, parts and assets. */
+  logical: number;
+}
+
+const byName = (a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+
 /** Storage figures of {@link LocalStore.usage}. */
 export interface Usage {
   /** Sum of the sizes of the files of every distinct snapshot named by a ref or root. */
@@ -431,25 +442,55 @@ export class LocalStore implements Store {
    */
   async checkRefs(options: { signal?: AbortSignal } = {}): Promise<RefListing> {
     this.live();
-    const scan = await scanRefs(this.layout);
-    const out: RefListing = { refs: [], problems: scan.bad.map((b) => refProblem(b.name, undefined, b.error)) };
-    for (const r of scan.refs) {
-      throwIfAborted(options.signal);
-      try {
-        const bytes = await this.objects.read(r.id, true);
-        if (isCheckpointHeader(bytes)) {
-          decodeCheckpoint(bytes);
-          out.refs.push({ ...r, kind: 'checkpoint' });
-        } else {
-          decodeManifest(bytes);
-          out.refs.push({ ...r, kind: 'snapshot' });
-        }
-      } catch (err) {
-        out.problems.push(refProblem(r.name, r.id, err));
-      }
+    const out: RefListing = { refs: [], problems: [] };
+    for await (const r of this.refHeads(options.signal)) {
+      if ('problem' in r) out.problems.push(r.problem);
+      else out.refs.push({ ...r.ref, kind: r.head.kind });
     }
-    out.problems.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    out.problems.sort(byName);
     return out;
+  }
+
+  /**
+   * Every entry of refs/: the bad ones first (as problems), then each readable ref in name order
+   * with its head object read, verified and decoded once, or the problem that read found. One
+   * head is held at a time: {@link usage} walks from it without reading it again.
+   */
+  private async *refHeads(
+    signal: AbortSignal | undefined,
+  ): AsyncGenerator<{ ref: RefEntry; head: Head } | { problem: RefProblem }> {
+    const scan = await scanRefs(this.layout);
+    for (const b of scan.bad) yield { problem: refProblem(b.name, undefined, b.error) };
+    for (const r of scan.refs) {
+      throwIfAborted(signal);
+      let head: Head;
+      try {
+        head = await this.readHead(r.id);
+      } catch (err) {
+        yield { problem: refProblem(r.name, r.id, err) };
+        continue;
+      }
+      yield { ref: r, head };
+    }
+  }
+
+  /** A head object (a snapshot manifest or a checkpoint header): read, rehashed and decoded. */
+  private async readHead(id: ObjectId): Promise<Head> {
+    const bytes = await this.objects.read(parseObjectId(id), true);
+    if (isCheckpointHeader(bytes)) {
+      // A checkpoint's logical size: the bytes of its tensors, parts and assets.
+      let logical = 0;
+      for (const c of decodeCheckpoint(bytes).components) {
+        for (const t of c.tensors) {
+          const parts = t.records !== undefined ? [t.records] : Object.values(t.encoding.parts).map((p) => p.records);
+          for (const records of parts) for (const r of records) logical += r.length;
+        }
+        for (const a of c.assets) for (const r of a.records) logical += r.length;
+      }
+      return { bytes, kind: 'checkpoint', logical };
+    }
+    const logical = decodeManifest(bytes).entries.reduce((n, e) => n + (e.kind === 'file' ? e.size : 0), 0);
+    return { bytes, kind: 'snapshot', logical };
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -654,12 +695,10 @@ export class LocalStore implements Store {
     const refs: Usage['refs'] = [];
     const logical = new Map<ObjectId, number>();
     const reached = new Set<ObjectId>();
-    const checked = await this.checkRefs({ signal });
-    const problems = checked.problems;
-    const entries: { name: string; id: ObjectId }[] = [...checked.refs];
-    for (const r of await this.listRoots()) entries.push({ name: `root:${r.reason}`, id: r.id });
-    for (const { name, id } of entries) {
-      const r = await reach(this.objects, [id], signal);
+    const problems: RefProblem[] = [];
+    // Each head object is read once: the check, the walk from it and its logical size share it.
+    const measure = async (name: string, id: ObjectId, head: Head | undefined): Promise<void> => {
+      const r = await reach(this.objects, [id], signal, head && new Map([[id, head.bytes]]));
       const isRef = !name.startsWith('root:');
       // A checkpoint whose source snapshot is missing or does not decode: its figures would be wrong.
       const broken = r.missing[0] ?? r.corrupt[0];
@@ -667,44 +706,39 @@ export class LocalStore implements Store {
         const missing = r.missing.length > 0;
         const what = `an object this ref reaches ${missing ? 'is missing' : 'does not decode'} (${broken})`;
         problems.push(targetProblem(name, id, missing ? 'missing' : 'malformed', what));
-        continue;
+        return;
       }
       let own = 0;
       for (const o of r.objects.keys()) {
         own += sizes.get(o) ?? 0;
         reached.add(o);
       }
-      const lb = await this.logicalSize(id);
+      // A root that is not a snapshot or checkpoint counts its raw size.
+      const lb = head?.logical ?? (await this.objects.rawSize(id)) ?? 0;
       logical.set(id, lb);
       if (isRef) refs.push({ name, id, logicalBytes: lb, storedBytes: own, objects: r.objects.size });
+    };
+    for await (const r of this.refHeads(signal)) {
+      if ('problem' in r) problems.push(r.problem);
+      else await measure(r.ref.name, r.ref.id, r.head);
     }
-    problems.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const root of await this.listRoots()) {
+      // A root a ref names was measured with it: walking it again would add nothing.
+      if (logical.has(root.id)) continue;
+      let head: Head | undefined;
+      try {
+        head = await this.readHead(root.id);
+      } catch (err) {
+        if (isTensorFSError(err) && err.code === 'cancelled') throw err;
+      }
+      await measure(`root:${root.reason}`, root.id, head);
+    }
+    problems.sort(byName);
     const logicalBytes = [...logical.values()].reduce((a, b) => a + b, 0);
     let reachedBytes = 0;
     for (const o of reached) reachedBytes += sizes.get(o) ?? 0;
     const dedupRatio = reachedBytes > 0 ? logicalBytes / reachedBytes : 1;
     return { logicalBytes, storedBytes, objects, dedupRatio, refs, problems };
-  }
-
-  private async logicalSize(id: ObjectId): Promise<number> {
-    try {
-      const bytes = await this.objects.read(parseObjectId(id), true);
-      if (isCheckpointHeader(bytes)) {
-        // A checkpoint's logical size: the bytes of its tensors, parts and assets.
-        let n = 0;
-        for (const c of decodeCheckpoint(bytes).components) {
-          for (const t of c.tensors) {
-            const parts = t.records !== undefined ? [t.records] : Object.values(t.encoding.parts).map((p) => p.records);
-            for (const records of parts) for (const r of records) n += r.length;
-          }
-          for (const a of c.assets) for (const r of a.records) n += r.length;
-        }
-        return n;
-      }
-      return decodeManifest(bytes).entries.reduce((n, e) => n + (e.kind === 'file' ? e.size : 0), 0);
-    } catch {
-      return (await this.objects.rawSize(id)) ?? 0;
-    }
   }
 }
 
