@@ -59,6 +59,24 @@ describe('ref listings with bad refs', () => {
     await s.close();
   });
 
+  it('scanRefs lists every ref whose file reads (no object read) and names the other entries', async () => {
+    const { s, ids, blob } = await damagedStore();
+    const r = await s.scanRefs();
+    expect(r.refs).toEqual([
+      { name: 'local/a', id: ids.a },
+      { name: 'local/b', id: ids.b },
+      { name: 'local/c', id: ids.c },
+      { name: 'local/d', id: ids.d },
+      { name: 'local/tensor', id: blob },
+    ]);
+    expect(r.problems.map(({ message: _, ...p }) => p)).toEqual([
+      { name: 'local/garbage', code: 'corrupt', rule: 'ref.content' },
+      { name: 'local/link', code: 'corrupt', rule: 'ref.not_regular' },
+    ]);
+    for (const p of r.problems) expect(p.message).not.toContain(s.root);
+    await s.close();
+  });
+
   it('usage measures the good refs and names the bad ones; listRefs and GC still refuse', async () => {
     const { s, ids } = await damagedStore();
     const u = await s.usage();

@@ -56,6 +56,7 @@ describe('webHandler JSON', () => {
   it('lists refs with sizes and sharing; a ref page; a diff', async () => {
     const { status, body } = await get('/api/refs', 'all-token');
     expect(status).toBe(200);
+    expect(body.problems).toEqual([]);
     const refs = body.refs as {
       name: string;
       kind: string;
@@ -150,5 +151,91 @@ describe('webHandler JSON', () => {
     } finally {
       await new Promise((r) => srv.close(r));
     }
+  });
+});
+
+describe('webHandler with bad refs beside good ones', () => {
+  let dir: string;
+  let store: LocalStore;
+  let server: http.Server;
+  let base: string;
+  let good: string;
+  let damaged: string;
+  const gone = `sha256:${'7'.repeat(64)}`;
+
+  beforeAll(async () => {
+    dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'tensorfs-web-bad-'));
+    store = await LocalStore.open(path.join(dir, 'store'));
+    const src = path.join(dir, 'src');
+    await fsp.mkdir(path.join(src, 'a'), { recursive: true });
+    await fsp.mkdir(path.join(src, 'b'), { recursive: true });
+    await fsp.writeFile(path.join(src, 'a', 'config.json'), '{"model":"good"}\n');
+    await fsp.writeFile(path.join(src, 'b', 'config.json'), '{"model":"damaged"}\n');
+    good = (await store.importPath(path.join(src, 'a'), { name: 'good' })).snapshot;
+    damaged = (await store.importPath(path.join(src, 'b'), { name: 'damaged' })).snapshot;
+    // damaged: its manifest's last byte flipped; gone: names an object the store never held;
+    // garbage: not an id; link: a symlink in refs/.
+    const hex = damaged.slice('sha256:'.length);
+    const file = path.join(store.root, 'objects', 'sha256', hex.slice(0, 2), hex.slice(2, 4), hex);
+    const bytes = await fsp.readFile(file);
+    bytes[bytes.length - 1] = (bytes[bytes.length - 1] ?? 0) ^ 1;
+    await fsp.chmod(file, 0o644);
+    await fsp.writeFile(file, bytes);
+    const refs = path.join(store.root, 'refs');
+    await fsp.writeFile(path.join(refs, 'gone'), `${gone}\n`);
+    await fsp.writeFile(path.join(refs, 'garbage'), 'not an id\n');
+    await fsp.writeFile(path.join(dir, 'elsewhere'), `${good}\n`);
+    await fsp.symlink(path.join(dir, 'elsewhere'), path.join(refs, 'link'));
+    const grants: Record<string, ReadGrant> = {
+      'all-token': true,
+      'some-token': (ref) => ref === 'good' || ref === 'gone',
+    };
+    const handle = webHandler(store, {
+      authorize: (req) => grants[(req.headers.authorization ?? '').replace(/^Bearer /, '')] ?? false,
+    });
+    server = http.createServer((req, res) => void handle(req, res));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    await new Promise((r) => server.close(r));
+    await store.close();
+    await fsp.rm(dir, { recursive: true, force: true });
+  });
+
+  const get = async (route: string, token: string) => {
+    const res = await fetch(`${base}${route}`, { headers: { authorization: `Bearer ${token}` } });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  };
+
+  it('lists the good ref and names each bad one with its problem (as tfs ls does)', async () => {
+    const { status, body } = await get('/api/refs', 'all-token');
+    expect(status).toBe(200);
+    expect((body.refs as { name: string; id: string; kind: string }[]).map((r) => [r.name, r.id, r.kind])).toEqual([
+      ['good', good, 'snapshot'],
+    ]);
+    const problems = body.problems as { name: string; id?: string; code: string; rule: string; message: string }[];
+    expect(problems.map(({ message: _, ...p }) => p)).toEqual([
+      { name: 'damaged', id: damaged, code: 'corrupt', rule: 'store.digest' },
+      { name: 'garbage', code: 'corrupt', rule: 'ref.content' },
+      { name: 'gone', id: gone, code: 'corrupt', rule: 'ref.target_missing' },
+      { name: 'link', code: 'corrupt', rule: 'ref.not_regular' },
+    ]);
+    for (const p of problems) expect(p.message).not.toContain(dir);
+    // The good ref's page and a compare of it still answer.
+    expect((await get('/api/ref?name=good', 'all-token')).status).toBe(200);
+    expect((await get('/api/diff?a=good&b=good', 'all-token')).status).toBe(200);
+  });
+
+  it('a token limited to some refs sees only their problems, and resolves through the good ones', async () => {
+    const { body } = await get('/api/refs', 'some-token');
+    expect((body.refs as { name: string }[]).map((r) => r.name)).toEqual(['good']);
+    expect((body.problems as { name: string; rule: string }[]).map((p) => [p.name, p.rule])).toEqual([
+      ['gone', 'ref.target_missing'],
+    ]);
+    expect((await get('/api/ref?name=good', 'some-token')).status).toBe(200);
+    expect((await get(`/api/ref?name=${good}`, 'some-token')).status).toBe(200);
+    const other = await get(`/api/ref?name=${damaged}`, 'some-token');
+    expect([other.status, (other.body.error as { code: string }).code]).toEqual([403, 'denied']);
   });
 });

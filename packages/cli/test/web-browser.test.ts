@@ -434,6 +434,37 @@ describe('the web page in headless Chromium', () => {
     }
   });
 
+  it('lists the good refs of a store with bad ones, and names each bad one with its problem', async () => {
+    const other = path.join(dir, 'store-with-bad-refs');
+    const store = await LocalStore.open(other);
+    try {
+      await store.importPath(path.join(SAMPLE, 'diffusers', 'unet', 'config.json'), { name: 'good' });
+    } finally {
+      await store.close();
+    }
+    await fsp.writeFile(path.join(other, 'refs', 'garbage'), 'not an id\n');
+    await fsp.writeFile(path.join(other, 'refs', 'gone'), `sha256:${'7'.repeat(64)}\n`);
+    const hub = await serve(['--store', other]);
+    try {
+      await page.goto(hub.base);
+      await ready();
+      const rows = page.locator('[data-testid=refs] tbody tr');
+      await expect.poll(() => rows.count()).toBe(1);
+      expect(await rows.nth(0).innerText()).toMatch(/^good\s/);
+      const bad = page.locator('[data-testid=ref-problems] .error');
+      expect(await bad.count()).toBe(2);
+      expect(await bad.nth(0).innerText()).toMatch(/^garbage: error\[corrupt\] \(ref\.content\)/);
+      expect(await bad.nth(1).innerText()).toMatch(/^gone: error\[corrupt\] \(ref\.target_missing\)/);
+    } finally {
+      // Killed, not stopped: Chromium may hold a preconnected socket that never sends a request,
+      // which Node does not count as idle, so a graceful stop would wait out the 10 s grace.
+      hub.server.kill('SIGKILL');
+      if (hub.server.exitCode === null && hub.server.signalCode === null) {
+        await new Promise((r) => hub.server.once('exit', r));
+      }
+    }
+  });
+
   it('serves only GET/HEAD, refuses unknown API routes, and 404s other paths', async () => {
     const post = await fetch(`${base}api/refs`, { method: 'POST' });
     expect(post.status).toBe(405);

@@ -255,13 +255,32 @@ interface WebRef {
   logical: number;
   stored: number;
   shared: { ref: string; bytes: number }[];
-  error?: string;
+}
+interface WebRefProblem {
+  name: string;
+  id?: string;
+  code: string;
+  rule: string;
+  message: string;
 }
 
 async function refsView(): Promise<void> {
-  const { refs } = await api<{ refs: WebRef[] }>('/api/refs');
+  const { refs, problems } = await api<{ refs: WebRef[]; problems: WebRefProblem[] }>('/api/refs');
   document.title = 'TensorFS · refs';
-  if (refs.length === 0) return show(h('h1', {}, 'Refs'), h('p', { class: 'muted' }, 'This store has no refs.'));
+  // A ref that cannot be read or measured is named with its problem; the others are listed.
+  const bad =
+    problems.length > 0
+      ? h(
+          'section',
+          { 'data-testid': 'ref-problems' },
+          h('h2', {}, `Refs that cannot be shown (${problems.length})`),
+          ...problems.map((p) => errorBox({ code: p.code, message: p.message, details: { rule: p.rule } }, p.name)),
+        )
+      : null;
+  if (refs.length === 0) {
+    const none = problems.length > 0 ? 'This store has no refs it can show.' : 'This store has no refs.';
+    return show(h('h1', {}, 'Refs'), h('p', { class: 'muted' }, none), bad);
+  }
   show(
     h('h1', {}, 'Refs'),
     h(
@@ -294,7 +313,7 @@ async function refsView(): Promise<void> {
               h('a', { href: `#/ref/${encodeURIComponent(r.name)}` }, r.name),
               h('div', { class: 'mono muted' }, r.id.slice(0, 19)),
             ),
-            h('td', {}, r.kind, r.error ? h('div', { class: 'rem' }, r.error) : null),
+            h('td', {}, r.kind),
             h('td', { class: 'num' }, r.files),
             h('td', { class: 'num' }, bytesText(r.logical)),
             h('td', { class: 'num' }, bytesText(r.stored)),
@@ -309,6 +328,7 @@ async function refsView(): Promise<void> {
         ),
       ),
     ),
+    bad,
   );
 }
 

@@ -177,8 +177,17 @@ export async function serveHub(backend: Origin, options: HubOptions = {}): Promi
     }
     if (path === '/v1/refs' && method === 'GET') {
       if (!p.read) throw deny(p, 'list refs');
-      const refs = (await backend.listRefs({ signal })).filter((r) => p.read!(r.name));
-      return sendJson(res, 200, { refs });
+      // One ref the backend cannot read is named in `problems`, never fails the listing.
+      const listing = backend.scanRefs
+        ? await backend.scanRefs({ signal })
+        : { refs: await backend.listRefs({ signal }), problems: [] };
+      const readable = p.read;
+      return sendJson(res, 200, {
+        refs: listing.refs.filter((r) => readable(r.name)),
+        problems: listing.problems
+          .filter((r) => readable(r.name))
+          .map(({ name, code, rule }) => ({ name, code, rule })),
+      });
     }
     if (path.startsWith('/v1/refs/')) {
       const name = decodeRefPath(path.slice('/v1/refs/'.length));

@@ -6,7 +6,16 @@
  */
 export type { Credential, TokenProvider } from './credentials.js';
 export { HttpClient, type HttpOptions, type HttpRequest, type HttpResponse, displayUrl } from './http.js';
-export type { BatchRead, CallOptions, ObjectRead, Origin, OriginRef, WriteOptions } from './origin.js';
+export type {
+  BatchRead,
+  CallOptions,
+  ObjectRead,
+  Origin,
+  OriginRef,
+  OriginRefListing,
+  OriginRefProblem,
+  WriteOptions,
+} from './origin.js';
 export { FolderOrigin } from './folder.js';
 export {
   HubOrigin,

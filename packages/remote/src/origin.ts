@@ -1,5 +1,5 @@
 /** The interface every origin (folder, static HTTP, hub, S3) implements; see spec/v1/remote.md. */
-import type { ObjectId } from '@tensorfs/format';
+import type { ErrorCode, ObjectId } from '@tensorfs/format';
 
 /** Per-call options. */
 export interface CallOptions {
@@ -36,6 +36,19 @@ export interface OriginRef {
   id: ObjectId;
 }
 
+/** A ref an origin could not read: its name, and why (the family and `details.rule` of the failure). */
+export interface OriginRefProblem {
+  name: string;
+  code: ErrorCode;
+  rule: string;
+}
+
+/** The refs an origin could read, and the ones it could not (see {@link Origin.scanRefs}). */
+export interface OriginRefListing {
+  refs: OriginRef[];
+  problems: OriginRefProblem[];
+}
+
 /** A place objects and refs can be pulled from (and, when writable, pushed to). */
 export interface Origin {
   /** `folder`, `http`, `hub` or `s3`. */
@@ -48,6 +61,12 @@ export interface Origin {
   getRef(name: string, options?: CallOptions): Promise<ObjectId | null>;
   /** Every ref (`unsupported` where the origin cannot list, e.g. static HTTP). */
   listRefs(options?: CallOptions): Promise<OriginRef[]>;
+  /**
+   * Every ref the origin can read, sorted by name, and every ref it cannot with why, so one bad ref
+   * neither fails the listing nor vanishes unexplained (what the hub's `GET /v1/refs` answers).
+   * Optional: without it a listing has only {@link listRefs}.
+   */
+  scanRefs?(options?: CallOptions): Promise<OriginRefListing>;
   /**
    * Moves a ref by compare-and-swap: `expected` an id → it must hold it; null → it must not
    * exist; undefined → unconditional. `conflict` otherwise.

@@ -1,10 +1,10 @@
 /** A local store seen as an {@link Origin}: what `tfs serve --store` serves, and a push/pull peer. */
 import type { LocalStore, Store } from '@tensorfs/cas';
 import { type ObjectId, TensorFSError } from '@tensorfs/format';
-import type { CallOptions, ObjectRead, Origin, OriginRef } from './origin.js';
+import type { CallOptions, ObjectRead, Origin, OriginRef, OriginRefListing } from './origin.js';
 
-/** A store (the port), with the local store's listing and sizes when it has them. */
-export type ServableStore = Store & Partial<Pick<LocalStore, 'listRefs' | 'objectSize'>>;
+/** A store (the port), with the local store's listings and sizes when it has them. */
+export type ServableStore = Store & Partial<Pick<LocalStore, 'listRefs' | 'scanRefs' | 'objectSize'>>;
 
 /** Reads are served in pieces of this size. */
 const PIECE = 4 << 20;
@@ -21,11 +21,28 @@ export class StoreOrigin implements Origin {
     return this.store.getRef(name);
   }
 
+  /** Every ref whose file reads (one that cannot be read is left out: see {@link scanRefs}). */
   async listRefs(): Promise<OriginRef[]> {
+    return (await this.scanRefs()).refs;
+  }
+
+  /**
+   * The refs whose file reads, and every entry of the store's `refs/` that is not a readable ref
+   * (a symlink, garbage, a failed read) with its code and rule. No object is read: a ref naming a
+   * missing or damaged object is listed, and a pull of it fails on that object.
+   */
+  async scanRefs(): Promise<OriginRefListing> {
+    if (this.store.scanRefs) {
+      const { refs, problems } = await this.store.scanRefs();
+      return {
+        refs: refs.map((r) => ({ name: r.name, id: r.id })),
+        problems: problems.map((p) => ({ name: p.name, code: p.code, rule: p.rule })),
+      };
+    }
     if (!this.store.listRefs) {
       throw new TensorFSError('unsupported', 'this store cannot list refs', { details: { rule: 'remote.no_listing' } });
     }
-    return (await this.store.listRefs()).map((r) => ({ name: r.name, id: r.id }));
+    return { refs: (await this.store.listRefs()).map((r) => ({ name: r.name, id: r.id })), problems: [] };
   }
 
   setRef(name: string, id: ObjectId, expected: ObjectId | null | undefined): Promise<void> {

@@ -1,8 +1,10 @@
+import { chmodSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { ERROR_CODES, type ErrorCode, HTTP_STATUS, type ObjectId, TensorFSError } from '@tensorfs/format';
 import { describe, expect, it } from 'vitest';
-import { type Origin, StoreOrigin, serveHub } from '../src/index.js';
-import { bytesOf, idOf } from '@tensorfs/testkit';
-import { after, storeWith } from './helpers.js';
+import { HubOrigin, type Origin, StoreOrigin, pull, serveHub } from '../src/index.js';
+import { bytesOf, idOf, objectFile, tempDir } from '@tensorfs/testkit';
+import { after, folderOf, newStore, storeWith } from './helpers.js';
 
 const TOKEN = 'hub-test-token-123456';
 
@@ -23,7 +25,7 @@ describe('the hub API', () => {
     const whole = bytesOf(300_000, 1);
     expect(await (await fetch(`${url}/v1`)).json()).toEqual({ api: 'tensorfs-hub', version: 1, writable: false });
     expect(await (await fetch(`${url}/v1/refs/team/model`)).json()).toEqual({ name: 'team/model', id });
-    expect(await (await fetch(`${url}/v1/refs`)).json()).toEqual({ refs: [{ name: 'team/model', id }] });
+    expect(await (await fetch(`${url}/v1/refs`)).json()).toEqual({ refs: [{ name: 'team/model', id }], problems: [] });
     const full = await fetch(`${url}/v1/objects/${hex}`);
     expect(full.status).toBe(200);
     expect(full.headers.get('cache-control')).toContain('immutable');
@@ -131,6 +133,57 @@ describe('the hub API', () => {
       expect([code, r.headers.get('www-authenticate')]).toEqual([code, null]);
       expect([code, r.headers.get('retry-after')]).toEqual([code, spec[code] === 503 ? '1' : null]);
     }
+  });
+
+  it('lists the refs it can read and names the others; a good ref still pulls (spec/v1/remote.md)', async () => {
+    const { store, id } = await storeWith('team/model');
+    const refs = join(store.root, 'refs', 'team');
+    // A ref whose target is gone, a damaged head object, a ref file of garbage, a symlinked ref.
+    const gone = `sha256:${'7'.repeat(64)}`;
+    writeFileSync(join(refs, 'gone'), `${gone}\n`);
+    const other = await store.importPath(folderOf({ 'x.bin': bytesOf(2000, 5) }), { name: 'team/damaged' });
+    const head = objectFile(store.root, other.snapshot);
+    const bytes = readFileSync(head);
+    bytes[bytes.length - 1] = (bytes[bytes.length - 1] ?? 0) ^ 1;
+    chmodSync(head, 0o644);
+    writeFileSync(head, bytes);
+    writeFileSync(join(refs, 'garbage'), 'not an id\n');
+    const target = join(tempDir(), 'r');
+    writeFileSync(target, `${id}\n`);
+    symlinkSync(target, join(refs, 'link'));
+    const h = await serveHub(new StoreOrigin(store), {
+      tokens: {
+        tokens: [
+          { token: TOKEN, read: ['*'] },
+          { token: 'model-only-token-1234', read: ['team/model'] },
+        ],
+      },
+    });
+    after(() => h.close());
+    const list = async (token: string) =>
+      (await fetch(`${h.url}/v1/refs`, { headers: { authorization: `Bearer ${token}` } })).json();
+    // The listing reads no object: a dangling or damaged target is listed (a pull of it fails on
+    // the object); what cannot be read as a ref is named in problems, without a message or path.
+    expect(await list(TOKEN)).toEqual({
+      refs: [
+        { name: 'team/damaged', id: other.snapshot },
+        { name: 'team/gone', id: gone },
+        { name: 'team/model', id },
+      ],
+      problems: [
+        { name: 'team/garbage', code: 'corrupt', rule: 'ref.content' },
+        { name: 'team/link', code: 'corrupt', rule: 'ref.not_regular' },
+      ],
+    });
+    // Problems are filtered by the token's read globs like refs.
+    expect(await list('model-only-token-1234')).toEqual({ refs: [{ name: 'team/model', id }], problems: [] });
+    // Pulling the good ref is not blocked by the bad ones.
+    const local = await newStore();
+    const origin = new HubOrigin(h.url, { credential: 'model-only-token-1234' });
+    after(() => origin.close());
+    await pull(local, origin, 'team/model', { name: 'got' });
+    expect(await local.getRef('got')).toBe(id);
+    expect((await local.verify({ data: true })).corrupt).toEqual([]);
   });
 
   it('verifies uploads before they are visible', async () => {

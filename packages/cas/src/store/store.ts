@@ -82,6 +82,14 @@ export interface RefProblem {
   message: string;
 }
 
+/** What {@link LocalStore.scanRefs} found: every ref whose file reads, and every entry of `refs/` that is not one. */
+export interface RefFileListing {
+  /** The refs whose file holds one id and a newline, sorted by name (their targets unchecked). */
+  refs: RefEntry[];
+  /** Entries of `refs/` that are not readable refs (`ref.not_regular`, `ref.content`, ...), sorted by name. */
+  problems: RefProblem[];
+}
+
 /** What {@link LocalStore.checkRefs} found: every readable ref, and every ref that is not. */
 export interface RefListing {
   /** The refs whose file and target object read and decode, sorted by name. */
@@ -435,6 +443,18 @@ export class LocalStore implements Store {
   }
 
   /**
+   * Every ref whose file reads, and every entry of `refs/` that is not a readable ref as a
+   * {@link RefProblem} (`ref.not_regular`, `ref.content`, a failed read): one bad ref never hides
+   * the others. No object is read, so a ref naming a missing or damaged object is listed here
+   * ({@link checkRefs} checks targets). What the hub's `GET /v1/refs` and the web page resolve from.
+   */
+  async scanRefs(): Promise<RefFileListing> {
+    this.live();
+    const scan = await scanRefs(this.layout);
+    return { refs: scan.refs, problems: scan.bad.map((b) => refProblem(b.name, undefined, b.error)) };
+  }
+
+  /**
    * Every ref whose file reads and whose target object is present, intact (rehashed) and decodes
    * as a snapshot manifest or a checkpoint header, with its kind; every other ref as a
    * {@link RefProblem}. One bad ref never hides the others (what `tfs ls` shows). Abort `signal`
@@ -459,8 +479,8 @@ export class LocalStore implements Store {
   private async *refHeads(
     signal: AbortSignal | undefined,
   ): AsyncGenerator<{ ref: RefEntry; head: Head } | { problem: RefProblem }> {
-    const scan = await scanRefs(this.layout);
-    for (const b of scan.bad) yield { problem: refProblem(b.name, undefined, b.error) };
+    const scan = await this.scanRefs();
+    for (const problem of scan.problems) yield { problem };
     for (const r of scan.refs) {
       throwIfAborted(signal);
       let head: Head;

@@ -2,10 +2,11 @@
  * The JSON the web page reads: the refs of a store with their sizes and sharing, one ref's files,
  * configs and tensors, and the diff of two refs. Headers, manifests and small configs only.
  */
-import type { Store } from '@tensorfs/cas';
+import type { RefProblem, Store } from '@tensorfs/cas';
 import {
   type CheckpointHeader,
   decodeCheckpoint,
+  decodeManifest,
   isCheckpointHeader,
   isTensorFSError,
   jsonInteger,
@@ -15,17 +16,21 @@ import {
 } from '@tensorfs/format';
 import { diffSnapshots, openTensors, type SnapshotDiff } from '@tensorfs/tensors';
 
-/** What the page needs of a store: the port, plus listing refs (a `LocalStore` has it). */
+/** What the page needs of a store: the port, plus listing refs (a `LocalStore` has all of it). */
 export interface WebStore extends Store {
+  /** Every ref; may fail as a whole on one bad ref (used only when the two below are absent). */
   listRefs(): Promise<readonly { name: string; id: ObjectId }[]>;
+  /** Refs whose file reads, and the other entries of `refs/` as problems (no object read). */
+  scanRefs?(): Promise<{ refs: readonly { name: string; id: ObjectId }[]; problems: readonly RefProblem[] }>;
+  /** As `scanRefs`, with each target read and decoded: a missing or damaged one is a problem too. */
+  checkRefs?(): Promise<{ refs: readonly { name: string; id: ObjectId }[]; problems: readonly RefProblem[] }>;
 }
 
 /** One ref of the refs page. */
 export interface WebRef {
   readonly name: string;
   readonly id: ObjectId;
-  /** `snapshot`, or `other` for an object the page cannot show (its error in `error`). */
-  readonly kind: 'snapshot' | 'checkpoint' | 'other';
+  readonly kind: 'snapshot' | 'checkpoint';
   /** Entries of a snapshot; tensors and assets of a checkpoint. */
   readonly files: number;
   /** Sum of the file sizes. */
@@ -34,7 +39,23 @@ export interface WebRef {
   readonly stored: number;
   /** For each other ref sharing objects with it: the bytes of the shared distinct objects. */
   readonly shared: { ref: string; bytes: number }[];
-  readonly error?: string;
+}
+
+/** A ref the refs page cannot show, and why (as `tfs ls --json` names it). */
+export interface WebRefProblem {
+  readonly name: string;
+  /** The id its file names, when it could be read. */
+  readonly id?: ObjectId;
+  readonly code: string;
+  /** `ref.not_regular`, `ref.content`, `ref.target_missing`, `ref.target_malformed`, `store.digest`, ... */
+  readonly rule: string;
+  readonly message: string;
+}
+
+/** The refs page: every ref it can show, and every other ref with its problem. */
+export interface WebRefs {
+  readonly refs: WebRef[];
+  readonly problems: WebRefProblem[];
 }
 
 /** The largest JSON config the ref page formats. */
@@ -79,7 +100,8 @@ async function closure(store: Store, id: ObjectId): Promise<Loaded> {
     const { logical, items } = checkpointObjects(decodeCheckpoint(bytes), objects);
     return { kind: 'checkpoint', files: items, logical, objects };
   }
-  const manifest: Manifest = await store.getManifest(id);
+  // Decoded from the bytes just read and verified (getManifest would read them again).
+  const manifest: Manifest = decodeManifest(bytes);
   let logical = 0;
   for (const e of manifest.entries) {
     if (e.kind !== 'file') continue;
@@ -89,33 +111,43 @@ async function closure(store: Store, id: ObjectId): Promise<Loaded> {
   return { kind: 'snapshot', files: manifest.entries.length, logical, objects };
 }
 
-/** Every ref of the store with its kind, logical and stored size, and what it shares with the others. */
-export async function webRefs(store: WebStore): Promise<WebRef[]> {
-  const refs = await store.listRefs();
-  const loaded: ({ name: string; id: ObjectId; error?: string } & Partial<Loaded>)[] = [];
-  for (const r of refs) {
+const byName = (a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+
+/**
+ * Every ref of the store with its kind, logical and stored size, and what it shares with the
+ * others; a ref that cannot be read or measured (its file, or the objects it names) is named in
+ * `problems` instead, and never hides the others.
+ */
+export async function webRefs(store: WebStore): Promise<WebRefs> {
+  const listing = store.checkRefs
+    ? await store.checkRefs()
+    : store.scanRefs
+      ? await store.scanRefs()
+      : { refs: await store.listRefs(), problems: [] };
+  const problems: WebRefProblem[] = listing.problems.map((p) => ({ ...p }));
+  const loaded: ({ name: string; id: ObjectId } & Loaded)[] = [];
+  for (const r of listing.refs) {
     try {
       loaded.push({ name: r.name, id: r.id, ...(await closure(store, r.id)) });
     } catch (error) {
-      if (!isTensorFSError(error)) throw error;
-      loaded.push({ name: r.name, id: r.id, error: `${error.code}: ${error.message}` });
+      if (!isTensorFSError(error) || error.code === 'cancelled') throw error;
+      const rule = typeof error.details.rule === 'string' ? error.details.rule : 'web.ref';
+      problems.push({ name: r.name, id: r.id, code: error.code, rule, message: error.message });
     }
   }
-  return loaded.map((r) => {
-    if (r.kind === undefined || r.objects === undefined) {
-      return { name: r.name, id: r.id, kind: 'other', files: 0, logical: 0, stored: 0, shared: [], error: r.error! };
-    }
+  const refs = loaded.map((r): WebRef => {
     let stored = 0;
     for (const n of r.objects.values()) stored += n;
     const shared: { ref: string; bytes: number }[] = [];
     for (const o of loaded) {
-      if (o === r || o.objects === undefined) continue;
+      if (o === r) continue;
       let bytes = 0;
       for (const [id, n] of r.objects) if (o.objects.has(id)) bytes += n;
       if (bytes > 0) shared.push({ ref: o.name, bytes });
     }
-    return { name: r.name, id: r.id, kind: r.kind, files: r.files!, logical: r.logical!, stored, shared };
+    return { name: r.name, id: r.id, kind: r.kind, files: r.files, logical: r.logical, stored, shared };
   });
+  return { refs, problems: problems.sort(byName) };
 }
 
 /** One tensor row of the ref page. */

@@ -5,7 +5,7 @@
 import * as fsp from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { HTTP_STATUS, isTensorFSError, TensorFSError } from '@tensorfs/format';
+import { HTTP_STATUS, isObjectId, isTensorFSError, TensorFSError } from '@tensorfs/format';
 import { toJson } from '../context.js';
 import { webDiff, webRef, webRefs, type WebStore } from './api.js';
 import { WEB_INDEX_HTML } from './page.js';
@@ -66,29 +66,40 @@ function sendJson(res: ServerResponse, status: number, value: unknown, head: boo
 }
 
 /**
- * The store as a request limited to some refs sees it: only those refs are listed, and a name or
- * id resolves only through them (`denied` otherwise). Objects are read through the store as is.
+ * The store as a request limited to some refs sees it: only those refs (and problems of those
+ * refs) are listed, and a name or id resolves only through them (`denied` otherwise). Objects are
+ * read through the store as is.
  */
 function readableStore(store: WebStore, readable: (ref: string) => boolean): WebStore {
-  const refs = async () => (await store.listRefs()).filter((r) => readable(r.name));
+  const only = <L extends { refs: readonly { name: string }[]; problems: readonly { name: string }[] }>(l: L): L => ({
+    ...l,
+    refs: l.refs.filter((r) => readable(r.name)),
+    problems: l.problems.filter((p) => readable(p.name)),
+  });
+  const listRefs = async () => (await store.listRefs()).filter((r) => readable(r.name));
+  const scanRefs = store.scanRefs && (async () => only(await store.scanRefs!()));
+  const checkRefs = store.checkRefs && (async () => only(await store.checkRefs!()));
   const denied = (ref: string) =>
     new TensorFSError('denied', 'this token may not read that ref', { details: { rule: 'web.read', ref } });
   return new Proxy(store, {
     get(target, prop, receiver) {
-      if (prop === 'listRefs') return refs;
+      if (prop === 'listRefs') return listRefs;
+      if (prop === 'scanRefs') return scanRefs;
+      if (prop === 'checkRefs') return checkRefs;
       if (prop === 'resolve') {
         return async (refOrId: string) => {
-          const listed = await refs();
-          const byName = listed.find((r) => r.name === refOrId);
-          if (byName) return byName.id;
-          if (listed.some((r) => r.id === refOrId)) return refOrId;
           // A name the grant covers resolves as usual (not_found if there is no such ref).
           if (readable(refOrId)) return store.resolve(refOrId);
+          // An id is readable when a readable ref names it; one bad ref does not hide the others.
+          if (isObjectId(refOrId)) {
+            const listed = scanRefs ? (await scanRefs()).refs : await listRefs();
+            if (listed.some((r) => r.id === refOrId)) return refOrId;
+          }
           throw denied(refOrId);
         };
       }
       if (prop === 'getRef') {
-        return async (name: string) => (await refs()).find((r) => r.name === name)?.id ?? null;
+        return async (name: string) => (readable(name) ? store.getRef(name) : null);
       }
       const value = Reflect.get(target, prop, receiver);
       return typeof value === 'function' ? value.bind(target) : value;
@@ -135,7 +146,7 @@ export function webHandler(store: WebStore, options: WebHandlerOptions = {}): We
       }
       const view = grant === true ? store : readableStore(store, grant);
       const q = url.searchParams;
-      if (route === '/api/refs') sendJson(res, 200, { refs: await webRefs(view) }, head);
+      if (route === '/api/refs') sendJson(res, 200, await webRefs(view), head);
       else if (route === '/api/ref') sendJson(res, 200, await webRef(view, q.get('name') ?? ''), head);
       else if (route === '/api/diff') {
         sendJson(res, 200, await webDiff(view, q.get('a') ?? '', q.get('b') ?? '', q.get('file') ?? undefined), head);
