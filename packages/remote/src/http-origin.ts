@@ -3,10 +3,18 @@
  * TensorFS hub (the `/v1/` API of spec/v1/remote.md).
  */
 import { validateRefName } from '@tensorfs/cas';
-import { type ObjectId, TensorFSError, isTensorFSError, parseObjectId } from '@tensorfs/format';
+import { type ObjectId, TensorFSError, isErrorCode, isTensorFSError, parseObjectId } from '@tensorfs/format';
 import { parseRefText } from './folder.js';
 import { HttpClient, type HttpOptions, type HttpResponse, displayUrl, readText } from './http.js';
-import type { BatchRead, CallOptions, ObjectRead, Origin, OriginRef, WriteOptions } from './origin.js';
+import type {
+  BatchRead,
+  CallOptions,
+  ObjectRead,
+  Origin,
+  OriginRef,
+  OriginRefListing,
+  WriteOptions,
+} from './origin.js';
 
 /** Most ids asked about in one `lacks` request. */
 export const LACKS_BATCH = 4096;
@@ -187,12 +195,29 @@ export class HubOrigin extends StaticHttpOrigin {
   }
 
   override async listRefs(options: CallOptions = {}): Promise<OriginRef[]> {
-    const { value } = await this.http.json<{ refs?: { name: string; id: string }[] }>({
+    return (await this.scanRefs(options)).refs;
+  }
+
+  /** The hub's listing: the refs it could read, and the ones it names as unreadable (`problems`). */
+  async scanRefs(options: CallOptions = {}): Promise<OriginRefListing> {
+    const { value } = await this.http.json<{
+      refs?: { name: string; id: string }[];
+      problems?: { name?: unknown; code?: unknown; rule?: unknown }[];
+    }>({
       method: 'GET',
       url: `${this.base}/v1/refs`,
       signal: options.signal,
     });
-    return (value?.refs ?? []).map((r) => ({ name: String(r.name), id: parseRefText(String(r.id)) }));
+    // A hub from before `problems` answers refs only; an entry of an unknown family is kept as `corrupt`.
+    const problems = Array.isArray(value?.problems) ? value.problems : [];
+    return {
+      refs: (value?.refs ?? []).map((r) => ({ name: String(r.name), id: parseRefText(String(r.id)) })),
+      problems: problems.map((p) => ({
+        name: String(p?.name ?? ''),
+        code: isErrorCode(p?.code) ? p.code : 'corrupt',
+        rule: String(p?.rule ?? ''),
+      })),
+    };
   }
 
   override async setRef(

@@ -175,6 +175,11 @@ describe('the hub API', () => {
         { name: 'team/link', code: 'corrupt', rule: 'ref.not_regular' },
       ],
     });
+    // A client reads the same listing through HubOrigin.
+    const all = new HubOrigin(h.url, { credential: TOKEN });
+    after(() => all.close());
+    expect(await all.scanRefs()).toEqual(await list(TOKEN));
+    expect((await all.listRefs()).map((r) => r.name)).toEqual(['team/damaged', 'team/gone', 'team/model']);
     // Problems are filtered by the token's read globs like refs.
     expect(await list('model-only-token-1234')).toEqual({ refs: [{ name: 'team/model', id }], problems: [] });
     // Pulling the good ref is not blocked by the bad ones.
