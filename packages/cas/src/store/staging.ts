@@ -11,11 +11,11 @@
  * Both keep the admission rules of {@link Objects}: the dedup decision under the write lock, the
  * lease claimed before the object is looked for, an existing good object never touched.
  */
-import { createHash, type Hash } from 'node:crypto';
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
 import { type ObjectId, TensorFSError, objectIdFromDigest, parseObjectId, throwIfAborted } from '@tensorfs/format';
-import { fsyncDir, ioError, readFully } from './fsutil.js';
+import { type FileFollower, followFile } from '../hash/follow.js';
+import { fsyncDir, ioError } from './fsutil.js';
 import { objectDir } from './layout.js';
 import type { Lease } from './leases.js';
 import {
@@ -34,13 +34,11 @@ const PART_KEY = /^[a-z0-9][a-z0-9_-]{0,119}$/;
 /** Buffered bytes written to a part file at once. */
 const FLUSH_BYTES = 4 << 20;
 
-/** Bytes read at a time when a resumed part is rehashed. */
-const REHASH_BYTES = 4 << 20;
-
 /**
  * A partial object in the store's `tmp/`, kept across runs so a transfer can resume where it
- * stopped. Every byte written is hashed by the store (a resumed part is rehashed from disk when
- * opened), so {@link commit} needs no second read. Not for concurrent use by two writers.
+ * stopped. The store hashes the file as it is written, reading each flushed range back on a
+ * hashing thread (a resumed part's prefix too), so {@link commit} waits only for the tail and the
+ * caller's thread never hashes. Not for concurrent use by two writers.
  */
 export interface ObjectPart {
   /** Bytes held so far (written or buffered). */
@@ -89,27 +87,20 @@ export async function openPart(
   } catch (err) {
     throw ioError(err, 'open part', 'tmp/');
   }
-  const h = createHash('sha256');
   let length = 0;
   try {
+    throwIfAborted(signal);
     const size = (await fh.stat()).size;
     if (size > expectedLength) await fh.truncate(0);
-    else if (size > 0) {
-      // The hash state of an earlier run is gone: rehash what it left (a resume reads its prefix once).
-      const buf = Buffer.allocUnsafe(Math.min(REHASH_BYTES, size));
-      for (let at = 0; at < size; at += buf.length) {
-        throwIfAborted(signal);
-        const piece = buf.subarray(0, Math.min(buf.length, size - at));
-        await readFully(fh, at, piece, () => ioError(new Error('part shrank'), 'read part', 'tmp/'), 'tmp/');
-        h.update(piece);
-      }
-      length = size;
-    }
+    else length = size;
   } catch (err) {
     await fh.close().catch(() => {});
     throw ioError(err, 'resume part', 'tmp/');
   }
-  return new Part(objects, path, fh, h, length, expectedLength);
+  // The hash state of an earlier run is gone: its prefix is hashed again from the file (read once).
+  const follower = followFile(path);
+  follower.advance(length);
+  return new Part(objects, path, fh, follower, length, expectedLength);
 }
 
 class Part implements ObjectPart {
@@ -121,10 +112,15 @@ class Part implements ObjectPart {
     private readonly objects: Objects,
     private readonly path: string,
     private fh: fsp.FileHandle,
-    private hash: Hash,
+    private readonly follower: FileFollower,
     public length: number,
     private readonly expectedLength: number,
-  ) {}
+  ) {
+    this.flushed = length;
+  }
+
+  /** Bytes in the file (what the follower may hash). */
+  private flushed: number;
 
   async write(chunk: Uint8Array): Promise<void> {
     if (this.length + chunk.length > this.expectedLength) {
@@ -132,7 +128,6 @@ class Part implements ObjectPart {
         details: { rule: 'store.part_too_long', expected: this.expectedLength, actual: this.length + chunk.length },
       });
     }
-    this.hash.update(chunk);
     this.pending.push(chunk);
     this.pendingBytes += chunk.length;
     this.length += chunk.length;
@@ -142,6 +137,7 @@ class Part implements ObjectPart {
   private async flush(): Promise<void> {
     if (this.pending.length === 0) return;
     const parts = this.pending;
+    const bytes = this.pendingBytes;
     this.pending = [];
     this.pendingBytes = 0;
     try {
@@ -149,23 +145,27 @@ class Part implements ObjectPart {
     } catch (err) {
       throw ioError(err, 'write part', 'tmp/');
     }
+    this.flushed += bytes;
+    this.follower.advance(this.flushed);
   }
 
   async reset(): Promise<void> {
     this.pending = [];
     this.pendingBytes = 0;
     this.length = 0;
-    this.hash = createHash('sha256');
+    this.flushed = 0;
     try {
       await this.fh.truncate(0);
     } catch (err) {
       throw ioError(err, 'truncate part', 'tmp/');
     }
+    this.follower.reset();
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.follower.close();
     try {
       await this.flush();
     } finally {
@@ -176,6 +176,7 @@ class Part implements ObjectPart {
   async discard(): Promise<void> {
     this.pending = [];
     this.pendingBytes = 0;
+    this.follower.close();
     if (!this.closed) {
       this.closed = true;
       await this.fh.close().catch(() => {});
@@ -192,7 +193,14 @@ class Part implements ObjectPart {
         details: { rule: 'store.part_incomplete', expected: this.expectedLength, actual: this.length },
       });
     }
-    const actual = objectIdFromDigest(this.hash.digest());
+    let actual: ObjectId;
+    try {
+      await this.flush();
+      actual = objectIdFromDigest(await this.follower.digest(this.length));
+    } catch (err) {
+      await this.discard();
+      throw ioError(err, 'read part back', 'tmp/');
+    }
     if (actual !== expected) {
       await this.discard();
       throw new TensorFSError('corrupt', 'bytes do not hash to the expected id', {
@@ -204,7 +212,6 @@ class Part implements ObjectPart {
       return { id: expected, length: this.length, written: false };
     }
     try {
-      await this.flush();
       await this.fh.chmod(0o444);
       await this.fh.datasync();
       this.closed = true;
