@@ -14,10 +14,18 @@ import * as fs from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { TensorFSError } from '@tensorfs/format';
 
-/** Hashes one file from byte 0 as it grows. Reports errors at {@link digest}. */
+/**
+ * Hashes one file from byte 0: ranges read back from the file ({@link advance}) and bytes given
+ * in memory ({@link update}), in the order they were asked. Reports read errors at {@link digest}.
+ */
 export interface FileFollower {
-  /** The file now holds at least `end` bytes (written, in the page cache): hash up to there. */
+  /** The file holds at least `end` bytes: hash up to there from the file. */
   advance(end: number): void;
+  /**
+   * Hashes `bytes` as the next bytes of the file; resolves once they are hashed (their memory may
+   * be reused then). Views of a `SharedArrayBuffer` reach the hashing thread without a copy.
+   */
+  update(bytes: Uint8Array): Promise<void>;
   /** Starts again from byte 0 (the file was truncated). */
   reset(): void;
   /**
@@ -68,12 +76,16 @@ parentPort.on('message', (m) => {
   }
   if (!f) return;
   if (m.op === 'to') upTo(f, m.end);
+  else if (m.op === 'bytes') {
+    if (f.error === undefined) { f.h.update(m.bytes); f.at += m.bytes.length; }
+    parentPort.postMessage({ id: m.id, tag: m.tag });
+  }
   else if (m.op === 'reset') { f.h = createHash('sha256'); f.at = 0; if (f.error !== 'ENOENT' && f.fd >= 0) f.error = undefined; }
   else if (m.op === 'digest') {
     upTo(f, m.end);
     const error = f.error;
     const d = error === undefined ? f.h.digest() : undefined;
-    parentPort.postMessage({ id: m.id, error, digest: d && d.buffer.slice(d.byteOffset, d.byteOffset + 32) });
+    parentPort.postMessage({ id: m.id, tag: m.tag, error, digest: d && d.buffer.slice(d.byteOffset, d.byteOffset + 32) });
   }
   if (m.op === 'digest' || m.op === 'close') {
     if (f.fd >= 0) try { fs.closeSync(f.fd); } catch {}
@@ -82,23 +94,25 @@ parentPort.on('message', (m) => {
 });
 `;
 
-type Waiter = { resolve: (d: Uint8Array) => void; reject: (e: unknown) => void };
+type Waiter = { resolve: (d: Uint8Array | undefined) => void; reject: (e: unknown) => void };
 
 class HashWorker {
   private readonly worker: Worker;
+  /** Replies awaited, by tag. */
   private readonly waiting = new Map<number, Waiter>();
   private nextId = 0;
+  private nextTag = 0;
   dead = false;
 
   constructor() {
     this.worker = new Worker(WORKER_SOURCE, { eval: true });
-    this.worker.on('message', (m: { id: number; error?: string; digest?: ArrayBuffer }) => {
-      const w = this.waiting.get(m.id);
+    this.worker.on('message', (m: { tag: number; error?: string; digest?: ArrayBuffer }) => {
+      const w = this.waiting.get(m.tag);
       if (!w) return;
-      this.waiting.delete(m.id);
+      this.waiting.delete(m.tag);
       if (this.waiting.size === 0) this.worker.unref();
-      if (m.digest) w.resolve(new Uint8Array(m.digest));
-      else w.reject(readError(m.error));
+      if (m.error !== undefined) w.reject(readError(m.error));
+      else w.resolve(m.digest && new Uint8Array(m.digest));
     });
     const fail = (cause: unknown) => {
       this.dead = true;
@@ -109,6 +123,17 @@ class HashWorker {
     this.worker.on('error', fail);
     this.worker.on('exit', (code) => fail(new Error(`exit code ${code}`)));
     this.worker.unref();
+  }
+
+  /** Posts `m` and resolves with the reply to it. */
+  private ask(m: object): Promise<Uint8Array | undefined> {
+    if (this.dead) return Promise.reject(new TensorFSError('internal', 'the hashing thread failed'));
+    const tag = this.nextTag++;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(tag, { resolve, reject });
+      this.worker.ref();
+      this.worker.postMessage({ tag, ...m });
+    });
   }
 
   follow(path: string): FileFollower {
@@ -123,20 +148,20 @@ class HashWorker {
         end = n;
         post({ op: 'to', end: n });
       },
+      update: async (bytes) => {
+        if (done) throw new TensorFSError('internal', 'the follower is finished');
+        end += bytes.length;
+        await this.ask({ id, op: 'bytes', bytes });
+      },
       reset: () => {
         if (done) return;
         end = 0;
         post({ op: 'reset' });
       },
-      digest: (n) => {
-        if (done) return Promise.reject(new TensorFSError('internal', 'the follower is finished'));
+      digest: async (n) => {
+        if (done) throw new TensorFSError('internal', 'the follower is finished');
         done = true;
-        if (this.dead) return Promise.reject(new TensorFSError('internal', 'the hashing thread failed'));
-        return new Promise<Uint8Array>((resolve, reject) => {
-          this.waiting.set(id, { resolve, reject });
-          this.worker.ref();
-          post({ op: 'digest', end: Math.max(n, end) });
-        });
+        return (await this.ask({ id, op: 'digest', end: Math.max(n, end) }))!;
       },
       close: () => {
         if (done) return;
@@ -162,11 +187,14 @@ function sharedWorker(): HashWorker | null {
   return shared;
 }
 
-/** The same work on the calling thread, done at {@link digest}. */
+/** The same work on the calling thread: file ranges read when bytes or the digest need them. */
 class InlineFollower implements FileFollower {
+  /** Bytes hashed; `end` is how far the file holds bytes not hashed yet. */
+  private at = 0;
   private end = 0;
   private h: Hash = createHash('sha256');
   private done = false;
+  private chain: Promise<void> = Promise.resolve();
 
   constructor(private readonly path: string) {}
 
@@ -174,32 +202,53 @@ class InlineFollower implements FileFollower {
     this.end = Math.max(this.end, end);
   }
 
+  update(bytes: Uint8Array): Promise<void> {
+    if (this.done) return Promise.reject(new TensorFSError('internal', 'the follower is finished'));
+    const run = this.chain.then(async () => {
+      await this.catchUp(this.end);
+      this.h.update(bytes);
+      this.at += bytes.length;
+      this.end = this.at;
+    });
+    this.chain = run.catch(() => {});
+    return run;
+  }
+
   reset(): void {
-    this.end = 0;
-    this.h = createHash('sha256');
+    this.chain = this.chain.then(() => {
+      this.at = 0;
+      this.end = 0;
+      this.h = createHash('sha256');
+    });
   }
 
   async digest(end: number): Promise<Uint8Array> {
     if (this.done) throw new TensorFSError('internal', 'the follower is finished');
     this.done = true;
-    const total = Math.max(end, this.end);
-    const fh = await fs.promises.open(this.path, 'r');
-    try {
-      const buf = Buffer.allocUnsafe(Math.min(READ_BYTES, Math.max(total, 1)));
-      for (let at = 0; at < total; ) {
-        const { bytesRead } = await fh.read(buf, 0, Math.min(buf.length, total - at), at);
-        if (bytesRead === 0) throw readError('EOF');
-        this.h.update(buf.subarray(0, bytesRead));
-        at += bytesRead;
-      }
-    } finally {
-      await fh.close();
-    }
+    await this.chain;
+    await this.catchUp(Math.max(end, this.end));
     return new Uint8Array(this.h.digest());
   }
 
   close(): void {
     this.done = true;
+  }
+
+  /** Reads and hashes the file from what is hashed up to `end`. */
+  private async catchUp(end: number): Promise<void> {
+    if (this.at >= end) return;
+    const fh = await fs.promises.open(this.path, 'r');
+    try {
+      const buf = Buffer.allocUnsafe(Math.min(READ_BYTES, end - this.at));
+      while (this.at < end) {
+        const { bytesRead } = await fh.read(buf, 0, Math.min(buf.length, end - this.at), this.at);
+        if (bytesRead === 0) throw readError('EOF');
+        this.h.update(buf.subarray(0, bytesRead));
+        this.at += bytesRead;
+      }
+    } finally {
+      await fh.close();
+    }
   }
 }
 

@@ -248,10 +248,11 @@ export class LocalStore implements Store {
   }
 
   /**
-   * Opens (or resumes) the part file `tmp/<key>.part` of an object of `expectedLength` bytes:
-   * hashed by the store as it is written, adopted as the object by link/rename on
-   * {@link ObjectPart.commit} once verified and synced (no second copy). Kept across runs until
-   * committed or discarded; GC sweeps parts older than a day.
+   * Opens (or resumes) the part file `tmp/<key>.<host>-<pid>.part` of an object of
+   * `expectedLength` bytes: hashed by the store as it is written, adopted as the object by
+   * link/rename on {@link ObjectPart.commit} once verified and synced (no second copy). Kept
+   * across runs until committed or discarded (a later process takes over the part of a writer
+   * that is gone); GC sweeps parts older than a day.
    */
   async openPart(key: string, options: { expectedLength: number; signal?: AbortSignal }): Promise<ObjectPart> {
     this.live();
