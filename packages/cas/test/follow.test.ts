@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, readdirSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, join } from 'node:path';
-import { bytesOf, expectCode, idOf, tempDir } from '@tensorfs/testkit';
+import { bytesOf, idOf, tempDir } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
 import { followFile } from '../src/hash/follow.js';
 import { LocalStore } from '@tensorfs/cas';
