@@ -1,8 +1,21 @@
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { LocalStore } from '@tensorfs/cas';
 import { bytesOf, expectCode, idOf, objectFile, tempDir } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
+
+/** The part file of `key`, named after this process (`<key>.<host>-<pid>.part`). */
+const partOf = (root: string, key: string) =>
+  join(
+    root,
+    'tmp',
+    `${key}.${
+      hostname()
+        .replace(/[^A-Za-z0-9.-]/g, '_')
+        .slice(0, 64) || 'host'
+    }-${process.pid}.part`,
+  );
 
 async function open(): Promise<{ store: LocalStore; root: string }> {
   const root = join(tempDir(), 'store');
@@ -16,7 +29,7 @@ describe('LocalStore.openPart (adopt a received file)', () => {
     const id = idOf(bytes);
     const part = await store.openPart('pull-a', { expectedLength: bytes.length });
     for (let at = 0; at < bytes.length; at += 1_000_000) await part.write(bytes.subarray(at, at + 1_000_000));
-    const partFile = join(root, 'tmp', 'pull-a.part');
+    const partFile = partOf(root, 'pull-a');
     const ino = statSync(partFile).ino;
     const lease = await store.lease();
     expect(await part.commit({ expected: id, lease })).toEqual({ id, length: bytes.length, written: true });
@@ -39,7 +52,7 @@ describe('LocalStore.openPart (adopt a received file)', () => {
     const first = await store.openPart('pull-b', { expectedLength: bytes.length });
     await first.write(bytes.subarray(0, 123_457));
     await first.close();
-    expect(statSync(join(root, 'tmp', 'pull-b.part')).size).toBe(123_457);
+    expect(statSync(partOf(root, 'pull-b')).size).toBe(123_457);
     const again = await store.openPart('pull-b', { expectedLength: bytes.length });
     expect(again.length).toBe(123_457);
     await again.write(bytes.subarray(123_457));
@@ -76,7 +89,7 @@ describe('LocalStore.openPart (adopt a received file)', () => {
     const shorter = await store.openPart('pull-d', { expectedLength: 10 });
     expect(shorter.length).toBe(0);
     await shorter.discard();
-    expect(existsSync(join(root, 'tmp', 'pull-d.part'))).toBe(false);
+    expect(existsSync(partOf(root, 'pull-d'))).toBe(false);
     await expectCode(store.openPart('../x', { expectedLength: 1 }), 'invalid_argument');
     await expectCode(store.openPart('A', { expectedLength: 1 }), 'invalid_argument');
     await store.close();

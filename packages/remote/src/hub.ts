@@ -773,7 +773,8 @@ async function sendObject(
     for await (const c of r.body) {
       const piece = c.length > left ? c.subarray(0, left) : c;
       left -= piece.length;
-      if (!res.write(piece)) await drained(res);
+      // The chunk's memory goes back to the backend once the socket has taken it.
+      if (!res.write(piece, r.recycle && (() => r.recycle!(c)))) await drained(res);
       if (left === 0 || res.destroyed) break;
     }
   } finally {

@@ -22,6 +22,11 @@ export interface ObjectRead {
   body: AsyncIterable<Uint8Array>;
   /** Stops reading and releases the connection. */
   cancel(): void;
+  /**
+   * Optional: the consumer is done with a chunk of `body` (nothing refers to its bytes any more),
+   * so the origin may read later chunks into the same memory.
+   */
+  recycle?(chunk: Uint8Array): void;
 }
 
 /** One object of a batched read: its bytes, or null when the origin does not hold it. */

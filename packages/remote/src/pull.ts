@@ -484,7 +484,7 @@ class Transfer {
   }
 
   /**
-   * A large object through the store's own part file (`tmp/pull-<hex>.part`): hashed while it is
+   * A large object through the store's own part file (`tmp/pull-<hex>.<host>-<pid>.part`): hashed while it is
    * received, resumed by `Range` after an interruption, adopted as the object (no second copy)
    * once its digest matches and its bytes are synced.
    */

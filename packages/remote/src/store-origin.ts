@@ -3,11 +3,14 @@ import type { LocalStore, Store } from '@tensorfs/cas';
 import { type ObjectId, TensorFSError } from '@tensorfs/format';
 import type { CallOptions, ObjectRead, Origin, OriginRef, OriginRefListing } from './origin.js';
 
-/** A store (the port), with the local store's listings and sizes when it has them. */
-export type ServableStore = Store & Partial<Pick<LocalStore, 'listRefs' | 'scanRefs' | 'objectSize'>>;
+/** A store (the port), with the local store's listings, sizes and streams when it has them. */
+export type ServableStore = Store & Partial<Pick<LocalStore, 'listRefs' | 'scanRefs' | 'objectSize' | 'objectStream'>>;
 
 /** Reads are served in pieces of this size. */
-const PIECE = 4 << 20;
+const PIECE = 1 << 20;
+
+/** Buffers a read keeps for reuse (given back by {@link ObjectRead.recycle}). */
+const SPARE = 4;
 
 /** An origin over a local store. Writes go through `putStream` with `expected`, so they are verified before visible. */
 export class StoreOrigin implements Origin {
@@ -58,6 +61,26 @@ export class StoreOrigin implements Origin {
   async read(id: ObjectId, offset: number, options: CallOptions = {}): Promise<ObjectRead> {
     const size = this.store.objectSize ? await this.store.objectSize(id) : (await this.store.readObject(id)).length;
     const store = this.store;
+    if (store.objectStream) {
+      // One open file for the whole read, and the buffers the consumer gives back read into again:
+      // a hub serving gigabytes neither reopens the file per piece nor allocates (and collects) a
+      // fresh buffer per piece.
+      const spare: Uint8Array[] = [];
+      const it = store
+        .objectStream(id, { offset, chunkSize: PIECE, spare, signal: options.signal })
+        [Symbol.asyncIterator]();
+      return {
+        offset,
+        size,
+        body: { [Symbol.asyncIterator]: () => it },
+        cancel: () => {
+          it.return?.().catch(() => {});
+        },
+        recycle: (chunk) => {
+          if (chunk.buffer.byteLength === PIECE && spare.length < SPARE) spare.push(new Uint8Array(chunk.buffer));
+        },
+      };
+    }
     let stop = false;
     const body = (async function* () {
       for (let off = Math.min(offset, size); off < size && !stop; off += PIECE) {

@@ -3,14 +3,14 @@
  * the token never printed in any output of any faulty pull.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { FolderOrigin, push } from '../src/index.js';
 import { type Fault, type FaultServer, startFaultServer } from './fault-server.js';
 import { bytesOf, tempDir } from '@tensorfs/testkit';
-import { after, storeWith } from './helpers.js';
+import { after, partFile, storeWith } from './helpers.js';
 
 const BIN = fileURLToPath(new URL('../../cli/dist/bin.js', import.meta.url));
 const TOKEN = 'cli-secret-token-99887766';
@@ -61,20 +61,22 @@ describe('tfs pull under faults', () => {
   it('SIGKILL mid-transfer, pull again: it resumes with Range and verify --data is clean', async () => {
     server.fault = (r) => (r.path === `/chunks/${bigHex}` ? { kind: 'throttle', bytesPerSecond: 6 << 20 } : undefined);
     const store = join(tempDir(), 'store');
-    const part = join(store, 'tmp', `pull-${bigHex}.part`);
     const p = spawn(process.execPath, [BIN, 'pull', server.url, 'team/model', '--store', store, '--json'], {
       env: { PATH: process.env.PATH, TENSORFS_TOKEN: TOKEN },
       stdio: 'ignore',
     });
     const exited = new Promise((r) => p.once('exit', r));
     const deadline = Date.now() + 60_000;
-    while (!(existsSync(part) && statSync(part).size >= 4 << 20)) {
+    let part: string | undefined;
+    while (!((part = partFile(store, bigHex)) && statSync(part).size >= 4 << 20)) {
       if (Date.now() > deadline) throw new Error('the pull never got going');
       await new Promise((r) => setTimeout(r, 25));
     }
     p.kill('SIGKILL');
     await exited;
     const kept = statSync(part).size;
+    // Named after the writer, now dead: the next pull takes it over.
+    expect(part, `${p.pid}`).toMatch(new RegExp(`-${p.pid}\\.part$`));
     expect(kept).toBeGreaterThan(0);
     expect(kept).toBeLessThan(BIG);
     // Nothing is named after the kill.
@@ -90,7 +92,7 @@ describe('tfs pull under faults', () => {
     expect(stats.bytes.present).toBeLessThan(1000); // the manifest, admitted by the killed run
     const ranges = server.seen.filter((r) => r.path === `/chunks/${bigHex}`).map((r) => r.headers.range);
     expect(ranges.at(-1)).toBe(`bytes=${kept}-`);
-    expect(existsSync(part)).toBe(false);
+    expect(partFile(store, bigHex)).toBeUndefined();
     const verify = await run(['verify', '--data', '--store', store, '--json']);
     expect(verify.code, verify.out).toBe(0);
   });
@@ -98,7 +100,6 @@ describe('tfs pull under faults', () => {
   it('Ctrl-C (SIGINT) mid-transfer exits 12 and names nothing', async () => {
     server.fault = (r) => (r.path === `/chunks/${bigHex}` ? { kind: 'throttle', bytesPerSecond: 4 << 20 } : undefined);
     const store = join(tempDir(), 'store');
-    const part = join(store, 'tmp', `pull-${bigHex}.part`);
     const p = spawn(process.execPath, [BIN, 'pull', server.url, 'team/model', '--store', store, '--json'], {
       env: { PATH: process.env.PATH, TENSORFS_TOKEN: TOKEN },
     });
@@ -106,7 +107,7 @@ describe('tfs pull under faults', () => {
     p.stderr.on('data', (d) => (err += d));
     const exited = new Promise<number | null>((r) => p.once('exit', (code) => r(code)));
     const deadline = Date.now() + 60_000;
-    while (!existsSync(part)) {
+    while (partFile(store, bigHex) === undefined) {
       if (Date.now() > deadline) throw new Error('the pull never got going');
       await new Promise((r) => setTimeout(r, 25));
     }

@@ -9,7 +9,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { FolderOrigin, HubOrigin, type Origin, StaticHttpOrigin, pull, serveHub } from '../src/index.js';
 import { type FaultServer, startFaultServer } from './fault-server.js';
 import { tempDir } from '@tensorfs/testkit';
-import { after, newStore, sampleFiles, storeWith } from './helpers.js';
+import { after, newStore, partFile, sampleFiles, storeWith } from './helpers.js';
 
 const TOKEN = 'secret-fault-token-4242';
 const errors: unknown[] = [];
@@ -234,7 +234,7 @@ describe('cancellation', () => {
     expect(isTensorFSError(err) && err.code).toBe('cancelled');
     expect(await store.getRef('team/model')).toBeNull();
     // The local store keeps the part in its own tmp/ (adopted as the object once verified).
-    const kept = statSync(join(store.root, 'tmp', `pull-${big}.part`)).size;
+    const kept = statSync(partFile(store.root, big)!).size;
     expect(kept).toBeGreaterThan(0);
     server.fault = () => undefined;
     const r = await pull(store, origin(), 'team/model', { partsDir: parts, memoryLimit: 100_000 });

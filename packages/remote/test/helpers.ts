@@ -2,7 +2,7 @@
  * What only the remote tests need: cleanups run after each test (servers, stores), sample trees
  * and stores holding them. Bytes, digests and temp dirs come from `@tensorfs/testkit`.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { LocalStore } from '@tensorfs/cas';
 import { isTensorFSError, type ObjectId } from '@tensorfs/format';
@@ -67,4 +67,12 @@ export async function code(p: Promise<unknown>): Promise<string> {
     throw err;
   }
   return 'ok';
+}
+
+/** The part file a pull keeps for object `hex` in a local store's tmp/ (`pull-<hex>.<host>-<pid>.part`), if any. */
+export function partFile(storeRoot: string, hex: string): string | undefined {
+  const tmp = join(storeRoot, 'tmp');
+  if (!existsSync(tmp)) return undefined;
+  const name = readdirSync(tmp).find((n) => n.startsWith(`pull-${hex}.`) && n.endsWith('.part'));
+  return name === undefined ? undefined : join(tmp, name);
 }

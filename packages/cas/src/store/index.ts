@@ -4,7 +4,7 @@ export { LocalStore, openStore, DEFAULT_GRACE_MS } from './store.js';
 export type { StoreOptions, RootEntry, Usage, ExportOptions, RefProblem, RefListing, RefFileListing } from './store.js';
 export type { Lease, LeaseOptions } from './leases.js';
 export { DEFAULT_LEASE_TTL_MS } from './leases.js';
-export type { PutResult, Chunks } from './objects.js';
+export type { PutResult, Chunks, ObjectStreamOptions } from './objects.js';
 export type { ObjectPart, BatchItem, BatchOutcome } from './staging.js';
 export type { ReadOptions, PieceReader } from './read.js';
 export { recordsSourceOf } from './read.js';

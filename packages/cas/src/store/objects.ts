@@ -428,28 +428,45 @@ export class Objects {
   }
 
   /**
-   * An object as a stream of chunks (at most `chunkSize` bytes each). With `verify` the object is
-   * hashed as it streams and the last chunk is held back until the digest matched, so a consumer
-   * that commits only at the end never commits wrong bytes (`corrupt` instead).
+   * An object as a stream of chunks (at most `chunkSize` bytes each), from `offset`. With `verify`
+   * the object is hashed as it streams and the last chunk is held back until the digest matched,
+   * so a consumer that commits only at the end never commits wrong bytes (`corrupt` instead).
+   * With `spare`, chunks are read into buffers popped from it (fresh ones when it is empty); a
+   * consumer done with a chunk may push `new Uint8Array(chunk.buffer)` back for reuse.
    */
-  async *stream(
-    id: ObjectId,
-    options: { verify?: boolean; chunkSize?: number; signal?: AbortSignal } = {},
-  ): AsyncGenerator<Uint8Array> {
+  async *stream(id: ObjectId, options: ObjectStreamOptions = {}): AsyncGenerator<Uint8Array> {
     const chunkSize = options.chunkSize ?? CHUNK_BYTES;
+    const offset = options.offset ?? 0;
     if (!Number.isSafeInteger(chunkSize) || chunkSize < 1) {
       throw new TensorFSError('invalid_argument', 'chunkSize must be a positive integer', {
         details: { actual: chunkSize },
       });
     }
+    if (!Number.isSafeInteger(offset) || offset < 0 || (offset > 0 && options.verify)) {
+      throw new TensorFSError('invalid_argument', 'offset must be a non-negative integer (0 with verify)', {
+        details: { actual: offset },
+      });
+    }
     const { fh, size } = await this.open(id);
     const h = options.verify ? createHash('sha256') : undefined;
+    const spare = options.spare;
     try {
       let held: Uint8Array | undefined;
-      for (let at = 0; at < size; at += chunkSize) {
+      for (let at = Math.min(offset, size); at < size; at += chunkSize) {
         throwIfAborted(options.signal);
-        const chunk = await readExactly(fh, at, Math.min(chunkSize, size - at), id);
-        h?.update(chunk);
+        const n = Math.min(chunkSize, size - at);
+        let chunk: Uint8Array;
+        if (spare) {
+          let buf = spare.pop();
+          if (buf === undefined || buf.length < n) buf = new Uint8Array(chunkSize);
+          chunk = buf.subarray(0, n);
+          await readExactlyInto(fh, at, chunk, id);
+        } else chunk = await readExactly(fh, at, n, id);
+        if (!h) {
+          yield chunk;
+          continue;
+        }
+        h.update(chunk);
         if (held) yield held;
         held = chunk;
       }
@@ -563,10 +580,47 @@ async function readFdExactlyInto(fd: number, offset: number, target: Uint8Array,
   }
 }
 
+/** Options of {@link Objects.stream} (and `LocalStore.objectStream`). */
+export interface ObjectStreamOptions {
+  /** Rehash on the way; the last chunk is withheld until the digest matched. Needs `offset` 0. */
+  verify?: boolean;
+  /** Largest chunk (default 8 MiB). */
+  chunkSize?: number;
+  /** First byte (default 0). */
+  offset?: number;
+  /** Buffers to read into, reused: see {@link Objects.stream}. */
+  spare?: Uint8Array[];
+  signal?: AbortSignal;
+}
+
 /** Writes several buffers completely at the current position. */
 export async function writeAllv(fh: fsp.FileHandle, chunks: readonly Uint8Array[]): Promise<void> {
-  for (const c of chunks) await writeFully(fh, c);
+  // One writev per IOV_MAX buffers: a received object arrives in ~64 KiB chunks, and a write per
+  // chunk cost a transfer's main thread more than the bytes did.
+  for (let i = 0; i < chunks.length; ) {
+    const batch = chunks.length - i <= IOV_MAX && i === 0 ? chunks : chunks.slice(i, i + IOV_MAX);
+    let want = 0;
+    for (const c of batch) want += c.length;
+    let written: number;
+    try {
+      ({ bytesWritten: written } = await fh.writev(batch as Uint8Array[]));
+    } catch (err) {
+      throw ioError(err, 'write');
+    }
+    if (written === want) {
+      i += batch.length;
+      continue;
+    }
+    // A short write: finish the buffer it stopped in, then go on from the next.
+    let k = i;
+    while (written >= chunks[k]!.length) written -= chunks[k++]!.length;
+    await writeFully(fh, chunks[k]!.subarray(written));
+    i = k + 1;
+  }
 }
+
+/** Buffers one writev takes (Linux's IOV_MAX). */
+const IOV_MAX = 1024;
 
 /** `link` errors that mean "this filesystem has no hard links" (FAT/exFAT, some FUSE and SMB mounts). */
 const NO_HARD_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS', 'EMLINK']);

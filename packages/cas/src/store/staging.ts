@@ -11,11 +11,13 @@
  * Both keep the admission rules of {@link Objects}: the dedup decision under the write lock, the
  * lease claimed before the object is looked for, an existing good object never touched.
  */
-import { createHash, type Hash } from 'node:crypto';
+import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { type ObjectId, TensorFSError, objectIdFromDigest, parseObjectId, throwIfAborted } from '@tensorfs/format';
-import { fsyncDir, ioError, readFully } from './fsutil.js';
+import { type FileFollower, followFile } from '../hash/follow.js';
+import { DIRECT_ALIGN, O_DIRECT, alignUp, allocateAligned } from './direct.js';
+import { HOST, errnoOf, fsyncDir, ioError, pidAlive, writeFully } from './fsutil.js';
 import { objectDir } from './layout.js';
 import type { Lease } from './leases.js';
 import {
@@ -28,19 +30,23 @@ import {
   writeAllv,
 } from './objects.js';
 
-/** Part names: what callers pass as `key` (the file is `tmp/<key>.part`). */
+/** Part names: what callers pass as `key` (the file is `tmp/<key>.<host>-<pid>.part`). */
 const PART_KEY = /^[a-z0-9][a-z0-9_-]{0,119}$/;
 
-/** Buffered bytes written to a part file at once. */
-const FLUSH_BYTES = 4 << 20;
+/** Bytes of one staging buffer of a part: hashed and written at once. */
+const STAGE_BYTES = 4 << 20;
 
-/** Bytes read at a time when a resumed part is rehashed. */
-const REHASH_BYTES = 4 << 20;
+/** Staging buffers per part: one filling while the others are hashed and written. */
+const STAGES = 3;
+
+/** Staging buffers kept for later parts (a pull runs four at a time). */
+const MAX_SPARE_STAGES = 4 * STAGES;
 
 /**
  * A partial object in the store's `tmp/`, kept across runs so a transfer can resume where it
- * stopped. Every byte written is hashed by the store (a resumed part is rehashed from disk when
- * opened), so {@link commit} needs no second read. Not for concurrent use by two writers.
+ * stopped. The store hashes the bytes on a hashing thread as they are written (a resumed part's
+ * prefix is read back from the file), so {@link commit} waits only for the tail and the caller's
+ * thread never hashes. Not for concurrent use by two writers.
  */
 export interface ObjectPart {
   /** Bytes held so far (written or buffered). */
@@ -62,7 +68,7 @@ export interface ObjectPart {
 }
 
 /**
- * Opens (or resumes) the part `tmp/<key>.part` of an object of `expectedLength` bytes. A part
+ * Opens (or resumes) the part `tmp/<key>.<host>-<pid>.part` of an object of `expectedLength` bytes. A part
  * longer than that is discarded. `invalid_argument` for a key outside `[a-z0-9_-]{1,120}`.
  */
 export async function openPart(
@@ -82,49 +88,108 @@ export async function openPart(
       details: { rule: 'store.bad_part_length' },
     });
   }
-  const path = join(objects.layout.tmp, `${key}.part`);
+  const path = join(objects.layout.tmp, `${key}.${HOST}-${process.pid}.part`);
+  await adoptLeftover(objects.layout.tmp, key, path);
+  const { O_RDWR, O_CREAT, O_WRONLY } = fs.constants;
   let fh: fsp.FileHandle;
   try {
-    fh = await fsp.open(path, 'a+', 0o644);
+    fh = await fsp.open(path, O_RDWR | O_CREAT, 0o644);
   } catch (err) {
     throw ioError(err, 'open part', 'tmp/');
   }
-  const h = createHash('sha256');
+  let direct: fsp.FileHandle | null = null;
   let length = 0;
   try {
+    throwIfAborted(signal);
+    if (O_DIRECT !== 0 && expectedLength >= STAGE_BYTES) {
+      // Refused (EINVAL) where the filesystem has no direct I/O (tmpfs): buffered writes then.
+      direct = await fsp.open(path, O_WRONLY | O_DIRECT).catch(() => null);
+    }
     const size = (await fh.stat()).size;
+    // Direct writes continue on an aligned offset: a resumed part drops its unaligned tail.
+    const keep = direct ? size - (size % DIRECT_ALIGN) : size;
     if (size > expectedLength) await fh.truncate(0);
-    else if (size > 0) {
-      // The hash state of an earlier run is gone: rehash what it left (a resume reads its prefix once).
-      const buf = Buffer.allocUnsafe(Math.min(REHASH_BYTES, size));
-      for (let at = 0; at < size; at += buf.length) {
-        throwIfAborted(signal);
-        const piece = buf.subarray(0, Math.min(buf.length, size - at));
-        await readFully(fh, at, piece, () => ioError(new Error('part shrank'), 'read part', 'tmp/'), 'tmp/');
-        h.update(piece);
-      }
-      length = size;
+    else {
+      if (keep !== size) await fh.truncate(keep);
+      length = keep;
     }
   } catch (err) {
     await fh.close().catch(() => {});
+    await direct?.close().catch(() => {});
     throw ioError(err, 'resume part', 'tmp/');
   }
-  return new Part(objects, path, fh, h, length, expectedLength);
+  // The hash state of an earlier run is gone: its prefix is hashed again from the file (read once).
+  const follower = followFile(path);
+  follower.advance(length);
+  return new Part(objects, path, fh, direct, follower, length, expectedLength);
 }
 
+/**
+ * Takes over the part of `key` an earlier run left, by renaming it to `path`: one whose writer is
+ * dead (a pid of this host that no longer runs) or that has the unowned name `<key>.part` of
+ * earlier versions. A part has one writer at a time: two processes pulling one object never write
+ * into one file (the bytes are hashed in memory, so a file changed behind its writer would not be
+ * noticed). A live writer's part, or another host's, is left alone.
+ */
+async function adoptLeftover(tmp: string, key: string, path: string): Promise<void> {
+  let names: string[];
+  try {
+    names = await fsp.readdir(tmp);
+  } catch {
+    return;
+  }
+  if (names.includes(basename(path))) return;
+  for (const name of names) {
+    if (!name.startsWith(`${key}.`) || !name.endsWith('.part')) continue;
+    const owner = /^(.+)-(\d+)$/.exec(name.slice(key.length + 1, -'.part'.length));
+    if (name !== `${key}.part` && (!owner || owner[1] !== HOST || pidAlive(Number(owner[2])))) continue;
+    try {
+      await fsp.rename(join(tmp, name), path);
+      return;
+    } catch (err) {
+      // Taken by another process first: look on.
+      if (errnoOf(err) !== 'ENOENT') throw ioError(err, 'adopt part', 'tmp/');
+    }
+  }
+}
+
+/** A part's staging buffer: filled by the caller, then hashed and written while the next fills. */
+interface Stage {
+  buf: Uint8Array;
+  /** The hash and write of its last contents (errors are kept in {@link Part.failure}). */
+  busy?: Promise<void> | undefined;
+}
+
+/**
+ * Received bytes are copied into page-aligned shared staging buffers; a full one goes to the
+ * hashing thread (shared, no copy) and to the file at once, with O_DIRECT where the filesystem
+ * allows (the device reads the buffer: no copy into the page cache, which costs this kind of
+ * machine more CPU than the hashing), buffered otherwise.
+ */
 class Part implements ObjectPart {
-  private pending: Uint8Array[] = [];
-  private pendingBytes = 0;
+  private readonly stages: Stage[] = [];
+  private cur = 0;
+  /** Bytes in the current stage. */
+  private pos = 0;
+  /** Bytes handed to the file (written or being written). */
+  private fileAt: number;
+  /** The first failure of a background hash or write. */
+  private failure: unknown;
+  /** The last write asked for. */
+  private writing: Promise<void> = Promise.resolve();
   private closed = false;
 
   constructor(
     private readonly objects: Objects,
     private readonly path: string,
-    private fh: fsp.FileHandle,
-    private hash: Hash,
+    private readonly fh: fsp.FileHandle,
+    private direct: fsp.FileHandle | null,
+    private readonly follower: FileFollower,
     public length: number,
     private readonly expectedLength: number,
-  ) {}
+  ) {
+    this.fileAt = length;
+  }
 
   async write(chunk: Uint8Array): Promise<void> {
     if (this.length + chunk.length > this.expectedLength) {
@@ -132,53 +197,126 @@ class Part implements ObjectPart {
         details: { rule: 'store.part_too_long', expected: this.expectedLength, actual: this.length + chunk.length },
       });
     }
-    this.hash.update(chunk);
-    this.pending.push(chunk);
-    this.pendingBytes += chunk.length;
-    this.length += chunk.length;
-    if (this.pendingBytes >= FLUSH_BYTES) await this.flush();
-  }
-
-  private async flush(): Promise<void> {
-    if (this.pending.length === 0) return;
-    const parts = this.pending;
-    this.pending = [];
-    this.pendingBytes = 0;
-    try {
-      await writeAllv(this.fh, parts);
-    } catch (err) {
-      throw ioError(err, 'write part', 'tmp/');
+    for (let at = 0; at < chunk.length; ) {
+      const stage = this.stage();
+      const n = Math.min(chunk.length - at, STAGE_BYTES - this.pos);
+      stage.buf.set(chunk.subarray(at, at + n), this.pos);
+      this.pos += n;
+      this.length += n;
+      at += n;
+      if (this.pos === STAGE_BYTES) await this.submit();
     }
   }
 
+  /** The stage being filled (allocated on first use). */
+  private stage(): Stage {
+    let s = this.stages[this.cur];
+    if (!s) {
+      s = { buf: takeStage() };
+      this.stages[this.cur] = s;
+    }
+    return s;
+  }
+
+  /** Hands the current stage to the hashing thread and the file; waits for the next to be free. */
+  private async submit(): Promise<void> {
+    const n = this.pos;
+    if (n > 0) {
+      const s = this.stage();
+      const at = this.fileAt;
+      this.fileAt += n;
+      this.pos = 0;
+      // Writes go one after another (hashing runs beside them): a part cut short by a crash is a
+      // prefix of the object, never a file with a hole before its last written range.
+      const written = this.writing.then(() => this.writeAt(s.buf, n, at));
+      this.writing = written.catch(() => {});
+      s.busy = Promise.all([this.follower.update(s.buf.subarray(0, n)), written]).then(
+        () => {},
+        (err) => {
+          this.failure ??= err;
+        },
+      );
+      this.cur = (this.cur + 1) % STAGES;
+    }
+    await this.stages[this.cur]?.busy;
+    this.check();
+  }
+
+  private check(): void {
+    if (this.failure !== undefined) throw ioError(this.failure, 'write part', 'tmp/');
+  }
+
+  /** Writes `n` bytes of `buf` at `at`: directly (rounded up to the alignment) or buffered. */
+  private async writeAt(buf: Uint8Array, n: number, at: number): Promise<void> {
+    if (this.direct !== null && at % DIRECT_ALIGN === 0) {
+      const len = alignUp(n);
+      try {
+        const { bytesWritten } = await this.direct.write(buf, 0, len, at);
+        if (bytesWritten === len) return;
+      } catch (err) {
+        if (errnoOf(err) !== 'EINVAL') throw err;
+      }
+      // Refused or cut short: buffered from here on (the same bytes, rewritten).
+      const d = this.direct;
+      this.direct = null;
+      await d?.close().catch(() => {});
+    }
+    await writeFully(this.fh, buf.subarray(0, n), at, 'tmp/');
+  }
+
+  /** Submits what is staged and waits for every write; the file then holds exactly `length` bytes. */
+  private async drain(): Promise<void> {
+    await this.submit();
+    await Promise.all(this.stages.map((s) => s.busy));
+    this.check();
+    const size = (await this.fh.stat()).size;
+    // Bytes gone behind the writer's back: never padded back with zeros and published.
+    if (size < this.fileAt) throw Object.assign(new Error('the part shrank'), { code: 'EOF' });
+    // A direct write of the last stage rounded it up to the alignment: cut the padding off.
+    if (size > this.fileAt) await this.fh.truncate(this.fileAt);
+  }
+
   async reset(): Promise<void> {
-    this.pending = [];
-    this.pendingBytes = 0;
+    await Promise.all(this.stages.map((s) => s.busy));
+    this.failure = undefined;
+    this.pos = 0;
     this.length = 0;
-    this.hash = createHash('sha256');
+    this.fileAt = 0;
     try {
       await this.fh.truncate(0);
     } catch (err) {
       throw ioError(err, 'truncate part', 'tmp/');
     }
+    this.follower.reset();
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     try {
-      await this.flush();
+      await this.drain();
+    } catch (err) {
+      throw ioError(err, 'write part', 'tmp/');
     } finally {
-      await this.fh.close().catch(() => {});
+      this.follower.close();
+      await this.release();
     }
   }
 
+  /** Closes the files and gives the stages back (after their writes settled). */
+  private async release(): Promise<void> {
+    await Promise.all(this.stages.map((s) => s.busy));
+    for (const s of this.stages.splice(0)) giveStage(s.buf);
+    await this.fh.close().catch(() => {});
+    await this.direct?.close().catch(() => {});
+    this.direct = null;
+  }
+
   async discard(): Promise<void> {
-    this.pending = [];
-    this.pendingBytes = 0;
+    this.follower.close();
     if (!this.closed) {
       this.closed = true;
-      await this.fh.close().catch(() => {});
+      await this.release();
     }
     await fsp.rm(this.path, { force: true });
   }
@@ -192,7 +330,14 @@ class Part implements ObjectPart {
         details: { rule: 'store.part_incomplete', expected: this.expectedLength, actual: this.length },
       });
     }
-    const actual = objectIdFromDigest(this.hash.digest());
+    let actual: ObjectId;
+    try {
+      await this.drain();
+      actual = objectIdFromDigest(await this.follower.digest(this.length));
+    } catch (err) {
+      await this.discard();
+      throw ioError(err, 'write part', 'tmp/');
+    }
     if (actual !== expected) {
       await this.discard();
       throw new TensorFSError('corrupt', 'bytes do not hash to the expected id', {
@@ -204,11 +349,11 @@ class Part implements ObjectPart {
       return { id: expected, length: this.length, written: false };
     }
     try {
-      await this.flush();
       await this.fh.chmod(0o444);
+      // Flushes the file's size and extents and the device's cache, direct writes included.
       await this.fh.datasync();
       this.closed = true;
-      await this.fh.close();
+      await this.release();
     } catch (err) {
       await this.discard();
       throw ioError(err, 'sync part', 'tmp/');
@@ -220,6 +365,17 @@ class Part implements ObjectPart {
       written: await this.objects.publish({ path: this.path, length: this.length }, expected),
     };
   }
+}
+
+/** Staging buffers of parts no longer open, kept for the next (a fresh one costs its page faults). */
+const spareStages: Uint8Array[] = [];
+
+function takeStage(): Uint8Array {
+  return spareStages.pop() ?? allocateAligned(STAGE_BYTES, true);
+}
+
+function giveStage(buf: Uint8Array): void {
+  if (spareStages.length < MAX_SPARE_STAGES) spareStages.push(buf);
 }
 
 /** One object of a {@link putBatch}. */

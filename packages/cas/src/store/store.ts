@@ -30,7 +30,7 @@ import { childrenOf, reach } from './graph.js';
 import { type ImportOptions, type ImportResult, importTree } from './import.js';
 import { type Layout, layoutOf, validateRefName } from './layout.js';
 import { DEFAULT_LEASE_TTL_MS, DbLease, type Lease, type LeaseOptions, assertLeaseLive } from './leases.js';
-import { type Chunks, Objects, type PutResult } from './objects.js';
+import { type Chunks, type ObjectStreamOptions, Objects, type PutResult } from './objects.js';
 import { type BatchItem, type BatchOutcome, type ObjectPart, openPart, putBatch } from './staging.js';
 import type { FileSource } from './file-source.js';
 import type { Store } from './port.js';
@@ -267,10 +267,11 @@ export class LocalStore implements Store {
   }
 
   /**
-   * Opens (or resumes) the part file `tmp/<key>.part` of an object of `expectedLength` bytes:
-   * hashed by the store as it is written, adopted as the object by link/rename on
-   * {@link ObjectPart.commit} once verified and synced (no second copy). Kept across runs until
-   * committed or discarded; GC sweeps parts older than a day.
+   * Opens (or resumes) the part file `tmp/<key>.<host>-<pid>.part` of an object of
+   * `expectedLength` bytes: hashed by the store as it is written, adopted as the object by
+   * link/rename on {@link ObjectPart.commit} once verified and synced (no second copy). Kept
+   * across runs until committed or discarded (a later process takes over the part of a writer
+   * that is gone); GC sweeps parts older than a day.
    */
   async openPart(key: string, options: { expectedLength: number; signal?: AbortSignal }): Promise<ObjectPart> {
     this.live();
@@ -302,13 +303,13 @@ export class LocalStore implements Store {
   }
 
   /**
-   * An object as a stream of chunks (default 8 MiB). `verify` hashes it on the way and withholds
-   * the last chunk until the digest matched (`corrupt` otherwise).
+   * An object as a stream of chunks (default 8 MiB), from `offset` (default 0). `verify` hashes it
+   * on the way and withholds the last chunk until the digest matched (`corrupt` otherwise). With
+   * `spare`, chunks are read into buffers taken from that array (each chunk a view at offset 0 of
+   * its own `chunkSize`-byte buffer); push `new Uint8Array(chunk.buffer)` back once nothing uses a
+   * chunk any more, and the next reads reuse it instead of allocating.
    */
-  objectStream(
-    id: ObjectId,
-    options: { verify?: boolean; chunkSize?: number; signal?: AbortSignal } = {},
-  ): AsyncIterable<Uint8Array> {
+  objectStream(id: ObjectId, options: ObjectStreamOptions = {}): AsyncIterable<Uint8Array> {
     this.live();
     return this.objects.stream(id, options);
   }

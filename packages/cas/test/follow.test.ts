@@ -1,0 +1,141 @@
+import { spawnSync } from 'node:child_process';
+import { appendFileSync, existsSync, readdirSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { basename, join } from 'node:path';
+import { bytesOf, idOf, tempDir } from '@tensorfs/testkit';
+import { describe, expect, it } from 'vitest';
+import { followFile } from '../src/hash/follow.js';
+import { LocalStore } from '@tensorfs/cas';
+import { objectIdFromDigest } from '@tensorfs/format';
+
+const hex = (d: Uint8Array) => objectIdFromDigest(d);
+
+for (const thread of [true, false]) {
+  describe(`followFile (${thread ? 'hashing thread' : 'calling thread'})`, () => {
+    it('hashes a file as it grows, in whatever steps it is advanced', async () => {
+      const path = join(tempDir(), 'grow.part');
+      const bytes = bytesOf(9_000_123, 7);
+      writeFileSync(path, '');
+      const f = followFile(path, { thread });
+      let written = 0;
+      for (const end of [1, 4_194_304, 4_194_305, 8_388_608, bytes.length]) {
+        appendFileSync(path, bytes.subarray(written, end));
+        written = end;
+        f.advance(end);
+        f.advance(end - 1); // going back is ignored
+      }
+      expect(hex(await f.digest(bytes.length))).toBe(idOf(bytes));
+      // Finished: a second digest is refused.
+      await expect(f.digest(bytes.length)).rejects.toThrow();
+    });
+
+    it('starts again after reset, and digests up to the larger of advanced and asked', async () => {
+      const path = join(tempDir(), 'reset.part');
+      writeFileSync(path, bytesOf(5_000_000, 1));
+      const f = followFile(path, { thread });
+      f.advance(5_000_000);
+      truncateSync(path, 0);
+      const again = bytesOf(1_234_567, 2);
+      writeFileSync(path, again);
+      f.reset();
+      f.advance(1000);
+      expect(hex(await f.digest(again.length))).toBe(idOf(again));
+    });
+
+    it('reports a file shorter than advanced to as EOF, and a missing file by its errno', async () => {
+      const path = join(tempDir(), 'short.part');
+      writeFileSync(path, bytesOf(100, 1));
+      const f = followFile(path, { thread });
+      f.advance(100);
+      await expect(f.digest(101)).rejects.toMatchObject({ code: 'EOF' });
+      const gone = followFile(join(tempDir(), 'absent.part'), { thread });
+      await expect(gone.digest(1)).rejects.toMatchObject({ code: 'ENOENT' });
+    });
+
+    it('hashes a prefix from the file, then bytes given in memory (shared or not), in order', async () => {
+      const path = join(tempDir(), 'mixed.part');
+      const bytes = bytesOf(7_000_000, 3);
+      writeFileSync(path, bytes.subarray(0, 1_500_000));
+      const f = followFile(path, { thread });
+      f.advance(1_500_000);
+      const shared = new Uint8Array(new SharedArrayBuffer(4_000_000));
+      shared.set(bytes.subarray(1_500_000, 5_500_000));
+      await f.update(shared);
+      await f.update(bytes.slice(5_500_000));
+      expect(hex(await f.digest(bytes.length))).toBe(idOf(bytes));
+      // After a reset, memory alone.
+      const g = followFile(path, { thread });
+      await g.update(bytes.subarray(0, 10));
+      g.reset();
+      await g.update(bytes.subarray(0, 3));
+      expect(hex(await g.digest(0))).toBe(idOf(bytes.subarray(0, 3)));
+    });
+
+    it('the empty file', async () => {
+      const path = join(tempDir(), 'empty.part');
+      writeFileSync(path, '');
+      expect(hex(await followFile(path, { thread }).digest(0))).toBe(idOf(new Uint8Array(0)));
+    });
+  });
+}
+
+describe('ObjectPart files', () => {
+  const host =
+    hostname()
+      .replace(/[^A-Za-z0-9.-]/g, '_')
+      .slice(0, 64) || 'host';
+  const partOf = (root: string, key: string) => join(root, 'tmp', `${key}.${host}-${process.pid}.part`);
+  // A pid that ran and exited, so no process has it now.
+  const deadPid = () => spawnSync(process.execPath, ['-e', '0']).pid!;
+
+  it('stages odd-sized writes across buffers, resets mid-way, and names the file after its writer', async () => {
+    const root = join(tempDir(), 'store');
+    const store = await LocalStore.open(root);
+    const bytes = bytesOf(9_500_000 + 4099, 4);
+    const part = await store.openPart('pull-o', { expectedLength: bytes.length });
+    await part.write(bytesOf(5_000_000, 1));
+    expect(existsSync(partOf(root, 'pull-o'))).toBe(true);
+    await part.reset();
+    expect(part.length).toBe(0);
+    for (let at = 0; at < bytes.length; at += 1_000_003) await part.write(bytes.subarray(at, at + 1_000_003));
+    expect(await part.commit({ expected: idOf(bytes) })).toEqual({
+      id: idOf(bytes),
+      length: bytes.length,
+      written: true,
+    });
+    expect(Buffer.from(await store.readObject(idOf(bytes), { verify: true })).equals(Buffer.from(bytes))).toBe(true);
+    expect(readdirSync(join(root, 'tmp')).filter((n) => n.endsWith('.part'))).toEqual([]);
+    await store.close();
+  });
+
+  it('takes over the part of a writer that is gone (and of earlier versions), never a live one', async () => {
+    const root = join(tempDir(), 'store');
+    const store = await LocalStore.open(root);
+    const bytes = bytesOf(12_000_000, 6);
+    const tmp = join(root, 'tmp');
+    // A live writer (this test's parent process) keeps its file.
+    const live = join(tmp, `pull-a.${host}-${process.ppid}.part`);
+    writeFileSync(live, bytes.subarray(0, 8192));
+    const fresh = await store.openPart('pull-a', { expectedLength: bytes.length });
+    expect(fresh.length).toBe(0);
+    await fresh.discard();
+    expect(statSync(live).size).toBe(8192);
+    // A dead writer's part is resumed (a direct-I/O part keeps only its 4 KiB-aligned prefix).
+    const dead = join(tmp, `pull-b.${host}-${deadPid()}.part`);
+    writeFileSync(dead, bytes.subarray(0, 5_000_001));
+    const resumed = await store.openPart('pull-b', { expectedLength: bytes.length });
+    expect([5_000_001, 5_000_001 - (5_000_001 % 4096)]).toContain(resumed.length);
+    expect(existsSync(dead)).toBe(false);
+    await resumed.write(bytes.subarray(resumed.length));
+    expect((await resumed.commit({ expected: idOf(bytes) })).written).toBe(true);
+    // The unowned name of earlier versions too.
+    const other = bytesOf(300_000, 8);
+    writeFileSync(join(tmp, 'pull-c.part'), other.subarray(0, 1000));
+    const legacy = await store.openPart('pull-c', { expectedLength: other.length });
+    expect([1000, 0]).toContain(legacy.length);
+    await legacy.write(other.subarray(legacy.length));
+    expect((await legacy.commit({ expected: idOf(other) })).written).toBe(true);
+    expect(readdirSync(tmp).filter((n) => n.endsWith('.part'))).toEqual([basename(live)]);
+    await store.close();
+  });
+});
