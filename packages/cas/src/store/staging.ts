@@ -197,10 +197,12 @@ class Part implements ObjectPart {
         details: { rule: 'store.part_too_long', expected: this.expectedLength, actual: this.length + chunk.length },
       });
     }
-    for (let at = 0; at < chunk.length; ) {
+    // Buffer#copy is a plain memmove; TypedArray#set into shared memory is slower here.
+    const src = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    for (let at = 0; at < src.length; ) {
       const stage = this.stage();
-      const n = Math.min(chunk.length - at, STAGE_BYTES - this.pos);
-      stage.buf.set(chunk.subarray(at, at + n), this.pos);
+      const n = Math.min(src.length - at, STAGE_BYTES - this.pos);
+      src.copy(stage.buf, this.pos, at, at + n);
       this.pos += n;
       this.length += n;
       at += n;
