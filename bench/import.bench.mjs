@@ -3,10 +3,15 @@
 // the same rounds, interleaved. Wall and CPU time for each: ours is process.cpuUsage() (every
 // thread, hashing workers included); the baselines' is their own user + system time (reaped
 // children, /proc/self/stat). `hash only` is planAndHash with no write (the hashing floor).
+// `write only` writes and fdatasyncs the same 1 GiB as 128 files of 8 MiB with O_DIRECT from a
+// page-aligned buffer, four at a time, as import does (the durable-write floor; `cp` itself copies
+// in the kernel with copy_file_range, so it never copies through user-space pages either).
+// Import's floor is about max(hash only, write only) on an idle machine.
 // TENSORFS_BENCH_BEFORE_CAS=<an ESM bundle of an older @tensorfs/cas> also imports with that
 // build in the same rounds. TENSORFS_BENCH_RUNS sets the rounds (default 5).
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { randomFillSync } from 'node:crypto';
+import { constants, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -71,9 +76,39 @@ const cases = {
     const c = process.cpuUsage(c0);
     return { wall: performance.now() - t0, cpu: (c.user + c.system) / 1000 };
   },
+  'write only (O_DIRECT)': async () => {
+    const out = mkdtempSync(join(dir, 'direct-'));
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    let next = 0;
+    const one = async () => {
+      while (next < 128) {
+        const i = next++;
+        const fh = await fsp.open(join(out, `f${i}`), O_WRONLY | O_CREAT | O_EXCL | (O_DIRECT ?? 0), 0o444);
+        try {
+          const at = (i % 8) * 8 * MiB;
+          for (let done = 0; done < 8 * MiB; )
+            done += (await fh.write(aligned, at + done, 8 * MiB - done, done)).bytesWritten;
+          await fh.datasync();
+        } finally {
+          await fh.close();
+        }
+      }
+    };
+    await Promise.all([one(), one(), one(), one()]);
+    const c = process.cpuUsage(c0);
+    const wall = performance.now() - t0;
+    rmSync(out, { recursive: true, force: true });
+    return { wall, cpu: (c.user + c.system) / 1000 };
+  },
   import: (file) => importWith(LocalStore, file),
   ...(before ? { 'import (before)': (file) => importWith(before.LocalStore, file) } : {}),
 };
+
+// 64 MiB of distinct bytes in page-aligned memory (WebAssembly.Memory), for the O_DIRECT writes.
+const aligned = new Uint8Array(new WebAssembly.Memory({ initial: 1024, maximum: 1024 }).buffer);
+for (let i = 0; i < aligned.length; i += 65536) randomFillSync(aligned, i, 65536);
+const { O_WRONLY, O_CREAT, O_EXCL, O_DIRECT } = constants;
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 

@@ -12,6 +12,7 @@ export {
   type ReadRecord,
   type PlanOptions,
   type PlanProgress,
+  ALIGNED_RECORD_MIN,
   planAndHash,
   planToJSON,
 } from './plan.js';

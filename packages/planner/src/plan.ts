@@ -67,7 +67,20 @@ export interface PlanOptions {
    * buffer (`onRecord` gets `null` for it). A store uses it to write a temp while the record hashes.
    */
   onRead?: (record: ReadRecord, bytes: readonly Uint8Array[]) => void | Promise<void>;
+  /**
+   * Buffer placement for direct I/O: every buffered record of at least {@link ALIGNED_RECORD_MIN}
+   * bytes starts at a multiple of `align` bytes from the start of its buffer, and the buffer
+   * extends at least to its length rounded up to `align` (those slack bytes hold anything). Records
+   * are then read in one read per run of records that stay contiguous. With a hasher whose
+   * `allocate` returns page-aligned buffers, a store can write such records with O_DIRECT straight
+   * from the bytes it is given. A power of two from 1 (packed, the default) to 1 MiB.
+   * @default 1
+   */
+  align?: number;
 }
+
+/** Records shorter than this are packed after the previous one even when {@link PlanOptions.align} is set. */
+export const ALIGNED_RECORD_MIN = 256 * 1024;
 
 /** A record whose bytes were read but whose digest is not known yet (see {@link PlanOptions.onRead}). */
 export interface ReadRecord {
@@ -120,7 +133,8 @@ export async function planAndHash(source: ByteSource, options: PlanOptions = {})
     const concurrency = checkConcurrency(
       options.concurrency ?? Math.min(hasher.parallelism ?? 1, DEFAULT_MAX_CONCURRENCY),
     );
-    const digests = await hashCuts(source, cuts, { ...options, hasher, concurrency, size });
+    const align = checkAlign(options.align ?? 1);
+    const digests = await hashCuts(source, cuts, { ...options, hasher, concurrency, size, align });
     const records = cuts.lengths.map((length, i) => ({ digest: digests[i]!, length }));
     return cuts.tensors
       ? { profile: cuts.profile, size, records, tensors: cuts.tensors }
@@ -157,10 +171,18 @@ function checkConcurrency(n: number): number {
   return n;
 }
 
+function checkAlign(n: number): number {
+  if (!Number.isSafeInteger(n) || n < 1 || n > 1 << 20 || (n & (n - 1)) !== 0) {
+    throw new TensorFSError('invalid_argument', 'align must be a power of two in 1…1 MiB', { details: { actual: n } });
+  }
+  return n;
+}
+
 interface HashContext extends PlanOptions {
   hasher: Hasher;
   concurrency: number;
   size: number;
+  align: number;
 }
 
 /** Digests of every cut, in order. */
@@ -180,18 +202,39 @@ interface Batch {
   count: number;
   offset: number;
   length: number;
+  /** Where each record starts in the buffer. */
+  starts: number[];
+  /** Reads that fill the buffer: `[buffer position, file offset, length]`. */
+  reads: [number, number, number][];
 }
 
-/** Groups records into batches of at most `bufferSize` bytes (every record fits one buffer). */
-function* batches(cuts: Cuts, bufferSize: number): Generator<Batch> {
+/**
+ * Groups records into batches that fit a buffer of `capacity` bytes (every record fits one
+ * buffer): packed, except that records of at least {@link ALIGNED_RECORD_MIN} bytes start at a
+ * multiple of `align` and have room up to their length rounded up to `align`.
+ */
+function* batches(cuts: Cuts, capacity: number, align: number): Generator<Batch> {
   const { offsets, lengths } = cuts;
+  const up = (n: number): number => Math.ceil(n / align) * align;
   let i = 0;
   while (i < lengths.length) {
-    const first = i;
-    const offset = offsets[i]!;
-    let length = lengths[i++]!;
-    while (i < lengths.length && length + lengths[i]! <= bufferSize) length += lengths[i++]!;
-    yield { first, count: i - first, offset, length };
+    const batch: Batch = { first: i, count: 0, offset: offsets[i]!, length: 0, starts: [], reads: [] };
+    let end = 0; // end of the last record's bytes in the buffer
+    while (i < lengths.length) {
+      const length = lengths[i]!;
+      const big = align > 1 && length >= ALIGNED_RECORD_MIN;
+      const start = big ? up(end) : end;
+      if (batch.count > 0 && (big ? start + up(length) : start + length) > capacity) break;
+      const last = batch.reads[batch.reads.length - 1];
+      if (last !== undefined && start === end) last[2] += length;
+      else batch.reads.push([start, offsets[i]!, length]);
+      batch.starts.push(start);
+      batch.count++;
+      batch.length += length;
+      end = start + length;
+      i++;
+    }
+    yield batch;
   }
 }
 
@@ -209,7 +252,9 @@ interface Pending {
  * runs on this thread; up to `concurrency` batches hash at once.
  */
 async function hashBuffered(source: ByteSource, cuts: Cuts, bufferSize: number, ctx: HashContext): Promise<ObjectId[]> {
-  const { hasher, signal } = ctx;
+  const { hasher, signal, align } = ctx;
+  // Room for one record of `bufferSize` bytes rounded up to the alignment.
+  bufferSize = Math.ceil(bufferSize / align) * align;
   const ids: ObjectId[] = new Array(cuts.lengths.length);
   const free: Uint8Array[] = [];
   const owned: Uint8Array[] = [];
@@ -233,7 +278,7 @@ async function hashBuffered(source: ByteSource, cuts: Cuts, bufferSize: number, 
       if (ctx.onRecord) {
         const offset = cuts.offsets[index]!;
         const length = cuts.lengths[index]!;
-        const start = offset - batch.offset;
+        const start = batch.starts[k]!;
         await ctx.onRecord({ index, offset, length, digest: ids[index] }, [buffer.subarray(start, start + length)]);
       }
     }
@@ -243,9 +288,12 @@ async function hashBuffered(source: ByteSource, cuts: Cuts, bufferSize: number, 
   };
   const read = (batch: Batch): Promise<Uint8Array> => {
     const buffer = take();
-    return quiet(readInto(source, batch.offset, buffer.subarray(0, batch.length), signal).then(() => buffer));
+    const reads = batch.reads.map(([at, offset, length]) =>
+      readInto(source, offset, buffer.subarray(at, at + length), signal),
+    );
+    return quiet(Promise.all(reads).then(() => buffer));
   };
-  const it = batches(cuts, bufferSize);
+  const it = batches(cuts, bufferSize, align);
   let current = it.next();
   let pendingRead = current.done ? undefined : read(current.value);
   while (!current.done && pendingRead) {
@@ -285,7 +333,7 @@ async function readBatch(
     const index = batch.first + k;
     const offset = cuts.offsets[index]!;
     const length = cuts.lengths[index]!;
-    const start = offset - batch.offset;
+    const start = batch.starts[k]!;
     jobs.push(onRead({ index, offset, length }, [buffer.subarray(start, start + length)]));
   }
   await Promise.all(jobs);
@@ -300,7 +348,7 @@ function hashBatch(
 ): Promise<Uint8Array[]> {
   const jobs: Promise<Uint8Array>[] = [];
   for (let k = 0; k < batch.count; k++) {
-    const start = cuts.offsets[batch.first + k]! - batch.offset;
+    const start = batch.starts[k]!;
     jobs.push(hasher.digest([buffer.subarray(start, start + cuts.lengths[batch.first + k]!)], signal));
   }
   return Promise.all(jobs);

@@ -1,6 +1,6 @@
 /** Properties of planAndHash over arbitrary input: it always plans, and the plan rebuilds the input. */
 import { bytesSource, type ByteSource, RECORD_GRID_BYTES } from '@tensorfs/format';
-import { planAndHash } from '@tensorfs/planner';
+import { ALIGNED_RECORD_MIN, planAndHash } from '@tensorfs/planner';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ggufBytes, safetensorsBytes, seededBytes, sha256Id, testHasher } from './helpers.js';
@@ -68,6 +68,39 @@ describe('planAndHash properties', () => {
     );
   });
 
+  it('any align gives the packed plan, the same bytes, and aligned starts for big records', async () => {
+    const lengths = fc.array(
+      fc.oneof(
+        fc.integer({ min: 1, max: 5000 }),
+        fc.integer({ min: ALIGNED_RECORD_MIN - 1, max: ALIGNED_RECORD_MIN + 70_000 }),
+      ),
+      { minLength: 1, maxLength: 5 },
+    );
+    const aligns = fc.constantFrom(2, 512, 4096, 65536, 1 << 20);
+    await fc.assert(
+      fc.asyncProperty(lengths, aligns, fc.integer({ min: 1, max: 3 }), async (sizes, align, concurrency) => {
+        const file = safetensorsBytes(sizes.map((n, i) => ({ name: `t${i}`, data: seededBytes(i + 7, n) })));
+        const packed = await planAndHash(bytesSource(file), { hasher });
+        const aligned = await planAndHash(bytesSource(file), {
+          hasher,
+          align,
+          concurrency,
+          onRead: (r, b) => {
+            expect(b).toHaveLength(1);
+            const v = b[0]!;
+            expect(Buffer.from(v).equals(Buffer.from(file.subarray(r.offset, r.offset + r.length)))).toBe(true);
+            if (r.length >= ALIGNED_RECORD_MIN) {
+              expect(v.byteOffset % align).toBe(0);
+              expect(v.byteOffset + Math.ceil(r.length / align) * align).toBeLessThanOrEqual(v.buffer.byteLength);
+            }
+          },
+        });
+        expect(aligned).toEqual(packed);
+      }),
+      { numRuns: 40 * SCALE },
+    );
+  });
+
   it('reads every data byte exactly once, in order', async () => {
     const file = safetensorsBytes([
       { name: 'x', data: seededBytes(5, 100_000) },
@@ -82,16 +115,19 @@ describe('planAndHash properties', () => {
         return base.read(offset, length, signal);
       },
     };
-    await planAndHash(source, { hasher, concurrency: 3 });
-    // Detection reads the magic and the header; the data pass then covers [0, size) once, sequentially.
-    const start = reads.map(([offset]) => offset).lastIndexOf(0);
-    expect(start).toBeLessThanOrEqual(3);
-    const data = reads.slice(start);
-    let at = 0;
-    for (const [offset, length] of data) {
-      expect(offset).toBe(at);
-      at += length;
+    for (const align of [1, 4096]) {
+      reads.length = 0;
+      await planAndHash(source, { hasher, concurrency: 3, align });
+      // Detection reads the magic and the header; the data pass then covers [0, size) once, sequentially.
+      const start = reads.map(([offset]) => offset).lastIndexOf(0);
+      expect(start).toBeLessThanOrEqual(3);
+      const data = reads.slice(start);
+      let at = 0;
+      for (const [offset, length] of data) {
+        expect(offset).toBe(at);
+        at += length;
+      }
+      expect(at).toBe(file.length);
     }
-    expect(at).toBe(file.length);
   });
 });

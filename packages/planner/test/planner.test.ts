@@ -1,5 +1,6 @@
 import { bytesSource, RECORD_GRID_BYTES, TensorFSError } from '@tensorfs/format';
 import {
+  ALIGNED_RECORD_MIN,
   checkTensorSeams,
   cutTensor,
   type Hasher,
@@ -241,6 +242,52 @@ describe('onRead', () => {
     );
     expect(e.message).toBe('disk full');
     expect(seen).toEqual([]);
+  });
+});
+
+describe('align', () => {
+  it('starts every record of at least 256 KiB at an aligned buffer offset, with room to round it up', async () => {
+    // Odd lengths on purpose: packed, t1 and t3 would start at unaligned offsets.
+    const f = safetensorsBytes([
+      { name: 't0', data: seededBytes(60, ALIGNED_RECORD_MIN + 3) },
+      { name: 't1', data: seededBytes(61, 1000) },
+      { name: 't2', data: seededBytes(62, 3 * ALIGNED_RECORD_MIN + 5) },
+      { name: 't3', data: seededBytes(63, ALIGNED_RECORD_MIN) },
+    ]);
+    const align = 4096;
+    const packed = await plan(f);
+    const seen: [number, number, number, number][] = [];
+    const aligned = await plan(f, {
+      align,
+      concurrency: 2,
+      onRead: (r, bytes) => {
+        expect(bytes).toHaveLength(1);
+        const b = bytes[0]!;
+        expect(Buffer.from(b).equals(Buffer.from(f.subarray(r.offset, r.offset + r.length)))).toBe(true);
+        seen.push([r.index, r.length, b.byteOffset, b.buffer.byteLength]);
+      },
+      onRecord: (r, bytes) => {
+        expect(sha256Id(...bytes!)).toBe(r.digest);
+      },
+    });
+    expect(aligned).toEqual(packed);
+    // The buffers are the file's size (rounded up): the aligned slots do not all fit one.
+    expect(seen.map((s) => s[0])).toEqual([0, 1, 2, 3, 4]);
+    for (const [, length, at, room] of seen) {
+      if (length < ALIGNED_RECORD_MIN) continue;
+      expect(at % align).toBe(0);
+      expect(at + Math.ceil(length / align) * align).toBeLessThanOrEqual(room);
+    }
+    expect(seen.filter((s) => s[1] >= ALIGNED_RECORD_MIN)).toHaveLength(3);
+  });
+
+  it('must be a power of two up to 1 MiB', async () => {
+    const f = safetensorsBytes([{ name: 'a', data: seededBytes(65, 10) }]);
+    for (const align of [0, 3, 4097, 2 << 20, 1.5]) {
+      const e = await expectCode(plan(f, { align }), 'invalid_argument');
+      expect(e.details).toEqual({ actual: align });
+    }
+    expect((await plan(f, { align: 1 << 20 })).records).toHaveLength(2);
   });
 });
 

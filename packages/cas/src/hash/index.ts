@@ -7,6 +7,7 @@ import type { Hasher, HashStream } from '@tensorfs/planner';
 import { createHash, hash } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
+import { allocateAligned } from '../store/direct.js';
 
 /** Options of {@link createNodeHasher}. */
 export interface NodeHasherOptions {
@@ -35,7 +36,8 @@ export interface NodeHasher extends Hasher {
 /**
  * SHA-256 with `node:crypto` (about 1.1 GiB/s a core). With `threads > 1`, read buffers from
  * `allocate()` are backed by a `SharedArrayBuffer`, so a worker hashes them without a copy
- * (other pieces are copied once into the message). Buffers given back with `release()` are
+ * (other pieces are copied once into the message). They start on a page boundary (so a store can
+ * write records from them with O_DIRECT). Buffers given back with `release()` are
  * reused by later plans (up to `threads + 2` of each size). Idle workers never keep the process alive.
  * @throws {TensorFSError} `invalid_argument` for a bad thread count.
  */
@@ -63,7 +65,7 @@ export function createNodeHasher(options: NodeHasherOptions = {}): NodeHasher {
     allocate(size: number): Uint8Array {
       const reused = spare.get(size)?.pop();
       if (reused) return reused;
-      return pool ? new Uint8Array(new SharedArrayBuffer(size)) : new Uint8Array(size);
+      return allocateAligned(size, pool !== undefined);
     },
     release(buffer: Uint8Array): void {
       const list = spare.get(buffer.length) ?? [];

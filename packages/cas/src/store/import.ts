@@ -24,10 +24,11 @@ import {
 } from '@tensorfs/format';
 import { planAndHash, type ReadRecord, type Seams } from '@tensorfs/planner';
 import { createNodeHasher } from '../hash/index.js';
+import { DIRECT_ALIGN, O_DIRECT } from './direct.js';
 import { fileHandleSource } from './file-source.js';
 import { CHUNK_BYTES, errnoOf, ioError, readFully } from './fsutil.js';
 import type { Lease } from './leases.js';
-import { hashChunks, type Objects, type OpenTemp, type PutResult, type Temp, writeAllv } from './objects.js';
+import { hashChunks, type Objects, type OpenTemp, type PutResult, type Temp } from './objects.js';
 
 /** Progress of an import. */
 export interface Progress {
@@ -361,6 +362,8 @@ export async function importTree(
           const plan = await planAndHash(fileHandleSource(fh, size), {
             hasher,
             signal,
+            // Big records start page-aligned in the hasher's page-aligned buffers: written with O_DIRECT.
+            ...(O_DIRECT !== 0 ? { align: DIRECT_ALIGN } : {}),
             ...(seams ? { seams } : {}),
             // Write a temp while the record hashes (and start its fdatasync), when it is likely new.
             onRead: (record, bytes) => early.start(record, bytes),
@@ -396,10 +399,7 @@ export async function importTree(
                 } else {
                   // Write the temp now (the planner reuses these buffers once we return), but let
                   // its fdatasync and publish run while the planner reads and hashes on.
-                  const tmp = await objects.fillTemp(async (out) => {
-                    await writeAllv(out, bytes);
-                    return record.length;
-                  });
+                  const tmp = await objects.fillTempFrom(bytes, record.length);
                   await flushes.add(async () => {
                     const published = await objects.publish(await early.sync(tmp), record.digest);
                     counted({ id: record.digest, length: record.length, written: published });
@@ -531,10 +531,7 @@ class EarlyTemps {
       this.lastNew = this.objects.present(id, this.lease, record.length) < 0;
     }
     if (!this.lastNew) return undefined;
-    const written = this.objects.fillTemp(async (out) => {
-      await writeAllv(out, bytes);
-      return record.length;
-    });
+    const written = this.objects.fillTempFrom(bytes, record.length);
     const early: Early = { written, synced: Promise.resolve(null), discarded: false };
     early.synced = written.then((tmp) =>
       this.limited(() => (early.discarded ? this.drop(tmp) : this.objects.syncTemp(tmp))),

@@ -17,6 +17,7 @@ import {
   throwIfAborted,
 } from '@tensorfs/format';
 import { type Db, immediate } from './db.js';
+import { DIRECT_ALIGN, directView, O_DIRECT } from './direct.js';
 import { CHUNK_BYTES, errnoOf, fsyncDir, ioError, mkdirDurable, readFully, tempName, writeFully } from './fsutil.js';
 import { type Layout, objectDir, objectPath, objectRel } from './layout.js';
 
@@ -60,6 +61,8 @@ export interface OpenTemp extends Temp {
 /** Objects of one store: admission, existence, reads, quarantine. */
 export class Objects {
   private readonly dirsReady = new Set<string>();
+  /** False once this store's filesystem refused an O_DIRECT temp (every temp is buffered then). */
+  private direct = O_DIRECT !== 0;
   private readonly isQuarantinedStmt;
 
   constructor(
@@ -277,6 +280,62 @@ export class Objects {
     } catch (err) {
       await fh.close().catch(() => {});
       await fsp.rm(path, { force: true });
+      throw ioError(err, 'write temp', 'tmp/');
+    }
+  }
+
+  /**
+   * Writes a record held in memory to a new temp, left open and unsynced like {@link fillTemp}:
+   * with O_DIRECT when its bytes lie in page-aligned memory (see `direct.ts`), buffered otherwise.
+   */
+  async fillTempFrom(chunks: readonly Uint8Array[], length: number): Promise<OpenTemp> {
+    const view = this.direct ? directView(chunks, length) : null;
+    if (view !== null) {
+      const tmp = await this.fillDirect(view, length);
+      if (tmp !== null) return tmp;
+    }
+    return this.fillTemp(async (out) => {
+      await writeAllv(out, chunks);
+      return length;
+    });
+  }
+
+  /**
+   * An O_DIRECT temp of `length` bytes written from `view` (the record rounded up to the
+   * alignment) and cut back to `length`; null (nothing left behind) when the filesystem refuses
+   * O_DIRECT, which turns it off for this store.
+   */
+  private async fillDirect(view: Uint8Array, length: number): Promise<OpenTemp | null> {
+    const path = join(this.layout.tmp, tempName());
+    const { O_WRONLY, O_CREAT, O_EXCL } = fs.constants;
+    let fh: fsp.FileHandle;
+    try {
+      fh = await fsp.open(path, O_WRONLY | O_CREAT | O_EXCL | O_DIRECT, 0o444);
+    } catch (err) {
+      if (errnoOf(err) === 'EINVAL') {
+        this.direct = false;
+        return null;
+      }
+      throw ioError(err, 'create temp', 'tmp/');
+    }
+    try {
+      let done = 0;
+      while (done < view.length) {
+        const { bytesWritten } = await fh.write(view, done, view.length - done, done);
+        // A short direct write leaves an unaligned rest the next call could not write.
+        if (bytesWritten <= 0 || bytesWritten % DIRECT_ALIGN !== 0)
+          throw Object.assign(new Error('short direct write'), { code: 'EINVAL' });
+        done += bytesWritten;
+      }
+      if (view.length !== length) await fh.truncate(length);
+      return { path, length, fh };
+    } catch (err) {
+      await fh.close().catch(() => {});
+      await fsp.rm(path, { force: true });
+      if (errnoOf(err) === 'EINVAL') {
+        this.direct = false;
+        return null;
+      }
       throw ioError(err, 'write temp', 'tmp/');
     }
   }
