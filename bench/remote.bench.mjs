@@ -24,6 +24,11 @@ import { mibps, report } from './lib.mjs';
 if (process.argv[2] === 'hub') {
   const store = await LocalStore.open(process.argv[3], { readOnly: true });
   const hub = await serveHub(new StoreOrigin(store));
+  // SIGUSR2: print this process's CPU time so far (ms) on stderr, for the parent to read.
+  process.on('SIGUSR2', () => {
+    const c = process.cpuUsage();
+    process.stderr.write(`hub-cpu ${((c.user + c.system) / 1000).toFixed(0)}\n`);
+  });
   console.log(hub.url);
   process.on('SIGTERM', async () => {
     await hub.close();
@@ -96,9 +101,23 @@ const SELF = fileURLToPath(import.meta.url);
 
 /** Starts a hub over the store at `root` in a child process; resolves to { url, stop }. */
 function hubProcess(root) {
-  const p = spawn(process.execPath, [SELF, 'hub', root], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const p = spawn(process.execPath, [SELF, 'hub', root], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const waiting = [];
+  p.stderr.on('data', (d) => {
+    for (const line of String(d).split('\n')) {
+      const m = /^hub-cpu (\d+)$/.exec(line);
+      if (m) waiting.shift()?.(Number(m[1]));
+      else if (line) process.stderr.write(`${line}\n`);
+    }
+  });
+  /** The hub's CPU time so far (ms). */
+  const cpu = () =>
+    new Promise((resolve) => {
+      waiting.push(resolve);
+      p.kill('SIGUSR2');
+    });
   return new Promise((resolve) => {
-    p.stdout.once('data', (d) => resolve({ url: String(d).trim(), stop: () => p.kill('SIGTERM') }));
+    p.stdout.once('data', (d) => resolve({ url: String(d).trim(), cpu, stop: () => p.kill('SIGTERM') }));
   });
 }
 
@@ -145,15 +164,19 @@ let curlMs = Number.POSITIVE_INFINITY;
 let undiciMs = Number.POSITIVE_INFINITY;
 let oursCpu = Number.POSITIVE_INFINITY;
 let undiciCpu = Number.POSITIVE_INFINITY;
-for (let round = 0; round < 2; round++) {
+for (let round = 0; round < 3; round++) {
   const target = join(dir, `b${round}`);
   const b = await LocalStore.open(target);
+  const h0 = await hub.cpu();
   let c0 = process.cpuUsage();
   let t0 = performance.now();
   const r = await pull(b, origin, 'team/base', { partsDir: join(target, 'tmp'), concurrency: 4 });
   oursMs = Math.min(oursMs, performance.now() - t0);
   oursCpu = Math.min(oursCpu, cpuMs(c0));
-  console.log(`round ${round}: pull ${(performance.now() - t0).toFixed(0)} ms, cpu ${cpuMs(c0).toFixed(0)} ms`);
+  const hubMs = (await hub.cpu()) - h0;
+  console.log(
+    `round ${round}: pull ${(performance.now() - t0).toFixed(0)} ms, cpu ${cpuMs(c0).toFixed(0)} ms (hub ${hubMs} ms)`,
+  );
   if (r.bytes.fetched < total) throw new Error('pull fetched less than the model');
   await b.close();
   rmSync(target, { recursive: true, force: true });
