@@ -20,7 +20,7 @@ import {
 } from '@tensorfs/format';
 import { defineCommand } from '../command.js';
 import type { CommandContext } from '../context.js';
-import { openFileSource } from '@tensorfs/cas';
+import { openFileSource } from '@tensorfs/cas/file';
 import { describeGguf } from '../describe-gguf.js';
 import { describeSafetensors } from '../describe-safetensors.js';
 import { formatBytes } from '../progress.js';
