@@ -104,6 +104,13 @@ export async function runCommands(
     });
   }
 
+  // Before running a command's handler, yargs renders that command's whole help text and keeps
+  // it for a handler that might call showHelp() (ours never do): loading string-width and cliui
+  // and wrapping every option costs ~20 ms of every run. Skipped when yargs exposes the hook;
+  // help and usage errors render as before.
+  // biome-ignore lint/suspicious/noExplicitAny: yargs' internal methods are not in its types
+  const usage = (parser as any).getInternalMethods?.()?.getUsageInstance?.();
+  if (typeof usage?.cacheHelpMessage === 'function') usage.cacheHelpMessage = () => {};
   let output = '';
   try {
     await parser.parseAsync([...argv], {}, (_err: unknown, _args: unknown, out: string) => {

@@ -151,6 +151,13 @@ describe('lazy commands', () => {
     expect(u.text().stderr).toMatch(/error\[invalid_argument\]: Not enough non-option arguments/);
   });
 
+  it('yargs still has the help-cache hook the shell turns off (or the ~20 ms come back unnoticed)', async () => {
+    const { default: yargs } = await import('yargs');
+    // biome-ignore lint/suspicious/noExplicitAny: yargs' internal methods are not in its types
+    const usage = (yargs([]) as any).getInternalMethods().getUsageInstance();
+    expect(typeof usage.cacheHelpMessage).toBe('function');
+  });
+
   it('every entry of the command list loads the command its spec names', async () => {
     expect(commands.map((c) => c.command)).toEqual(Object.values(SPECS).map((s) => s.command));
     for (const entry of commands) {
