@@ -2,7 +2,8 @@
 // bench/fixtures/gguf-vocab.py): the in-process parse, and `tfs inspect` / `tfs inspect --json` as
 // whole processes. TENSORFS_BENCH_VOCAB=<file> reuses a file already generated (the generator takes
 // ~30 s); TENSORFS_BENCH_BEFORE=<ESM bundle of an older @tensorfs/format> also parses with that
-// build in the same rounds.
+// build in the same rounds; TENSORFS_BENCH_BEFORE_BIN=<an older packages/cli/dist/bin.js> also runs
+// that build's `tfs inspect` in the same rounds.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -35,13 +36,21 @@ try {
 
   // Whole processes, interleaved: tfs inspect, tfs inspect --json (stdout discarded), node -e 0.
   const bin = join(here, '..', 'packages', 'cli', 'dist', 'bin.js');
-  const p = interleaveProcesses({
+  const beforeBin = process.env.TENSORFS_BENCH_BEFORE_BIN;
+  const processes = {
     node: ['-e', '0'],
     inspect: [bin, 'inspect', file],
     json: [bin, 'inspect', '--json', file],
-  });
+  };
+  if (beforeBin) {
+    processes.beforeInspect = [beforeBin, 'inspect', file];
+    processes.beforeJson = [beforeBin, 'inspect', '--json', file];
+  }
+  const p = interleaveProcesses(processes, { runs: Number(process.env.TENSORFS_BENCH_RUNS ?? 7) });
   compare('tfs inspect (whole process)', p.inspect, 'node -e 0', p.node);
+  if (beforeBin) compare('  before: tfs inspect', p.beforeInspect, 'node -e 0', p.node);
   compare('tfs inspect --json > /dev/null', p.json, 'node -e 0', p.node);
+  if (beforeBin) compare('  before: tfs inspect --json', p.beforeJson, 'node -e 0', p.node);
 } finally {
   if (dir) rmSync(dir, { recursive: true, force: true });
 }

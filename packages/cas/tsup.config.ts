@@ -1,3 +1,4 @@
 import { packageConfig } from '../../tsup.shared.js';
 
-export default packageConfig();
+/** One entry per subpath of package.json `exports` (keep the two lists in step). */
+export default packageConfig({ entries: { file: 'src/file.ts' } });

@@ -20,3 +20,25 @@ export interface TfsCommand<A = Record<string, unknown>> {
 export function defineCommand<A>(cmd: TfsCommand<A>): TfsCommand<A> {
   return cmd;
 }
+
+/**
+ * A command known by its syntax and description only; its module (with everything it imports)
+ * loads when the command is parsed or run, so one command never pays for the others.
+ */
+export interface LazyCommand {
+  command: string;
+  describe: string;
+  // biome-ignore lint/suspicious/noExplicitAny: commands differ in their argument types
+  load: () => Promise<TfsCommand<any>>;
+}
+
+/** A {@link LazyCommand} that loads its module at most once. */
+export function lazyCommand(
+  spec: { command: string; describe: string },
+  // biome-ignore lint/suspicious/noExplicitAny: commands differ in their argument types
+  load: () => Promise<TfsCommand<any>>,
+): LazyCommand {
+  // biome-ignore lint/suspicious/noExplicitAny: as above
+  let loaded: Promise<TfsCommand<any>> | undefined;
+  return { command: spec.command, describe: spec.describe, load: () => (loaded ??= load()) };
+}

@@ -1,5 +1,5 @@
 import { TensorFSError, toTensorFSError } from '@tensorfs/format';
-import type { TfsCommand } from './command.js';
+import type { LazyCommand, TfsCommand } from './command.js';
 import { type CliIO, CommandContext, escapeControls, type GlobalArgs, toJson } from './context.js';
 import { EXIT_CODES } from './exit-codes.js';
 import { VERSION } from './version.js';
@@ -27,7 +27,7 @@ export async function runCommands(
   argv: readonly string[],
   io: CliIO,
   // biome-ignore lint/suspicious/noExplicitAny: commands differ in their argument types
-  available: readonly TfsCommand<any>[],
+  available: readonly (TfsCommand<any> | LazyCommand)[],
 ): Promise<number> {
   // `tfs --version` answers before the parser and the commands load: start-up is nearly all it costs.
   if (versionOnly(argv)) {
@@ -80,16 +80,22 @@ export async function runCommands(
       throw failure;
     });
 
-  for (const cmd of available) {
+  for (const entry of available) {
+    // A lazy command's module loads only when yargs parses that command (its builder runs first,
+    // for `tfs <cmd> --help` too); yargs awaits a builder that returns a promise.
     // biome-ignore lint/suspicious/noExplicitAny: yargs' overloads cannot express a command list of mixed argument types
     (parser as any).command({
-      command: cmd.command,
-      describe: cmd.describe,
-      builder: (y: never) => (cmd.builder ? cmd.builder(y) : y),
+      command: entry.command,
+      describe: entry.describe,
+      builder: (y: never) => {
+        if (!('load' in entry)) return entry.builder ? entry.builder(y) : y;
+        return entry.load().then((cmd) => (cmd.builder ? cmd.builder(y) : y));
+      },
       handler: async (args: never) => {
         const a = args as GlobalArgs & Record<string, unknown>;
         for (const k of Object.keys(a)) a[k] = restore(a[k]);
         try {
+          const cmd = 'load' in entry ? await entry.load() : entry;
           await cmd.handler(a, new CommandContext(io, a));
         } catch (err) {
           failure = toTensorFSError(err);
@@ -98,6 +104,13 @@ export async function runCommands(
     });
   }
 
+  // Before running a command's handler, yargs renders that command's whole help text and keeps
+  // it for a handler that might call showHelp() (ours never do): loading string-width and cliui
+  // and wrapping every option costs ~20 ms of every run. Skipped when yargs exposes the hook;
+  // help and usage errors render as before.
+  // biome-ignore lint/suspicious/noExplicitAny: yargs' internal methods are not in its types
+  const usage = (parser as any).getInternalMethods?.()?.getUsageInstance?.();
+  if (typeof usage?.cacheHelpMessage === 'function') usage.cacheHelpMessage = () => {};
   let output = '';
   try {
     await parser.parseAsync([...argv], {}, (_err: unknown, _args: unknown, out: string) => {

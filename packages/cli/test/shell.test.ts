@@ -2,7 +2,9 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { TensorFSError } from '@tensorfs/format';
 import { describe, expect, it } from 'vitest';
-import { defineCommand, type TfsCommand } from '../src/command.js';
+import { defineCommand, lazyCommand, type TfsCommand } from '../src/command.js';
+import { commands } from '../src/commands/index.js';
+import { SPECS } from '../src/commands/specs.js';
 import { EXIT_CODES, run, VERSION } from '../src/index.js';
 import { runCommands } from '../src/shell.js';
 import { capture } from './helpers.js';
@@ -101,6 +103,71 @@ describe('tfs shell', () => {
     const bad = spawnSync(process.execPath, [bin, 'no-such-command'], { encoding: 'utf8' });
     expect(bad.status).toBe(2);
     expect(bad.stderr).toContain('error[invalid_argument]');
+  });
+});
+
+describe('lazy commands', () => {
+  /** `echo` and `fail` behind loaders that count their loads. */
+  const counted = () => {
+    const loads = { echo: 0, fail: 0 };
+    const list = [
+      lazyCommand(echo, async () => {
+        loads.echo++;
+        return echo;
+      }),
+      lazyCommand(fail, async () => {
+        loads.fail++;
+        return fail;
+      }),
+    ];
+    return { loads, list };
+  };
+
+  it('loads a command module only for its own command, once', async () => {
+    const { loads, list } = counted();
+    const c = capture();
+    expect(await runCommands(['echo', 'hi'], c.io, list)).toBe(0);
+    expect(c.text()).toEqual({ stdout: 'hi\n', stderr: '' });
+    expect(loads).toEqual({ echo: 1, fail: 0 });
+    const f = capture();
+    expect(await runCommands(['fail', 'corrupt'], f.io, list)).toBe(EXIT_CODES.corrupt);
+    expect(f.text().stderr).toBe('error[corrupt]: it failed\n');
+    expect(loads).toEqual({ echo: 1, fail: 1 });
+  });
+
+  it('lists every command in --help without loading any, and loads one for its own --help', async () => {
+    const { loads, list } = counted();
+    const h = capture();
+    expect(await runCommands(['--help'], h.io, list)).toBe(0);
+    expect(h.text().stdout).toContain('tfs echo <word>');
+    expect(h.text().stdout).toContain('Throws a TensorFSError of the given family');
+    expect(loads).toEqual({ echo: 0, fail: 0 });
+    const e = capture();
+    expect(await runCommands(['echo', '--help'], e.io, list)).toBe(0);
+    expect(e.text().stdout).toContain('what to print');
+    expect(loads).toEqual({ echo: 1, fail: 0 });
+    const u = capture();
+    expect(await runCommands(['echo'], u.io, list)).toBe(2);
+    expect(u.text().stderr).toMatch(/error\[invalid_argument\]: Not enough non-option arguments/);
+  });
+
+  it('yargs still has the help-cache hook the shell turns off (or the ~20 ms come back unnoticed)', async () => {
+    const { default: yargs } = await import('yargs');
+    // biome-ignore lint/suspicious/noExplicitAny: yargs' internal methods are not in its types
+    const usage = (yargs([]) as any).getInternalMethods().getUsageInstance();
+    expect(typeof usage.cacheHelpMessage).toBe('function');
+  });
+
+  it('every entry of the command list loads the command its spec names', async () => {
+    expect(commands.map((c) => c.command)).toEqual(Object.values(SPECS).map((s) => s.command));
+    for (const entry of commands) {
+      const cmd = await entry.load();
+      expect({ command: cmd.command, describe: cmd.describe }).toEqual({
+        command: entry.command,
+        describe: entry.describe,
+      });
+      expect(typeof cmd.handler).toBe('function');
+    }
   });
 });
 

@@ -185,6 +185,56 @@ describe('lazy GGUF arrays', () => {
   });
 });
 
+describe('reading a large string array through several prefixes', () => {
+  const tokens = Array.from({ length: 5000 }, (_, i) => (i % 7 ? `tok${i}` : `\u2581词${i}`));
+  const { bytes, header } = writeGgufHeader({
+    version: 3,
+    endianness: 'little',
+    metadata: [
+      { key: 'tokenizer.ggml.tokens', type: 'array', value: { itemType: 'string', items: tokens } },
+      { key: 'tokenizer.ggml.merges', type: 'array', value: { itemType: 'string', items: tokens.slice(0, 3000) } },
+      { key: 'after', type: 'uint32', value: 7 },
+    ],
+    tensors: [],
+  });
+  const whole = bytes.slice(0, header.fileSize);
+  // Byte offsets (one char per byte), where a bad byte goes.
+  const text = String.fromCharCode(...whole);
+  // A source with readInto (filled in place) and one with read only (copied).
+  const intoSource = (b: Uint8Array): ByteSource & { reads: number } => {
+    const s = {
+      size: b.length,
+      reads: 0,
+      read: async (offset: number, length: number) => b.slice(offset, offset + length),
+      readInto: async (offset: number, target: Uint8Array) => {
+        s.reads++;
+        target.set(b.subarray(offset, offset + target.length));
+      },
+    };
+    return s;
+  };
+
+  it.each([
+    ['no fault', -1],
+    ['a bad byte in string 3', text.indexOf('tok3') + 1],
+    ['a bad byte in string 2600', text.indexOf('tok2600') + 1],
+    ['a bad byte in the last token', text.indexOf('tok4999') + 1],
+    ['a bad byte in merge 2999', text.lastIndexOf('tok2999') + 1],
+  ])('resumes where each prefix ended, with what one parse gives: %s', async (_name, at) => {
+    const b = whole.slice();
+    if (at >= 0) b[at] = 0xc0; // an overlong lead byte
+    const once = outcome(() => parseGgufHeader(b));
+    if (at >= 0) expect(once).toMatchObject({ code: 'malformed', details: { rule: 'gguf.utf8', offset: at - 1 } });
+    for (const initialReadBytes of [64, 1000, 7777]) {
+      expect(await outcomeAsync(() => readGgufHeader(bytesSource(b), { initialReadBytes }))).toEqual(once);
+      const s = intoSource(b);
+      expect(await outcomeAsync(() => readGgufHeader(s, { initialReadBytes }))).toEqual(once);
+      // Every prefix was read in place; a fault past the first prefix takes more than one.
+      if (at < 0 || at >= initialReadBytes) expect(s.reads).toBeGreaterThan(1);
+    }
+  });
+});
+
 describe('isUtf8', () => {
   const strict = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
   const valid = (b: Uint8Array) => {

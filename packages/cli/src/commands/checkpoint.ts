@@ -29,6 +29,7 @@ import type { CommandContext, GlobalArgs } from '../context.js';
 import { formatBytes } from '../progress.js';
 import { importFromHub, isHfSource, sourceLine } from './hf.js';
 import { withStore } from './store.js';
+import { SPECS } from './specs.js';
 
 /** True when `id` is a checkpoint header (reads its first four bytes). */
 export async function isCheckpoint(
@@ -133,9 +134,7 @@ interface ConvertArgs {
 
 /** `tfs convert <src> --name REF`. */
 export const convertCommand = defineCommand<ConvertArgs>({
-  command: 'convert <src>',
-  describe:
-    'Convert a Diffusers or Transformers folder, a .safetensors/.gguf file or an imported snapshot ref into a cozytensors checkpoint',
+  ...SPECS.convert,
   builder: (y) =>
     y
       .positional('src', {

@@ -5,6 +5,7 @@ import { LocalStore } from '@tensorfs/cas';
 import { type DiffTensor, diffSnapshots, type SnapshotDiff } from '@tensorfs/tensors';
 import { defineCommand } from '../command.js';
 import { formatBytes } from '../progress.js';
+import { SPECS } from './specs.js';
 
 function where(t: DiffTensor): string {
   return `${t.file}: ${t.name}`;
@@ -48,9 +49,7 @@ export function humanDiff(d: SnapshotDiff): string[] {
 
 /** `tfs diff <refA> <refB>`. */
 export const diffCommand = defineCommand<{ refA: string; refB: string; file?: string; component?: string }>({
-  command: 'diff <refA> <refB>',
-  describe:
-    'Compare two snapshots tensor by tensor (changed, renamed, added, removed), files, configs and the pull cost, from headers only',
+  ...SPECS.diff,
   builder: (y) =>
     y
       .positional('refA', { type: 'string', demandOption: true, describe: 'the old side: ref name or snapshot id' })

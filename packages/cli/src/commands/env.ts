@@ -1,11 +1,11 @@
 import fs from 'node:fs';
 import { defineCommand } from '../command.js';
 import { VERSION } from '../version.js';
+import { SPECS } from './specs.js';
 
 /** `tfs env`: what this installation would use, for bug reports and scripts. */
 export const envCommand = defineCommand({
-  command: 'env',
-  describe: 'Show the version, the store directory and whether it exists',
+  ...SPECS.env,
   handler: async (_args, ctx) => {
     const store = ctx.storeDir;
     const info = {

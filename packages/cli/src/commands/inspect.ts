@@ -20,11 +20,14 @@ import {
 } from '@tensorfs/format';
 import { defineCommand } from '../command.js';
 import type { CommandContext } from '../context.js';
-import { openFileSource } from '@tensorfs/cas';
+import { openFileSource } from '@tensorfs/cas/file';
 import { describeGguf } from '../describe-gguf.js';
 import { describeSafetensors } from '../describe-safetensors.js';
 import { formatBytes } from '../progress.js';
-import { inspectCheckpointFile, inspectCheckpointRef } from './checkpoint.js';
+import { SPECS } from './specs.js';
+
+/** Checkpoint files and refs need the tensors and store packages; a plain file header does not. */
+const loadCheckpoint = () => import('./checkpoint.js');
 
 /** Names that end like the files `inspect` reads. */
 const FILE_LIKE = /\.(safetensors|gguf|cozytensors|json)$/i;
@@ -80,9 +83,7 @@ const PRINTERS: { [F in ContainerFormat]: (header: ContainerHeaderOf<F>) => Prin
 
 /** `tfs inspect <file>`: validate a safetensors or GGUF file and print its header. */
 export const inspectCommand = defineCommand<{ file: string; strict: boolean }>({
-  command: 'inspect <file>',
-  describe:
-    'Validate a .safetensors, .gguf or .cozytensors file (or a sharded *.safetensors.index.json with its shards) and print its header; a name that is not a path is a checkpoint ref',
+  ...SPECS.inspect,
   builder: (y) =>
     y
       .positional('file', {
@@ -110,7 +111,7 @@ export const inspectCommand = defineCommand<{ file: string; strict: boolean }>({
         });
       if (path.isAbsolute(args.file) || args.file.startsWith('.')) throw noSuchFile();
       try {
-        await inspectCheckpointRef(args.file, ctx);
+        await (await loadCheckpoint()).inspectCheckpointRef(args.file, ctx);
       } catch (err) {
         const missing = isTensorFSError(err) && (err.code === 'not_found' || err.code === 'invalid_argument');
         throw missing && FILE_LIKE.test(args.file) ? noSuchFile() : err;
@@ -121,7 +122,7 @@ export const inspectCommand = defineCommand<{ file: string; strict: boolean }>({
     try {
       const head = await source.read(0, Math.min(16, source.size));
       if (isCheckpointHeader(head)) {
-        await inspectCheckpointFile((await source.read(0, source.size)).slice(), ctx);
+        await (await loadCheckpoint()).inspectCheckpointFile((await source.read(0, source.size)).slice(), ctx);
         return;
       }
       if (detectCodec(head, source.size) === undefined && looksLikeJson(head)) {

@@ -36,6 +36,7 @@ import type { CommandContext, GlobalArgs } from '../context.js';
 import { formatBytes } from '../progress.js';
 import { table } from './inspect.js';
 import { fetchingStore } from './remote.js';
+import { SPECS } from './specs.js';
 
 const GGUF_MAGIC = [0x47, 0x47, 0x55, 0x46];
 
@@ -234,8 +235,7 @@ type BindArgs = {
 };
 
 export const bindCommand = defineCommand<BindArgs>({
-  command: 'bind <target>',
-  describe: 'Does a checkpoint bind to a lane? admit | derivable (priced steps) | refuse, from headers only',
+  ...SPECS.bind,
   builder: (y) =>
     y
       .positional('target', {
@@ -371,8 +371,7 @@ type LanesArgs = {
 
 /** `tfs lanes ls|show|layout|derive`. */
 export const lanesCommand = defineCommand<LanesArgs>({
-  command: 'lanes <action> [arg]',
-  describe: 'The lane catalog: ls | show <doc> | layout <lane> | derive <file|ref> --name N',
+  ...SPECS.lanes,
   builder: (y) =>
     y
       .positional('action', {

@@ -3,11 +3,11 @@ import { TensorFSError } from '@tensorfs/format';
 import type { Seams } from '@tensorfs/planner';
 import { defineCommand } from '../command.js';
 import { formatBytes } from '../progress.js';
+import { SPECS } from './specs.js';
 
 /** `tfs plan <file>`: the records a file is stored as, without touching a store. */
 export const planCommand = defineCommand<{ file: string; seams?: string; threads?: number }>({
-  command: 'plan <file>',
-  describe: 'Cut a file into records by its own bytes and hash them (no store needed)',
+  ...SPECS.plan,
   builder: (y) =>
     y
       .positional('file', { type: 'string', demandOption: true, describe: 'any file' })

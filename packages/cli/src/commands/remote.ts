@@ -14,6 +14,7 @@ import { webHandler } from '../web/handler.js';
 import { defineCommand } from '../command.js';
 import type { CommandContext, GlobalArgs } from '../context.js';
 import { formatBytes } from '../progress.js';
+import { SPECS } from './specs.js';
 
 /**
  * `@tensorfs/remote` (and undici, ~110 ms to load) only for the commands that move bytes: every
@@ -119,8 +120,7 @@ interface PullArgs extends TokenArgs {
 }
 
 export const pullCommand = defineCommand<PullArgs>({
-  command: 'pull <origin> <ref>',
-  describe: 'Fetch a snapshot (or some of its components) from an origin: only missing objects, each verified',
+  ...SPECS.pull,
   builder: (y) =>
     tokenOption(
       y
@@ -178,8 +178,7 @@ interface PushArgs extends TokenArgs {
 }
 
 export const pushCommand = defineCommand<PushArgs>({
-  command: 'push <origin> <ref>',
-  describe: 'Send a snapshot to an origin: only the objects it lacks, then move its ref by compare-and-swap',
+  ...SPECS.push,
   builder: (y) =>
     tokenOption(
       y
@@ -227,8 +226,7 @@ interface ServeArgs {
 }
 
 export const serveCommand = defineCommand<ServeArgs>({
-  command: 'serve',
-  describe: 'Serve the store (or an S3 bucket) as a TensorFS hub over HTTP until SIGTERM or Ctrl-C',
+  ...SPECS.serve,
   builder: (y) =>
     y
       .option('objects', { type: 'string', describe: 'serve s3://bucket/prefix instead of the store (stateless hub)' })
@@ -302,8 +300,7 @@ interface RemoteArgs {
 }
 
 export const remoteCommand = defineCommand<RemoteArgs>({
-  command: 'remote <action> [name] [url]',
-  describe: 'Name origins: add NAME URL, ls, rm NAME (kept in remotes.json in the store folder)',
+  ...SPECS.remote,
   builder: (y) =>
     y
       .positional('action', { choices: ['add', 'ls', 'rm'] as const, demandOption: true, describe: 'add, ls or rm' })

@@ -13,6 +13,7 @@ import type { CommandContext, GlobalArgs } from '../context.js';
 import { formatBytes } from '../progress.js';
 import { checkpointLines, inspectCheckpoint, isCheckpoint } from './checkpoint.js';
 import { defaultHfRef, importFromHub, isHfSource, sourceLine } from './hf.js';
+import { SPECS } from './specs.js';
 
 /** Opens the store at `--store`, runs `fn`, closes it (`create`: may create it, as import does). */
 export async function withStore<T>(
@@ -56,9 +57,7 @@ interface ImportArgs {
 }
 
 export const importCommand = defineCommand<ImportArgs>({
-  command: 'import <path>',
-  describe:
-    'Import a file, a folder or a Hugging Face repository (hf://owner/repo[@revision]) as a snapshot and name it with a ref',
+  ...SPECS.import,
   builder: (y) =>
     y
       .positional('path', {
@@ -139,8 +138,7 @@ export const importCommand = defineCommand<ImportArgs>({
 });
 
 export const lsCommand = defineCommand<{ ref?: string }>({
-  command: 'ls [ref]',
-  describe: 'List refs, or the files of one snapshot',
+  ...SPECS.ls,
   builder: (y) =>
     y.positional('ref', { type: 'string', describe: 'ref or snapshot id to list' }) as Argv<
       { ref?: string } & GlobalArgs
@@ -192,8 +190,7 @@ interface RefArgs {
 }
 
 export const refCommand = defineCommand<RefArgs>({
-  command: 'ref <action> <name> [target]',
-  describe: 'Read (get), point (set <name> <target>) or delete (rm) a ref; --expected makes it a compare-and-swap',
+  ...SPECS.ref,
   builder: (y) =>
     y
       .positional('action', { choices: ['get', 'set', 'rm'] as const, demandOption: true, describe: 'get, set or rm' })
@@ -253,9 +250,7 @@ interface ExportArgs {
 }
 
 export const exportCommand = defineCommand<ExportArgs>({
-  command: 'export <ref> <dir>',
-  describe:
-    'Rebuild a snapshot as ordinary files under a folder, byte-exact; a checkpoint as its original files (--safetensors), its header file (--cozytensors) or header + chunks/ (--portable)',
+  ...SPECS.export,
   builder: (y) =>
     y
       .positional('ref', { type: 'string', demandOption: true, describe: 'ref, snapshot id or checkpoint id' })
@@ -326,8 +321,7 @@ export const verifyCommand = defineCommand<{
   all: boolean;
   recreateMetadata: boolean;
 }>({
-  command: 'verify',
-  describe: 'Check that everything refs and roots reach is present and intact (exit 4 if not)',
+  ...SPECS.verify,
   builder: (y) =>
     y
       .option('data', { type: 'boolean', default: false, describe: 'rehash object bytes, not just lengths' })
@@ -374,8 +368,7 @@ export const verifyCommand = defineCommand<{
 });
 
 export const gcCommand = defineCommand<{ dryRun: boolean; grace?: number }>({
-  command: 'gc',
-  describe: 'Remove objects no ref, root or live lease reaches',
+  ...SPECS.gc,
   builder: (y) =>
     y
       .option('dry-run', { type: 'boolean', default: false, describe: 'report what would go, remove nothing' })
@@ -399,8 +392,7 @@ export const gcCommand = defineCommand<{ dryRun: boolean; grace?: number }>({
 });
 
 export const duCommand = defineCommand({
-  command: 'du',
-  describe: 'Show logical and stored bytes, the dedup ratio and per-ref figures',
+  ...SPECS.du,
   handler: async (_args, ctx) => {
     const u = await withStore(ctx, true, (s) => s.usage({ signal: ctx.signal }));
     ctx.result(u, () => [

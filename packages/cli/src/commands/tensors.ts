@@ -27,6 +27,7 @@ import { formatBytes } from '../progress.js';
 import { checkpointTensorRows, isCheckpoint } from './checkpoint.js';
 import { fetchingStore } from './remote.js';
 import type { FetchingStore } from '@tensorfs/remote';
+import { SPECS } from './specs.js';
 
 /** Opens the store, runs `fn`, closes the store. */
 async function withStore<T>(
@@ -51,8 +52,7 @@ function shapeText(shape: readonly bigint[]): string {
 
 /** `tfs tensors <ref>`: every tensor of a snapshot, from headers only. */
 export const tensorsCommand = defineCommand<{ ref: string; file?: string; component?: string }>({
-  command: 'tensors <ref>',
-  describe: 'List the tensors of a snapshot or checkpoint (name, dtype, shape, bytes, objects), reading headers only',
+  ...SPECS.tensors,
   builder: (y) =>
     y
       .positional('ref', { type: 'string', demandOption: true, describe: 'ref name, snapshot id or checkpoint id' })
@@ -126,8 +126,7 @@ export const catCommand = defineCommand<{
   from?: string;
   'token-file'?: string;
 }>({
-  command: 'cat <ref> <tensor>',
-  describe: "Write a tensor's raw bytes (or, with --decode, its values) to stdout, or atomically to a file with -o",
+  ...SPECS.cat,
   builder: (y) =>
     y
       .positional('ref', { type: 'string', demandOption: true, describe: 'ref name or snapshot id' })
@@ -426,8 +425,7 @@ interface ComposeArgs {
 }
 
 export const composeCommand = defineCommand<ComposeArgs>({
-  command: 'compose <ref>',
-  describe: 'Rename (--rekey) or drop (--trim) tensors of a file: one new header object, every tensor shared',
+  ...SPECS.compose,
   builder: (y) =>
     y
       .positional('ref', { type: 'string', demandOption: true, describe: 'ref name or snapshot id' })

@@ -52,54 +52,55 @@ function lazy(itemType: GgufValueType, count: number, decode: () => GgufScalar[]
 }
 
 /**
- * `count` strings at the cursor, validated as {@link Cursor.string} would read them, kept lazy. A
- * prefix that runs out part-way asks for more by extrapolating from the strings seen so far.
+ * Where a string array cut short by the end of a prefix stopped: its first `done` strings are
+ * validated and end at `ends[0..done)`. The next, longer prefix of the same file holds the same bytes
+ * there, so the reader resumes at string `done` instead of validating them again.
  */
-export function lazyStrings(c: Cursor, itemType: GgufValueType, count: number): GgufArray {
+export interface PartialStrings {
+  /** Offset of the array's first string. */
+  start: number;
+  count: number;
+  done: number;
+  ends: Float64Array;
+}
+
+/**
+ * `count` strings at the cursor, validated as {@link Cursor.string} would read them, kept lazy. A
+ * prefix that runs out part-way asks for more by extrapolating from the strings seen so far, and
+ * leaves where it stopped in `resume.partial` for the call on the longer prefix.
+ */
+export function lazyStrings(
+  c: Cursor,
+  itemType: GgufValueType,
+  count: number,
+  resume?: { partial?: PartialStrings },
+): GgufArray {
   const start = c.pos;
   const bytes = c.bytes;
+  const before = resume?.partial;
+  const resumed = before !== undefined && before.start === start && before.count === count ? before : undefined;
+  if (resume) resume.partial = undefined;
   // ends[i] is the end of string i; string i starts 8 bytes after ends[i - 1] (or `start`).
-  const ends = new Float64Array(count);
-  const { avail, little } = c;
-  let i = 0;
-  let p = start;
+  const ends = resumed?.ends ?? new Float64Array(count);
+  let i = resumed?.done ?? 0;
   try {
-    for (; i < count; i++) {
-      // Fast path, inline (a vocabulary is hundreds of thousands of strings, read once by a
-      // process that has not warmed up): the whole string is in the prefix and is valid UTF-8.
-      if (p + 8 <= avail) {
-        const q = little ? p : p + 4;
-        const r = little ? p + 4 : p;
-        const lo = little
-          ? (bytes[q]! | (bytes[q + 1]! << 8) | (bytes[q + 2]! << 16) | (bytes[q + 3]! << 24)) >>> 0
-          : ((bytes[q]! << 24) | (bytes[q + 1]! << 16) | (bytes[q + 2]! << 8) | bytes[q + 3]!) >>> 0;
-        const hi = bytes[r]! | bytes[r + 1]! | bytes[r + 2]! | bytes[r + 3]!;
-        const from = p + 8;
-        const to = from + lo;
-        if (hi === 0 && to <= avail) {
-          let k = from;
-          while (k < to && bytes[k]! < 0x80) k++;
-          if (k === to || isUtf8(bytes, k, to)) {
-            ends[i] = to;
-            p = to;
-            continue;
-          }
-        }
-      }
-      // Anything else goes through the cursor, which raises exactly the eager reader's errors.
-      c.pos = p;
+    for (;;) {
+      i = scanStrings(bytes, ends, count, i, i === 0 ? start : ends[i - 1]!, c.avail, c.little);
+      if (i === count) break;
+      // Anything the fast path leaves goes through the cursor, which raises exactly the eager
+      // reader's errors (or asks for more bytes).
+      c.pos = i === 0 ? start : ends[i - 1]!;
       const length = c.stringLength(Number.POSITIVE_INFINITY, 'string_length');
       c.ensure(length);
       const from = c.pos;
       const to = from + length;
       if (!isUtf8(bytes, from, to)) c.text(from, to); // throws the decoder's own error
-      c.pos = to;
-      ends[i] = to;
-      p = to;
+      ends[i++] = to;
     }
-    c.pos = p;
+    c.pos = count === 0 ? start : ends[count - 1]!;
   } catch (err) {
     if (!(err instanceof NeedMoreBytes) || i === 0) throw err;
+    if (resume) resume.partial = { start, count, done: i, ends };
     const estimate = start + Math.ceil(((c.pos - start) / i) * count * 1.05);
     throw new NeedMoreBytes(Math.min(Math.max(err.needed, estimate), c.fileSize, c.maxBytes));
   }
@@ -114,6 +115,43 @@ export function lazyStrings(c: Cursor, itemType: GgufValueType, count: number): 
     }
     return items;
   });
+}
+
+/**
+ * The fast path of {@link lazyStrings}: from string `i` at offset `p`, records the ends of the
+ * strings that lie whole in the first `avail` bytes with a length below 2^32 and are valid UTF-8;
+ * returns the index of the first that does not (or `count`). Kept apart from the error and resume
+ * paths so that the optimizing compiler sees one small loop, compiles it once and never has to
+ * throw it away when a prefix ends (a vocabulary is hundreds of thousands of strings, read once
+ * by a process that has not warmed up).
+ */
+function scanStrings(
+  bytes: Uint8Array,
+  ends: Float64Array,
+  count: number,
+  i: number,
+  p: number,
+  avail: number,
+  little: boolean,
+): number {
+  for (; i < count; i++) {
+    if (p + 8 > avail) return i;
+    const q = little ? p : p + 4;
+    const r = little ? p + 4 : p;
+    const lo = little
+      ? (bytes[q]! | (bytes[q + 1]! << 8) | (bytes[q + 2]! << 16) | (bytes[q + 3]! << 24)) >>> 0
+      : ((bytes[q]! << 24) | (bytes[q + 1]! << 16) | (bytes[q + 2]! << 8) | bytes[q + 3]!) >>> 0;
+    const hi = bytes[r]! | bytes[r + 1]! | bytes[r + 2]! | bytes[r + 3]!;
+    const from = p + 8;
+    const to = from + lo;
+    if (hi !== 0 || to > avail) return i;
+    let k = from;
+    while (k < to && bytes[k]! < 0x80) k++;
+    if (k !== to && !isUtf8(bytes, k, to)) return i;
+    ends[i] = to;
+    p = to;
+  }
+  return count;
 }
 
 /** `count` fixed-size items (numbers or bools) at the cursor; bools are checked to be 0 or 1 now. */

@@ -4,7 +4,7 @@
 import { requireBytes } from '../args.js';
 import { type ErrorDetails, TensorFSError } from '../errors.js';
 import { Cursor, ggufError, NeedMoreBytes } from './_cursor.js';
-import { arrayLength, LAZY_ARRAY_ITEMS, lazyFixed, lazyStrings } from './_lazy-array.js';
+import { arrayLength, LAZY_ARRAY_ITEMS, lazyFixed, lazyStrings, type PartialStrings } from './_lazy-array.js';
 import { GGML_MAX_DIMS, GGML_MAX_NAME, GGUF_DEFAULT_ALIGNMENT, ggmlPad, ggmlTensorGeometry } from './geometry.js';
 import {
   GGUF_VALUE_TYPES,
@@ -254,6 +254,8 @@ export interface GgufMetadata {
   end: number;
   /** Array items the remaining KVs may still hold (the `maxArrayItems` budget). */
   itemsLeft: number;
+  /** A large string array of the next KV that the last prefix cut short: where to resume it. */
+  partial?: PartialStrings;
 }
 
 /** @internal No KVs read yet; the first starts at `start`; arrays may hold `maxArrayItems` in all. */
@@ -301,7 +303,7 @@ function readKV(c: Cursor, m: GgufMetadata): GgufKV {
   if (type === undefined) {
     throw c.error('malformed', 'value_type', `unknown metadata value type ${typeId}`, { type: typeId }, typeAt);
   }
-  const value: GgufValue = typeId === T_ARRAY ? readArray(c, m.itemsLeft) : readScalar(c, typeId);
+  const value: GgufValue = typeId === T_ARRAY ? readArray(c, m) : readScalar(c, typeId);
   return { key, type, value };
 }
 
@@ -341,7 +343,8 @@ function readBool(c: Cursor): boolean {
   return b === 1;
 }
 
-function readArray(c: Cursor, itemsLeft: number): GgufValue {
+function readArray(c: Cursor, m: GgufMetadata): GgufValue {
+  const { itemsLeft } = m;
   const at = c.pos;
   const itemTypeId = c.u32();
   if (itemTypeId === T_ARRAY) throw c.error('unsupported', 'nested_array', 'nested arrays are not supported', {}, at);
@@ -376,7 +379,7 @@ function readArray(c: Cursor, itemsLeft: number): GgufValue {
     );
   }
   if (count >= LAZY_ARRAY_ITEMS) {
-    if (itemTypeId === T_STRING) return lazyStrings(c, itemType, count);
+    if (itemTypeId === T_STRING) return lazyStrings(c, itemType, count, m);
     const read = itemTypeId === T_BOOL ? (v: DataView, p: number) => v.getUint8(p) === 1 : FIXED_READERS[itemTypeId]!;
     return lazyFixed(c, itemType, count, VALUE_SIZES[itemTypeId]!, read, itemTypeId === T_BOOL);
   }

@@ -1,8 +1,8 @@
 /**
  * Reading a GGUF header from a {@link ByteSource}, incrementally.
  */
-import { TensorFSError } from '../errors.js';
-import { type ByteSource, checkByteSource, readFully } from '../source.js';
+import { TensorFSError, throwIfAborted } from '../errors.js';
+import { type ByteSource, checkByteSource, readInto } from '../source.js';
 import { NeedMoreBytes } from './_cursor.js';
 import { emptyMetadata, GGUF_FIXED_HEADER_BYTES, limitsOption, parseGgufPrefix } from './parse-header.js';
 import type { GgufHeader, GgufParseOptions } from './types.js';
@@ -52,16 +52,19 @@ export async function readGgufHeader(source: ByteSource, options: GgufParseOptio
   }
 }
 
-/** `prefix` extended to `length` bytes with the source's bytes after it (copied: sources may reuse buffers). */
+/**
+ * `prefix` extended to `length` bytes with the source's bytes after it, read straight into the new
+ * buffer when the source can (else read and copied: sources may reuse their buffers).
+ */
 async function readCopy(
   source: ByteSource,
   prefix: Uint8Array,
   length: number,
   signal: AbortSignal | undefined,
 ): Promise<Uint8Array> {
-  const chunk = await readFully(source, prefix.length, length - prefix.length, signal);
+  throwIfAborted(signal);
   const out = new Uint8Array(length);
   out.set(prefix);
-  out.set(chunk, prefix.length);
+  await readInto(source, prefix.length, out.subarray(prefix.length), signal);
   return out;
 }

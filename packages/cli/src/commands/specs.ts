@@ -1,0 +1,96 @@
+/**
+ * The syntax and one-line description of every `tfs` command: all that `tfs --help` lists and the
+ * parser routes by. Each command's module (and the packages it needs: the store, tensors, lanes,
+ * remote) loads only when that command runs, so `tfs inspect` never loads the store.
+ */
+export const SPECS = {
+  inspect: {
+    command: 'inspect <file>',
+    describe:
+      'Validate a .safetensors, .gguf or .cozytensors file (or a sharded *.safetensors.index.json with its shards) and print its header; a name that is not a path is a checkpoint ref',
+  },
+  plan: {
+    command: 'plan <file>',
+    describe: 'Cut a file into records by its own bytes and hash them (no store needed)',
+  },
+  import: {
+    command: 'import <path>',
+    describe:
+      'Import a file, a folder or a Hugging Face repository (hf://owner/repo[@revision]) as a snapshot and name it with a ref',
+  },
+  convert: {
+    command: 'convert <src>',
+    describe:
+      'Convert a Diffusers or Transformers folder, a .safetensors/.gguf file or an imported snapshot ref into a cozytensors checkpoint',
+  },
+  ls: {
+    command: 'ls [ref]',
+    describe: 'List refs, or the files of one snapshot',
+  },
+  ref: {
+    command: 'ref <action> <name> [target]',
+    describe: 'Read (get), point (set <name> <target>) or delete (rm) a ref; --expected makes it a compare-and-swap',
+  },
+  export: {
+    command: 'export <ref> <dir>',
+    describe:
+      'Rebuild a snapshot as ordinary files under a folder, byte-exact; a checkpoint as its original files (--safetensors), its header file (--cozytensors) or header + chunks/ (--portable)',
+  },
+  verify: {
+    command: 'verify',
+    describe: 'Check that everything refs and roots reach is present and intact (exit 4 if not)',
+  },
+  gc: {
+    command: 'gc',
+    describe: 'Remove objects no ref, root or live lease reaches',
+  },
+  du: {
+    command: 'du',
+    describe: 'Show logical and stored bytes, the dedup ratio and per-ref figures',
+  },
+  tensors: {
+    command: 'tensors <ref>',
+    describe: 'List the tensors of a snapshot or checkpoint (name, dtype, shape, bytes, objects), reading headers only',
+  },
+  cat: {
+    command: 'cat <ref> <tensor>',
+    describe: "Write a tensor's raw bytes (or, with --decode, its values) to stdout, or atomically to a file with -o",
+  },
+  compose: {
+    command: 'compose <ref>',
+    describe: 'Rename (--rekey) or drop (--trim) tensors of a file: one new header object, every tensor shared',
+  },
+  lanes: {
+    command: 'lanes <action> [arg]',
+    describe: 'The lane catalog: ls | show <doc> | layout <lane> | derive <file|ref> --name N',
+  },
+  bind: {
+    command: 'bind <target>',
+    describe: 'Does a checkpoint bind to a lane? admit | derivable (priced steps) | refuse, from headers only',
+  },
+  pull: {
+    command: 'pull <origin> <ref>',
+    describe: 'Fetch a snapshot (or some of its components) from an origin: only missing objects, each verified',
+  },
+  push: {
+    command: 'push <origin> <ref>',
+    describe: 'Send a snapshot to an origin: only the objects it lacks, then move its ref by compare-and-swap',
+  },
+  serve: {
+    command: 'serve',
+    describe: 'Serve the store (or an S3 bucket) as a TensorFS hub over HTTP until SIGTERM or Ctrl-C',
+  },
+  remote: {
+    command: 'remote <action> [name] [url]',
+    describe: 'Name origins: add NAME URL, ls, rm NAME (kept in remotes.json in the store folder)',
+  },
+  diff: {
+    command: 'diff <refA> <refB>',
+    describe:
+      'Compare two snapshots tensor by tensor (changed, renamed, added, removed), files, configs and the pull cost, from headers only',
+  },
+  env: {
+    command: 'env',
+    describe: 'Show the version, the store directory and whether it exists',
+  },
+} as const;
