@@ -154,7 +154,7 @@ const readExact = readFully;
 /** R5–R17 and S1–S3 over the N header bytes. */
 function parseHeaderBody(header: Uint8Array, fileSize: number, strict: boolean): SafetensorsHeader {
   const text = decodeUtf8Strict(header, PREFIX_SIZE, 'R5');
-  const c = new JsonCursor(text, PREFIX_SIZE, 'R6');
+  const c = new JsonCursor(text, PREFIX_SIZE, 'R6', header);
   if (strict) {
     if (c.peek() !== 0x7b) c.fail('strict: the header must begin with "{"', 'S2');
   } else c.ws();
