@@ -21,7 +21,7 @@
 import type { ObjectId } from '../ids.js';
 import type { Manifest, ManifestEntry, RecordRef } from './manifest.js';
 import { PLAN_PROFILES, type PlanProfile } from './profiles.js';
-import { grown } from './grow.js';
+import { TensorFSError } from '../errors.js';
 import { putHead } from './head.js';
 
 const enc = new TextEncoder();
@@ -111,6 +111,12 @@ const HEX_PAIR: Uint16Array = /* @__PURE__ */ (() => {
 // ---------------------------------------------------------------------------------------------
 // Encoding
 
+/**
+ * The output of {@link encodeManifestFast}: exactly as many bytes as the manifest needs, counted
+ * up front, so nothing is ever regrown or copied (a reservation rounded up for the last entry used
+ * to double the whole buffer and then slice it back). Writers do not check for room; the caller
+ * checks at the end that the count was exact.
+ */
 class Out {
   buf: Uint8Array;
   len = 0;
@@ -118,31 +124,21 @@ class Out {
     this.buf = new Uint8Array(size);
   }
 
-  reserve(n: number): void {
-    if (this.len + n <= this.buf.length) return;
-    this.buf = grown(this.buf, this.len, n);
-  }
-
   raw(b: Uint8Array): void {
-    this.reserve(b.length);
-    this.buf.set(b, this.len);
+    // `set` throws past the end; a miscount then surfaces as the internal error below, not a RangeError.
+    if (this.len + b.length > this.buf.length) this.len = Number.POSITIVE_INFINITY;
+    else this.buf.set(b, this.len);
     this.len += b.length;
   }
 
-  /** A head with an argument below 2^53 in its shortest form (space reserved by the caller). */
+  /** A head with an argument below 2^53 in its shortest form. */
   head(major: number, arg: number): void {
     this.len = putHead(this.buf, this.len, major, arg);
-  }
-
-  uint(v: number): void {
-    this.reserve(9);
-    this.head(0, v);
   }
 
   /** A text string already known to be well-formed (no lone surrogate). */
   text(s: string): void {
     const n = s.length;
-    this.reserve(9 + 3 * n);
     let ascii = true;
     for (let i = 0; i < n; i++) {
       if (s.charCodeAt(i) > 0x7f) {
@@ -188,7 +184,6 @@ export function encodeManifestFast(manifest: Manifest, magic: Uint8Array, versio
   w.raw(magic);
   w.raw(Uint8Array.of(0xa2));
   w.raw(K_ENTRIES);
-  w.reserve(9);
   w.head(4, entries.length);
   for (const e of entries) {
     if (e.kind === 'symlink') {
@@ -199,16 +194,15 @@ export function encodeManifestFast(manifest: Manifest, magic: Uint8Array, versio
       continue;
     }
     w.raw(FILE_OPEN);
-    w.uint(e.mode);
+    w.head(0, e.mode);
     w.raw(K_PATH);
     w.text(e.path);
     w.raw(K_SIZE);
-    w.uint(e.size);
+    w.head(0, e.size);
     w.raw(K_PROFILE);
     w.raw(profileBytes(e.profile));
     w.raw(K_RECORDS);
     const { records } = e;
-    w.reserve(9 + 44 * records.length);
     w.head(4, records.length);
     const b = w.buf;
     for (let r = 0; r < records.length; r++) {
@@ -224,9 +218,13 @@ export function encodeManifestFast(manifest: Manifest, magic: Uint8Array, versio
     }
   }
   w.raw(K_VERSION);
-  w.reserve(9);
   w.head(0, version);
-  return w.len === w.buf.length ? w.buf : w.buf.slice(0, w.len);
+  if (w.len !== size) {
+    throw new TensorFSError('internal', 'TFM1 encoder miscounted its output', {
+      details: { rule: 'manifest.internal', expected: size, actual: w.len },
+    });
+  }
+  return w.buf;
 }
 
 const headSize = (n: number): number => (n < 24 ? 1 : n < 0x100 ? 2 : n < 0x10000 ? 3 : n <= 0xffffffff ? 5 : 9);

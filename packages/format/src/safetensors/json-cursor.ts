@@ -118,6 +118,42 @@ function firstInvalidUtf8(bytes: Uint8Array): number {
   return i;
 }
 
+/**
+ * True if `bytes` hold a backslash or a byte below 0x20. Such bytes only ever stand for themselves
+ * in UTF-8 (every byte of a multi-byte sequence is 0x80 or above), so for valid UTF-8 this is
+ * exactly whether the decoded text holds a backslash or a control character. It reads four bytes
+ * at a time, in about half the time a regular expression takes to scan the decoded text.
+ */
+export function hasBackslashOrControlByte(bytes: Uint8Array): boolean {
+  const n = bytes.length;
+  const lead = Math.min(n, (4 - (bytes.byteOffset & 3)) & 3);
+  let i = 0;
+  for (; i < lead; i++) if (isBackslashOrControl(bytes[i]!)) return true;
+  const count = (n - i) >> 2;
+  if (count > 0) {
+    const words = new Int32Array(bytes.buffer, bytes.byteOffset + i, count);
+    let flags = 0;
+    for (let k = 0; k < count; k++) {
+      const x = words[k]!;
+      // Each byte on its own (no carry crosses a byte): with its top bit cleared, adding 0x60 sets
+      // the top bit unless it is below 0x20, and xor 0x5c then adding 0x7f sets it unless it is
+      // 0x5c. A byte whose top bit was set in x is neither.
+      const low = x & 0x7f7f7f7f;
+      const atLeast20 = (low + 0x60606060) | 0;
+      const notBackslash = ((low ^ 0x5c5c5c5c) + 0x7f7f7f7f) | 0;
+      flags |= ~(x | (atLeast20 & notBackslash));
+    }
+    if ((flags & 0x80808080) !== 0) return true;
+    i += count * 4;
+  }
+  for (; i < n; i++) if (isBackslashOrControl(bytes[i]!)) return true;
+  return false;
+}
+
+function isBackslashOrControl(b: number): boolean {
+  return b < 0x20 || b === CHAR.backslash;
+}
+
 /** Bytes of the UTF-8 encoding of `text[0, end)` (well-formed text). */
 function utf8Length(text: string, end: number): number {
   let n = 0;
@@ -148,11 +184,14 @@ export class JsonCursor {
    * @param text the decoded document
    * @param origin byte offset of `text[0]` in the file (for error offsets)
    * @param syntaxRule the rule named by JSON syntax errors
+   * @param bytes the UTF-8 `text` was decoded from: when they hold no backslash and no control
+   *   byte, strings are never searched for escapes
    */
-  constructor(text: string, origin: number, syntaxRule: string) {
+  constructor(text: string, origin: number, syntaxRule: string, bytes?: Uint8Array) {
     this.text = text;
     this.origin = origin;
     this.syntaxRule = syntaxRule;
+    if (bytes !== undefined && !hasBackslashOrControlByte(bytes)) this.special = Number.POSITIVE_INFINITY;
   }
 
   /** Byte offset in the file of code unit `at` (default: the current position). */

@@ -154,7 +154,7 @@ const readExact = readFully;
 /** R5–R17 and S1–S3 over the N header bytes. */
 function parseHeaderBody(header: Uint8Array, fileSize: number, strict: boolean): SafetensorsHeader {
   const text = decodeUtf8Strict(header, PREFIX_SIZE, 'R5');
-  const c = new JsonCursor(text, PREFIX_SIZE, 'R6');
+  const c = new JsonCursor(text, PREFIX_SIZE, 'R6', header);
   if (strict) {
     if (c.peek() !== 0x7b) c.fail('strict: the header must begin with "{"', 'S2');
   } else c.ws();
@@ -174,6 +174,7 @@ function parseHeaderBody(header: Uint8Array, fileSize: number, strict: boolean):
 
 /** Placeholder offsets of a tensor not yet validated (replaced before anyone sees it). */
 const UNVALIDATED: [bigint, bigint] = [0n, 0n];
+const NO_SHAPE: bigint[] = [];
 
 /** Numbers kept per parsed tensor: begin, end, element count, dtype bits, key position. */
 const SLOTS = 5;
@@ -203,7 +204,6 @@ class ParsedTensors {
     this.numbers[base + 3] = bits;
     this.numbers[base + 4] = keyPosition;
     this.infos.push(info);
-    this.byName.set(info.name, info);
   }
 
   private put(slot: number, value: Int | 'R13'): void {
@@ -250,7 +250,6 @@ function parseRoot(c: JsonCursor, strict: boolean, parsed: ParsedTensors): Map<s
         sawMetadata = true;
         metadata = parseMetadata(c);
       } else {
-        if (parsed.byName.has(name)) c.fail('duplicate tensor name', 'S1', { tensor: name }, at);
         parseDescriptor(c, name, at, strict, parsed);
       }
     } while (c.objectNext());
@@ -298,6 +297,18 @@ let scratchLength = 0;
 
 /** R7, R8, R10, S1, S3: one tensor descriptor, appended to `parsed`. */
 function parseDescriptor(c: JsonCursor, name: string, at: number, strict: boolean, parsed: ParsedTensors): void {
+  const info: SafetensorsTensorInfo = {
+    name,
+    dtype: 'BOOL',
+    shape: NO_SHAPE,
+    dataOffsets: UNVALIDATED,
+    // NaN, not 0: the fields start as doubles, so storing large offsets later never migrates the object shape.
+    byteOffset: Number.NaN,
+    byteLength: Number.NaN,
+  };
+  // One hash lookup both registers the name and detects a duplicate (S1).
+  const known = parsed.byName.size;
+  if (parsed.byName.set(name, info).size === known) c.fail('duplicate tensor name', 'S1', { tensor: name }, at);
   if (c.peek() !== 0x7b) {
     c.fail('a tensor descriptor must be an object', c.startsValue() ? 'R7' : 'R6', { tensor: name });
   }
@@ -342,15 +353,8 @@ function parseDescriptor(c: JsonCursor, name: string, at: number, strict: boolea
     const missing = FIELD_NAMES[dtype === undefined ? 0 : shape === undefined ? 1 : 2];
     c.fail(`missing field "${missing}"`, 'R7', { tensor: name, field: missing }, at);
   }
-  const info: SafetensorsTensorInfo = {
-    name,
-    dtype: dtype.name,
-    shape,
-    dataOffsets: UNVALIDATED,
-    // NaN, not 0: the fields start as doubles, so storing large offsets later never migrates the object shape.
-    byteOffset: Number.NaN,
-    byteLength: Number.NaN,
-  };
+  info.dtype = dtype.name;
+  info.shape = shape;
   parsed.add(info, begin, end, count, dtype.bits, at);
 }
 
