@@ -47,6 +47,14 @@ describe('StoreOrigin reads', () => {
     expect(new Set(kept.map((c) => c.buffer)).size).toBe(kept.length);
     expect(Buffer.concat(kept).equals(Buffer.from(BIG))).toBe(true);
     await expectCode(origin.read(idOf(bytesOf(5, 1)), 0), 'not_found');
+    // A small object is read into a buffer of its own size, not a whole piece (a hub answering
+    // thousands of small objects would otherwise allocate a MiB for each).
+    const small = bytesOf(4099, 2);
+    await store.put(small);
+    const rs = await origin.read(idOf(small), 0);
+    const chunks: Uint8Array[] = [];
+    for await (const c of rs.body) chunks.push(c);
+    expect(chunks.map((c) => c.buffer.byteLength)).toEqual([4099]);
   });
 
   it('cancel before or during a read closes it', async () => {

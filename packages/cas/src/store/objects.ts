@@ -517,7 +517,8 @@ export class Objects {
         let chunk: Uint8Array;
         if (spare) {
           let buf = spare.pop();
-          if (buf === undefined || buf.length < n) buf = new Uint8Array(chunkSize);
+          // Never more than what is left of the object: a small object gets a small buffer.
+          if (buf === undefined || buf.length < n) buf = new Uint8Array(Math.min(chunkSize, size - at));
           chunk = buf.subarray(0, n);
           await readExactlyInto(fh, at, chunk, id);
         } else chunk = await readExactly(fh, at, n, id);

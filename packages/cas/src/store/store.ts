@@ -306,8 +306,9 @@ export class LocalStore implements Store {
    * An object as a stream of chunks (default 8 MiB), from `offset` (default 0). `verify` hashes it
    * on the way and withholds the last chunk until the digest matched (`corrupt` otherwise). With
    * `spare`, chunks are read into buffers taken from that array (each chunk a view at offset 0 of
-   * its own `chunkSize`-byte buffer); push `new Uint8Array(chunk.buffer)` back once nothing uses a
-   * chunk any more, and the next reads reuse it instead of allocating.
+   * its own buffer: `chunkSize` bytes, or what is left of a smaller object); push
+   * `new Uint8Array(chunk.buffer)` back once nothing uses a chunk any more, and the next reads
+   * reuse it instead of allocating.
    */
   objectStream(id: ObjectId, options: ObjectStreamOptions = {}): AsyncIterable<Uint8Array> {
     this.live();
