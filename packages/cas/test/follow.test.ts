@@ -88,25 +88,28 @@ describe('ObjectPart files', () => {
   // A pid that ran and exited, so no process has it now.
   const deadPid = () => spawnSync(process.execPath, ['-e', '0']).pid!;
 
-  it('stages odd-sized writes across buffers, resets mid-way, and names the file after its writer', async () => {
-    const root = join(tempDir(), 'store');
-    const store = await LocalStore.open(root);
-    const bytes = bytesOf(9_500_000 + 4099, 4);
-    const part = await store.openPart('pull-o', { expectedLength: bytes.length });
-    await part.write(bytesOf(5_000_000, 1));
-    expect(existsSync(partOf(root, 'pull-o'))).toBe(true);
-    await part.reset();
-    expect(part.length).toBe(0);
-    for (let at = 0; at < bytes.length; at += 1_000_003) await part.write(bytes.subarray(at, at + 1_000_003));
-    expect(await part.commit({ expected: idOf(bytes) })).toEqual({
-      id: idOf(bytes),
-      length: bytes.length,
-      written: true,
-    });
-    expect(Buffer.from(await store.readObject(idOf(bytes), { verify: true })).equals(Buffer.from(bytes))).toBe(true);
-    expect(readdirSync(join(root, 'tmp')).filter((n) => n.endsWith('.part'))).toEqual([]);
-    await store.close();
-  });
+  it.each([false, true])(
+    'stages odd-sized writes across buffers, resets mid-way, names the file after its writer (directIO %s)',
+    async (directIO) => {
+      const root = join(tempDir(), 'store');
+      const store = await LocalStore.open(root, { directIO });
+      const bytes = bytesOf(9_500_000 + 4099, 4);
+      const part = await store.openPart('pull-o', { expectedLength: bytes.length });
+      await part.write(bytesOf(5_000_000, 1));
+      expect(existsSync(partOf(root, 'pull-o'))).toBe(true);
+      await part.reset();
+      expect(part.length).toBe(0);
+      for (let at = 0; at < bytes.length; at += 1_000_003) await part.write(bytes.subarray(at, at + 1_000_003));
+      expect(await part.commit({ expected: idOf(bytes) })).toEqual({
+        id: idOf(bytes),
+        length: bytes.length,
+        written: true,
+      });
+      expect(Buffer.from(await store.readObject(idOf(bytes), { verify: true })).equals(Buffer.from(bytes))).toBe(true);
+      expect(readdirSync(join(root, 'tmp')).filter((n) => n.endsWith('.part'))).toEqual([]);
+      await store.close();
+    },
+  );
 
   it('takes over the part of a writer that is gone (and of earlier versions), never a live one', async () => {
     const root = join(tempDir(), 'store');

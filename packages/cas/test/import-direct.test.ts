@@ -77,7 +77,7 @@ describe('direct writes', () => {
   it.runIf(linux)('writes every big record directly and stores each byte-exact', async () => {
     const direct = vi.spyOn(Objects.prototype as unknown as { fillDirect: () => unknown }, 'fillDirect');
     const root = tempDir();
-    const s = await LocalStore.open(root);
+    const s = await LocalStore.open(root, { directIO: true });
     const records = await importOdd(s);
     // The three tensors of at least 256 KiB; not the header nor the 100-byte tensor.
     expect(direct.mock.calls.map((c) => (c as unknown[])[1]).sort((a, b) => Number(a) - Number(b))).toEqual(
@@ -85,6 +85,21 @@ describe('direct writes', () => {
     );
     await expectStored(root, s, records);
     await s.close();
+  });
+
+  it('is off by default (imports land in the page cache); TENSORFS_DIRECT_IO=1 turns it on', async () => {
+    const direct = vi.spyOn(Objects.prototype as unknown as { fillDirect: () => unknown }, 'fillDirect');
+    const root = tempDir();
+    const s = await LocalStore.open(root);
+    await expectStored(root, s, await importOdd(s));
+    expect(direct).not.toHaveBeenCalled();
+    await s.close();
+    vi.stubEnv('TENSORFS_DIRECT_IO', '1');
+    const t = await LocalStore.open(tempDir());
+    await importOdd(t, 3);
+    expect(direct).toHaveBeenCalledTimes(linux ? 3 : 0);
+    await t.close();
+    vi.unstubAllEnvs();
   });
 
   it.runIf(linux)('falls back to buffered writes when the filesystem refuses O_DIRECT', async () => {
@@ -105,7 +120,7 @@ describe('direct writes', () => {
     });
     const direct = vi.spyOn(Objects.prototype as unknown as { fillDirect: () => unknown }, 'fillDirect');
     const root = tempDir();
-    const s = await LocalStore.open(root);
+    const s = await LocalStore.open(root, { directIO: true });
     const records = await importOdd(s);
     // Records of one read batch start together: each may have tried before the first refusal.
     expect(refused).toBeGreaterThanOrEqual(1);

@@ -24,7 +24,7 @@ import {
 } from '@tensorfs/format';
 import { planAndHash, type ReadRecord, type Seams } from '@tensorfs/planner';
 import { createNodeHasher } from '../hash/index.js';
-import { DIRECT_ALIGN, O_DIRECT } from './direct.js';
+import { DIRECT_ALIGN } from './direct.js';
 import { fileHandleSource } from './file-source.js';
 import { CHUNK_BYTES, errnoOf, ioError, readFully } from './fsutil.js';
 import type { Lease } from './leases.js';
@@ -363,7 +363,7 @@ export async function importTree(
             hasher,
             signal,
             // Big records start page-aligned in the hasher's page-aligned buffers: written with O_DIRECT.
-            ...(O_DIRECT !== 0 ? { align: DIRECT_ALIGN } : {}),
+            ...(objects.directIO ? { align: DIRECT_ALIGN } : {}),
             ...(seams ? { seams } : {}),
             // Write a temp while the record hashes (and start its fdatasync), when it is likely new.
             onRead: (record, bytes) => early.start(record, bytes),

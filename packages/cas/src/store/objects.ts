@@ -61,16 +61,26 @@ export interface OpenTemp extends Temp {
 /** Objects of one store: admission, existence, reads, quarantine. */
 export class Objects {
   private readonly dirsReady = new Set<string>();
-  /** False once this store's filesystem refused an O_DIRECT temp (every temp is buffered then). */
-  private direct = O_DIRECT !== 0;
+  /**
+   * Whether large temps are written with O_DIRECT (`StoreOptions.directIO`); false once this
+   * store's filesystem refused an O_DIRECT temp (every temp is buffered then).
+   */
+  private direct: boolean;
   private readonly isQuarantinedStmt;
 
   constructor(
     readonly layout: Layout,
     private readonly db: Db,
     private readonly readOnly: boolean,
+    directIO = false,
   ) {
+    this.direct = directIO && O_DIRECT !== 0;
     this.isQuarantinedStmt = db.prepare('SELECT 1 FROM corrupt_objects WHERE id = ?').pluck();
+  }
+
+  /** True while large temps are written with O_DIRECT. */
+  get directIO(): boolean {
+    return this.direct;
   }
 
   /** Absolute path of an object file. */

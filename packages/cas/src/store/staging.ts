@@ -101,7 +101,7 @@ export async function openPart(
   let length = 0;
   try {
     throwIfAborted(signal);
-    if (O_DIRECT !== 0 && expectedLength >= STAGE_BYTES) {
+    if (objects.directIO && expectedLength >= STAGE_BYTES) {
       // Refused (EINVAL) where the filesystem has no direct I/O (tmpfs): buffered writes then.
       direct = await fsp.open(path, O_WRONLY | O_DIRECT).catch(() => null);
     }
