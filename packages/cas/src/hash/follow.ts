@@ -1,9 +1,9 @@
 /**
- * Hashing a file while another party writes it, on a worker thread: the writer reports how far
- * the file is written ({@link FileFollower.advance}), the worker reads that range back from the
- * page cache and hashes it. A transfer's main thread then only receives and writes while the
- * other core hashes (docs/remote.md "Throughput"), and the digest is of the bytes the file holds,
- * not of the buffers that were meant to reach it.
+ * Hashing a file as it is written, on a worker thread: the writer hands over each range it
+ * writes ({@link FileFollower.update}; shared memory travels without a copy), and a prefix already
+ * in the file (a resumed part) is read back from it ({@link FileFollower.advance}). A transfer's
+ * main thread then only receives and writes while the other core hashes (docs/remote.md
+ * "Throughput").
  *
  * One worker serves every follower of the process (SHA-256 at ~1.1 GiB/s outruns any transfer it
  * follows); it keeps the process alive only while a digest is awaited. Where a worker cannot run,

@@ -162,9 +162,9 @@ interface Stage {
 
 /**
  * Received bytes are copied into page-aligned shared staging buffers; a full one goes to the
- * hashing thread (shared, no copy) and to the file at once, with O_DIRECT where the filesystem
- * allows (the device reads the buffer: no copy into the page cache, which costs this kind of
- * machine more CPU than the hashing), buffered otherwise.
+ * hashing thread (shared, no copy) and to the file at once — with O_DIRECT when the store's
+ * `directIO` is on and the filesystem allows it (the device reads the buffer: no copy into the
+ * page cache), buffered otherwise.
  */
 class Part implements ObjectPart {
   private readonly stages: Stage[] = [];
