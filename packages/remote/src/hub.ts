@@ -11,7 +11,7 @@ import * as fsp from 'node:fs/promises';
 import * as http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import {
   type ErrorCode,
   HTTP_STATUS,
@@ -326,7 +326,11 @@ export async function serveHub(backend: Origin, options: HubOptions = {}): Promi
     throw new TensorFSError('not_found', 'no such route', { details: { rule: 'hub.no_route' } });
   };
 
+  // Connections that have not started a request yet (a browser opens some in advance): Node does
+  // not count them as idle, so a graceful close would wait its whole grace behind them.
+  const unused = new Set<Socket>();
   const server = http.createServer((req, res) => {
+    unused.delete(req.socket);
     const started = Date.now();
     const ctl = new AbortController();
     res.on('close', () => {
@@ -353,6 +357,10 @@ export async function serveHub(backend: Origin, options: HubOptions = {}): Promi
         );
         if (inFlight === 0) for (const f of idle.splice(0)) f();
       });
+  });
+  server.on('connection', (socket: Socket) => {
+    unused.add(socket);
+    socket.once('close', () => unused.delete(socket));
   });
   server.requestTimeout = options.requestTimeoutMs ?? 30 * 60_000;
   server.headersTimeout = 66_000;
@@ -382,6 +390,7 @@ export async function serveHub(backend: Origin, options: HubOptions = {}): Promi
           else resolve();
         });
         server.closeIdleConnections();
+        for (const socket of unused) socket.destroy();
         const force = setTimeout(() => server.closeAllConnections(), graceMs);
         force.unref();
         if (inFlight === 0) server.closeIdleConnections();

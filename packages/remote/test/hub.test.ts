@@ -1,4 +1,5 @@
 import { chmodSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { ERROR_CODES, type ErrorCode, HTTP_STATUS, type ObjectId, TensorFSError } from '@tensorfs/format';
 import { describe, expect, it } from 'vitest';
@@ -271,5 +272,23 @@ describe('the hub API', () => {
     expect((await inflight).status).toBe(200);
     await closed;
     await expect(fetch(`${h.url}/v1`)).rejects.toThrow();
+  });
+
+  it('close() does not wait behind a connection that never sent a request (a browser opens them in advance)', async () => {
+    const h = await started();
+    const { port } = new URL(h.url);
+    const idle = connect(Number(port), '127.0.0.1');
+    await new Promise<void>((resolve, reject) => idle.once('connect', resolve).once('error', reject));
+    const gone = new Promise<void>((resolve) => idle.once('close', () => resolve()));
+    // With a grace of an hour: only the fix lets this finish (the watchdog names the hang).
+    let watchdog: NodeJS.Timeout | undefined;
+    await Promise.race([
+      h.hub.close(3_600_000),
+      new Promise((_, reject) => {
+        watchdog = setTimeout(() => reject(new Error('close() waited behind an unused connection')), 20_000);
+      }),
+    ]);
+    clearTimeout(watchdog);
+    await gone;
   });
 });
