@@ -22,6 +22,7 @@ import {
 import { applyLane } from '@tensorfs/lanes/apply';
 import { commit, openTensors, TensorWriter } from '@tensorfs/tensors';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { withStoreAt } from './helpers.js';
 
 const N = 8;
 const K = 64;
@@ -74,14 +75,7 @@ function countObjects(): number {
   return n;
 }
 
-async function withStore<R>(fn: (s: LocalStore) => Promise<R>): Promise<R> {
-  const s = await LocalStore.open(storeDir);
-  try {
-    return await fn(s);
-  } finally {
-    await s.close();
-  }
-}
+const withStore = <R>(fn: (s: LocalStore) => Promise<R>): Promise<R> => withStoreAt(storeDir, fn);
 
 /** Writes SRC as one file (each tensor in `dtype`: F32 values, or F64 widened) under ref `name`. */
 async function source(name: string, file: string, dtype: 'F32' | 'F64' | 'F8_E4M3' | 'NaN' = 'F32'): Promise<void> {

@@ -9,6 +9,7 @@ import { openTensors } from '@tensorfs/tensors';
 import { expectCodeSync } from '@tensorfs/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countObjects, f32, llamaTensors, type T, tinyCatalog } from './tiny.js';
+import { withStoreAt } from './helpers.js';
 
 let dir = '';
 let storeDir = '';
@@ -55,14 +56,7 @@ beforeAll(async () => {
 });
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-async function withStore<R>(fn: (s: LocalStore) => Promise<R>): Promise<R> {
-  const s = await LocalStore.open(storeDir);
-  try {
-    return await fn(s);
-  } finally {
-    await s.close();
-  }
-}
+const withStore = <R>(fn: (s: LocalStore) => Promise<R>): Promise<R> => withStoreAt(storeDir, fn);
 
 describe('applyLane', () => {
   it('T1 + T3: Hugging Face -> GGUF names writes only the permuted q/k tensors, and the result admits', async () => {

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { LocalStore } from '@tensorfs/cas';
 import type { CatalogIndex, LaneDocument } from '@tensorfs/lanes';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -20,3 +21,13 @@ export function specCatalog(): { index: CatalogIndex; documents: LaneDocument[] 
 }
 
 export const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v));
+
+/** Opens the store at `root` for `fn`, closed afterwards whatever happens. */
+export async function withStoreAt<R>(root: string, fn: (s: LocalStore) => Promise<R>): Promise<R> {
+  const s = await LocalStore.open(root);
+  try {
+    return await fn(s);
+  } finally {
+    await s.close();
+  }
+}

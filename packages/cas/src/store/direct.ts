@@ -16,6 +16,7 @@
  * store's lifetime and the write is redone buffered.
  */
 import * as fs from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 
 /** Alignment of address, offset and length of every direct write (a page; ≥ any logical block size). */
 export const DIRECT_ALIGN = 4096;
@@ -51,6 +52,20 @@ export function allocateAligned(size: number, shared: boolean): Uint8Array {
     }
   }
   return shared ? new Uint8Array(new SharedArrayBuffer(size)) : new Uint8Array(size);
+}
+
+/**
+ * Writes all of `view` (aligned address and length) at `position` of a file opened with
+ * O_DIRECT. A short write leaves an unaligned rest no later call could write, so it fails like
+ * a refusal: an error with code `EINVAL`, the answer of a filesystem without direct I/O.
+ */
+export async function writeDirect(fh: FileHandle, view: Uint8Array, position: number): Promise<void> {
+  for (let done = 0; done < view.length; ) {
+    const { bytesWritten } = await fh.write(view, done, view.length - done, position + done);
+    if (bytesWritten <= 0 || bytesWritten % DIRECT_ALIGN !== 0)
+      throw Object.assign(new Error('short direct write'), { code: 'EINVAL' });
+    done += bytesWritten;
+  }
 }
 
 /** Rounds up to a multiple of {@link DIRECT_ALIGN}. */

@@ -17,7 +17,7 @@ import {
   throwIfAborted,
 } from '@tensorfs/format';
 import { type Db, immediate } from './db.js';
-import { DIRECT_ALIGN, directView, O_DIRECT } from './direct.js';
+import { directView, O_DIRECT, writeDirect } from './direct.js';
 import { CHUNK_BYTES, errnoOf, fsyncDir, ioError, mkdirDurable, readFully, tempName, writeFully } from './fsutil.js';
 import { type Layout, objectDir, objectPath, objectRel } from './layout.js';
 
@@ -81,6 +81,11 @@ export class Objects {
   /** True while large temps are written with O_DIRECT. */
   get directIO(): boolean {
     return this.direct;
+  }
+
+  /** The filesystem refused O_DIRECT (`EINVAL`): every later temp and part of this store is buffered. */
+  refuseDirect(): void {
+    this.direct = false;
   }
 
   /** Absolute path of an object file. */
@@ -323,27 +328,20 @@ export class Objects {
       fh = await fsp.open(path, O_WRONLY | O_CREAT | O_EXCL | O_DIRECT, 0o444);
     } catch (err) {
       if (errnoOf(err) === 'EINVAL') {
-        this.direct = false;
+        this.refuseDirect();
         return null;
       }
       throw ioError(err, 'create temp', 'tmp/');
     }
     try {
-      let done = 0;
-      while (done < view.length) {
-        const { bytesWritten } = await fh.write(view, done, view.length - done, done);
-        // A short direct write leaves an unaligned rest the next call could not write.
-        if (bytesWritten <= 0 || bytesWritten % DIRECT_ALIGN !== 0)
-          throw Object.assign(new Error('short direct write'), { code: 'EINVAL' });
-        done += bytesWritten;
-      }
+      await writeDirect(fh, view, 0);
       if (view.length !== length) await fh.truncate(length);
       return { path, length, fh };
     } catch (err) {
       await fh.close().catch(() => {});
       await fsp.rm(path, { force: true });
       if (errnoOf(err) === 'EINVAL') {
-        this.direct = false;
+        this.refuseDirect();
         return null;
       }
       throw ioError(err, 'write temp', 'tmp/');

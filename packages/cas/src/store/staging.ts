@@ -16,7 +16,7 @@ import * as fsp from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { type ObjectId, TensorFSError, objectIdFromDigest, parseObjectId, throwIfAborted } from '@tensorfs/format';
 import { type FileFollower, followFile } from '../hash/follow.js';
-import { DIRECT_ALIGN, O_DIRECT, alignUp, allocateAligned } from './direct.js';
+import { DIRECT_ALIGN, O_DIRECT, alignUp, allocateAligned, writeDirect } from './direct.js';
 import { HOST, errnoOf, fsyncDir, ioError, pidAlive, writeFully } from './fsutil.js';
 import { objectDir } from './layout.js';
 import type { Lease } from './leases.js';
@@ -102,8 +102,13 @@ export async function openPart(
   try {
     throwIfAborted(signal);
     if (objects.directIO && expectedLength >= STAGE_BYTES) {
-      // Refused (EINVAL) where the filesystem has no direct I/O (tmpfs): buffered writes then.
-      direct = await fsp.open(path, O_WRONLY | O_DIRECT).catch(() => null);
+      try {
+        direct = await fsp.open(path, O_WRONLY | O_DIRECT);
+      } catch (err) {
+        // Refused where the filesystem has no direct I/O (tmpfs): buffered, as the store is from now on.
+        if (errnoOf(err) !== 'EINVAL') throw err;
+        objects.refuseDirect();
+      }
     }
     const size = (await fh.stat()).size;
     // Direct writes continue on an aligned offset: a resumed part drops its unaligned tail.
@@ -251,14 +256,14 @@ class Part implements ObjectPart {
   /** Writes `n` bytes of `buf` at `at`: directly (rounded up to the alignment) or buffered. */
   private async writeAt(buf: Uint8Array, n: number, at: number): Promise<void> {
     if (this.direct !== null && at % DIRECT_ALIGN === 0) {
-      const len = alignUp(n);
       try {
-        const { bytesWritten } = await this.direct.write(buf, 0, len, at);
-        if (bytesWritten === len) return;
+        await writeDirect(this.direct, buf.subarray(0, alignUp(n)), at);
+        return;
       } catch (err) {
         if (errnoOf(err) !== 'EINVAL') throw err;
       }
-      // Refused or cut short: buffered from here on (the same bytes, rewritten).
+      // Refused or cut short: buffered from here on, for the whole store (the same bytes, rewritten).
+      this.objects.refuseDirect();
       const d = this.direct;
       this.direct = null;
       await d?.close().catch(() => {});
