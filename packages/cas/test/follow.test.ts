@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, existsSync, readdirSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, readdirSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, join } from 'node:path';
 import { bytesOf, idOf, tempDir } from '@tensorfs/testkit';
@@ -71,6 +71,34 @@ for (const thread of [true, false]) {
       expect(hex(await g.digest(0))).toBe(idOf(bytes.subarray(0, 3)));
     });
 
+    it('appends: writes each batch at its offset after a read-back prefix, hashes it, moves what it is given', async () => {
+      const path = join(tempDir(), 'append.part');
+      const bytes = bytesOf(6_000_000, 5);
+      writeFileSync(path, bytes.subarray(0, 1_000_000));
+      const f = followFile(path, { thread, write: true });
+      f.advance(1_000_000);
+      // Two batches: the second made of chunks that each fill their own buffer, handed over.
+      await f.append([bytes.slice(1_000_000, 1_500_000), bytes.subarray(1_500_000, 3_000_000)], 1_000_000);
+      const own = [bytes.slice(3_000_000, 4_000_000), bytes.slice(4_000_000, 6_000_000)];
+      await f.append(own, 3_000_000, [own[0]!.buffer, own[1]!.buffer]);
+      expect(hex(await f.digest(bytes.length))).toBe(idOf(bytes));
+      expect(Buffer.from(readFileSync(path)).equals(Buffer.from(bytes))).toBe(true);
+      // Moved to the hashing thread (detached here); the calling thread has nothing to move.
+      expect(own.map((c) => c.byteLength)).toEqual(thread ? [0, 0] : [1_000_000, 2_000_000]);
+    });
+
+    it('an append anywhere but where the bytes end, or into a file it cannot write, fails with its errno', async () => {
+      const path = join(tempDir(), 'gap.part');
+      writeFileSync(path, '');
+      const f = followFile(path, { thread, write: true });
+      await f.append([bytesOf(10, 1)], 0);
+      await expect(f.append([bytesOf(10, 2)], 11)).rejects.toMatchObject({ code: 'EINVAL' });
+      f.close();
+      const dir = followFile(tempDir(), { thread, write: true });
+      await expect(dir.append([bytesOf(10, 1)], 0)).rejects.toMatchObject({ code: 'EISDIR' });
+      dir.close();
+    });
+
     it('the empty file', async () => {
       const path = join(tempDir(), 'empty.part');
       writeFileSync(path, '');
@@ -110,6 +138,32 @@ describe('ObjectPart files', () => {
       await store.close();
     },
   );
+
+  it('copies the chunks its caller keeps and moves the ones handed over (buffered parts)', async () => {
+    const root = join(tempDir(), 'store');
+    const store = await LocalStore.open(root);
+    const bytes = bytesOf(9_000_000, 9);
+    const part = await store.openPart('pull-h', { expectedLength: bytes.length });
+    const kept: Uint8Array[] = [];
+    const given: Uint8Array[] = [];
+    for (let at = 0, i = 0; at < bytes.length; at += 65_536, i++) {
+      const chunk = bytes.slice(at, at + 65_536);
+      (i % 2 === 0 ? kept : given).push(chunk);
+      await part.write(chunk, { handOver: i % 2 === 1 });
+    }
+    // The caller reuses what it kept: the part's bytes do not change.
+    for (const c of kept) c.fill(0xee);
+    expect(await part.commit({ expected: idOf(bytes) })).toEqual({
+      id: idOf(bytes),
+      length: bytes.length,
+      written: true,
+    });
+    expect(Buffer.from(await store.readObject(idOf(bytes), { verify: true })).equals(Buffer.from(bytes))).toBe(true);
+    // Handed-over chunks moved to the writing thread; the kept ones are still the caller's.
+    expect(given.every((c) => c.byteLength === 0)).toBe(true);
+    expect(kept.every((c) => c.byteLength > 0)).toBe(true);
+    await store.close();
+  });
 
   it('takes over the part of a writer that is gone (and of earlier versions), never a live one', async () => {
     const root = join(tempDir(), 'store');

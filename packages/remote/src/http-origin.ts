@@ -56,10 +56,10 @@ function toRead(res: HttpResponse, id: ObjectId, offset: number): ObjectRead {
         details: { rule: 'http.bad_content_range', digest: id },
       });
     }
-    return { offset, size: m[3] === '*' ? undefined : Number(m[3]), body: res.body, cancel };
+    return { offset, size: m[3] === '*' ? undefined : Number(m[3]), body: res.body, cancel, owned: true };
   }
   const len = Number(res.headers['content-length']);
-  return { offset: 0, size: Number.isSafeInteger(len) ? len : undefined, body: res.body, cancel };
+  return { offset: 0, size: Number.isSafeInteger(len) ? len : undefined, body: res.body, cancel, owned: true };
 }
 
 /** When uploads go in parts (hub sessions, S3 multipart): objects above `thresholdBytes`, in parts of `partBytes`. */

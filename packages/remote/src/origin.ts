@@ -23,6 +23,11 @@ export interface ObjectRead {
   /** Stops reading and releases the connection. */
   cancel(): void;
   /**
+   * True when every chunk of `body` is fresh memory nothing else refers to (undici's socket
+   * reads): the consumer may keep the chunks, or move them to another thread, without a copy.
+   */
+  owned?: boolean;
+  /**
    * Optional: the consumer is done with a chunk of `body` (nothing refers to its bytes any more),
    * so the origin may read later chunks into the same memory.
    */

@@ -635,9 +635,10 @@ class Transfer {
               details: { rule: 'remote.too_long', digest: id, expected: len ?? limit },
             });
           }
-          await sink.write(chunk);
-          this.bytesFetched += chunk.length;
-          this.bytesDone += chunk.length;
+          const n = chunk.length; // (a chunk handed over may be detached by the write)
+          await sink.write(chunk, { handOver: r.owned === true });
+          this.bytesFetched += n;
+          this.bytesDone += n;
           this.progress();
         }
       } catch (err) {
@@ -661,7 +662,8 @@ class Transfer {
 
 interface Sink {
   readonly length: number;
-  write(chunk: Uint8Array): Promise<void>;
+  /** `handOver`: the chunk's memory is the sink's from now on (see {@link ObjectRead.owned}). */
+  write(chunk: Uint8Array, options?: { handOver?: boolean }): Promise<void>;
   reset(): Promise<void>;
 }
 

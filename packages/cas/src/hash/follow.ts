@@ -1,13 +1,14 @@
 /**
  * Hashing a file as it is written, on a worker thread: the writer hands over each range it
- * writes ({@link FileFollower.update}; shared memory travels without a copy), and a prefix already
- * in the file (a resumed part) is read back from it ({@link FileFollower.advance}). A transfer's
- * main thread then only receives and writes while the other core hashes (docs/remote.md
- * "Throughput").
+ * writes ({@link FileFollower.update}; shared memory travels without a copy) or has the thread
+ * write it too ({@link FileFollower.append}; memory handed over travels without a copy), and a
+ * prefix already in the file (a resumed part) is read back from it ({@link FileFollower.advance}).
+ * A transfer's main thread then only receives while the other core hashes and the thread pool
+ * writes (docs/remote.md "Throughput").
  *
  * One worker serves every follower of the process (SHA-256 at ~1.1 GiB/s outruns any transfer it
- * follows); it keeps the process alive only while a digest is awaited. Where a worker cannot run,
- * the same reads and hashing happen on the calling thread.
+ * follows); it keeps the process alive only while a reply is awaited. Where a worker cannot run,
+ * the same reads, writes and hashing happen on the calling thread.
  */
 import { createHash, type Hash } from 'node:crypto';
 import * as fs from 'node:fs';
@@ -26,6 +27,15 @@ export interface FileFollower {
    * be reused then). Views of a `SharedArrayBuffer` reach the hashing thread without a copy.
    */
   update(bytes: Uint8Array): Promise<void>;
+  /**
+   * Writes `chunks` into the file at `at` (the bytes hashed so far: each append continues where
+   * the last ended) and hashes them as its next bytes; resolves once both are done, rejects with
+   * the errno-style error of a failed write. Appends reach the file one after another, so a file
+   * cut short by a crash holds a prefix. The buffers listed in `transfer` move to the hashing
+   * thread (their views here are detached: only for memory the caller gives up); other chunks
+   * are copied. Needs a follower opened with `write: true`.
+   */
+  append(chunks: readonly Uint8Array[], at: number, transfer?: readonly ArrayBuffer[]): Promise<void>;
   /** Starts again from byte 0 (the file was truncated). */
   reset(): void;
   /**
@@ -41,16 +51,19 @@ export interface FileFollower {
 const READ_BYTES = 4 << 20;
 
 /**
- * Follows the file at `path` (opened read-only by the hashing thread). `thread: false` (or a
- * platform without worker threads) reads and hashes on the calling thread at {@link FileFollower.digest}.
+ * Follows the file at `path`, opened by the hashing thread read-only, or read-write with
+ * `write: true` (for {@link FileFollower.append}). `thread: false` (or a platform without worker
+ * threads) reads, writes and hashes on the calling thread.
  */
-export function followFile(path: string, options: { thread?: boolean } = {}): FileFollower {
+export function followFile(path: string, options: { thread?: boolean; write?: boolean } = {}): FileFollower {
   const w = options.thread === false ? null : sharedWorker();
-  return w ? w.follow(path) : new InlineFollower(path);
+  return w ? w.follow(path, options.write === true) : new InlineFollower(path);
 }
 
-// The worker: a table of followed files, each with its descriptor, hash state and position. Any
-// failure is kept and reported by the next digest (messages are handled in order).
+// The worker: a table of followed files, each with its descriptor, hash state, position and the
+// chain of its appends' writes (run by the thread pool while the worker hashes; the descriptor is
+// closed only after them). Any failure is kept and reported by the next append or digest
+// (messages are handled in order).
 const WORKER_SOURCE = `
 const { parentPort } = process.getBuiltinModule('node:worker_threads');
 const { createHash } = process.getBuiltinModule('node:crypto');
@@ -66,11 +79,27 @@ function upTo(f, end) {
     } catch (err) { f.error = err.code || 'EIO'; }
   }
 }
+function writeAll(fd, chunks, at) {
+  return new Promise((resolve, reject) => {
+    const next = (list, pos) => fs.writev(fd, list, pos, (err, n) => {
+      if (err) return reject(err);
+      if (n === 0) return reject(Object.assign(new Error('no progress'), { code: 'EIO' }));
+      let rest = list;
+      let skip = n;
+      while (rest.length > 0 && skip >= rest[0].length) { skip -= rest[0].length; rest = rest.slice(1); }
+      if (rest.length === 0) return resolve();
+      if (skip > 0) rest = [rest[0].subarray(skip), ...rest.slice(1)];
+      next(rest, pos + n);
+    });
+    next(chunks, at);
+  });
+}
+function finish(f) { if (f.fd >= 0) { const fd = f.fd; f.fd = -1; f.w.then(() => { try { fs.closeSync(fd); } catch {} }); } }
 parentPort.on('message', (m) => {
   let f = files.get(m.id);
   if (m.op === 'open') {
-    f = { at: 0, h: createHash('sha256'), fd: -1, error: undefined };
-    try { f.fd = fs.openSync(m.path, 'r'); } catch (err) { f.error = err.code || 'EIO'; }
+    f = { at: 0, h: createHash('sha256'), fd: -1, error: undefined, w: Promise.resolve() };
+    try { f.fd = fs.openSync(m.path, m.write ? 'r+' : 'r'); } catch (err) { f.error = err.code || 'EIO'; }
     files.set(m.id, f);
     return;
   }
@@ -80,6 +109,16 @@ parentPort.on('message', (m) => {
     if (f.error === undefined) { f.h.update(m.bytes); f.at += m.bytes.length; }
     parentPort.postMessage({ id: m.id, tag: m.tag });
   }
+  else if (m.op === 'append') {
+    if (f.error === undefined && m.at !== f.at) f.error = 'EINVAL';
+    if (f.error !== undefined) { parentPort.postMessage({ id: m.id, tag: m.tag, error: f.error }); return; }
+    const fd = f.fd;
+    // The write is queued first: the thread pool writes while this thread hashes.
+    const written = f.w.then(() => writeAll(fd, m.chunks, m.at));
+    f.w = written.catch((err) => { f.error ??= err.code || 'EIO'; });
+    for (const c of m.chunks) { f.h.update(c); f.at += c.length; }
+    f.w.then(() => parentPort.postMessage({ id: m.id, tag: m.tag, error: f.error }));
+  }
   else if (m.op === 'reset') { f.h = createHash('sha256'); f.at = 0; if (f.error !== 'ENOENT' && f.fd >= 0) f.error = undefined; }
   else if (m.op === 'digest') {
     upTo(f, m.end);
@@ -88,7 +127,7 @@ parentPort.on('message', (m) => {
     parentPort.postMessage({ id: m.id, tag: m.tag, error, digest: d && d.buffer.slice(d.byteOffset, d.byteOffset + 32) });
   }
   if (m.op === 'digest' || m.op === 'close') {
-    if (f.fd >= 0) try { fs.closeSync(f.fd); } catch {}
+    finish(f);
     files.delete(m.id);
   }
 });
@@ -125,21 +164,26 @@ class HashWorker {
     this.worker.unref();
   }
 
-  /** Posts `m` and resolves with the reply to it. */
-  private ask(m: object): Promise<Uint8Array | undefined> {
+  /** Posts `m` (moving the buffers in `transfer`) and resolves with the reply to it. */
+  private ask(m: object, transfer?: readonly ArrayBuffer[]): Promise<Uint8Array | undefined> {
     if (this.dead) return Promise.reject(new TensorFSError('internal', 'the hashing thread failed'));
     const tag = this.nextTag++;
     return new Promise((resolve, reject) => {
       this.waiting.set(tag, { resolve, reject });
       this.worker.ref();
-      this.worker.postMessage({ tag, ...m });
+      try {
+        this.worker.postMessage({ tag, ...m }, transfer as ArrayBuffer[] | undefined);
+      } catch {
+        // A buffer that cannot move (WebAssembly memory): copied instead.
+        this.worker.postMessage({ tag, ...m });
+      }
     });
   }
 
-  follow(path: string): FileFollower {
+  follow(path: string, write: boolean): FileFollower {
     const id = this.nextId++;
     const post = (m: object) => this.worker.postMessage({ id, ...m });
-    post({ op: 'open', path });
+    post({ op: 'open', path, write });
     let done = false;
     let end = 0;
     return {
@@ -152,6 +196,11 @@ class HashWorker {
         if (done) throw new TensorFSError('internal', 'the follower is finished');
         end += bytes.length;
         await this.ask({ id, op: 'bytes', bytes });
+      },
+      append: async (chunks, at, transfer) => {
+        if (done) throw new TensorFSError('internal', 'the follower is finished');
+        for (const c of chunks) end += c.length;
+        await this.ask({ id, op: 'append', chunks, at }, transfer);
       },
       reset: () => {
         if (done) return;
@@ -214,6 +263,32 @@ class InlineFollower implements FileFollower {
     return run;
   }
 
+  append(chunks: readonly Uint8Array[], at: number): Promise<void> {
+    if (this.done) return Promise.reject(new TensorFSError('internal', 'the follower is finished'));
+    const run = this.chain.then(async () => {
+      await this.catchUp(this.end);
+      if (at !== this.at) throw readError('EINVAL');
+      const fh = await fs.promises.open(this.path, 'r+');
+      try {
+        let pos = at;
+        for (const c of chunks) {
+          for (let done = 0; done < c.length; ) {
+            const { bytesWritten } = await fh.write(c, done, c.length - done, pos);
+            if (bytesWritten === 0) throw readError('EIO');
+            done += bytesWritten;
+            pos += bytesWritten;
+          }
+          this.h.update(c);
+        }
+      } finally {
+        await fh.close();
+      }
+      this.at = this.end = at + chunks.reduce((n, c) => n + c.length, 0);
+    });
+    this.chain = run.catch(() => {});
+    return run;
+  }
+
   reset(): void {
     this.chain = this.chain.then(() => {
       this.at = 0;
@@ -252,9 +327,9 @@ class InlineFollower implements FileFollower {
   }
 }
 
-/** An errno-style error (`EOF` when the file is shorter than was advanced to); callers wrap it. */
+/** An errno-style error (`EOF` when the file is shorter than was advanced to, or a failed write); callers wrap it. */
 function readError(code: string | undefined): NodeJS.ErrnoException {
-  const err: NodeJS.ErrnoException = new Error(`read back failed (${code ?? 'EIO'})`);
+  const err: NodeJS.ErrnoException = new Error(`file access failed (${code ?? 'EIO'})`);
   err.code = code ?? 'EIO';
   return err;
 }

@@ -51,8 +51,13 @@ const MAX_SPARE_STAGES = 4 * STAGES;
 export interface ObjectPart {
   /** Bytes held so far (written or buffered). */
   readonly length: number;
-  /** Appends bytes; `corrupt` past `expectedLength`. */
-  write(chunk: Uint8Array): Promise<void>;
+  /**
+   * Appends bytes; `corrupt` past `expectedLength`. With `handOver` the caller gives the chunk's
+   * memory up (it never reads or writes it again, nor does anything else it came from): the part
+   * may move it to its writing thread instead of copying it, which detaches the caller's views of
+   * an `ArrayBuffer` the chunk fills entirely.
+   */
+  write(chunk: Uint8Array, options?: { handOver?: boolean }): Promise<void>;
   /** Empties the part (the origin restarted from byte 0, or sent wrong bytes). */
   reset(): Promise<void>;
   /** Writes what is buffered and closes the file, keeping it for a later resume. */
@@ -124,7 +129,8 @@ export async function openPart(
     throw ioError(err, 'resume part', 'tmp/');
   }
   // The hash state of an earlier run is gone: its prefix is hashed again from the file (read once).
-  const follower = followFile(path);
+  // Buffered parts are written by the hashing thread (appends), direct ones from staging buffers here.
+  const follower = followFile(path, { write: direct === null });
   follower.advance(length);
   return new Part(objects, path, fh, direct, follower, length, expectedLength);
 }
@@ -166,21 +172,30 @@ interface Stage {
 }
 
 /**
- * Received bytes are copied into page-aligned shared staging buffers; a full one goes to the
- * hashing thread (shared, no copy) and to the file at once — with O_DIRECT when the store's
- * `directIO` is on and the filesystem allows it (the device reads the buffer: no copy into the
- * page cache), buffered otherwise.
+ * Two ways to the file, chosen when the part opens:
+ * - buffered (the default): received chunks are collected, not copied, and every ~4 MiB go to
+ *   the hashing thread as one append — moved there when the caller hands them over — which hashes
+ *   them while the thread pool writes them (one `writev`);
+ * - direct (the store's `directIO`, where the filesystem allows it): chunks are copied into
+ *   page-aligned shared staging buffers, which the hashing thread reads in place while this thread
+ *   writes them with O_DIRECT (the device reads the buffer: no copy into the page cache).
+ * At most {@link STAGES} batches are in flight: memory stays bounded and the disk sets the pace.
  */
 class Part implements ObjectPart {
+  /** Direct: the staging buffers, the one being filled and its fill. */
   private readonly stages: Stage[] = [];
   private cur = 0;
-  /** Bytes in the current stage. */
   private pos = 0;
+  /** Buffered: the chunks collected for the next append, their bytes, and the appends in flight. */
+  private batch: Uint8Array[] = [];
+  private batchBytes = 0;
+  private readonly appends: Promise<void>[] = [];
+  private readonly staged: boolean;
   /** Bytes handed to the file (written or being written). */
   private fileAt: number;
   /** The first failure of a background hash or write. */
   private failure: unknown;
-  /** The last write asked for. */
+  /** The last direct write asked for. */
   private writing: Promise<void> = Promise.resolve();
   private closed = false;
 
@@ -194,13 +209,23 @@ class Part implements ObjectPart {
     private readonly expectedLength: number,
   ) {
     this.fileAt = length;
+    this.staged = direct !== null;
   }
 
-  async write(chunk: Uint8Array): Promise<void> {
+  async write(chunk: Uint8Array, options?: { handOver?: boolean }): Promise<void> {
     if (this.length + chunk.length > this.expectedLength) {
       throw new TensorFSError('corrupt', 'more bytes than the object has', {
         details: { rule: 'store.part_too_long', expected: this.expectedLength, actual: this.length + chunk.length },
       });
+    }
+    if (!this.staged) {
+      if (chunk.length === 0) return;
+      // What the caller keeps is copied (into memory of our own, which can then move).
+      this.batch.push(options?.handOver === true ? chunk : new Uint8Array(chunk));
+      this.batchBytes += chunk.length;
+      this.length += chunk.length;
+      if (this.batchBytes >= STAGE_BYTES) await this.submit();
+      return;
     }
     // Buffer#copy is a plain memmove; TypedArray#set into shared memory is slower here.
     const src = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
@@ -225,8 +250,25 @@ class Part implements ObjectPart {
     return s;
   }
 
-  /** Hands the current stage to the hashing thread and the file; waits for the next to be free. */
+  /** Hands what is collected or staged to the file and the hash; waits while too much is in flight. */
   private async submit(): Promise<void> {
+    if (!this.staged) {
+      if (this.batchBytes > 0) {
+        const chunks = this.batch;
+        const at = this.fileAt;
+        this.fileAt += this.batchBytes;
+        this.batch = [];
+        this.batchBytes = 0;
+        this.appends.push(
+          this.follower.append(chunks, at, movable(chunks)).catch((err) => {
+            this.failure ??= err;
+          }),
+        );
+      }
+      while (this.appends.length >= STAGES) await this.appends.shift();
+      this.check();
+      return;
+    }
     const n = this.pos;
     if (n > 0) {
       const s = this.stage();
@@ -253,6 +295,11 @@ class Part implements ObjectPart {
     if (this.failure !== undefined) throw ioError(this.failure, 'write part', 'tmp/');
   }
 
+  /** Every write and hash in flight, settled. */
+  private async settled(): Promise<void> {
+    await Promise.all([...this.appends.splice(0), ...this.stages.map((s) => s.busy)]);
+  }
+
   /** Writes `n` bytes of `buf` at `at`: directly (rounded up to the alignment) or buffered. */
   private async writeAt(buf: Uint8Array, n: number, at: number): Promise<void> {
     if (this.direct !== null && at % DIRECT_ALIGN === 0) {
@@ -274,7 +321,7 @@ class Part implements ObjectPart {
   /** Submits what is staged and waits for every write; the file then holds exactly `length` bytes. */
   private async drain(): Promise<void> {
     await this.submit();
-    await Promise.all(this.stages.map((s) => s.busy));
+    await this.settled();
     this.check();
     const size = (await this.fh.stat()).size;
     // Bytes gone behind the writer's back: never padded back with zeros and published.
@@ -284,9 +331,11 @@ class Part implements ObjectPart {
   }
 
   async reset(): Promise<void> {
-    await Promise.all(this.stages.map((s) => s.busy));
+    await this.settled();
     this.failure = undefined;
     this.pos = 0;
+    this.batch = [];
+    this.batchBytes = 0;
     this.length = 0;
     this.fileAt = 0;
     try {
@@ -312,7 +361,7 @@ class Part implements ObjectPart {
 
   /** Closes the files and gives the stages back (after their writes settled). */
   private async release(): Promise<void> {
-    await Promise.all(this.stages.map((s) => s.busy));
+    await this.settled();
     for (const s of this.stages.splice(0)) giveStage(s.buf);
     await this.fh.close().catch(() => {});
     await this.direct?.close().catch(() => {});
@@ -372,6 +421,19 @@ class Part implements ObjectPart {
       written: await this.objects.publish({ path: this.path, length: this.length }, expected),
     };
   }
+}
+
+/**
+ * The buffers of `chunks` that may move to another thread: each filled entirely by one chunk
+ * (a chunk that shares its buffer is copied by the message instead).
+ */
+function movable(chunks: readonly Uint8Array[]): ArrayBuffer[] {
+  const out = new Set<ArrayBuffer>();
+  for (const c of chunks) {
+    if (c.byteOffset === 0 && c.byteLength === c.buffer.byteLength && c.buffer instanceof ArrayBuffer)
+      out.add(c.buffer);
+  }
+  return [...out];
 }
 
 /** Staging buffers of parts no longer open, kept for the next (a fresh one costs its page faults). */
