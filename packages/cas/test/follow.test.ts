@@ -1,8 +1,8 @@
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, readFileSync, readdirSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, join } from 'node:path';
-import { bytesOf, idOf, tempDir } from '@tensorfs/testkit';
+import { bytesOf, idOf, objectFile, tempDir } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
 import { followFile } from '../src/hash/follow.js';
 import { LocalStore } from '@tensorfs/cas';
@@ -164,6 +164,28 @@ describe('ObjectPart files', () => {
     expect(kept.every((c) => c.byteLength > 0)).toBe(true);
     await store.close();
   });
+
+  it.runIf(process.platform === 'linux')(
+    'a direct part reaches the disk without page-cache pages; a buffered one through them',
+    async () => {
+      const resident = (file: string) =>
+        Number(execFileSync('fincore', ['--bytes', '--noheadings', '--output', 'RES', file], { encoding: 'utf8' }).trim());
+      const pages: Record<string, number> = {};
+      for (const directIO of [true, false]) {
+        const root = join(tempDir(), 'store');
+        const store = await LocalStore.open(root, { directIO });
+        const bytes = bytesOf(10_000_000 + 123, directIO ? 11 : 12);
+        const part = await store.openPart('pull-d', { expectedLength: bytes.length });
+        for (let at = 0; at < bytes.length; at += 65_536) await part.write(bytes.slice(at, at + 65_536), { handOver: true });
+        expect((await part.commit({ expected: idOf(bytes) })).written).toBe(true);
+        pages[String(directIO)] = resident(objectFile(root, idOf(bytes)));
+        expect(Buffer.from(await store.readObject(idOf(bytes), { verify: true })).equals(Buffer.from(bytes))).toBe(true);
+        await store.close();
+      }
+      // (/tmp on tmpfs would refuse O_DIRECT: then both are buffered, and this says so.)
+      expect(pages).toEqual({ true: 0, false: 10_002_432 });
+    },
+  );
 
   it('takes over the part of a writer that is gone (and of earlier versions), never a live one', async () => {
     const root = join(tempDir(), 'store');

@@ -56,4 +56,40 @@ describe('failing writes', () => {
       if (mounted) execFileSync('umount', [root]);
     }
   });
+
+  it.each([false, true])(
+    'a part that fills the filesystem fails with io ENOSPC from the writing thread and is removed (directIO %s)',
+    async (directIO) => {
+      const root = tempDir();
+      if (!tryMount(root, '2m')) {
+        // Without a small filesystem: the part cannot even be opened (tmp/ made unusable).
+        const s = await LocalStore.open(root, { directIO });
+        rmSync(join(root, 'tmp'), { recursive: true });
+        writeFileSync(join(root, 'tmp'), '');
+        const e = await expectCode(s.openPart('pull-full', { expectedLength: 6 << 20 }), 'io');
+        expect(e.details.errno).toBe('ENOTDIR');
+        return await s.close();
+      }
+      try {
+        const s = await LocalStore.open(root, { directIO });
+        const bytes = bytesOf(6 << 20, 3);
+        const part = await s.openPart('pull-full', { expectedLength: bytes.length });
+        let failed: unknown;
+        try {
+          for (let at = 0; at < bytes.length; at += 65_536)
+            await part.write(bytes.slice(at, at + 65_536), { handOver: true });
+          await part.commit({ expected: idOf(bytes) });
+        } catch (err) {
+          failed = err;
+        }
+        expect(failed).toMatchObject({ code: 'io', details: { errno: 'ENOSPC' } });
+        await part.discard();
+        expect(readdirSync(join(root, 'tmp'))).toEqual([]);
+        expect(existsSync(objectFile(root, idOf(bytes)))).toBe(false);
+        await s.close();
+      } finally {
+        execFileSync('umount', [root]);
+      }
+    },
+  );
 });

@@ -13,6 +13,7 @@
 import { createHash, type Hash } from 'node:crypto';
 import * as fs from 'node:fs';
 import { Worker } from 'node:worker_threads';
+import { DIRECT_ALIGN, O_DIRECT } from '../store/direct.js';
 import { TensorFSError } from '@tensorfs/format';
 
 /**
@@ -33,9 +34,18 @@ export interface FileFollower {
    * the errno-style error of a failed write. Appends reach the file one after another, so a file
    * cut short by a crash holds a prefix. The buffers listed in `transfer` move to the hashing
    * thread (their views here are detached: only for memory the caller gives up); other chunks
-   * are copied. Needs a follower opened with `write: true`.
+   * are copied. Needs a follower opened with `write: true`. With `direct`, the bytes are copied
+   * into page-aligned 4 MiB buffers written with O_DIRECT, and a last partial block stays in
+   * memory until {@link flush}.
    */
   append(chunks: readonly Uint8Array[], at: number, transfer?: readonly ArrayBuffer[]): Promise<void>;
+  /**
+   * Writes what appends hold back (a direct file's last partial block, padded to 4 KiB: the
+   * caller cuts the file to its length) and resolves when every write has ended.
+   */
+  flush(): Promise<void>;
+  /** True once the filesystem refused a direct write (the file was then written buffered). */
+  readonly directRefused: boolean;
   /** Starts again from byte 0 (the file was truncated). */
   reset(): void;
   /**
@@ -50,25 +60,38 @@ export interface FileFollower {
 /** Bytes the worker reads at a time (one buffer, reused). */
 const READ_BYTES = 4 << 20;
 
+/** Bytes of a direct file's staging buffer (written at once). */
+const STAGE_BYTES = 4 << 20;
+
 /**
  * Follows the file at `path`, opened by the hashing thread read-only, or read-write with
- * `write: true` (for {@link FileFollower.append}). `thread: false` (or a platform without worker
- * threads) reads, writes and hashes on the calling thread.
+ * `write: true` (for {@link FileFollower.append}); `direct` writes appends with O_DIRECT (Linux;
+ * a file whose filesystem refuses it is written buffered). `thread: false` (or a platform
+ * without worker threads) reads, writes (buffered) and hashes on the calling thread.
  */
-export function followFile(path: string, options: { thread?: boolean; write?: boolean } = {}): FileFollower {
+export function followFile(
+  path: string,
+  options: { thread?: boolean; write?: boolean; direct?: boolean } = {},
+): FileFollower {
   const w = options.thread === false ? null : sharedWorker();
-  return w ? w.follow(path, options.write === true) : new InlineFollower(path);
+  const direct = options.direct === true && O_DIRECT !== 0;
+  return w ? w.follow(path, options.write === true, direct) : new InlineFollower(path);
 }
 
-// The worker: a table of followed files, each with its descriptor, hash state, position and the
-// chain of its appends' writes (run by the thread pool while the worker hashes; the descriptor is
-// closed only after them). Any failure is kept and reported by the next append or digest
-// (messages are handled in order).
+// The worker: a table of followed files, each with its descriptors, hash state, position and the
+// chain of its writes (run by the thread pool while the worker hashes; descriptors are closed only
+// after them). A direct file fills page-aligned 4 MiB stages, writes each full one with O_DIRECT
+// and keeps the partial last one until a flush; a refused direct write (EINVAL) is redone
+// buffered, and the file stays buffered. Any failure is kept and reported by the next append,
+// flush or digest (messages are handled in order).
 const WORKER_SOURCE = `
 const { parentPort } = process.getBuiltinModule('node:worker_threads');
 const { createHash } = process.getBuiltinModule('node:crypto');
 const fs = process.getBuiltinModule('node:fs');
 const buf = Buffer.allocUnsafe(${READ_BYTES});
+const STAGE = ${STAGE_BYTES};
+const ALIGN = ${DIRECT_ALIGN};
+const spare = [];
 const files = new Map();
 function upTo(f, end) {
   while (f.error === undefined && f.at < end) {
@@ -94,12 +117,49 @@ function writeAll(fd, chunks, at) {
     next(chunks, at);
   });
 }
-function finish(f) { if (f.fd >= 0) { const fd = f.fd; f.fd = -1; f.w.then(() => { try { fs.closeSync(fd); } catch {} }); } }
+// A stage: 4 MiB at a page boundary (WebAssembly memory starts on one).
+function takeStage() {
+  return spare.pop() || new Uint8Array(new WebAssembly.Memory({ initial: STAGE / 65536, maximum: STAGE / 65536 }).buffer);
+}
+// Queues the write of stage bytes [0, n) at 'at': direct (rounded up to the alignment), or buffered.
+function writeStage(f, stage, n, at) {
+  const run = f.w.then(async () => {
+    if (f.dfd >= 0) {
+      try { await writeAll(f.dfd, [stage.subarray(0, Math.ceil(n / ALIGN) * ALIGN)], at); return; }
+      catch (err) { if (err.code !== 'EINVAL') throw err; }
+      f.refused = true;
+      try { fs.closeSync(f.dfd); } catch {}
+      f.dfd = -1;
+    }
+    await writeAll(f.fd, [stage.subarray(0, n)], at);
+  });
+  f.w = run.catch((err) => { f.error ??= err.code || 'EIO'; }).then(() => { if (spare.length < 8) spare.push(stage); });
+}
+function stageInto(f, c) {
+  for (let i = 0; i < c.length; ) {
+    if (f.stage === null) { f.stage = takeStage(); f.fill = 0; }
+    const n = Math.min(c.length - i, STAGE - f.fill);
+    f.stage.set(c.subarray(i, i + n), f.fill);
+    f.fill += n; i += n;
+    if (f.fill === STAGE) { writeStage(f, f.stage, STAGE, f.wat); f.wat += STAGE; f.stage = null; }
+  }
+}
+function reply(m, f) { f.w.then(() => parentPort.postMessage({ id: m.id, tag: m.tag, error: f.error, refused: f.refused })); }
+function finish(f) {
+  const fds = [f.fd, f.dfd].filter((fd) => fd >= 0);
+  f.fd = f.dfd = -1;
+  if (f.stage !== null) { spare.push(f.stage); f.stage = null; }
+  f.w.then(() => { for (const fd of fds) try { fs.closeSync(fd); } catch {} });
+}
 parentPort.on('message', (m) => {
   let f = files.get(m.id);
   if (m.op === 'open') {
-    f = { at: 0, h: createHash('sha256'), fd: -1, error: undefined, w: Promise.resolve() };
+    f = { at: 0, h: createHash('sha256'), fd: -1, dfd: -1, error: undefined, refused: false, w: Promise.resolve(), stage: null, fill: 0, wat: 0 };
     try { f.fd = fs.openSync(m.path, m.write ? 'r+' : 'r'); } catch (err) { f.error = err.code || 'EIO'; }
+    if (m.direct && f.error === undefined) {
+      try { f.dfd = fs.openSync(m.path, fs.constants.O_WRONLY | fs.constants.O_DIRECT); }
+      catch (err) { if (err.code === 'EINVAL') f.refused = true; else f.error = err.code || 'EIO'; }
+    }
     files.set(m.id, f);
     return;
   }
@@ -112,14 +172,32 @@ parentPort.on('message', (m) => {
   else if (m.op === 'append') {
     if (f.error === undefined && m.at !== f.at) f.error = 'EINVAL';
     if (f.error !== undefined) { parentPort.postMessage({ id: m.id, tag: m.tag, error: f.error }); return; }
-    const fd = f.fd;
-    // The write is queued first: the thread pool writes while this thread hashes.
-    const written = f.w.then(() => writeAll(fd, m.chunks, m.at));
-    f.w = written.catch((err) => { f.error ??= err.code || 'EIO'; });
-    for (const c of m.chunks) { f.h.update(c); f.at += c.length; }
-    f.w.then(() => parentPort.postMessage({ id: m.id, tag: m.tag, error: f.error }));
+    // Direct writes need aligned offsets: a file resumed elsewhere goes buffered.
+    if (f.dfd >= 0 && f.stage === null && m.at % ALIGN !== 0) { try { fs.closeSync(f.dfd); } catch {} f.dfd = -1; }
+    // (A stage begun stays the way to the file until flushed, even once direct writes were refused.)
+    if (f.dfd >= 0 || f.stage !== null) {
+      if (f.stage === null) f.wat = m.at;
+      for (const c of m.chunks) { f.h.update(c); f.at += c.length; stageInto(f, c); }
+    } else {
+      // The write is queued first: the thread pool writes while this thread hashes.
+      const fd = f.fd;
+      const written = f.w.then(() => writeAll(fd, m.chunks, m.at));
+      f.w = written.catch((err) => { f.error ??= err.code || 'EIO'; });
+      for (const c of m.chunks) { f.h.update(c); f.at += c.length; }
+    }
+    reply(m, f);
   }
-  else if (m.op === 'reset') { f.h = createHash('sha256'); f.at = 0; if (f.error !== 'ENOENT' && f.fd >= 0) f.error = undefined; }
+  else if (m.op === 'flush') {
+    if (f.stage !== null && f.fill > 0) writeStage(f, f.stage, f.fill, f.wat);
+    else if (f.stage !== null) spare.push(f.stage);
+    f.stage = null;
+    reply(m, f);
+  }
+  else if (m.op === 'reset') {
+    f.h = createHash('sha256'); f.at = 0;
+    if (f.stage !== null) { spare.push(f.stage); f.stage = null; }
+    if (f.error !== 'ENOENT' && f.fd >= 0) f.error = undefined;
+  }
   else if (m.op === 'digest') {
     upTo(f, m.end);
     const error = f.error;
@@ -133,7 +211,14 @@ parentPort.on('message', (m) => {
 });
 `;
 
-type Waiter = { resolve: (d: Uint8Array | undefined) => void; reject: (e: unknown) => void };
+/** A reply of the worker: a failure's errno-style code, a digest, whether direct writes were refused. */
+interface Reply {
+  error?: string;
+  digest?: ArrayBuffer;
+  refused?: boolean;
+}
+
+type Waiter = { resolve: (r: Reply) => void; reject: (e: unknown) => void };
 
 class HashWorker {
   private readonly worker: Worker;
@@ -145,13 +230,13 @@ class HashWorker {
 
   constructor() {
     this.worker = new Worker(WORKER_SOURCE, { eval: true });
-    this.worker.on('message', (m: { tag: number; error?: string; digest?: ArrayBuffer }) => {
+    this.worker.on('message', (m: Reply & { tag: number }) => {
       const w = this.waiting.get(m.tag);
       if (!w) return;
       this.waiting.delete(m.tag);
       if (this.waiting.size === 0) this.worker.unref();
       if (m.error !== undefined) w.reject(readError(m.error));
-      else w.resolve(m.digest && new Uint8Array(m.digest));
+      else w.resolve(m);
     });
     const fail = (cause: unknown) => {
       this.dead = true;
@@ -165,7 +250,7 @@ class HashWorker {
   }
 
   /** Posts `m` (moving the buffers in `transfer`) and resolves with the reply to it. */
-  private ask(m: object, transfer?: readonly ArrayBuffer[]): Promise<Uint8Array | undefined> {
+  private ask(m: object, transfer?: readonly ArrayBuffer[]): Promise<Reply> {
     if (this.dead) return Promise.reject(new TensorFSError('internal', 'the hashing thread failed'));
     const tag = this.nextTag++;
     return new Promise((resolve, reject) => {
@@ -180,12 +265,17 @@ class HashWorker {
     });
   }
 
-  follow(path: string, write: boolean): FileFollower {
+  follow(path: string, write: boolean, direct: boolean): FileFollower {
     const id = this.nextId++;
     const post = (m: object) => this.worker.postMessage({ id, ...m });
-    post({ op: 'open', path, write });
+    post({ op: 'open', path, write, direct });
     let done = false;
     let end = 0;
+    let refused = false;
+    const finished = () => new TensorFSError('internal', 'the follower is finished');
+    const note = (r: Reply) => {
+      if (r.refused) refused = true;
+    };
     return {
       advance: (n) => {
         if (done || n <= end) return;
@@ -193,14 +283,21 @@ class HashWorker {
         post({ op: 'to', end: n });
       },
       update: async (bytes) => {
-        if (done) throw new TensorFSError('internal', 'the follower is finished');
+        if (done) throw finished();
         end += bytes.length;
         await this.ask({ id, op: 'bytes', bytes });
       },
       append: async (chunks, at, transfer) => {
-        if (done) throw new TensorFSError('internal', 'the follower is finished');
+        if (done) throw finished();
         for (const c of chunks) end += c.length;
-        await this.ask({ id, op: 'append', chunks, at }, transfer);
+        note(await this.ask({ id, op: 'append', chunks, at }, transfer));
+      },
+      flush: async () => {
+        if (done) throw finished();
+        note(await this.ask({ id, op: 'flush' }));
+      },
+      get directRefused() {
+        return refused;
       },
       reset: () => {
         if (done) return;
@@ -208,9 +305,9 @@ class HashWorker {
         post({ op: 'reset' });
       },
       digest: async (n) => {
-        if (done) throw new TensorFSError('internal', 'the follower is finished');
+        if (done) throw finished();
         done = true;
-        return (await this.ask({ id, op: 'digest', end: Math.max(n, end) }))!;
+        return new Uint8Array((await this.ask({ id, op: 'digest', end: Math.max(n, end) })).digest!);
       },
       close: () => {
         if (done) return;
@@ -288,6 +385,13 @@ class InlineFollower implements FileFollower {
     this.chain = run.catch(() => {});
     return run;
   }
+
+  async flush(): Promise<void> {
+    await this.chain;
+  }
+
+  /** Writes here are buffered. */
+  readonly directRefused = false;
 
   reset(): void {
     this.chain = this.chain.then(() => {

@@ -16,8 +16,8 @@ import * as fsp from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { type ObjectId, TensorFSError, objectIdFromDigest, parseObjectId, throwIfAborted } from '@tensorfs/format';
 import { type FileFollower, followFile } from '../hash/follow.js';
-import { DIRECT_ALIGN, O_DIRECT, alignUp, allocateAligned, writeDirect } from './direct.js';
-import { HOST, errnoOf, fsyncDir, ioError, pidAlive, writeFully } from './fsutil.js';
+import { DIRECT_ALIGN, O_DIRECT } from './direct.js';
+import { HOST, errnoOf, fsyncDir, ioError, pidAlive } from './fsutil.js';
 import { objectDir } from './layout.js';
 import type { Lease } from './leases.js';
 import {
@@ -33,14 +33,11 @@ import {
 /** Part names: what callers pass as `key` (the file is `tmp/<key>.<host>-<pid>.part`). */
 const PART_KEY = /^[a-z0-9][a-z0-9_-]{0,119}$/;
 
-/** Bytes of one staging buffer of a part: hashed and written at once. */
+/** Bytes a part collects before they go to the hashing thread and the file. */
 const STAGE_BYTES = 4 << 20;
 
-/** Staging buffers per part: one filling while the others are hashed and written. */
+/** Appends in flight per part: one collecting while the others are hashed and written. */
 const STAGES = 3;
-
-/** Staging buffers kept for later parts (a pull runs four at a time). */
-const MAX_SPARE_STAGES = 4 * STAGES;
 
 /**
  * A partial object in the store's `tmp/`, kept across runs so a transfer can resume where it
@@ -95,22 +92,23 @@ export async function openPart(
   }
   const path = join(objects.layout.tmp, `${key}.${HOST}-${process.pid}.part`);
   await adoptLeftover(objects.layout.tmp, key, path);
-  const { O_RDWR, O_CREAT, O_WRONLY } = fs.constants;
+  const { O_RDWR, O_CREAT } = fs.constants;
   let fh: fsp.FileHandle;
   try {
     fh = await fsp.open(path, O_RDWR | O_CREAT, 0o644);
   } catch (err) {
     throw ioError(err, 'open part', 'tmp/');
   }
-  let direct: fsp.FileHandle | null = null;
+  let direct = false;
   let length = 0;
   try {
     throwIfAborted(signal);
     if (objects.directIO && expectedLength >= STAGE_BYTES) {
+      // Whether the filesystem takes O_DIRECT (tmpfs refuses): if not, buffered, as the store is from now on.
       try {
-        direct = await fsp.open(path, O_WRONLY | O_DIRECT);
+        await (await fsp.open(path, fs.constants.O_WRONLY | O_DIRECT)).close();
+        direct = true;
       } catch (err) {
-        // Refused where the filesystem has no direct I/O (tmpfs): buffered, as the store is from now on.
         if (errnoOf(err) !== 'EINVAL') throw err;
         objects.refuseDirect();
       }
@@ -125,14 +123,12 @@ export async function openPart(
     }
   } catch (err) {
     await fh.close().catch(() => {});
-    await direct?.close().catch(() => {});
     throw ioError(err, 'resume part', 'tmp/');
   }
   // The hash state of an earlier run is gone: its prefix is hashed again from the file (read once).
-  // Buffered parts are written by the hashing thread (appends), direct ones from staging buffers here.
-  const follower = followFile(path, { write: direct === null });
+  const follower = followFile(path, { write: true, direct });
   follower.advance(length);
-  return new Part(objects, path, fh, direct, follower, length, expectedLength);
+  return new Part(objects, path, fh, follower, length, expectedLength);
 }
 
 /**
@@ -164,52 +160,34 @@ async function adoptLeftover(tmp: string, key: string, path: string): Promise<vo
   }
 }
 
-/** A part's staging buffer: filled by the caller, then hashed and written while the next fills. */
-interface Stage {
-  buf: Uint8Array;
-  /** The hash and write of its last contents (errors are kept in {@link Part.failure}). */
-  busy?: Promise<void> | undefined;
-}
-
 /**
- * Two ways to the file, chosen when the part opens:
- * - buffered (the default): received chunks are collected, not copied, and every ~4 MiB go to
- *   the hashing thread as one append — moved there when the caller hands them over — which hashes
- *   them while the thread pool writes them (one `writev`);
- * - direct (the store's `directIO`, where the filesystem allows it): chunks are copied into
- *   page-aligned shared staging buffers, which the hashing thread reads in place while this thread
- *   writes them with O_DIRECT (the device reads the buffer: no copy into the page cache).
- * At most {@link STAGES} batches are in flight: memory stays bounded and the disk sets the pace.
+ * Received chunks are collected, not copied (those the caller keeps are copied once, into memory
+ * of the part's own), and every ~4 MiB go to the hashing thread as one append — moved there when
+ * they fill their buffers — which hashes them while the thread pool writes them: buffered with one
+ * `writev`, or, when the store's `directIO` is on and the filesystem allows it, copied into
+ * page-aligned buffers written with O_DIRECT (the device reads the buffer: no copy into the page
+ * cache). At most {@link STAGES} appends are in flight: memory stays bounded, the disk sets the pace.
  */
 class Part implements ObjectPart {
-  /** Direct: the staging buffers, the one being filled and its fill. */
-  private readonly stages: Stage[] = [];
-  private cur = 0;
-  private pos = 0;
-  /** Buffered: the chunks collected for the next append, their bytes, and the appends in flight. */
+  /** The chunks collected for the next append, their bytes, and the appends in flight. */
   private batch: Uint8Array[] = [];
   private batchBytes = 0;
   private readonly appends: Promise<void>[] = [];
-  private readonly staged: boolean;
   /** Bytes handed to the file (written or being written). */
   private fileAt: number;
   /** The first failure of a background hash or write. */
   private failure: unknown;
-  /** The last direct write asked for. */
-  private writing: Promise<void> = Promise.resolve();
   private closed = false;
 
   constructor(
     private readonly objects: Objects,
     private readonly path: string,
     private readonly fh: fsp.FileHandle,
-    private direct: fsp.FileHandle | null,
     private readonly follower: FileFollower,
     public length: number,
     private readonly expectedLength: number,
   ) {
     this.fileAt = length;
-    this.staged = direct !== null;
   }
 
   async write(chunk: Uint8Array, options?: { handOver?: boolean }): Promise<void> {
@@ -218,76 +196,29 @@ class Part implements ObjectPart {
         details: { rule: 'store.part_too_long', expected: this.expectedLength, actual: this.length + chunk.length },
       });
     }
-    if (!this.staged) {
-      if (chunk.length === 0) return;
-      // What the caller keeps is copied (into memory of our own, which can then move).
-      this.batch.push(options?.handOver === true ? chunk : new Uint8Array(chunk));
-      this.batchBytes += chunk.length;
-      this.length += chunk.length;
-      if (this.batchBytes >= STAGE_BYTES) await this.submit();
-      return;
-    }
-    // Buffer#copy is a plain memmove; TypedArray#set into shared memory is slower here.
-    const src = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-    for (let at = 0; at < src.length; ) {
-      const stage = this.stage();
-      const n = Math.min(src.length - at, STAGE_BYTES - this.pos);
-      src.copy(stage.buf, this.pos, at, at + n);
-      this.pos += n;
-      this.length += n;
-      at += n;
-      if (this.pos === STAGE_BYTES) await this.submit();
-    }
+    if (chunk.length === 0) return;
+    // What the caller keeps is copied (into memory of our own, which can then move).
+    this.batch.push(options?.handOver === true ? chunk : new Uint8Array(chunk));
+    this.batchBytes += chunk.length;
+    this.length += chunk.length;
+    if (this.batchBytes >= STAGE_BYTES) await this.submit();
   }
 
-  /** The stage being filled (allocated on first use). */
-  private stage(): Stage {
-    let s = this.stages[this.cur];
-    if (!s) {
-      s = { buf: takeStage() };
-      this.stages[this.cur] = s;
-    }
-    return s;
-  }
-
-  /** Hands what is collected or staged to the file and the hash; waits while too much is in flight. */
+  /** Hands what is collected to the hashing thread; waits while too much is in flight. */
   private async submit(): Promise<void> {
-    if (!this.staged) {
-      if (this.batchBytes > 0) {
-        const chunks = this.batch;
-        const at = this.fileAt;
-        this.fileAt += this.batchBytes;
-        this.batch = [];
-        this.batchBytes = 0;
-        this.appends.push(
-          this.follower.append(chunks, at, movable(chunks)).catch((err) => {
-            this.failure ??= err;
-          }),
-        );
-      }
-      while (this.appends.length >= STAGES) await this.appends.shift();
-      this.check();
-      return;
-    }
-    const n = this.pos;
-    if (n > 0) {
-      const s = this.stage();
+    if (this.batchBytes > 0) {
+      const chunks = this.batch;
       const at = this.fileAt;
-      this.fileAt += n;
-      this.pos = 0;
-      // Writes go one after another (hashing runs beside them): a part cut short by a crash is a
-      // prefix of the object, never a file with a hole before its last written range.
-      const written = this.writing.then(() => this.writeAt(s.buf, n, at));
-      this.writing = written.catch(() => {});
-      s.busy = Promise.all([this.follower.update(s.buf.subarray(0, n)), written]).then(
-        () => {},
-        (err) => {
+      this.fileAt += this.batchBytes;
+      this.batch = [];
+      this.batchBytes = 0;
+      this.appends.push(
+        this.follower.append(chunks, at, movable(chunks)).catch((err) => {
           this.failure ??= err;
-        },
+        }),
       );
-      this.cur = (this.cur + 1) % STAGES;
     }
-    await this.stages[this.cur]?.busy;
+    while (this.appends.length >= STAGES) await this.appends.shift();
     this.check();
   }
 
@@ -295,45 +226,24 @@ class Part implements ObjectPart {
     if (this.failure !== undefined) throw ioError(this.failure, 'write part', 'tmp/');
   }
 
-  /** Every write and hash in flight, settled. */
-  private async settled(): Promise<void> {
-    await Promise.all([...this.appends.splice(0), ...this.stages.map((s) => s.busy)]);
-  }
-
-  /** Writes `n` bytes of `buf` at `at`: directly (rounded up to the alignment) or buffered. */
-  private async writeAt(buf: Uint8Array, n: number, at: number): Promise<void> {
-    if (this.direct !== null && at % DIRECT_ALIGN === 0) {
-      try {
-        await writeDirect(this.direct, buf.subarray(0, alignUp(n)), at);
-        return;
-      } catch (err) {
-        if (errnoOf(err) !== 'EINVAL') throw err;
-      }
-      // Refused or cut short: buffered from here on, for the whole store (the same bytes, rewritten).
-      this.objects.refuseDirect();
-      const d = this.direct;
-      this.direct = null;
-      await d?.close().catch(() => {});
-    }
-    await writeFully(this.fh, buf.subarray(0, n), at, 'tmp/');
-  }
-
-  /** Submits what is staged and waits for every write; the file then holds exactly `length` bytes. */
+  /** Submits what is collected and waits for every write; the file then holds exactly `length` bytes. */
   private async drain(): Promise<void> {
     await this.submit();
-    await this.settled();
+    await Promise.all(this.appends.splice(0));
     this.check();
+    await this.follower.flush();
+    // Refused on this filesystem (tmpfs): buffered from now on, for the whole store.
+    if (this.follower.directRefused) this.objects.refuseDirect();
     const size = (await this.fh.stat()).size;
     // Bytes gone behind the writer's back: never padded back with zeros and published.
     if (size < this.fileAt) throw Object.assign(new Error('the part shrank'), { code: 'EOF' });
-    // A direct write of the last stage rounded it up to the alignment: cut the padding off.
+    // A direct write of the last block rounded it up to the alignment: cut the padding off.
     if (size > this.fileAt) await this.fh.truncate(this.fileAt);
   }
 
   async reset(): Promise<void> {
-    await this.settled();
+    await Promise.all(this.appends.splice(0));
     this.failure = undefined;
-    this.pos = 0;
     this.batch = [];
     this.batchBytes = 0;
     this.length = 0;
@@ -359,13 +269,10 @@ class Part implements ObjectPart {
     }
   }
 
-  /** Closes the files and gives the stages back (after their writes settled). */
+  /** Closes the file once the appends in flight have settled. */
   private async release(): Promise<void> {
-    await this.settled();
-    for (const s of this.stages.splice(0)) giveStage(s.buf);
+    await Promise.all(this.appends.splice(0));
     await this.fh.close().catch(() => {});
-    await this.direct?.close().catch(() => {});
-    this.direct = null;
   }
 
   async discard(): Promise<void> {
@@ -434,17 +341,6 @@ function movable(chunks: readonly Uint8Array[]): ArrayBuffer[] {
       out.add(c.buffer);
   }
   return [...out];
-}
-
-/** Staging buffers of parts no longer open, kept for the next (a fresh one costs its page faults). */
-const spareStages: Uint8Array[] = [];
-
-function takeStage(): Uint8Array {
-  return spareStages.pop() ?? allocateAligned(STAGE_BYTES, true);
-}
-
-function giveStage(buf: Uint8Array): void {
-  if (spareStages.length < MAX_SPARE_STAGES) spareStages.push(buf);
 }
 
 /** One object of a {@link putBatch}. */
