@@ -169,17 +169,22 @@ describe('ObjectPart files', () => {
     'a direct part reaches the disk without page-cache pages; a buffered one through them',
     async () => {
       const resident = (file: string) =>
-        Number(execFileSync('fincore', ['--bytes', '--noheadings', '--output', 'RES', file], { encoding: 'utf8' }).trim());
+        Number(
+          execFileSync('fincore', ['--bytes', '--noheadings', '--output', 'RES', file], { encoding: 'utf8' }).trim(),
+        );
       const pages: Record<string, number> = {};
       for (const directIO of [true, false]) {
         const root = join(tempDir(), 'store');
         const store = await LocalStore.open(root, { directIO });
         const bytes = bytesOf(10_000_000 + 123, directIO ? 11 : 12);
         const part = await store.openPart('pull-d', { expectedLength: bytes.length });
-        for (let at = 0; at < bytes.length; at += 65_536) await part.write(bytes.slice(at, at + 65_536), { handOver: true });
+        for (let at = 0; at < bytes.length; at += 65_536)
+          await part.write(bytes.slice(at, at + 65_536), { handOver: true });
         expect((await part.commit({ expected: idOf(bytes) })).written).toBe(true);
         pages[String(directIO)] = resident(objectFile(root, idOf(bytes)));
-        expect(Buffer.from(await store.readObject(idOf(bytes), { verify: true })).equals(Buffer.from(bytes))).toBe(true);
+        expect(Buffer.from(await store.readObject(idOf(bytes), { verify: true })).equals(Buffer.from(bytes))).toBe(
+          true,
+        );
         await store.close();
       }
       // (/tmp on tmpfs would refuse O_DIRECT: then both are buffered, and this says so.)
