@@ -91,6 +91,7 @@ const fs = process.getBuiltinModule('node:fs');
 const buf = Buffer.allocUnsafe(${READ_BYTES});
 const STAGE = ${STAGE_BYTES};
 const ALIGN = ${DIRECT_ALIGN};
+const SPARE = 12; // stages kept for later files (four parts at a time, three appends each)
 const spare = [];
 const files = new Map();
 function upTo(f, end) {
@@ -121,6 +122,7 @@ function writeAll(fd, chunks, at) {
 function takeStage() {
   return spare.pop() || new Uint8Array(new WebAssembly.Memory({ initial: STAGE / 65536, maximum: STAGE / 65536 }).buffer);
 }
+function giveStage(stage) { if (spare.length < SPARE) spare.push(stage); }
 // Queues the write of stage bytes [0, n) at 'at': direct (rounded up to the alignment), or buffered.
 function writeStage(f, stage, n, at) {
   const run = f.w.then(async () => {
@@ -133,7 +135,7 @@ function writeStage(f, stage, n, at) {
     }
     await writeAll(f.fd, [stage.subarray(0, n)], at);
   });
-  f.w = run.catch((err) => { f.error ??= err.code || 'EIO'; }).then(() => { if (spare.length < 8) spare.push(stage); });
+  f.w = run.catch((err) => { f.error ??= err.code || 'EIO'; }).then(() => giveStage(stage));
 }
 function stageInto(f, c) {
   for (let i = 0; i < c.length; ) {
@@ -148,7 +150,7 @@ function reply(m, f) { f.w.then(() => parentPort.postMessage({ id: m.id, tag: m.
 function finish(f) {
   const fds = [f.fd, f.dfd].filter((fd) => fd >= 0);
   f.fd = f.dfd = -1;
-  if (f.stage !== null) { spare.push(f.stage); f.stage = null; }
+  if (f.stage !== null) { giveStage(f.stage); f.stage = null; }
   f.w.then(() => { for (const fd of fds) try { fs.closeSync(fd); } catch {} });
 }
 parentPort.on('message', (m) => {
@@ -189,13 +191,13 @@ parentPort.on('message', (m) => {
   }
   else if (m.op === 'flush') {
     if (f.stage !== null && f.fill > 0) writeStage(f, f.stage, f.fill, f.wat);
-    else if (f.stage !== null) spare.push(f.stage);
+    else if (f.stage !== null) giveStage(f.stage);
     f.stage = null;
     reply(m, f);
   }
   else if (m.op === 'reset') {
     f.h = createHash('sha256'); f.at = 0;
-    if (f.stage !== null) { spare.push(f.stage); f.stage = null; }
+    if (f.stage !== null) { giveStage(f.stage); f.stage = null; }
     if (f.error !== 'ENOENT' && f.fd >= 0) f.error = undefined;
   }
   else if (m.op === 'digest') {
