@@ -157,7 +157,16 @@ describe('TFM1 fast paths against the generic canonical codec', () => {
   });
 
   it('rejects an id that is not sha256: + lowercase hex with invalid_argument, as before', () => {
-    const bad = ['sha256:' + 'A'.repeat(64), 'sha257:' + 'a'.repeat(64), 'sha256:' + 'a'.repeat(63) + 'ā', 'x'];
+    const bad = [
+      'sha256:' + 'A'.repeat(64),
+      'sha257:' + 'a'.repeat(64),
+      'sha256:' + 'a'.repeat(63) + 'ā',
+      'sha256:' + 'a'.repeat(63) + '\u00ff',
+      'sha256:' + 'a'.repeat(63) + '\ud800',
+      'sha256:' + 'a'.repeat(62) + '\u{1f600}',
+      'sha256:' + 'a'.repeat(63) + '\u0000',
+      'x',
+    ];
     for (const d of bad) {
       let rule: unknown;
       try {

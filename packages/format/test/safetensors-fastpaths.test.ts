@@ -180,3 +180,91 @@ describe('the no-escape fast path parses exactly like the escape search', () => 
     }
   });
 });
+
+/**
+ * Integers as written in a descriptor, valid and not: what the compact-descriptor reader must
+ * either read exactly or leave to the general reader (leading zeros, signs, fractions, exponents,
+ * 15/16/20/21 digits, beyond 2^64 − 1, other JSON values).
+ */
+const numberText = fc.oneof(
+  fc.integer({ min: 0, max: 4 }).map(String),
+  fc.constantFrom('0', '1', '2', '8', '16', '00', '01', '-1', '-0', '1.0', '1e3', '2E0', '"1"', 'null', '[]'),
+  fc.constantFrom('999999999999999', '1000000000000000', '9007199254740993', '18446744073709551615'),
+  fc.constantFrom('18446744073709551616', '100000000000000000000'),
+);
+const dtypeText = fc.constantFrom(
+  '"U8"',
+  '"F32"',
+  '"BF16"',
+  '"F16"',
+  '"I64"',
+  '"BOOL"',
+  '"F8_E4M3"',
+  '"F4"',
+  '"X"',
+  '"BF1"',
+  '"bf16"',
+  '7',
+);
+const descriptorText = fc.record({
+  dtype: dtypeText,
+  shape: fc.array(numberText, { maxLength: 3 }),
+  begin: numberText,
+  end: numberText,
+  fields: fc.constantFrom('dsd', 'sdo', 'extra', 'missing', 'dup'),
+});
+
+describe('the compact-descriptor reader parses exactly like the general reader', () => {
+  it('gives the same header or error for compact descriptors and the same ones spaced out', () => {
+    fc.assert(
+      fc.property(fc.array(descriptorText, { minLength: 1, maxLength: 4 }), fc.boolean(), (list, strict) => {
+        // `s` goes after every ':' and ',' inside a descriptor: "" keeps the compact layout, a space
+        // sends the same descriptor to the general reader.
+        const render = (s: string) =>
+          list.map((d, i) => {
+            const dtype = `"dtype":${s}${d.dtype}`;
+            const shape = `"shape":${s}[${d.shape.join(`,${s}`)}]`;
+            const offsets = `"data_offsets":${s}[${d.begin},${s}${d.end}]`;
+            const fields =
+              d.fields === 'sdo'
+                ? [shape, dtype, offsets]
+                : d.fields === 'extra'
+                  ? [dtype, shape, offsets, `"x":${s}1`]
+                  : d.fields === 'missing'
+                    ? [dtype, shape]
+                    : d.fields === 'dup'
+                      ? [dtype, shape, offsets, offsets]
+                      : [dtype, shape, offsets];
+            return `"t${i}":{${fields.join(`,${s}`)}}`;
+          });
+        // A data section as long as the last end says (when it is a small integer), so that
+        // headers with consistent offsets parse.
+        const last = list[list.length - 1]!.end;
+        const data = /^\d{1,6}$/.test(last) ? Number(last) : 64;
+        const parse = (s: string) => () => parseSafetensorsHeader(file(`{${render(s).join(',')}}`, data), { strict });
+        expect(withoutOffset(outcome(parse(' ')))).toEqual(withoutOffset(outcome(parse(''))));
+      }),
+      { numRuns: RUNS * 4 },
+    );
+  });
+
+  it('reads valid compact headers with every dtype, big offsets and empty shapes', () => {
+    const header = [
+      `"a":${desc('F64', [], 0, 8)}`,
+      `"b":${desc('BF16', [0, 7], 8, 8)}`,
+      `"c":${desc('U8', [3], 8, 11)}`,
+      `"d":${desc('F8_E5M2', [5], 11, 16)}`,
+    ].join(',');
+    const h = parseSafetensorsHeader(file(`{${header}}`, 16), { strict: true });
+    expect(h.tensors.map((t) => [t.name, t.dtype, t.shape, t.dataOffsets])).toEqual([
+      ['a', 'F64', [], [0n, 8n]],
+      ['b', 'BF16', [0n, 7n], [8n, 8n]],
+      ['c', 'U8', [3n], [8n, 11n]],
+      ['d', 'F8_E5M2', [5n], [11n, 16n]],
+    ]);
+    // A 16-digit end goes to the general reader and is read exactly.
+    const wide = `{"w":${desc('U8', [1000000000000001], 0, 1000000000000001)}}`;
+    const w = parseSafetensorsHeader(file(wide, 0), { fileSize: 8 + wide.length + 1000000000000001 });
+    expect(w.tensors[0]!.dataOffsets).toEqual([0n, 1000000000000001n]);
+  });
+});

@@ -65,20 +65,27 @@ const PAIR: Int16Array = /* @__PURE__ */ (() => {
   return t;
 })();
 
+/** An id's UTF-8, copied out by one native call (fewer than 71 units read means it was not ASCII). */
+const idBytes = new Uint8Array(ID_LENGTH + 1);
+
 /** Writes the 32 bytes of an id's 64 hex digits at `b[at]`; false unless it is `sha256:` + lowercase hex. */
 function hexInto(id: string, b: Uint8Array, at: number): boolean {
+  // One `encodeInto` copies the id out whatever its string representation (flat, concatenated,
+  // sliced); reading 71 bytes from a typed array is cheaper than 71 `charCodeAt` calls, which
+  // dispatch on the representation each time.
+  const { read, written } = enc.encodeInto(id, idBytes);
+  if (read !== ID_LENGTH || written !== ID_LENGTH) return false;
+  const d = idBytes;
   let prefix = 0;
-  for (let i = 0; i < 7; i++) prefix |= id.charCodeAt(i) ^ PREFIX[i + 1]!; // `sha256:`
+  for (let i = 0; i < 7; i++) prefix |= d[i]! ^ PREFIX[i + 1]!; // `sha256:`
   if (prefix !== 0) return false;
   let bad = 0;
   for (let i = 7; i < ID_LENGTH; i += 2) {
-    const hi = id.charCodeAt(i);
-    const lo = id.charCodeAt(i + 1);
-    const v = PAIR[((hi << 8) | lo) & 0xffff]!;
-    bad |= v | ((hi | lo) & ~0xff); // -1, or a code unit above 0xff, makes bad out of range
+    const v = PAIR[(d[i]! << 8) | d[i + 1]!]!;
+    bad |= v; // -1 for anything but two lowercase hex digits
     b[at++] = v;
   }
-  return bad >= 0 && bad <= 0xff;
+  return bad >= 0;
 }
 /**
  * Writes one id's slot (pad byte, `sha256:`, the hex of `bytes[p, p + 32)`) at 16-bit unit `j`.

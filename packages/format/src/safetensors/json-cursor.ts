@@ -242,6 +242,19 @@ export class JsonCursor {
 
   /** Consumes a key (decoded), whitespace, `:` and whitespace. */
   key(): string {
+    const t = this.text;
+    const start = this.pos;
+    // Fast path: a quoted key without escapes directly followed by `:` and a non-blank.
+    if (t.charCodeAt(start) === CHAR.quote) {
+      const end = t.indexOf('"', start + 1);
+      if (end > 0 && this.nextSpecial(start + 1) > end && t.charCodeAt(end + 1) === CHAR.colon) {
+        const after = t.charCodeAt(end + 2);
+        if (after !== 0x20 && after !== 0x0a && after !== 0x0d && after !== 0x09) {
+          this.pos = end + 2;
+          return t.slice(start + 1, end);
+        }
+      }
+    }
     const k = this.string();
     this.colon();
     return k;
@@ -257,6 +270,11 @@ export class JsonCursor {
 
   /** After a member: consumes whitespace and `,` + whitespace (true) or `}` (false). */
   objectNext(): boolean {
+    const t = this.text;
+    if (t.charCodeAt(this.pos) === CHAR.comma && t.charCodeAt(this.pos + 1) === CHAR.quote) {
+      this.pos++;
+      return true;
+    }
     this.ws();
     const c = this.peek();
     this.pos++;

@@ -188,10 +188,19 @@ const SLOTS = 5;
 class ParsedTensors {
   readonly infos: SafetensorsTensorInfo[] = [];
   readonly byName = new Map<string, SafetensorsTensorInfo>();
+  /** Whether the tensors added so far are in data order: (begin, end) never decreasing. */
+  inDataOrder = true;
   private numbers = new Float64Array(SLOTS * 64);
   private wide: Map<number, bigint | 'R13'> | undefined;
+  private lastBegin: Int = 0;
+  private lastEnd: Int = 0;
 
   add(info: SafetensorsTensorInfo, begin: Int, end: Int, count: Int | 'R13', bits: number, keyPosition: number): void {
+    if (this.inDataOrder) {
+      if ((compareInt(begin, this.lastBegin) || compareInt(end, this.lastEnd)) < 0) this.inDataOrder = false;
+      this.lastBegin = begin;
+      this.lastEnd = end;
+    }
     const base = this.infos.length * SLOTS;
     if (base + SLOTS > this.numbers.length) {
       const grown = new Float64Array(this.numbers.length * 2);
@@ -312,6 +321,7 @@ function parseDescriptor(c: JsonCursor, name: string, at: number, strict: boolea
   if (c.peek() !== 0x7b) {
     c.fail('a tensor descriptor must be an object', c.startsValue() ? 'R7' : 'R6', { tensor: name });
   }
+  if (compactDescriptor(c, info, parsed, at)) return;
   let dtype: DtypeInfo | undefined;
   let shape: bigint[] | undefined;
   let count: Int | 'R13' = 0;
@@ -422,17 +432,101 @@ function toBigIntCached(value: Int): bigint {
   return cached;
 }
 
+/**
+ * Descriptor prefixes `{"dtype":"<name>","shape":[` by the first letter of the dtype name: the
+ * compact layout the reference and most writers emit, matched as one literal.
+ */
+const COMPACT_PREFIXES: readonly (readonly (readonly [string, DtypeInfo])[] | undefined)[] = /* @__PURE__ */ (() => {
+  const table: [string, DtypeInfo][][] = [];
+  for (const [letter, group] of QUOTED_DTYPES) {
+    table[letter] = group.map(([quoted, d]) => [`{"dtype":${quoted},"shape":[`, d]);
+  }
+  return table;
+})();
+
+const OFFSETS_LITERAL = '],"data_offsets":[';
+
+/**
+ * Reads a whole digit run of at most 15 digits without a leading zero at `p`: its value, or -1
+ * (nothing consumed) when the text holds anything else there. The end is {@link digitsEnd}.
+ */
+let digitsEnd = 0;
+function compactUint(t: string, p: number): number {
+  let c = t.charCodeAt(p);
+  if (c === 0x30) {
+    c = t.charCodeAt(p + 1);
+    if (c >= 0x30 && c <= 0x39) return -1;
+    digitsEnd = p + 1;
+    return 0;
+  }
+  if (!(c > 0x30 && c <= 0x39)) return -1;
+  const start = p;
+  let n = 0;
+  do {
+    n = n * 10 + (c - 0x30);
+    c = t.charCodeAt(++p);
+  } while (c >= 0x30 && c <= 0x39);
+  if (p - start > 15) return -1;
+  digitsEnd = p;
+  return n;
+}
+
+/**
+ * The common case of a descriptor, without whitespace, fields in the order `dtype`, `shape`,
+ * `data_offsets`, integers of at most 15 digits: checked character by character, completed into
+ * `info` and added to `parsed`. Returns false, having consumed nothing, for anything else (the
+ * general reader then parses it and names any error).
+ */
+function compactDescriptor(c: JsonCursor, info: SafetensorsTensorInfo, parsed: ParsedTensors, at: number): boolean {
+  const t = c.text;
+  const candidates = COMPACT_PREFIXES[t.charCodeAt(c.pos + 10)];
+  if (candidates === undefined) return false;
+  let p = c.pos;
+  let dtype: DtypeInfo | undefined;
+  for (let i = 0; i < candidates.length; i++) {
+    const candidate = candidates[i]!;
+    if (t.startsWith(candidate[0], p)) {
+      dtype = candidate[1];
+      p += candidate[0].length;
+      break;
+    }
+  }
+  if (dtype === undefined) return false;
+  let n = 0;
+  if (t.charCodeAt(p) !== 0x5d) {
+    for (;;) {
+      const d = compactUint(t, p);
+      if (d < 0) return false;
+      scratchShape[n++] = d;
+      p = digitsEnd;
+      if (t.charCodeAt(p) !== 0x2c) break;
+      p++;
+    }
+  }
+  if (!t.startsWith(OFFSETS_LITERAL, p)) return false;
+  const begin = compactUint(t, p + OFFSETS_LITERAL.length);
+  if (begin < 0 || t.charCodeAt(digitsEnd) !== 0x2c) return false;
+  const end = compactUint(t, digitsEnd + 1);
+  if (end < 0 || t.charCodeAt(digitsEnd) !== 0x5d || t.charCodeAt(digitsEnd + 1) !== 0x7d) return false;
+  c.pos = digitsEnd + 2;
+  scratchLength = n;
+  const shape = new Array<bigint>(n);
+  for (let i = 0; i < n; i++) shape[i] = toBigIntCached(scratchShape[i]!);
+  info.dtype = dtype.name;
+  info.shape = shape;
+  parsed.add(info, begin, end, elementCount(scratchShape, n), dtype.bits, at);
+  return true;
+}
+
 function compareInt(a: Int, b: Int): number {
   return a === b ? 0 : a < b ? -1 : 1;
 }
 
 /** Header indices in data order: by (begin, end), ties in header order; null when already so. */
 function dataOrder(p: ParsedTensors): number[] | null {
+  if (p.inDataOrder) return null;
   const n = p.infos.length;
   const compare = (a: number, b: number) => compareInt(p.begin(a), p.begin(b)) || compareInt(p.end(a), p.end(b));
-  let sorted = true;
-  for (let i = 1; i < n && sorted; i++) sorted = compare(i - 1, i) <= 0;
-  if (sorted) return null;
   return Array.from({ length: n }, (_, i) => i).sort((a, b) => compare(a, b) || a - b);
 }
 
@@ -449,6 +543,10 @@ function validate(
   const tensors = new Array<SafetensorsTensorInfo>(p.infos.length);
   let running: Int = 0;
   let runningBig = 0n;
+  let lastLength: Int = -1;
+  let lastLengthBig = 0n;
+  let otherLength: Int = -1;
+  let otherLengthBig = 0n;
   for (let k = 0; k < tensors.length; k++) {
     const i = order === null ? k : order[k]!;
     const begin = p.begin(i);
@@ -467,7 +565,18 @@ function validate(
         actual: subInt(end, begin),
       });
     }
-    const endBig = end === begin ? runningBig : BigInt(end);
+    // end = begin + length = running + length: one bigint addition (the length's bigint reused
+    // while lengths repeat) costs less than converting `end`.
+    if (length !== lastLength) {
+      const swap: Int = lastLength;
+      const swapBig = lastLengthBig;
+      if (length === otherLength) lastLengthBig = otherLengthBig;
+      else lastLengthBig = BigInt(length);
+      lastLength = length;
+      otherLength = swap;
+      otherLengthBig = swapBig;
+    }
+    const endBig = end === begin ? runningBig : runningBig + lastLengthBig;
     const info = p.infos[i]!;
     info.dataOffsets = [runningBig, endBig];
     info.byteOffset = dataStart + Number(begin);
