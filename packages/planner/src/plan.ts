@@ -63,15 +63,16 @@ export interface PlanOptions {
    * Called in record order as soon as a buffered record's bytes are read, BEFORE its digest is
    * known (hashing runs meanwhile), with the exact bytes that will be hashed. The promise it
    * returns is awaited before the record's {@link PlanOptions.onRecord} call and before those
-   * buffers are reused; the bytes must not be modified. Never called for a record larger than a
-   * buffer (`onRecord` gets `null` for it). A store uses it to write a temp while the record hashes.
+   * buffers are reused; the bytes must not be modified. If it fails, the plan fails with its error
+   * (earlier records may already have had their `onRecord`). Never called for a record larger than
+   * a buffer (`onRecord` gets `null` for it). A store uses it to write a temp while the record hashes.
    */
   onRead?: (record: ReadRecord, bytes: readonly Uint8Array[]) => void | Promise<void>;
   /**
    * Buffer placement for direct I/O: every buffered record of at least {@link ALIGNED_RECORD_MIN}
    * bytes starts at a multiple of `align` bytes from the start of its buffer, and the buffer
    * extends at least to its length rounded up to `align` (those slack bytes hold anything). Records
-   * are then read in one read per run of records that stay contiguous. With a hasher whose
+   * are then read in one read per run of contiguous records (of about 4 MiB). With a hasher whose
    * `allocate` returns page-aligned buffers, a store can write such records with O_DIRECT straight
    * from the bytes it is given. A power of two from 1 (packed, the default) to 1 MiB.
    * @default 1
@@ -209,9 +210,18 @@ interface Batch {
 }
 
 /**
+ * A batch is read in pieces of about this many bytes (cut at record boundaries), one after the
+ * other: each record is hashed and handed to `onRead` as soon as its own piece is in, instead of
+ * after the whole batch (a writer then starts on the first record while the rest is still read).
+ */
+const READ_PIECE_BYTES = 4 * 1024 * 1024;
+
+/**
  * Groups records into batches that fit a buffer of `capacity` bytes (every record fits one
  * buffer): packed, except that records of at least {@link ALIGNED_RECORD_MIN} bytes start at a
- * multiple of `align` and have room up to their length rounded up to `align`.
+ * multiple of `align` and have room up to their length rounded up to `align`. A batch's reads
+ * are runs of contiguous records, each closed at the first record boundary past
+ * {@link READ_PIECE_BYTES}.
  */
 function* batches(cuts: Cuts, capacity: number, align: number): Generator<Batch> {
   const { offsets, lengths } = cuts;
@@ -226,7 +236,7 @@ function* batches(cuts: Cuts, capacity: number, align: number): Generator<Batch>
       const start = big ? up(end) : end;
       if (batch.count > 0 && (big ? start + up(length) : start + length) > capacity) break;
       const last = batch.reads[batch.reads.length - 1];
-      if (last !== undefined && start === end) last[2] += length;
+      if (last !== undefined && start === end && last[2] < READ_PIECE_BYTES) last[2] += length;
       else batch.reads.push([start, offsets[i]!, length]);
       batch.starts.push(start);
       batch.count++;
@@ -241,15 +251,19 @@ function* batches(cuts: Cuts, capacity: number, align: number): Generator<Batch>
 interface Pending {
   batch: Batch;
   buffer: Uint8Array;
-  digests: Promise<Uint8Array[]>;
-  /** What `onRead` returned for the batch's records (awaited before the buffer is reused). */
-  reads: Promise<unknown> | undefined;
+  /** Settles when every piece of the batch is read. */
+  filled: Promise<void>;
+  /** Each record's digest. */
+  digests: Promise<Uint8Array>[];
+  /** What `onRead` returned for each record (awaited before its `onRecord` and before the buffer is reused). */
+  reads: Promise<unknown>[];
 }
 
 /**
- * Reads batches sequentially into a pool of `concurrency + 1` buffers. The read of batch i+1 is
- * issued before batch i is handed to the hasher, so reading overlaps hashing even when the hasher
- * runs on this thread; up to `concurrency` batches hash at once.
+ * Reads batches sequentially into a pool of `concurrency + 1` buffers, each batch piece by piece
+ * (see {@link READ_PIECE_BYTES}); a record is hashed and handed to `onRead` as soon as its piece
+ * is in. The next batch's read starts once the current one is in, so reading overlaps hashing
+ * even when the hasher runs on this thread; up to `concurrency` batches hash at once.
  */
 async function hashBuffered(source: ByteSource, cuts: Cuts, bufferSize: number, ctx: HashContext): Promise<ObjectId[]> {
   const { hasher, signal, align } = ctx;
@@ -268,13 +282,14 @@ async function hashBuffered(source: ByteSource, cuts: Cuts, bufferSize: number, 
   const queue: Pending[] = [];
   let done = 0;
   const drain = async (): Promise<void> => {
-    const { batch, buffer, digests, reads } = queue.shift()!;
-    const list = await digests;
-    await reads;
-    throwIfAborted(signal);
+    const { batch, buffer, digests, reads } = queue[0]!;
+    // Record by record: the first record's onRecord need not wait for the rest of its batch.
     for (let k = 0; k < batch.count; k++) {
       const index = batch.first + k;
-      ids[index] = objectIdFromDigest(list[k]!);
+      const digest = await digests[k]!;
+      await reads[k];
+      throwIfAborted(signal);
+      ids[index] = objectIdFromDigest(digest);
       if (ctx.onRecord) {
         const offset = cuts.offsets[index]!;
         const length = cuts.lengths[index]!;
@@ -282,76 +297,60 @@ async function hashBuffered(source: ByteSource, cuts: Cuts, bufferSize: number, 
         await ctx.onRecord({ index, offset, length, digest: ids[index] }, [buffer.subarray(start, start + length)]);
       }
     }
+    queue.shift();
+    // Every record's onRead has settled (each was awaited above): the buffer can be reused.
     done += batch.length;
     ctx.onProgress?.({ bytesDone: done, bytesTotal: ctx.size });
     free.push(buffer);
   };
-  const read = (batch: Batch): Promise<Uint8Array> => {
+  /** Starts reading `batch` piece by piece; each record hashes (and goes to `onRead`) once its piece is in. */
+  const start = (batch: Batch): Pending => {
     const buffer = take();
-    const reads = batch.reads.map(([at, offset, length]) =>
-      readInto(source, offset, buffer.subarray(at, at + length), signal),
-    );
-    return quiet(Promise.all(reads).then(() => buffer));
+    const ready: Promise<void>[] = [];
+    let piece: Promise<void> = Promise.resolve();
+    for (const [at, offset, length] of batch.reads) {
+      piece = piece.then(() => readInto(source, offset, buffer.subarray(at, at + length), signal));
+      // The records this piece completes (a record never spans two pieces).
+      while (ready.length < batch.count && batch.starts[ready.length]! < at + length) ready.push(piece);
+    }
+    while (ready.length < batch.count) ready.push(piece); // empty records at the very end
+    const record = (k: number): Uint8Array => {
+      const at = batch.starts[k]!;
+      return buffer.subarray(at, at + cuts.lengths[batch.first + k]!);
+    };
+    const digests = ready.map((r, k) => quiet(r.then(() => hasher.digest([record(k)], signal))));
+    const onRead = ctx.onRead;
+    const reads = onRead
+      ? ready.map((r, k) =>
+          quiet(
+            r.then(() => {
+              const index = batch.first + k;
+              return onRead({ index, offset: cuts.offsets[index]!, length: cuts.lengths[index]! }, [record(k)]);
+            }),
+          ),
+        )
+      : [];
+    return { batch, buffer, filled: quiet(piece), digests, reads };
   };
   const it = batches(cuts, bufferSize, align);
   let current = it.next();
-  let pendingRead = current.done ? undefined : read(current.value);
-  while (!current.done && pendingRead) {
-    const batch = current.value;
-    const buffer = await pendingRead;
+  let pending = current.done ? undefined : start(current.value);
+  while (pending) {
+    await pending.filled;
     throwIfAborted(signal);
+    queue.push(pending);
     current = it.next();
-    pendingRead = undefined;
+    pending = undefined;
     if (!current.done) {
       if (free.length === 0 && owned.length > ctx.concurrency) await drain();
-      pendingRead = read(current.value);
+      pending = start(current.value);
     }
-    const digests = quiet(hashBatch(hasher, cuts, batch, buffer, signal));
-    queue.push({
-      batch,
-      buffer,
-      digests,
-      reads: ctx.onRead ? quiet(readBatch(ctx.onRead, cuts, batch, buffer)) : undefined,
-    });
     while (queue.length > ctx.concurrency) await drain();
   }
   while (queue.length > 0) await drain();
   // Only after success: after a failure a worker may still be hashing from these buffers.
   for (const buffer of owned) hasher.release?.(buffer);
   return ids;
-}
-
-/** Hands each record of a freshly read batch to `onRead` (while it hashes); settles when all did. */
-async function readBatch(
-  onRead: NonNullable<PlanOptions['onRead']>,
-  cuts: Cuts,
-  batch: Batch,
-  buffer: Uint8Array,
-): Promise<void> {
-  const jobs: (void | Promise<void>)[] = [];
-  for (let k = 0; k < batch.count; k++) {
-    const index = batch.first + k;
-    const offset = cuts.offsets[index]!;
-    const length = cuts.lengths[index]!;
-    const start = batch.starts[k]!;
-    jobs.push(onRead({ index, offset, length }, [buffer.subarray(start, start + length)]));
-  }
-  await Promise.all(jobs);
-}
-
-function hashBatch(
-  hasher: Hasher,
-  cuts: Cuts,
-  batch: Batch,
-  buffer: Uint8Array,
-  signal?: AbortSignal,
-): Promise<Uint8Array[]> {
-  const jobs: Promise<Uint8Array>[] = [];
-  for (let k = 0; k < batch.count; k++) {
-    const start = batch.starts[k]!;
-    jobs.push(hasher.digest([buffer.subarray(start, start + cuts.lengths[batch.first + k]!)], signal));
-  }
-  return Promise.all(jobs);
 }
 
 /** Hashes one record larger than a buffer with a streaming hash, double-buffered. */

@@ -507,8 +507,12 @@ interface Early {
  * caller, after the sync and the digest check.
  */
 class EarlyTemps {
-  /** fdatasyncs in flight at once (libuv's pool has 4 threads; reads and writes need the others). */
-  static readonly SYNCS = 2;
+  /**
+   * fdatasyncs in flight at once. libuv's pool has 4 threads and the planner's next read needs one;
+   * with buffered writes each sync writes its 8 MiB out, and three at a time kept the disk busier
+   * than two (imp17: default-mode import 14–18 % less wall time under load, directIO unchanged).
+   */
+  static readonly SYNCS = 3;
   /** Records at most this long are hashed here to decide whether a file looks new. */
   static readonly PROBE_BYTES = 1 << 20;
   private readonly open = new Map<number, Early>();
