@@ -25,6 +25,7 @@ import { TensorFSError } from '../errors.js';
 import { putHead } from './head.js';
 
 const enc = new TextEncoder();
+const NO_OUTPUT = new Uint8Array(0);
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 const asciiText = new TextDecoder('utf-8', { ignoreBOM: true });
 
@@ -125,11 +126,8 @@ const HEX_PAIR: Uint16Array = /* @__PURE__ */ (() => {
  * checks at the end that the count was exact.
  */
 class Out {
-  buf: Uint8Array;
+  buf: Uint8Array = NO_OUTPUT;
   len = 0;
-  constructor(size: number) {
-    this.buf = new Uint8Array(size);
-  }
 
   raw(b: Uint8Array): void {
     // `set` throws past the end; a miscount then surfaces as the internal error below, not a RangeError.
@@ -168,6 +166,15 @@ class Out {
 }
 
 /**
+ * The one encoder of the module, reused by every call (they never overlap: encoding is
+ * synchronous). A live instance keeps the shape (map) every {@link Out} has across full garbage
+ * collections; with a fresh instance per call, a full GC between calls collected that map and
+ * with it the optimized code of every method compiled against it, and the next large encode ran
+ * unoptimized while V8 recompiled (+40–80 % at 100k records). It holds no output between calls.
+ */
+const out = new Out();
+
+/**
  * TFM1 bytes of a manifest that passed validation except for its record digests, which are checked
  * here while they are converted. Returns `undefined` if a digest is not an object id (the caller
  * then reports the first error in manifest order).
@@ -187,7 +194,25 @@ export function encodeManifestFast(manifest: Manifest, magic: Uint8Array, versio
     size += headSize(records.length) + 35 * records.length;
     for (let r = 0; r < records.length; r++) size += headSize(records[r]!.length);
   }
-  const w = new Out(size);
+  const w = out;
+  w.buf = new Uint8Array(size);
+  w.len = 0;
+  try {
+    return encodeInto(w, manifest, magic, version, size);
+  } finally {
+    w.buf = NO_OUTPUT;
+  }
+}
+
+/** The body of {@link encodeManifestFast}, writing into `w` (sized `size` exactly). */
+function encodeInto(
+  w: Out,
+  manifest: Manifest,
+  magic: Uint8Array,
+  version: number,
+  size: number,
+): Uint8Array | undefined {
+  const { entries } = manifest;
   w.raw(magic);
   w.raw(Uint8Array.of(0xa2));
   w.raw(K_ENTRIES);
@@ -262,84 +287,83 @@ function profileBytes(profile: string): Uint8Array {
 /** Where the reader failed: nothing to report, the generic path will name the error. */
 const BAIL = -1;
 
-class In {
-  pos: number;
-  constructor(
-    readonly b: Uint8Array,
-    start: number,
-  ) {
-    this.pos = start;
-  }
+/**
+ * The decoder's input and position: module state rather than an object, so no object shape is
+ * involved in the hot reads (a cursor object's shape died at every full GC, taking the optimized
+ * code of its methods with it). Set by {@link decodeManifestFast} for one call (never re-entered)
+ * and cleared after it, so no input is kept alive.
+ */
+const NO_INPUT = new Uint8Array(0);
+let inB: Uint8Array = NO_INPUT;
+let inPos = 0;
+/** Consumes `lit` if the input continues with it. */
+function readLit(lit: Uint8Array | readonly number[]): boolean {
+  const b = inB;
+  const at = inPos;
+  if (at + lit.length > b.length) return false;
+  for (let i = 0; i < lit.length; i++) if (b[at + i] !== lit[i]) return false;
+  inPos = at + lit.length;
+  return true;
+}
 
-  /** Consumes `lit` if the input continues with it. */
-  lit(lit: Uint8Array | readonly number[]): boolean {
-    const { b } = this;
-    const at = this.pos;
-    if (at + lit.length > b.length) return false;
-    for (let i = 0; i < lit.length; i++) if (b[at + i] !== lit[i]) return false;
-    this.pos = at + lit.length;
-    return true;
-  }
+/** The argument of a head of `major` in its shortest form, below 2^53; {@link BAIL} otherwise. */
+function readHead(major: number): number {
+  const b = inB;
+  let at = inPos;
+  if (at >= b.length) return BAIL;
+  const initial = b[at++]!;
+  if (initial >> 5 !== major) return BAIL;
+  const info = initial & 0x1f;
+  let v: number;
+  if (info < 24) v = info;
+  else if (info === 24) {
+    if (at + 1 > b.length) return BAIL;
+    v = b[at++]!;
+    if (v < 24) return BAIL;
+  } else if (info === 25) {
+    if (at + 2 > b.length) return BAIL;
+    v = (b[at]! << 8) | b[at + 1]!;
+    at += 2;
+    if (v < 0x100) return BAIL;
+  } else if (info === 26) {
+    if (at + 4 > b.length) return BAIL;
+    v = ((b[at]! << 24) | (b[at + 1]! << 16) | (b[at + 2]! << 8) | b[at + 3]!) >>> 0;
+    at += 4;
+    if (v < 0x10000) return BAIL;
+  } else if (info === 27) {
+    if (at + 8 > b.length) return BAIL;
+    const hi = ((b[at]! << 24) | (b[at + 1]! << 16) | (b[at + 2]! << 8) | b[at + 3]!) >>> 0;
+    const lo = ((b[at + 4]! << 24) | (b[at + 5]! << 16) | (b[at + 6]! << 8) | b[at + 7]!) >>> 0;
+    at += 8;
+    if (hi === 0 || hi > 0x1fffff) return BAIL; // non-shortest, or 2^53 and above
+    v = hi * 0x100000000 + lo;
+    if (v > Number.MAX_SAFE_INTEGER) return BAIL;
+  } else return BAIL;
+  inPos = at;
+  return v;
+}
 
-  /** The argument of a head of `major` in its shortest form, below 2^53; {@link BAIL} otherwise. */
-  head(major: number): number {
-    const { b } = this;
-    let at = this.pos;
-    if (at >= b.length) return BAIL;
-    const initial = b[at++]!;
-    if (initial >> 5 !== major) return BAIL;
-    const info = initial & 0x1f;
-    let v: number;
-    if (info < 24) v = info;
-    else if (info === 24) {
-      if (at + 1 > b.length) return BAIL;
-      v = b[at++]!;
-      if (v < 24) return BAIL;
-    } else if (info === 25) {
-      if (at + 2 > b.length) return BAIL;
-      v = (b[at]! << 8) | b[at + 1]!;
-      at += 2;
-      if (v < 0x100) return BAIL;
-    } else if (info === 26) {
-      if (at + 4 > b.length) return BAIL;
-      v = ((b[at]! << 24) | (b[at + 1]! << 16) | (b[at + 2]! << 8) | b[at + 3]!) >>> 0;
-      at += 4;
-      if (v < 0x10000) return BAIL;
-    } else if (info === 27) {
-      if (at + 8 > b.length) return BAIL;
-      const hi = ((b[at]! << 24) | (b[at + 1]! << 16) | (b[at + 2]! << 8) | b[at + 3]!) >>> 0;
-      const lo = ((b[at + 4]! << 24) | (b[at + 5]! << 16) | (b[at + 6]! << 8) | b[at + 7]!) >>> 0;
-      at += 8;
-      if (hi === 0 || hi > 0x1fffff) return BAIL; // non-shortest, or 2^53 and above
-      v = hi * 0x100000000 + lo;
-      if (v > Number.MAX_SAFE_INTEGER) return BAIL;
-    } else return BAIL;
-    this.pos = at;
-    return v;
-  }
-
-  /** A text string (strict UTF-8, BOM kept); `undefined` otherwise. */
-  text(): string | undefined {
-    const n = this.head(3);
-    if (n === BAIL || n > this.b.length - this.pos) return undefined;
-    const { b } = this;
-    const start = this.pos;
-    const end = start + n;
-    this.pos = end;
-    let ascii = true;
-    for (let i = start; i < end; i++) {
-      if (b[i]! > 0x7f) {
-        ascii = false;
-        break;
-      }
+/** A text string (strict UTF-8, BOM kept); `undefined` otherwise. */
+function readText(): string | undefined {
+  const n = readHead(3);
+  if (n === BAIL || n > inB.length - inPos) return undefined;
+  const b = inB;
+  const start = inPos;
+  const end = start + n;
+  inPos = end;
+  let ascii = true;
+  for (let i = start; i < end; i++) {
+    if (b[i]! > 0x7f) {
+      ascii = false;
+      break;
     }
-    const raw = b.subarray(start, end);
-    if (ascii) return asciiText.decode(raw);
-    try {
-      return strictUtf8.decode(raw);
-    } catch {
-      return undefined;
-    }
+  }
+  const raw = b.subarray(start, end);
+  if (ascii) return asciiText.decode(raw);
+  try {
+    return strictUtf8.decode(raw);
+  } catch {
+    return undefined;
   }
 }
 
@@ -348,11 +372,20 @@ class In {
  * anything else. The result still needs the manifest rules checked (paths, order, sizes).
  */
 export function decodeManifestFast(bytes: Uint8Array, start: number, version: number): Manifest | undefined {
-  const r = new In(bytes, start);
-  if (!r.lit([0xa2]) || !r.lit(K_ENTRIES)) return undefined;
-  const count = r.head(4);
+  inB = bytes;
+  inPos = start;
+  try {
+    return decodeFrom(bytes, version);
+  } finally {
+    inB = NO_INPUT;
+  }
+}
+
+function decodeFrom(bytes: Uint8Array, version: number): Manifest | undefined {
+  if (!readLit([0xa2]) || !readLit(K_ENTRIES)) return undefined;
+  const count = readHead(4);
   // Each entry takes more than 16 bytes: a count beyond that is a lie the generic path reports.
-  if (count === BAIL || count > (bytes.length - r.pos) / 16) return undefined;
+  if (count === BAIL || count > (bytes.length - inPos) / 16) return undefined;
   const entries: ManifestEntry[] = new Array(count);
   // Object ids are written as hex into one buffer while parsing, decoded as one string and
   // sliced: one string conversion for all of them instead of one per record. Each id takes a
@@ -362,31 +395,31 @@ export function decodeManifestFast(bytes: Uint8Array, start: number, version: nu
   let hex16 = new Uint16Array(hex.buffer);
   let ids = 0;
   for (let i = 0; i < count; i++) {
-    if (r.lit(LINK_OPEN)) {
-      const path = r.text();
-      if (path === undefined || !r.lit(K_TARGET)) return undefined;
-      const target = r.text();
+    if (readLit(LINK_OPEN)) {
+      const path = readText();
+      if (path === undefined || !readLit(K_TARGET)) return undefined;
+      const target = readText();
       if (target === undefined) return undefined;
       entries[i] = { path, kind: 'symlink', target };
       continue;
     }
-    if (!r.lit(FILE_OPEN)) return undefined;
-    const mode = r.head(0);
-    if (mode === BAIL || !r.lit(K_PATH)) return undefined;
-    const path = r.text();
-    if (path === undefined || !r.lit(K_SIZE)) return undefined;
-    const size = r.head(0);
-    if (size === BAIL || !r.lit(K_PROFILE)) return undefined;
+    if (!readLit(FILE_OPEN)) return undefined;
+    const mode = readHead(0);
+    if (mode === BAIL || !readLit(K_PATH)) return undefined;
+    const path = readText();
+    if (path === undefined || !readLit(K_SIZE)) return undefined;
+    const size = readHead(0);
+    if (size === BAIL || !readLit(K_PROFILE)) return undefined;
     let profile: PlanProfile | undefined;
     for (const p of PROFILES) {
-      if (r.lit(p.bytes)) {
+      if (readLit(p.bytes)) {
         profile = p.name;
         break;
       }
     }
-    if (profile === undefined || !r.lit(K_RECORDS)) return undefined;
-    const n = r.head(4);
-    if (n === BAIL || n > (bytes.length - r.pos) / 36) return undefined;
+    if (profile === undefined || !readLit(K_RECORDS)) return undefined;
+    const n = readHead(4);
+    if (n === BAIL || n > (bytes.length - inPos) / 36) return undefined;
     if ((ids + n) * SLOT > hex.length) {
       const next = new Uint8Array(Math.max(hex.length * 2, (ids + n) * SLOT));
       next.set(hex.subarray(0, ids * SLOT));
@@ -395,20 +428,20 @@ export function decodeManifestFast(bytes: Uint8Array, start: number, version: nu
     }
     const records: RecordRef[] = new Array(n);
     for (let k = 0; k < n; k++) {
-      let p = r.pos;
+      let p = inPos;
       if (p + 35 > bytes.length || bytes[p] !== 0x82 || bytes[p + 1] !== 0x58 || bytes[p + 2] !== 0x20)
         return undefined;
       p += 3;
       writeId(hex16, (ids * SLOT) >> 1, bytes, p);
       ids++;
-      r.pos = p + 32;
-      const length = r.head(0);
+      inPos = p + 32;
+      const length = readHead(0);
       if (length === BAIL) return undefined;
       records[k] = { digest: '' as ObjectId, length }; // the id is filled in below
     }
     entries[i] = { path, kind: 'file', mode, size, profile, records };
   }
-  if (!r.lit(K_VERSION) || r.head(0) !== version || r.pos !== bytes.length) return undefined;
+  if (!readLit(K_VERSION) || readHead(0) !== version || inPos !== bytes.length) return undefined;
 
   const text = asciiText.decode(hex.subarray(0, ids * SLOT));
   let at = 1;
