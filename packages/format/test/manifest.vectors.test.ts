@@ -52,7 +52,9 @@ describe('v1 manifest vectors', () => {
     }
     for (const shuffled of [[...ordered].reverse(), [...ordered].sort((a, b) => (a.path < b.path ? -1 : 1))]) {
       expect(sortManifestEntries(shuffled).map((e) => e.path)).toEqual(paths);
-      expect(toHex(encodeManifest({ entries: sortManifestEntries(shuffled) }))).toBe(vectors.valid.find((v) => v.name === 'path-order')!.hex);
+      expect(toHex(encodeManifest({ entries: sortManifestEntries(shuffled) }))).toBe(
+        vectors.valid.find((v) => v.name === 'path-order')!.hex,
+      );
     }
   });
 
