@@ -62,4 +62,35 @@ describe('@tensorfs/tensors with wrong-typed arguments', () => {
       expect(error.details.argument, String(call)).toBe(argument);
     }
   });
+
+  it('the writers check their arguments too (and a bad inherit rejects, it does not throw)', async () => {
+    const store = new MemoryStore();
+    const cases: [() => unknown, string][] = [
+      [() => new tensors.TensorWriter(null as never, 'model.safetensors'), 'store'],
+      [() => new tensors.TensorWriter(store, 'model.safetensors', null as never), 'options'],
+      [() => new tensors.TensorWriter(store, 'model.safetensors').inherit(null as never), 'view'],
+      [
+        () =>
+          new tensors.TensorWriter(store, 'model.safetensors').inherit(
+            { dtype: 'F32', shape: [1] } as never,
+            null as never,
+          ),
+        'options',
+      ],
+      [() => new tensors.CheckpointWriter(null as never), 'store'],
+      [() => new tensors.CheckpointWriter(store, null as never), 'options'],
+      [() => new tensors.CheckpointWriter(store).pipeline(5 as never), 'pipeline'],
+      [() => new tensors.CheckpointWriter(store).component(5 as never, { cls: 'c', config: {} }), 'name'],
+      [() => new tensors.CheckpointWriter(store).component('model', null as never), 'options'],
+    ];
+    for (const [call, argument] of cases) {
+      const error = await expectCode(call, 'invalid_argument', 'tensors.argument');
+      expect(error.details.argument, String(call)).toBe(argument);
+    }
+    const writer = new tensors.CheckpointWriter(store);
+    writer.component('model', { cls: 'C', config: {} });
+    const pending = writer.inherit(null as never);
+    expect(pending).toBeInstanceOf(Promise);
+    await expectCode(pending, 'invalid_argument', 'tensors.argument', { argument: 'view' });
+  });
 });
