@@ -3,6 +3,8 @@
 import * as cas from '@tensorfs/cas';
 import * as casFile from '@tensorfs/cas/file';
 import { assertWrongArgumentsProperty, expectCode, tempDir, wrongArgument } from '@tensorfs/testkit';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
@@ -90,6 +92,48 @@ describe('@tensorfs/cas: the exact rule of a wrong argument', () => {
       }
       await expectCode(() => cas.validateRefName({} as never), 'invalid_argument');
     } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('@tensorfs/cas reads at any offset and length', () => {
+  it('answer the exact bytes inside the object, else invalid_argument (source.range), never a RangeError', async () => {
+    const store = await cas.openStore(tempDir());
+    const file = join(tempDir(), 'f');
+    const bytes = Uint8Array.from({ length: 40 }, (_, i) => i * 7);
+    writeFileSync(file, bytes);
+    const fileSource = await casFile.openFileSource(file);
+    try {
+      const { id } = await store.put(bytes);
+      const records = store.recordsSource([
+        { digest: id, length: 40 },
+        { digest: id, length: 40 },
+      ]);
+      const number = fc.oneof(
+        fc.integer({ min: -3, max: 90 }),
+        fc.constantFrom(Number.NaN, 1.5, -0.5, 2 ** 53, 2 ** 60, Number.POSITIVE_INFINITY),
+      );
+      const readers: [string, number, (o: number, l: number) => Promise<Uint8Array>][] = [
+        ['readObjectRange', 40, (o, l) => store.readObjectRange(id, o, l)],
+        ['recordsSource.read', 80, (o, l) => records.read(o, l)],
+        ['fileSource.read', 40, (o, l) => fileSource.read(o, l)],
+      ];
+      await fc.assert(
+        fc.asyncProperty(fc.constantFrom(...readers), number, number, async ([name, size, read], offset, length) => {
+          const valid = Number.isSafeInteger(offset) && Number.isSafeInteger(length) && offset >= 0 && length >= 0;
+          if (valid && offset + length <= size) {
+            const got = await read(offset, length);
+            const whole = name === 'recordsSource.read' ? new Uint8Array([...bytes, ...bytes]) : bytes;
+            expect(got, `${name}(${offset}, ${length})`).toEqual(whole.subarray(offset, offset + length));
+          } else {
+            await expectCode(read(offset, length), 'invalid_argument', 'source.range');
+          }
+        }),
+        { numRuns: 300 },
+      );
+    } finally {
+      await fileSource.close();
       await store.close();
     }
   });

@@ -92,6 +92,7 @@ export async function readFully(
 ): Promise<Uint8Array> {
   throwIfAborted(signal);
   checkByteSource(source);
+  checkRange(offset, length, source.size);
   let bytes: unknown;
   try {
     bytes = await source.read(offset, length, signal);
@@ -124,6 +125,7 @@ export async function readInto(
 ): Promise<void> {
   checkByteSource(source);
   requireBytes(target, 'target', 'source');
+  checkRange(offset, target.length, source.size);
   if (canReadInto(source)) {
     try {
       await source.readInto(offset, target, signal);
