@@ -1,7 +1,17 @@
 // Property: random wrong-typed arguments to @tensorfs/tensors's public functions return or throw a
 // TensorFSError, never a TypeError, never hang; and the exact rule of each checked argument.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { openStore } from '@tensorfs/cas';
 import * as tensors from '@tensorfs/tensors';
-import { assertWrongArgumentsProperty, expectCode, MemoryStore, tempDir, wrongArgument } from '@tensorfs/testkit';
+import {
+  assertWrongArgumentsProperty,
+  expectCode,
+  MemoryStore,
+  safetensorsBytes,
+  tempDir,
+  wrongArgument,
+} from '@tensorfs/testkit';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
@@ -92,5 +102,38 @@ describe('@tensorfs/tensors with wrong-typed arguments', () => {
     const pending = writer.inherit(null as never);
     expect(pending).toBeInstanceOf(Promise);
     await expectCode(pending, 'invalid_argument', 'tensors.argument', { argument: 'view' });
+  });
+});
+
+describe('@tensorfs/tensors views with wrong-typed arguments', () => {
+  it('read, readInto and pieces return the bytes or throw a TensorFSError', async () => {
+    const store = await openStore(tempDir());
+    try {
+      const file = join(tempDir(), 'm.safetensors');
+      const data = Uint8Array.from({ length: 16 }, (_, i) => i);
+      writeFileSync(file, safetensorsBytes([{ name: 'w', data }]));
+      await store.importPath(file, { name: 'local/m', threads: 1 });
+      const view = [...(await tensors.openTensors(store, 'local/m'))][0]!;
+      const methods = {
+        read: (o: unknown) => view.read(o as never),
+        readInto: (b: unknown, o: unknown, p: unknown) => view.readInto(b as never, o as never, p as never),
+        readIntoBuffer: (o: unknown, p: unknown) => view.readInto(new Uint8Array(20), o as never, p as never),
+        pieces: async (o: unknown) => {
+          for await (const _ of view.pieces(o as never)) break;
+        },
+      };
+      await assertWrongArgumentsProperty(
+        { view: methods },
+        { fill: fc.constantFrom<unknown>(undefined, 0, {}), numRuns: 60 },
+      );
+      await expectCode(view.readInto(null as never), 'invalid_argument', 'tensors.argument', { argument: 'buffer' });
+      await expectCode(view.readInto(new Uint8Array(16), 1n as never), 'invalid_argument', 'tensors.argument', {
+        argument: 'offset',
+      });
+      await expectCode(view.read(null as never), 'invalid_argument', 'tensors.argument', { argument: 'options' });
+      expect(await view.readInto(new Uint8Array(20), 2)).toEqual(data);
+    } finally {
+      await store.close();
+    }
   });
 });
