@@ -25,7 +25,10 @@ describe('@tensorfs/cas with wrong-typed arguments', () => {
   });
 
   it('module functions return or throw a TensorFSError', async () => {
-    await assertWrongArgumentsProperty({ cas, casFile }, { fill: notString, numRuns: 40, minFunctions: 6 });
+    await assertWrongArgumentsProperty(
+      { cas, casFile },
+      { wrong: notString, fill: notString, numRuns: 40, minFunctions: 6 },
+    );
   }, 60_000);
 
   it('every LocalStore method returns or throws a TensorFSError', async () => {
@@ -39,7 +42,10 @@ describe('@tensorfs/cas with wrong-typed arguments', () => {
         if (typeof value === 'function') methods[name] = (value as (...a: unknown[]) => unknown).bind(store);
       }
       const fill = fc.oneof(notString, fc.constantFrom<unknown>(`sha256:${'0'.repeat(64)}`, 'main', {}, [], 0));
-      const n = await assertWrongArgumentsProperty({ store: methods }, { fill, numRuns: 25, minFunctions: 25 });
+      const n = await assertWrongArgumentsProperty(
+        { store: methods },
+        { wrong: notString, fill, numRuns: 25, minFunctions: 25 },
+      );
       expect(n).toBeGreaterThanOrEqual(25);
       // The store still works after all that.
       const put = await store.put(new Uint8Array([1, 2, 3]));

@@ -115,6 +115,15 @@ export function tensorCuts(layout: TensorLayout, size: number, seams: Map<string
  * @throws {TensorFSError} `invalid_argument` (rule `planner.seams_type` / `planner.seam_offset`).
  */
 export function checkTensorSeams(name: string, offsets: unknown, byteLength: number): number[] {
+  if (typeof name !== 'string' || !Number.isSafeInteger(byteLength) || byteLength < 0) {
+    throw new TensorFSError(
+      'invalid_argument',
+      'checkTensorSeams takes a tensor name and its byte length (an integer ≥ 0)',
+      {
+        details: { rule: 'planner.argument', argument: typeof name !== 'string' ? 'name' : 'byteLength' },
+      },
+    );
+  }
   if (!Array.isArray(offsets)) {
     throw new TensorFSError('invalid_argument', 'seams of a tensor must be an array of offsets', {
       details: { rule: 'planner.seams_type', tensor: name },

@@ -4,7 +4,7 @@
  * are the snapshot's own objects (nothing re-read, nothing re-written) and whose `source` is the
  * snapshot, so export gives the original files back byte for byte.
  */
-import { checkOptions, checkStore, checkString } from './args.js';
+import { checkObject, checkOptions, checkStore, checkString } from './args.js';
 import type { LocalStore, Store } from '@tensorfs/cas';
 import {
   type JsonValue,
@@ -93,6 +93,8 @@ export async function convertPath(
   options: ConvertOptions = {},
 ): Promise<ConvertResult> {
   checkStore(store);
+  if (typeof (store as Partial<typeof store>).importPath !== 'function')
+    checkObject(null, 'store.importPath', 'a function');
   checkString(path, 'path');
   checkOptions(options);
   const imported = await store.importPath(path, {

@@ -1,4 +1,12 @@
-import { checkCheckpoint, checkObjects, checkOptions, checkStore, checkString, checkTensorSet } from './args.js';
+import {
+  checkCheckpoint,
+  checkObject,
+  checkObjects,
+  checkOptions,
+  checkStore,
+  checkString,
+  checkTensorSet,
+} from './args.js';
 import type { Store } from '@tensorfs/cas';
 import {
   comparePaths,
@@ -159,6 +167,25 @@ export function diffTensors(a: TensorSet, b: TensorSet): TensorDiff {
 export function diffTensorLists(a: readonly DiffInput[], b: readonly DiffInput[]): TensorDiff {
   checkObjects(a, 'a');
   checkObjects(b, 'b');
+  for (const [list, what] of [
+    [a, 'a[]'],
+    [b, 'b[]'],
+  ] as const) {
+    for (const t of list) {
+      // The shape diffInputs / checkpointDiffInputs give: a wrong one is the caller's bug, said once here.
+      if (
+        typeof t.file !== 'string' ||
+        typeof t.name !== 'string' ||
+        typeof t.dtype !== 'string' ||
+        typeof t.identity !== 'string' ||
+        !Array.isArray(t.shape) ||
+        !Array.isArray(t.objects) ||
+        !Number.isSafeInteger(t.bytes)
+      ) {
+        checkObject(null, what, 'a DiffInput { file, name, dtype, shape, bytes, objects, identity }');
+      }
+    }
+  }
   const key = (t: DiffInput) => `${t.file}\u0000${t.name}`;
   const inB = new Map<string, DiffInput>();
   for (const t of b) inB.set(key(t), t);

@@ -31,7 +31,10 @@ describe('@tensorfs/tensors with wrong-typed arguments', () => {
   it('return or throw a TensorFSError, never anything else', async () => {
     const store = new MemoryStore();
     const fill = fc.oneof(notString, fc.constantFrom<unknown>(store, {}, [], 0));
-    const n = await assertWrongArgumentsProperty({ tensors }, { fill, numRuns: 60, minFunctions: 20 });
+    const n = await assertWrongArgumentsProperty(
+      { tensors },
+      { wrong: notString, fill, numRuns: 60, minFunctions: 20 },
+    );
     expect(n).toBeGreaterThanOrEqual(20);
   }, 120_000);
 

@@ -136,16 +136,21 @@ export async function assertWrongArgumentsProperty(
     minFunctions?: number;
     /** How long an async answer may take to settle. @default 5000 */
     deadlineMs?: number;
+    /** The wrong values to try. @default {@link wrongArgument} */
+    wrong?: fc.Arbitrary<unknown>;
   } = {},
 ): Promise<number> {
   const skip = new Set(options.skip ?? []);
   const functions = publicFunctions(modules).filter(([name]) => !skip.has(name));
   expect(functions.length, 'public functions found').toBeGreaterThanOrEqual(options.minFunctions ?? 1);
   const fill = options.fill ?? wrongArgument;
-  const args = fc.array(fc.oneof({ weight: 4, arbitrary: wrongArgument }, { weight: 1, arbitrary: fill }), {
-    minLength: 1,
-    maxLength: 5,
-  });
+  const args = fc.array(
+    fc.oneof({ weight: 4, arbitrary: options.wrong ?? wrongArgument }, { weight: 1, arbitrary: fill }),
+    {
+      minLength: 1,
+      maxLength: 5,
+    },
+  );
   for (const [name, fn] of functions) {
     await fc.assert(
       fc.asyncProperty(args, async (list) => {
@@ -153,7 +158,8 @@ export async function assertWrongArgumentsProperty(
         const padded = Array.from({ length: n }, (_, i) => list[i % list.length]);
         await callRejectingOnlyTensorFSErrors(name, fn, padded, options.deadlineMs);
       }),
-      { numRuns: options.numRuns ?? 60 },
+      // WRONG_ARGS_RUNS raises the count for a longer hunt (the default keeps the suite quick).
+      { numRuns: Number(process.env.WRONG_ARGS_RUNS ?? options.numRuns ?? 60) },
     );
   }
   return functions.length;

@@ -308,6 +308,7 @@ export class LocalStore implements Store {
     options: { lease?: Lease; signal?: AbortSignal } = {},
   ): Promise<BatchOutcome[]> {
     checkObjects(items, 'items');
+    for (const item of items) checkChunks(item.bytes, 'items[].bytes');
     checkOptions(options);
     this.live();
     return putBatch(this.objects, items, options);
