@@ -87,6 +87,14 @@ def gguf_layout(path: Path):
     except Exception:
         return None
     tensors = sorted(((t.name, int(t.data_offset), int(t.n_bytes)) for t in r.tensors), key=lambda t: t[1])
+    size = path.stat().st_size
+    if not tensors and int(r.data_offset) > size:
+        # spec/gguf.md, data_truncated: with no tensors a file may end right after the tensor infos
+        # (llama.cpp's vocabulary-only files); data_start is then the file size. Any other end short
+        # of data_start is truncated. (gguf.GGUFReader reports the padded offset either way.)
+        last = list(r.fields.values())[-1]
+        infos_end = last.offset + sum(p.nbytes for p in last.parts)
+        return (size, []) if size == infos_end else None
     return int(r.data_offset), tensors
 
 
@@ -213,13 +221,21 @@ def main() -> None:
         old.unlink()
     vectors = []
 
-    def add(name, path, note, seams=None, generated=None):
+    def add(name, path, note, seams=None, generated=None, strict=False):
         v = {"name": name, "note": note, "file": path.name}
         if seams:
             v["seams"] = seams
         if generated:
             v["generated"] = generated
-        v["plan"] = plan(path, seams)
+        if strict:
+            # Stricter than the reference reader used here (gguf.GGUFReader, or json.loads for
+            # safetensors): it reads a tensor layout, the TensorFS rules do not, so the file is a blob.
+            data = path.read_bytes()
+            lenient = gguf_layout(path) if data[:4] == b"GGUF" else safetensors_layout(data)
+            assert lenient is not None, f"{name}: the reference reading should accept it"
+            v["plan"] = {"profile": "blob-v1", "size": len(data), "records": records(data, [(0, len(data))])}
+        else:
+            v["plan"] = plan(path, seams)
         vectors.append(v)
 
     add("blob-text", write("hello.txt", b"hello, tensorfs\n"), "an unrecognised file is one blob-v1 record")
@@ -308,9 +324,84 @@ def main() -> None:
             v["file"] = None
     tmp.unlink()
 
+    boundary_plans(add, st, gg)
+
     (OUT / "plans.json").write_text(json.dumps(vectors, indent=2, ensure_ascii=False) + "\n")
     write_manifests(vectors)
     write_hashes()
+
+
+def st_raw(name: str, header: bytes, data: bytes, pad: bool = True) -> Path:
+    """A safetensors file written by hand (the reference writer cannot produce these headers)."""
+    if pad:
+        header += b" " * ((8 - len(header) % 8) % 8)
+    return write(name, struct.pack("<Q", len(header)) + header + data)
+
+
+def boundary_plans(add, st: Path, gg: Path) -> None:
+    """Identity boundaries: where the profile changes, and the cases stricter than the reference."""
+    d4 = bytes([1, 2, 3, 4])
+    t = b'{"dtype":"U8","shape":[4],"data_offsets":[0,4]}'
+    add("safetensors-leading-space", st_raw("leading-space.safetensors", b" {\"a\":" + t + b"}", d4),
+        "JSON whitespace before the header object is accepted, as by the reference (serde_json)")
+    add("safetensors-duplicate-tensor", st_raw("duplicate-tensor.safetensors", b'{"a":' + t + b',"a":' + t + b"}", d4),
+        "stricter: a tensor name twice in the header is blob-v1 (json.loads keeps the last one)", strict=True)
+    add("safetensors-duplicate-escaped", st_raw("duplicate-escaped.safetensors",
+        b'{"a":' + t + b',"\\u0061":' + t + b"}", d4),
+        "stricter: a name and its escaped spelling (\\u0061 = a) are the same name, so blob-v1", strict=True)
+    add("safetensors-duplicate-field", st_raw("duplicate-field.safetensors",
+        b'{"a":{"dtype":"U8","dtype":"U8","shape":[4],"data_offsets":[0,4]}}', d4),
+        "stricter: a descriptor field twice is blob-v1", strict=True)
+    add("safetensors-float-offset", st_raw("float-offset.safetensors",
+        b'{"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4.0]}}', d4),
+        "stricter: an offset written 4.0 is not an integer, so blob-v1 (json.loads reads 4.0 == 4)", strict=True)
+    add("safetensors-metadata-number", st_raw("metadata-number.safetensors",
+        b'{"__metadata__":{"epoch":1},"a":' + t + b"}", d4),
+        "a __metadata__ value that is not a string is blob-v1 (the reference's HashMap<String,String>)", strict=True)
+
+    Q = gguf.GGMLQuantizationType
+    a3 = arr(30, 3, np.float32)
+    add("gguf-name-63-bytes", gguf_file("name-63.gguf", [("n" * 63, a3)], {"general.name": "bound"}),
+        "a tensor name of 63 bytes, the longest ggml takes (GGML_MAX_NAME 64 with its NUL), is gguf-v1")
+    add("gguf-name-64-bytes", gguf_file("name-64.gguf", [("n" * 64, a3)], {"general.name": "bound"}),
+        "one byte past the name bound: blob-v1 (gguf-py reads it, ggml refuses it)", strict=True)
+    add("gguf-5-dims", gguf_file("dims-5.gguf", [("w", arr(31, 32, np.float32).reshape(2, 2, 2, 2, 2))],
+        {"general.name": "bound"}),
+        "one dimension past GGML_MAX_DIMS (4): blob-v1 (gguf-py reads it, ggml refuses it)", strict=True)
+    nested = FILES / "nested-array.gguf"
+    w = gguf.GGUFWriter(nested, "llama")
+    w.add_string("general.name", "nested")
+    w.add_array("x.nested", [[1, 2], [3]])
+    w.add_tensor("w", a3)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    add("gguf-nested-array", nested, "an array of arrays: blob-v1 (gguf-py reads it, ggml refuses it)", strict=True)
+    add("gguf-trailing-byte", write("trailing-byte.gguf", gg.read_bytes() + b"\0"),
+        "stricter: one byte after the last tensor's padding is blob-v1 (ggml and gguf-py ignore it)", strict=True)
+
+    vocab = FILES / "vocab-padded.gguf"
+    w = gguf.GGUFWriter(vocab, "llama")
+    w.add_string("general.name", "vocab")
+    w.add_array("tokenizer.ggml.tokens", ["<s>", "</s>", "a", "bc", "\u00e9"])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    padded = vocab.read_bytes()
+    r = gguf.GGUFReader(vocab)
+    last = list(r.fields.values())[-1]
+    infos_end = last.offset + sum(p.nbytes for p in last.parts)
+    assert len(padded) == int(r.data_offset) > infos_end, (len(padded), r.data_offset, infos_end)
+    add("gguf-vocab-only-padded", vocab, "no tensors, padded to the alignment: gguf-v1, one header record")
+    add("gguf-vocab-only-unpadded", write("vocab-unpadded.gguf", padded[:infos_end]),
+        "no tensors and no padding after the tensor infos (llama.cpp's vocabulary-only files): gguf-v1, "
+        "data_start is the file size, one header record")
+    cut = infos_end + 1
+    assert cut < len(padded)
+    add("gguf-vocab-only-partial-padding", write("vocab-partial-padding.gguf", padded[:cut]),
+        "no tensors, but the padding is cut short: truncated, so blob-v1")
 
 
 def st_bytes_of(path: Path, name: str) -> bytes:
@@ -346,11 +437,27 @@ def write_manifests(plans: list[dict]) -> None:
             file("z\u00e9/\u4e2d\u6587.bin", "blob-text"),
         ],
     }
+    # Byte order of UTF-8 paths, where it differs from other orders a port might use: case
+    # (uppercase first), a separator against its neighbours ('-' 2D < '.' 2E < '/' 2F < '0' 30, so
+    # "d-e" and "d.e" sort before "d/e" though a per-component sort puts the folder first), a name
+    # that prefixes another, NFC and NFD spellings kept apart (no normalisation), and U+E000
+    # before an astral character (UTF-16 code-unit order is the other way round).
+    blob = by["blob-text"]
+    order_paths = ["A.bin", "B", "README.md", "a.bin", "b", "readme.md", "d-e", "d.e", "d/e", "d0",
+                   "ab", "ab.c", "abc", "e\u0301", "z", "\u00e9", "\u00ff", "\u0100", "\ue000", "\U0001f600",
+                   "\uffe0/x", "\u4e2d/\u6587", "\u4e2d\u6587"]
+    path_order = {
+        "version": 1,
+        "entries": [file(p, "blob-text") for p in sorted(order_paths, key=lambda p: p.encode("utf-8"))],
+    }
+    assert blob["records"]
     manifests = []
     for name, note, m in [
         ("empty", "no entries", {"version": 1, "entries": []}),
         ("every-kind", "every entry kind and profile, both modes, an empty file, a blob over 4 GiB, "
          "symlinks, nested and non-ASCII paths", every_kind),
+        ("path-order", "entries in UTF-8 byte order where other orders differ: case, separators, "
+         "prefixes, NFC/NFD, U+E000 vs an astral character", path_order),
     ]:
         b = tfm1(m)
         manifests.append({"name": name, "note": note, "manifest": m, "hex": b.hex(), "id": sha(b)})
@@ -367,6 +474,59 @@ def write_manifests(plans: list[dict]) -> None:
         ("indefinite-array", b"TFM1" + b"\xa2" + cbor("entries") + b"\x9f\xff" + cbor("version") + cbor(1),
          "malformed", "cbor.head"),
     ]
+    one = by["blob-text"]
+
+    def entry_map(path):
+        return {"kind": "file", "mode": 0o644, "path": path, "profile": "blob-v1",
+                "records": [[bytes.fromhex(r["digest"][7:]), r["length"]] for r in one["records"]],
+                "size": one["size"]}
+
+    def raw(entries):
+        """TFM1 bytes of entries exactly in the order given (no sorting, no path checks)."""
+        return b"TFM1" + cbor({"version": 1, "entries": entries})
+
+    def files(*paths):
+        return raw([entry_map(p) for p in paths])
+
+    def with_raw_path(path_bytes: bytes) -> bytes:
+        """One file entry whose path is the given bytes as a CBOR text string (any bytes, even not UTF-8)."""
+        marker = "\u0001" * len(path_bytes)
+        b = files(marker)
+        return b.replace(cbor(marker), cbor_head(3, len(path_bytes)) + path_bytes)
+
+    link = {"kind": "symlink", "path": "l", "target": "../outside"}
+    invalid += [
+        ("order-case", files("a", "B"), "malformed", "manifest.entries_order"),
+        ("order-utf16", files("\U0001f600", "\ue000"), "malformed", "manifest.entries_order"),
+        ("order-per-component", files("d/e", "d-e"), "malformed", "manifest.entries_order"),
+        ("order-nfc-before-nfd", files("\u00e9", "e\u0301"), "malformed", "manifest.entries_order"),
+        ("duplicate-path", files("a", "a"), "malformed", "manifest.entries_order"),
+        ("path-below-file", files("a", "a/b"), "malformed", "manifest.path_below_entry"),
+        ("path-dot-segment", files("a/../b"), "malformed", "manifest.path_dot_segment"),
+        ("path-dot", files("./a"), "malformed", "manifest.path_dot_segment"),
+        ("path-absolute", files("/a"), "malformed", "manifest.path_absolute"),
+        ("path-empty-segment", files("a//b"), "malformed", "manifest.path_empty_segment"),
+        ("path-trailing-slash", files("a/"), "malformed", "manifest.path_empty_segment"),
+        ("path-empty", files(""), "malformed", "manifest.path_empty"),
+        ("path-backslash", files("a\\b"), "malformed", "manifest.path_chars"),
+        ("path-control", files("a\tb"), "malformed", "manifest.path_chars"),
+        ("path-segment-256-bytes", files("x" * 256), "malformed", "manifest.path_segment_length"),
+        ("path-segment-256-bytes-utf8", files("\u00e9" * 128), "malformed", "manifest.path_segment_length"),
+        ("path-4097-bytes", files("/".join(["y" * 255] * 15 + ["y" * 254, "zz"])), "malformed", "manifest.path_length"),
+        ("path-not-utf8", with_raw_path(b"a\xff"), "malformed", "cbor.utf8"),
+        ("path-surrogate-utf8", with_raw_path(b"\xed\xa0\x80"), "malformed", "cbor.utf8"),
+        ("symlink-escape", raw([link]), "malformed", "manifest.symlink_escape"),
+    ]
+    # The longest path (4096 bytes) and segment (255 bytes) are valid: the bounds are inclusive.
+    longest = "/".join(["y" * 255] * 15 + ["y" * 254, "z"])
+    assert len(longest.encode()) == 4096 and len(("\u00e9" * 127 + "x").encode()) == 255
+    for name, note, paths in [
+        ("path-bounds", "the longest segment (255 bytes, also as 2-byte characters) and the longest path "
+         "(4096 bytes)", sorted([longest, "\u00e9" * 127 + "x"], key=lambda p: p.encode("utf-8"))),
+    ]:
+        m = {"version": 1, "entries": [file(p, "blob-text") for p in paths]}
+        b = tfm1(m)
+        manifests.append({"name": name, "note": note, "manifest": m, "hex": b.hex(), "id": sha(b)})
     rejects = [{"name": n, "hex": b.hex(), "code": c, "rule": r} for n, b, c, r in invalid]
     (OUT / "manifests.json").write_text(
         json.dumps({"valid": manifests, "invalid": rejects}, indent=2, ensure_ascii=False) + "\n")

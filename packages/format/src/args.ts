@@ -7,8 +7,16 @@ import { TensorFSError } from './errors.js';
 
 function fail(area: string, what: string, expected: string, value: unknown): never {
   throw new TensorFSError('invalid_argument', `${what} must be ${expected}`, {
-    details: { rule: `${area}.argument`, argument: what, actual: value === null ? 'null' : typeof value },
+    details: { rule: `${area}.argument`, argument: what, actual: describe(value) },
   });
+}
+
+/** What a wrong argument was, for `details.actual`: a type name, or the number itself. @internal */
+export function describe(value: unknown): string | number {
+  if (value === null) return 'null';
+  if (typeof value === 'number') return Number.isFinite(value) ? value : String(value);
+  if (Array.isArray(value)) return 'array';
+  return typeof value;
 }
 
 /** `invalid_argument` unless `value` is a `Uint8Array`. @internal */
@@ -35,4 +43,33 @@ export function requireObjects(value: unknown, what: string, area: string): asse
 /** `invalid_argument` unless `value` is a string. @internal */
 export function requireString(value: unknown, what: string, area: string): asserts value is string {
   if (typeof value !== 'string') fail(area, what, 'a string', value);
+}
+
+/** `invalid_argument` unless `value` is a function. @internal */
+export function requireFunction(
+  value: unknown,
+  what: string,
+  area: string,
+): asserts value is (...args: never[]) => unknown {
+  if (typeof value !== 'function') fail(area, what, 'a function', value);
+}
+
+/** `invalid_argument` unless `value` is a number (NaN and infinities included: the kernels define them). @internal */
+export function requireNumber(value: unknown, what: string, area: string): asserts value is number {
+  if (typeof value !== 'number') fail(area, what, 'a number', value);
+}
+
+/** `invalid_argument` unless `value` is a safe integer ≥ 0. @internal */
+export function requireCount(value: unknown, what: string, area: string): asserts value is number {
+  if (!Number.isSafeInteger(value) || (value as number) < 0) fail(area, what, 'an integer ≥ 0', value);
+}
+
+/** `invalid_argument` unless `value` is `undefined` or a non-null object (an options bag). @internal */
+export function requireOptions(value: unknown, what: string, area: string): void {
+  if (value !== undefined && (typeof value !== 'object' || value === null)) fail(area, what, 'an object', value);
+}
+
+/** `invalid_argument` unless `value` is a bigint. @internal */
+export function requireBigint(value: unknown, what: string, area: string): asserts value is bigint {
+  if (typeof value !== 'bigint') fail(area, what, 'a bigint', value);
 }

@@ -27,7 +27,7 @@ import {
 import type { SafetensorsHeader } from './safetensors/types.js';
 import { writeSafetensorsHeader } from './safetensors/write-header.js';
 import { type ByteSource, checkByteSource, readFully } from './source.js';
-import { requireString } from './args.js';
+import { requireBytes, requireCount, requireOptions, requireString } from './args.js';
 
 /** One tensor as every container describes it. */
 export interface ContainerTensor {
@@ -373,6 +373,8 @@ export function codecForPath(path: string): AnyContainerCodec | undefined {
  * order, or `undefined`.
  */
 export function detectCodec(head: Uint8Array, size: number): AnyContainerCodec | undefined {
+  requireBytes(head, 'head', 'codec');
+  requireCount(size, 'size', 'codec');
   return CONTAINER_CODECS.find((c) => c.detect(head, size));
 }
 
@@ -396,6 +398,7 @@ export async function readContainerHeader(
   options: ReadContainerOptions = {},
 ): Promise<ContainerHeader> {
   checkByteSource(source);
+  requireOptions(options, 'options', 'codec');
   const head = await readHead(source, options.signal);
   const named = options.path !== undefined ? codecForPath(options.path) : undefined;
   const found = CONTAINER_CODECS.find((c) => c.magic !== null && c.detect(head, source.size));
@@ -406,6 +409,7 @@ export async function readContainerHeader(
 
 /** The leading {@link DETECT_BYTES} bytes of a source (fewer if it is shorter), copied. */
 export async function readHead(source: ByteSource, signal?: AbortSignal): Promise<Uint8Array> {
+  checkByteSource(source);
   const length = Math.min(DETECT_BYTES, source.size);
   return (await readFully(source, 0, length, signal)).slice();
 }

@@ -74,11 +74,17 @@ export class TensorFSError extends Error {
   readonly details: ErrorDetails;
 
   constructor(code: ErrorCode, message: string, options: TensorFSErrorOptions = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    if (!CODE_SET.has(code)) throw new TypeError(`unknown TensorFSError code: ${String(code)}`);
+    const cause = options?.cause;
+    super(typeof message === 'string' ? message : safeString(message), cause === undefined ? undefined : { cause });
+    if (!CODE_SET.has(code)) {
+      // A wrong code is the caller's bug: say so in the one error type (the unknown code as a type name).
+      throw new TensorFSError('invalid_argument', 'unknown TensorFSError code', {
+        details: { rule: 'errors.code', actual: typeof code === 'string' ? code.slice(0, 40) : typeof code },
+      });
+    }
     this.name = 'TensorFSError';
     this.code = code;
-    this.details = Object.freeze({ ...(options.details ?? {}) });
+    this.details = Object.freeze({ ...(options?.details ?? {}) });
     Object.defineProperty(this, MARKER, { value: true, enumerable: false });
   }
 
@@ -113,7 +119,7 @@ export function toTensorFSError(err: unknown, fallback: ErrorCode = 'internal', 
   if (typeof err === 'object' && err !== null && (err as { name?: unknown }).name === 'AbortError') {
     return new TensorFSError('cancelled', message ?? 'operation cancelled', { cause: err });
   }
-  const text = err instanceof Error ? err.message : String(err);
+  const text = err instanceof Error ? err.message : safeString(err);
   return new TensorFSError(fallback, message ?? text, { cause: err });
 }
 
@@ -134,4 +140,13 @@ function jsonSafe(value: unknown): unknown {
     return out;
   }
   return value;
+}
+
+/** `String(value)`, or its type name when it has no string form (a null-prototype object, a throwing `toString`). */
+function safeString(value: unknown): string {
+  try {
+    return String(value);
+  } catch {
+    return typeof value;
+  }
 }

@@ -1,4 +1,4 @@
-import { requireBytes } from './args.js';
+import { describe, requireBytes, requireString } from './args.js';
 import { TensorFSError } from './errors.js';
 
 /** An object id as text: `sha256:` and 64 lowercase hex digits. */
@@ -18,6 +18,7 @@ const ID_CODES: number[] = /* @__PURE__ */ Array.from('sha256:', (c) => c.charCo
 
 /** Lowercase hex of bytes. */
 export function toHex(bytes: Uint8Array): string {
+  requireBytes(bytes, 'bytes', 'ids');
   let s = '';
   for (let i = 0; i < bytes.length; i++) s += HEX[bytes[i]!];
   return s;
@@ -25,6 +26,7 @@ export function toHex(bytes: Uint8Array): string {
 
 /** Bytes of an even-length lowercase hex string; `malformed` otherwise. */
 export function fromHex(hex: string): Uint8Array {
+  requireString(hex, 'hex', 'ids');
   if (hex.length % 2 !== 0 || !/^[0-9a-f]*$/.test(hex)) {
     throw new TensorFSError('malformed', 'not lowercase hex', { details: { length: hex.length } });
   }
@@ -42,9 +44,9 @@ export function isObjectId(value: unknown): value is ObjectId {
 export function parseObjectId(value: string): ObjectId {
   if (!isObjectId(value)) {
     // Callers from plain JavaScript may pass anything: describe it without assuming a string.
-    const text = String(value);
+    const text = typeof value === 'string' ? value : String(describe(value));
     throw new TensorFSError('invalid_argument', 'not an object id (expected sha256:<64 lowercase hex>)', {
-      details: { actual: text.length > 80 ? `${text.slice(0, 80)}…` : text },
+      details: { rule: 'ids.object_id', actual: text.length > 80 ? `${text.slice(0, 80)}…` : text },
     });
   }
   return value;
@@ -78,6 +80,11 @@ export function digestFromObjectId(id: string): Uint8Array {
  * without allocating: the hot path of manifest encoding.
  */
 export function digestInto(id: ObjectId, out: Uint8Array): void {
+  if (typeof id !== 'string' || !(out instanceof Uint8Array) || out.length < 32) {
+    throw new TensorFSError('invalid_argument', 'digestInto takes an object id and 32 bytes of room', {
+      details: { rule: 'ids.argument', actual: describe(typeof id !== 'string' ? id : out) },
+    });
+  }
   for (let i = 0; i < 32; i++) {
     out[i] = (NIBBLE[id.charCodeAt(7 + 2 * i)]! << 4) | NIBBLE[id.charCodeAt(8 + 2 * i)]!;
   }

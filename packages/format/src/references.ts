@@ -8,6 +8,7 @@
  * Adding a kind is one entry in {@link REFERENCE_KINDS}.
  */
 import { COZYTENSORS_MAGIC, decodeCheckpoint } from './cozytensors/header.js';
+import { requireBytes } from './args.js';
 import type { ObjectId } from './ids.js';
 import { decodeManifest, TFM1_MAGIC } from './manifest/manifest.js';
 
@@ -71,6 +72,7 @@ export const REFERENCE_MAGIC_LENGTH: number = REFERENCE_KINDS.reduce((n, k) => M
 
 /** The referencing kind whose magic opens `head` (an object's first bytes), if any. */
 export function referenceKindOf(head: Uint8Array): ReferenceKind | undefined {
+  requireBytes(head, 'head', 'references');
   return REFERENCE_KINDS.find((k) => head.length >= k.magic.length && k.magic.every((b, i) => head[i] === b));
 }
 

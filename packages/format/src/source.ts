@@ -1,3 +1,4 @@
+import { requireBytes } from './args.js';
 import { isTensorFSError, TensorFSError, throwIfAborted } from './errors.js';
 
 /**
@@ -24,7 +25,9 @@ export type ReadIntoSource = ByteSource & Required<Pick<ByteSource, 'readInto'>>
 
 /** True if `source` implements {@link ByteSource.readInto}. */
 export function canReadInto(source: ByteSource): source is ReadIntoSource {
-  return typeof (source as Partial<ReadIntoSource>).readInto === 'function';
+  return (
+    typeof source === 'object' && source !== null && typeof (source as Partial<ReadIntoSource>).readInto === 'function'
+  );
 }
 
 /**
@@ -48,6 +51,7 @@ export function checkByteSource(source: unknown): asserts source is ByteSource {
 
 /** A {@link ByteSource} over bytes already in memory (zero-copy subarrays). */
 export function bytesSource(bytes: Uint8Array): ByteSource {
+  requireBytes(bytes, 'bytes', 'source');
   return {
     size: bytes.length,
     async read(offset: number, length: number): Promise<Uint8Array> {
@@ -87,6 +91,8 @@ export async function readFully(
   signal?: AbortSignal,
 ): Promise<Uint8Array> {
   throwIfAborted(signal);
+  checkByteSource(source);
+  checkRange(offset, length, source.size);
   let bytes: unknown;
   try {
     bytes = await source.read(offset, length, signal);
@@ -117,6 +123,9 @@ export async function readInto(
   target: Uint8Array,
   signal?: AbortSignal,
 ): Promise<void> {
+  checkByteSource(source);
+  requireBytes(target, 'target', 'source');
+  checkRange(offset, target.length, source.size);
   if (canReadInto(source)) {
     try {
       await source.readInto(offset, target, signal);

@@ -1,3 +1,4 @@
+import { expectCodeSync } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
 import { ERROR_CODES, HTTP_STATUS, TensorFSError, isTensorFSError, toTensorFSError } from '../src/index.js';
 
@@ -37,8 +38,14 @@ describe('TensorFSError', () => {
     });
     expect(Object.isFrozen(e.details)).toBe(true);
   });
-  it('rejects an unknown code', () => {
-    expect(() => new TensorFSError('nope' as never, 'x')).toThrow(TypeError);
+  it('rejects an unknown code with invalid_argument, not a TypeError', () => {
+    expectCodeSync(() => new TensorFSError('nope' as never, 'x'), 'invalid_argument', 'errors.code', {
+      actual: 'nope',
+    });
+    expectCodeSync(() => new TensorFSError(null as never, 'x'), 'invalid_argument', 'errors.code', {
+      actual: 'object',
+    });
+    expectCodeSync(() => toTensorFSError(new Error('x'), 'bogus' as never), 'invalid_argument', 'errors.code');
   });
   it('is recognised by marker, not instanceof (a second copy agrees)', () => {
     const foreign = Object.assign(new Error('x'), { code: 'io' });

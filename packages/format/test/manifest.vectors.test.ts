@@ -3,8 +3,11 @@
  * canonical CBOR encoder and hashed with Python's hashlib).
  */
 import {
+  compareBytes,
+  comparePaths,
   decodeManifest,
   encodeManifest,
+  sortManifestEntries,
   fromHex,
   type ErrorCode,
   type Manifest,
@@ -37,6 +40,22 @@ describe('v1 manifest vectors', () => {
 
   it.each(vectors.invalid.map((v) => [v.name, v] as const))('%s is rejected', (_name, v) => {
     expectCodeSync(() => decodeManifest(fromHex(v.hex)), v.code, v.rule);
+  });
+
+  it('path-order: sorting the entries, in any starting order, gives the vector order (UTF-8 bytes)', () => {
+    const ordered = vectors.valid.find((v) => v.name === 'path-order')!.manifest.entries;
+    const paths = ordered.map((e) => e.path);
+    const utf8 = new TextEncoder();
+    for (let i = 1; i < paths.length; i++) {
+      expect(compareBytes(utf8.encode(paths[i - 1]!), utf8.encode(paths[i]!)), paths[i]).toBeLessThan(0);
+      expect(comparePaths(paths[i - 1]!, paths[i]!), paths[i]).toBeLessThan(0);
+    }
+    for (const shuffled of [[...ordered].reverse(), [...ordered].sort((a, b) => (a.path < b.path ? -1 : 1))]) {
+      expect(sortManifestEntries(shuffled).map((e) => e.path)).toEqual(paths);
+      expect(toHex(encodeManifest({ entries: sortManifestEntries(shuffled) }))).toBe(
+        vectors.valid.find((v) => v.name === 'path-order')!.hex,
+      );
+    }
   });
 
   it('the schema rejects what the shape rules forbid', () => {

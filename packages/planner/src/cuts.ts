@@ -48,6 +48,20 @@ export function countTensorRecords(layout: TensorLayout, size: number): number {
  * so a written file and an imported file of the same bytes share every object.
  */
 export function cutTensor(byteLength: number, seams: readonly number[] = []): number[] {
+  if (!Number.isSafeInteger(byteLength) || byteLength < 0 || !Array.isArray(seams)) {
+    throw new TensorFSError(
+      'invalid_argument',
+      'cutTensor takes a byte length (an integer ≥ 0) and an array of seams',
+      {
+        details: { rule: 'planner.argument', actual: byteLength },
+      },
+    );
+  }
+  if (gridCount(byteLength) + seams.length > MAX_PLAN_RECORDS) {
+    throw new TensorFSError('limit_exceeded', 'the tensor would need more records than a plan may hold', {
+      details: { rule: 'planner.records_limit', limit: MAX_PLAN_RECORDS },
+    });
+  }
   const lengths: number[] = [];
   let start = 0;
   for (const seam of [...seams, byteLength]) {
@@ -101,6 +115,15 @@ export function tensorCuts(layout: TensorLayout, size: number, seams: Map<string
  * @throws {TensorFSError} `invalid_argument` (rule `planner.seams_type` / `planner.seam_offset`).
  */
 export function checkTensorSeams(name: string, offsets: unknown, byteLength: number): number[] {
+  if (typeof name !== 'string' || !Number.isSafeInteger(byteLength) || byteLength < 0) {
+    throw new TensorFSError(
+      'invalid_argument',
+      'checkTensorSeams takes a tensor name and its byte length (an integer ≥ 0)',
+      {
+        details: { rule: 'planner.argument', argument: typeof name !== 'string' ? 'name' : 'byteLength' },
+      },
+    );
+  }
   if (!Array.isArray(offsets)) {
     throw new TensorFSError('invalid_argument', 'seams of a tensor must be an array of offsets', {
       details: { rule: 'planner.seams_type', tensor: name },

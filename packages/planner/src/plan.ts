@@ -124,6 +124,7 @@ const STREAM_CHUNK_BYTES = 16 * 1024 * 1024;
  * the plan past 1,000,000 records), `cancelled`, `io` and the source's or hasher's own errors.
  */
 export async function planAndHash(source: ByteSource, options: PlanOptions = {}): Promise<Plan> {
+  checkOptions(options);
   const { signal } = options;
   try {
     throwIfAborted(signal);
@@ -156,6 +157,30 @@ async function chooseCuts(
   const tensorPlan = layout !== undefined && countTensorRecords(layout, size) <= MAX_PLAN_RECORDS ? layout : undefined;
   const checked = checkSeams(seams, tensorPlan);
   return tensorPlan ? tensorCuts(tensorPlan, size, checked) : blobCuts(size);
+}
+
+function wrongOption(what: string, expected: string, value: unknown): never {
+  throw new TensorFSError('invalid_argument', `${what} must be ${expected}`, {
+    details: { rule: 'planner.argument', argument: what, actual: value === null ? 'null' : typeof value },
+  });
+}
+
+/** The option types, checked before anything runs: a wrong one is `invalid_argument`, never a TypeError turned `internal`. */
+function checkOptions(options: PlanOptions): void {
+  if (typeof options !== 'object' || options === null) wrongOption('options', 'an object', options);
+  const { signal, hasher } = options;
+  if (signal !== undefined && (typeof signal !== 'object' || signal === null || typeof signal.aborted !== 'boolean')) {
+    wrongOption('options.signal', 'an AbortSignal', signal);
+  }
+  if (hasher !== undefined) {
+    if (typeof hasher !== 'object' || hasher === null) wrongOption('options.hasher', 'a Hasher', hasher);
+    if (typeof hasher.digest !== 'function') wrongOption('options.hasher.digest', 'a function', hasher.digest);
+    if (typeof hasher.stream !== 'function') wrongOption('options.hasher.stream', 'a function', hasher.stream);
+  }
+  for (const name of ['onProgress', 'onRecord', 'onRead'] as const) {
+    const f = options[name];
+    if (f !== undefined && typeof f !== 'function') wrongOption(`options.${name}`, 'a function', f);
+  }
 }
 
 function checkSize(size: number): number {
@@ -397,6 +422,10 @@ export interface PlanJSON {
  * tensor profiles.
  */
 export function planToJSON(plan: Plan): PlanJSON {
+  if (typeof plan !== 'object' || plan === null) wrongOption('plan', 'a Plan', plan);
+  if (!Array.isArray(plan.records)) wrongOption('plan.records', 'an array', plan.records);
+  for (const r of plan.records) if (typeof r !== 'object' || r === null) wrongOption('plan.records[]', 'an object', r);
+  if (plan.tensors !== undefined && !(plan.tensors instanceof Map)) wrongOption('plan.tensors', 'a Map', plan.tensors);
   const out: PlanJSON = {
     profile: plan.profile,
     size: plan.size,

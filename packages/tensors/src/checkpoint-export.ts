@@ -3,8 +3,9 @@
  * the checkpoint has a source snapshot), the header file alone, or a portable folder (header +
  * `chunks/<sha256-hex>`) that another machine reads with no store; and importing a portable folder.
  */
+import { checkCheckpoint, checkOptions, checkStore, checkString } from './args.js';
 import * as fsp from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import type { LocalStore, Store } from '@tensorfs/cas';
 
 /** A store that can also rebuild snapshots as files (the local store). */
@@ -55,9 +56,13 @@ export async function exportCheckpoint(
   dir: string,
   options: CheckpointExportOptions = {},
 ): Promise<CheckpointExportResult> {
+  checkStore(store);
+  checkCheckpoint(checkpoint);
+  checkString(dir, 'dir');
+  checkOptions(options);
   const format = options.format ?? 'safetensors';
   const root = resolve(dir);
-  await fsp.mkdir(root, { recursive: true });
+  await exportFolder(root);
   if (format === 'safetensors') {
     const tree = checkpoint.source ?? (await layoutSnapshot(store, checkpoint));
     return store.exportSnapshot(tree, root, {
@@ -80,7 +85,7 @@ export async function exportCheckpoint(
   let bytes = checkpoint.bytes.length;
   if (format === 'portable') {
     const chunks = join(root, 'chunks');
-    await fsp.mkdir(chunks, { recursive: true });
+    await exportFolder(chunks);
     for (const id of await closure(store, checkpoint)) {
       throwIfAborted(options.signal);
       const dest = join(chunks, id.slice('sha256:'.length));
@@ -110,6 +115,11 @@ export async function exportComponentFiles(
   dir: string,
   options: { signal?: AbortSignal } = {},
 ): Promise<CheckpointExportResult> {
+  checkStore(store);
+  checkCheckpoint(checkpoint);
+  checkString(component, 'component');
+  checkString(dir, 'dir');
+  checkOptions(options);
   const c = checkpoint.component(component);
   let entries: ManifestEntry[];
   if (checkpoint.source !== null) {
@@ -138,6 +148,9 @@ export async function importPortable(
   dir: string,
   options: { variant?: string; name?: string; expected?: ObjectId | null; signal?: AbortSignal } = {},
 ): Promise<Checkpoint> {
+  checkStore(store);
+  checkString(dir, 'dir');
+  checkOptions(options);
   const root = resolve(dir);
   const header = new Uint8Array(await fsp.readFile(join(root, `${options.variant ?? 'model'}.cozytensors`)));
   const probe = await openCheckpoint(store, header, { requireObjects: false });
@@ -274,8 +287,43 @@ async function atomicWrite(dest: string, parts: readonly Uint8Array[]): Promise<
   } catch (error) {
     await fsp.rm(tmp, { force: true });
     if (error instanceof TensorFSError) throw error;
+    if ((error as { code?: string }).code === 'EISDIR') {
+      const name = basename(dest);
+      throw new TensorFSError(
+        'conflict',
+        `${name} is a folder in the export destination: remove it or choose another folder`,
+        {
+          details: { rule: 'export.not_a_file', path: name },
+        },
+      );
+    }
     throw new TensorFSError('io', 'could not write an export file', {
       details: { code: (error as { code?: string }).code, file: dest.split(/[\\/]/).pop() },
+      cause: error,
+    });
+  }
+}
+
+/**
+ * Creates an export folder (and its parents) or accepts an existing one. Something else at the
+ * path (a file) is `conflict` (rule `export.not_a_folder`), as for a snapshot export; any other
+ * failure is `io` with its errno. Neither names a local absolute path.
+ */
+async function exportFolder(dir: string): Promise<void> {
+  try {
+    await fsp.mkdir(dir, { recursive: true });
+  } catch (error) {
+    const errno = (error as NodeJS.ErrnoException).code;
+    const name = basename(dir);
+    if (errno === 'EEXIST' || errno === 'ENOTDIR') {
+      throw new TensorFSError(
+        'conflict',
+        `export destination ${name} exists and is not a folder: remove it or choose another folder`,
+        { details: { rule: 'export.not_a_folder', path: name } },
+      );
+    }
+    throw new TensorFSError('io', `cannot create the export folder ${name} (${errno ?? 'error'})`, {
+      details: { rule: 'export.folder', path: name, errno },
       cause: error,
     });
   }

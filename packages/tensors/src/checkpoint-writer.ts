@@ -2,6 +2,7 @@
  * {@link CheckpointWriter}: builds a cozytensors checkpoint in the store, tensor by tensor, and
  * commits its header (optionally moving a ref by compare-and-swap).
  */
+import { checkObject, checkOptions, checkString, checkView } from './args.js';
 import * as fsp from 'node:fs/promises';
 import type { Lease, Store } from '@tensorfs/cas';
 import {
@@ -150,6 +151,8 @@ export class CheckpointWriter {
     private readonly store: Store,
     private readonly options: CheckpointWriterOptions = {},
   ) {
+    checkObject(store, 'store', 'a Store');
+    checkOptions(options);
     this.held = options.lease;
     this.ready = this.loadJournal().then(() => this.loadBase());
     // A base that fails to load fails the first call, not the process.
@@ -246,6 +249,7 @@ export class CheckpointWriter {
 
   /** Sets the pipeline class and config (`null` for none). */
   pipeline(pipeline: { cls: string; config: JsonValue } | null): void {
+    if (pipeline !== null) checkObject(pipeline, 'pipeline', 'an object { cls, config } or null');
     this.open();
     this.pipelineValue = pipeline === null ? null : { cls: pipeline.cls, config: pipeline.config };
   }
@@ -262,6 +266,8 @@ export class CheckpointWriter {
    * @throws {TensorFSError} `invalid_argument` if declared twice in this writer.
    */
   component(name: string, options: { cls: string; config: JsonValue }): CheckpointComponentWriter {
+    checkString(name, 'name');
+    checkObject(options, 'options');
     this.open();
     const existing = this.components.get(name);
     if (existing?.declared) {
@@ -445,6 +451,12 @@ export class CheckpointWriter {
   }
 
   private inheritIn(component: string, view: TensorView, options: { name?: string } = {}): Promise<void> {
+    try {
+      checkView(view);
+      checkOptions(options);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const name = options.name ?? view.name;
     return this.step(async () => {
       const encoding = (view as Partial<CheckpointTensorView>).encoding;

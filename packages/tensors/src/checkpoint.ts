@@ -2,6 +2,7 @@
  * Reading cozytensors checkpoints: {@link openCheckpoint} gives the pipeline, the components in
  * construction order (class, config, tensor views, assets) and the exports loaders need.
  */
+import { checkOptions, checkStore, checkString } from './args.js';
 import { createHash } from 'node:crypto';
 import type { Store } from '@tensorfs/cas';
 import {
@@ -104,6 +105,9 @@ export async function openCheckpoint(
   source: string | Uint8Array,
   options: OpenCheckpointOptions = {},
 ): Promise<Checkpoint> {
+  checkStore(store);
+  if (!(source instanceof Uint8Array)) checkString(source, 'source');
+  checkOptions(options);
   let bytes: Uint8Array;
   let id: ObjectId;
   if (typeof source === 'string') {

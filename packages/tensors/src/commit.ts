@@ -1,3 +1,4 @@
+import { checkObject, checkObjects, checkOptions, checkStore, checkString } from './args.js';
 import type { Lease, Store } from '@tensorfs/cas';
 import {
   type Manifest,
@@ -52,8 +53,16 @@ export interface CommitResult {
  *   `conflict` (the ref moved: nothing but the unreferenced manifest object was written).
  */
 export async function commit(store: Store, options: CommitOptions): Promise<CommitResult> {
+  checkStore(store);
+  checkObject(options, 'options');
+  checkOptions(options);
   const put = options.put ?? [];
   const remove = options.remove ?? [];
+  checkObjects(put, 'options.put');
+  if (!Array.isArray(remove)) checkObjects(remove, 'options.remove');
+  for (const path of remove) checkString(path, 'options.remove[]');
+  if (options.base !== undefined) checkString(options.base, 'options.base');
+  if (options.ref !== undefined) checkString(options.ref, 'options.ref');
   const base = options.base === undefined ? null : await store.resolve(options.base);
   const entries = new Map<string, ManifestEntry>();
   if (base !== null) for (const entry of (await store.getManifest(base)).entries) entries.set(entry.path, entry);

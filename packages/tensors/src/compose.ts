@@ -1,3 +1,4 @@
+import { checkObject, checkOptions, checkStore, checkString } from './args.js';
 import type { Lease, Store } from '@tensorfs/cas';
 import {
   type ManifestFileEntry,
@@ -73,6 +74,11 @@ export async function compose(
   changes: ComposeChanges,
   options: ComposeOptions = {},
 ): Promise<ComposeResult> {
+  checkStore(store);
+  checkString(snapshot, 'snapshot');
+  checkString(file, 'file');
+  checkObject(changes, 'changes');
+  checkOptions(options);
   return composeWith(store, snapshot, file, options, (views) => {
     const present = new Set(views.map((v) => v.name));
     const drop = selector(changes.drop, present, file);
@@ -117,6 +123,11 @@ export function rekey(
   map: ReadonlyMap<string, string> | Readonly<Record<string, string>>,
   options: ComposeOptions = {},
 ): Promise<ComposeResult> {
+  checkStore(store);
+  checkString(snapshot, 'snapshot');
+  checkString(file, 'file');
+  checkObject(map, 'map');
+  checkOptions(options);
   return compose(store, snapshot, file, { rename: map }, options);
 }
 
@@ -131,6 +142,11 @@ export function trim(
   select: TensorSelection,
   options: ComposeOptions = {},
 ): Promise<ComposeResult> {
+  checkStore(store);
+  checkString(snapshot, 'snapshot');
+  checkString(file, 'file');
+  if (typeof select !== 'function') checkObject(select, 'select', 'a TensorSelection');
+  checkOptions(options);
   return compose(store, snapshot, file, { drop: select }, options);
 }
 

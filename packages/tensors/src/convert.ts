@@ -4,6 +4,7 @@
  * are the snapshot's own objects (nothing re-read, nothing re-written) and whose `source` is the
  * snapshot, so export gives the original files back byte for byte.
  */
+import { checkObject, checkOptions, checkStore, checkString } from './args.js';
 import type { LocalStore, Store } from '@tensorfs/cas';
 import {
   type JsonValue,
@@ -91,6 +92,11 @@ export async function convertPath(
   path: string,
   options: ConvertOptions = {},
 ): Promise<ConvertResult> {
+  checkStore(store);
+  if (typeof (store as Partial<typeof store>).importPath !== 'function')
+    checkObject(null, 'store.importPath', 'a function');
+  checkString(path, 'path');
+  checkOptions(options);
   const imported = await store.importPath(path, {
     ...(options.signal !== undefined ? { signal: options.signal } : {}),
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
@@ -142,6 +148,9 @@ export async function convertSnapshot(
   refOrId: string,
   options: ConvertOptions = {},
 ): Promise<ConvertResult> {
+  checkStore(store);
+  checkString(refOrId, 'refOrId');
+  checkOptions(options);
   const tree = await SnapshotTree.load(store, refOrId);
   const plan = await planConversion(store, tree, options.converter);
   const writer = new CheckpointWriter(store, options.signal !== undefined ? { signal: options.signal } : {});

@@ -3,6 +3,7 @@
  * type. A GGUF tensor's ggml type is its encoding (`ggml` scheme of `@tensorfs/format/encodings`);
  * plain float dtypes are converted (float32 in between, one round-to-nearest-even cast).
  */
+import { checkBytes, checkCount, checkObject, checkOptions, checkView } from './args.js';
 import { TensorFSError, ggmlTypeByName, isTensorFSError } from '@tensorfs/format';
 import {
   type DecodedDtype,
@@ -36,6 +37,8 @@ function encodedView(view: TensorView): EncodedTensorView | undefined {
  * with `verify`). `undefined` for a view that is not an encoded checkpoint tensor.
  */
 export async function readEncoding(view: TensorView, options: ReadOptions = {}): Promise<Encoded | undefined> {
+  checkView(view);
+  checkOptions(options);
   const ev = encodedView(view);
   if (ev === undefined) return undefined;
   const parts: Record<string, { dtype: string; shape: number[]; bytes: Uint8Array }> = {};
@@ -80,6 +83,8 @@ function elements(view: TensorView): number {
 
 /** The encoding of a view's stored bytes (GGUF block types), or `null` for a plain dtype. */
 export function viewEncoding(view: TensorView, bytes?: Uint8Array): Encoded | null {
+  checkView(view);
+  if (bytes !== undefined) checkBytes(bytes, 'bytes');
   if (view.format !== 'gguf' || view.blockSize <= 1) return null;
   const type = ggmlTypeByName(view.dtype);
   if (!type)
@@ -89,11 +94,14 @@ export function viewEncoding(view: TensorView, bytes?: Uint8Array): Encoded | nu
 
 /** The dtype a decoded read of `view` produces by default. */
 export function decodedDtypeOf(view: TensorView): DecodedDtype {
+  checkView(view);
   return view.dtype === 'F16' || view.dtype === 'BF16' ? view.dtype : 'F32';
 }
 
 /** The byte length of `view` decoded as `dtype`. */
 export function decodedByteLength(view: TensorView, dtype: DecodedDtype = decodedDtypeOf(view)): number {
+  checkView(view);
+  if (typeof dtype !== 'string' || !Object.hasOwn(WIDTH, dtype)) checkObject(null, 'dtype', 'F32, F16 or BF16');
   return elements(view) * WIDTH[dtype];
 }
 
@@ -132,6 +140,10 @@ export async function readDecodedInto(
   offset = 0,
   options: DecodedReadOptions = {},
 ): Promise<Uint8Array> {
+  checkView(view);
+  checkBytes(buffer, 'buffer');
+  checkCount(offset, 'offset');
+  checkOptions(options);
   const dtype = options.dtype ?? decodedDtypeOf(view);
   if (dtype !== 'F32' && dtype !== 'F16' && dtype !== 'BF16') {
     throw new TensorFSError('invalid_argument', 'the decoded dtype must be F32, F16 or BF16', {
@@ -193,6 +205,8 @@ export async function readDecodedInto(
 
 /** Reads `view` decoded to plain values of `options.dtype` (see {@link readDecodedInto}). */
 export async function readDecoded(view: TensorView, options: DecodedReadOptions = {}): Promise<Uint8Array> {
+  checkView(view);
+  checkOptions(options);
   const dtype = options.dtype ?? decodedDtypeOf(view);
   return readDecodedInto(view, new Uint8Array(decodedByteLength(view, dtype)), 0, { ...options, dtype });
 }

@@ -1,3 +1,12 @@
+import {
+  checkCheckpoint,
+  checkObject,
+  checkObjects,
+  checkOptions,
+  checkStore,
+  checkString,
+  checkTensorSet,
+} from './args.js';
 import type { Store } from '@tensorfs/cas';
 import {
   comparePaths,
@@ -87,6 +96,7 @@ function bytesIdentity(set: TensorSet, view: TensorView): string {
 
 /** The tensors of an opened set as diff inputs, in the set's order. */
 export function diffInputs(set: TensorSet): DiffInput[] {
+  checkTensorSet(set, 'set');
   return [...set].map((view) => ({
     file: placeOf(set, view),
     name: view.name,
@@ -105,6 +115,8 @@ export function diffInputs(set: TensorSet): DiffInput[] {
  * params and parts.
  */
 export function checkpointDiffInputs(checkpoint: Checkpoint, component?: string): DiffInput[] {
+  checkCheckpoint(checkpoint);
+  if (component !== undefined) checkString(component, 'component');
   const components = component === undefined ? [...checkpoint.components.values()] : [checkpoint.component(component)];
   const out: DiffInput[] = [];
   for (const c of components) {
@@ -146,11 +158,34 @@ function facts(t: DiffInput): DiffTensor {
  * safetensors file of the same tensors line up even though every name differs.
  */
 export function diffTensors(a: TensorSet, b: TensorSet): TensorDiff {
+  checkTensorSet(a, 'a');
+  checkTensorSet(b, 'b');
   return diffTensorLists(diffInputs(a), diffInputs(b));
 }
 
 /** {@link diffTensors} over lists of tensors (from snapshots, checkpoints, or both). */
 export function diffTensorLists(a: readonly DiffInput[], b: readonly DiffInput[]): TensorDiff {
+  checkObjects(a, 'a');
+  checkObjects(b, 'b');
+  for (const [list, what] of [
+    [a, 'a[]'],
+    [b, 'b[]'],
+  ] as const) {
+    for (const t of list) {
+      // The shape diffInputs / checkpointDiffInputs give: a wrong one is the caller's bug, said once here.
+      if (
+        typeof t.file !== 'string' ||
+        typeof t.name !== 'string' ||
+        typeof t.dtype !== 'string' ||
+        typeof t.identity !== 'string' ||
+        !Array.isArray(t.shape) ||
+        !Array.isArray(t.objects) ||
+        !Number.isSafeInteger(t.bytes)
+      ) {
+        checkObject(null, what, 'a DiffInput { file, name, dtype, shape, bytes, objects, identity }');
+      }
+    }
+  }
   const key = (t: DiffInput) => `${t.file}\u0000${t.name}`;
   const inB = new Map<string, DiffInput>();
   for (const t of b) inB.set(key(t), t);
@@ -370,6 +405,10 @@ export async function diffSnapshots(
   refB: string,
   options: DiffOptions = {},
 ): Promise<SnapshotDiff> {
+  checkStore(store);
+  checkString(refA, 'refA');
+  checkString(refB, 'refB');
+  checkOptions(options);
   const a = await sideOf(store, refA, options);
   const b = await sideOf(store, refB, options);
   throwIfAborted(options.signal);
@@ -447,6 +486,7 @@ function isObject(v: unknown): v is Record<string, unknown> {
  * (keys in sorted order), arrays of equal length element by element, anything else whole.
  */
 export function diffJson(before: unknown, after: unknown, pointer = ''): JsonChange[] {
+  checkString(pointer, 'pointer');
   if (isObject(before) && isObject(after)) {
     const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])].sort();
     const out: JsonChange[] = [];
@@ -463,5 +503,17 @@ export function diffJson(before: unknown, after: unknown, pointer = ''): JsonCha
   if (Array.isArray(before) && Array.isArray(after) && before.length === after.length) {
     return before.flatMap((v, i) => diffJson(v, after[i], `${pointer}/${i}`));
   }
-  return JSON.stringify(before) === JSON.stringify(after) ? [] : [{ pointer, status: 'changed', before, after }];
+  return jsonText(before) === jsonText(after) ? [] : [{ pointer, status: 'changed', before, after }];
+}
+
+/** `JSON.stringify`, with a value JSON cannot hold (a bigint, a cycle) as `invalid_argument`. */
+function jsonText(value: unknown): string | undefined {
+  try {
+    return JSON.stringify(value);
+  } catch (cause) {
+    throw new TensorFSError('invalid_argument', 'diffJson compares JSON values; this one has no JSON form', {
+      details: { rule: 'tensors.argument', argument: 'before/after' },
+      cause,
+    });
+  }
 }

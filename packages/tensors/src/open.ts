@@ -1,3 +1,4 @@
+import { checkOptions, checkStore, checkString } from './args.js';
 import type { Store } from '@tensorfs/cas';
 import {
   type AnyContainerCodec,
@@ -126,6 +127,9 @@ export const INDEX_SUFFIX = '.safetensors.index.json';
  *   that disagrees with its shards), `invalid_argument` (`file` is not a tensor file or index).
  */
 export async function openTensors(store: Store, refOrId: string, options: OpenTensorsOptions = {}): Promise<TensorSet> {
+  checkStore(store);
+  checkString(refOrId, 'refOrId');
+  checkOptions(options);
   const tree = await SnapshotTree.load(store, refOrId);
   const opener = new FileOpener(store, tree, options.signal);
   if (options.file !== undefined) {

@@ -1,4 +1,5 @@
 import type { Store } from '@tensorfs/cas';
+import { checkBytes, checkCount, checkOptions } from './args.js';
 import {
   type ByteSource,
   type ContainerFormat,
@@ -157,10 +158,12 @@ export class StoredTensorView implements TensorView {
   }
 
   pieces(options: ReadOptions = {}): AsyncIterable<Uint8Array> {
+    checkOptions(options);
     return this.aligned ? this.objectPieces(options) : this.rangePieces(options);
   }
 
   async read(options: ReadOptions = {}): Promise<Uint8Array> {
+    checkOptions(options);
     if (options.decode) return readDecoded(this, options);
     if (this.aligned && this.records.length === 1) {
       for await (const piece of this.objectPieces(options)) return piece;
@@ -169,6 +172,9 @@ export class StoredTensorView implements TensorView {
   }
 
   async readInto(buffer: Uint8Array, offset = 0, options: ReadOptions = {}): Promise<Uint8Array> {
+    checkBytes(buffer, 'buffer');
+    checkCount(offset, 'offset');
+    checkOptions(options);
     if (options.decode) return readDecodedInto(this, buffer, offset, options);
     if (!Number.isSafeInteger(offset) || offset < 0 || offset + this.byteLength > buffer.length) {
       throw new TensorFSError('invalid_argument', 'the buffer is too small for the tensor', {

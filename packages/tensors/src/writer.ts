@@ -1,4 +1,5 @@
 import type { Lease, Store } from '@tensorfs/cas';
+import { checkObject, checkOptions, checkView } from './args.js';
 import {
   type ContainerCodec,
   codecForPath,
@@ -106,6 +107,8 @@ export class TensorWriter {
     path: string,
     private readonly options: TensorWriterOptions = {},
   ) {
+    checkObject(store, 'store', 'a Store');
+    checkOptions(options);
     validatePath(path);
     this.path = path;
     [this.codec, this.template] = codecFor(path, options);
@@ -151,6 +154,8 @@ export class TensorWriter {
    *   hold with these bytes), plus the errors of {@link TensorWriter.add} for a copied view.
    */
   async inherit(view: TensorView, options: InheritOptions = {}): Promise<void> {
+    checkView(view);
+    checkOptions(options);
     const name = options.name ?? view.name;
     await this.step(async () => {
       const byteLength = this.admit(name, view.dtype, view.shape);

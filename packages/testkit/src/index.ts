@@ -21,3 +21,10 @@ export {
   type FakeRepo,
   type FakeRequest,
 } from './fake-hf.js';
+export {
+  assertWrongArgumentsProperty,
+  brokenSource,
+  callRejectingOnlyTensorFSErrors,
+  publicFunctions,
+  wrongArgument,
+} from './arguments.js';

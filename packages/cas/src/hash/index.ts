@@ -42,6 +42,11 @@ export interface NodeHasher extends Hasher {
  * @throws {TensorFSError} `invalid_argument` for a bad thread count.
  */
 export function createNodeHasher(options: NodeHasherOptions = {}): NodeHasher {
+  if (typeof options !== 'object' || options === null) {
+    throw new TensorFSError('invalid_argument', 'options must be an object', {
+      details: { rule: 'store.argument', argument: 'options', actual: options === null ? 'null' : typeof options },
+    });
+  }
   const threads = options.threads ?? availableParallelism();
   if (!Number.isSafeInteger(threads) || threads < 1 || threads > 256) {
     throw new TensorFSError('invalid_argument', 'threads must be an integer in 1…256', {

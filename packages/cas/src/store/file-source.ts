@@ -12,6 +12,7 @@ export interface FileSource extends ByteSource {
 /** A {@link FileSource} over an open handle of a file of `size` bytes (the handle stays the caller's). */
 export function fileHandleSource(fh: fsp.FileHandle, size: number): FileSource {
   const readInto = async (offset: number, target: Uint8Array): Promise<void> => {
+    if (!(target instanceof Uint8Array)) checkRange(offset, Number.NaN, size);
     checkRange(offset, target.length, size);
     await readFully(fh, offset, target, (at) => shrank('file shrank while being read', at));
   };
@@ -19,6 +20,7 @@ export function fileHandleSource(fh: fsp.FileHandle, size: number): FileSource {
     size,
     readInto,
     async read(offset: number, length: number): Promise<Uint8Array> {
+      checkRange(offset, length, size);
       const out = new Uint8Array(length);
       await readInto(offset, out);
       return out;

@@ -2,6 +2,7 @@
  * Filesystem primitives with the durability steps of docs/store.md: unique exclusive temps,
  * fsync of files and directories, atomic replacement. Every OS error becomes a TensorFSError.
  */
+import { checkString } from './args.js';
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
@@ -46,6 +47,7 @@ export function tempName(): string {
  * in `dest`'s folder so the final rename stays on one filesystem; the same scheme as the store's.
  */
 export function siblingTemp(dest: string): string {
+  checkString(dest, 'dest');
   return join(dirname(dest), `.${basename(dest).slice(0, 100)}.${tempName()}`);
 }
 

@@ -53,7 +53,7 @@ export function validateRefName(name: string): string {
     throw new TensorFSError('invalid_argument', `invalid ref name (${rule})`, {
       details: {
         rule: `store.ref_${rule}`,
-        actual: typeof name === 'string' ? name.slice(0, MAX_REF_NAME + 1) : String(name),
+        actual: typeof name === 'string' ? name.slice(0, MAX_REF_NAME + 1) : name === null ? 'null' : typeof name,
       },
     });
   };

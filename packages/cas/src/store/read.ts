@@ -4,6 +4,7 @@
  * directory fsync). Every piece is length-checked against its record; with `verify` every object
  * is rehashed before any of its bytes is returned or written.
  */
+import { checkObject, checkObjects } from './args.js';
 import { createHash } from 'node:crypto';
 import * as fsp from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
@@ -53,6 +54,8 @@ export function recordsSourceOf(
   records: readonly RecordRef[],
   readPiece: PieceReader,
 ): FileSource & { readInto(offset: number, target: Uint8Array, signal?: AbortSignal): Promise<void> } {
+  checkObjects(records, 'records');
+  if (typeof readPiece !== 'function') checkObject(null, 'readPiece (a function)');
   for (const r of records) parseObjectId(r.digest);
   const table = new RecordOffsets(records);
   const size = table.size;

@@ -32,6 +32,7 @@ import { type Layout, layoutOf, validateRefName } from './layout.js';
 import { DEFAULT_LEASE_TTL_MS, DbLease, type Lease, type LeaseOptions, assertLeaseLive } from './leases.js';
 import { type Chunks, type ObjectStreamOptions, Objects, type PutResult } from './objects.js';
 import { type BatchItem, type BatchOutcome, type ObjectPart, openPart, putBatch } from './staging.js';
+import { checkAsyncIterable, checkChunks, checkObject, checkObjects, checkOptions, checkString } from './args.js';
 import type { FileSource } from './file-source.js';
 import type { Store } from './port.js';
 import { type ReadOptions, recordsSource, writeRecordsFile } from './read.js';
@@ -187,6 +188,8 @@ export class LocalStore implements Store {
    * then runs pending migrations. Read-only: the store must exist; nothing is written.
    */
   static async open(root: string, options: StoreOptions = {}): Promise<LocalStore> {
+    checkString(root, 'root');
+    checkOptions(options);
     if (options.graceMs !== undefined && (!Number.isSafeInteger(options.graceMs) || options.graceMs < 0)) {
       throw new TensorFSError('invalid_argument', 'graceMs must be a non-negative integer', {
         details: { actual: options.graceMs },
@@ -249,6 +252,7 @@ export class LocalStore implements Store {
 
   /** True if the object is stored (and not quarantined as corrupt). */
   async has(id: ObjectId): Promise<boolean> {
+    checkString(id, 'id');
     this.live();
     return this.objects.has(id);
   }
@@ -259,6 +263,8 @@ export class LocalStore implements Store {
    * before the existence check, so GC cannot take it until the lease ends.
    */
   async put(bytes: Chunks, options: { expected?: ObjectId; lease?: Lease } = {}): Promise<PutResult> {
+    checkChunks(bytes, 'bytes');
+    checkOptions(options);
     this.live();
     return this.objects.put(bytes, { expected: options.expected, lease: options.lease?.id });
   }
@@ -272,6 +278,8 @@ export class LocalStore implements Store {
     chunks: AsyncIterable<Uint8Array>,
     options: { expected?: ObjectId; expectedLength?: number; lease?: Lease; signal?: AbortSignal } = {},
   ): Promise<PutResult> {
+    checkAsyncIterable(chunks, 'chunks');
+    checkOptions(options);
     this.live();
     return this.objects.putStream(chunks, { ...options, lease: options.lease?.id });
   }
@@ -284,6 +292,9 @@ export class LocalStore implements Store {
    * that is gone); GC sweeps parts older than a day.
    */
   async openPart(key: string, options: { expectedLength: number; signal?: AbortSignal }): Promise<ObjectPart> {
+    checkString(key, 'key');
+    checkObject(options, 'options');
+    checkOptions(options);
     this.live();
     return openPart(this.objects, key, options.expectedLength, options.signal);
   }
@@ -296,18 +307,24 @@ export class LocalStore implements Store {
     items: readonly BatchItem[],
     options: { lease?: Lease; signal?: AbortSignal } = {},
   ): Promise<BatchOutcome[]> {
+    checkObjects(items, 'items');
+    for (const item of items) checkChunks(item.bytes, 'items[].bytes');
+    checkOptions(options);
     this.live();
     return putBatch(this.objects, items, options);
   }
 
   /** Size in bytes of a stored object; `not_found` if absent. */
   async objectSize(id: ObjectId): Promise<number> {
+    checkString(id, 'id');
     this.live();
     return this.objects.size(id);
   }
 
   /** A whole object. `verify` rehashes it: a mismatch is quarantined and `corrupt`. */
   async readObject(id: ObjectId, options: { verify?: boolean } = {}): Promise<Uint8Array> {
+    checkString(id, 'id');
+    checkOptions(options);
     this.live();
     return this.objects.read(id, options.verify ?? false);
   }
@@ -321,12 +338,15 @@ export class LocalStore implements Store {
    * reuse it instead of allocating.
    */
   objectStream(id: ObjectId, options: ObjectStreamOptions = {}): AsyncIterable<Uint8Array> {
+    checkString(id, 'id');
+    checkOptions(options);
     this.live();
     return this.objects.stream(id, options);
   }
 
   /** `length` bytes at `offset` of an object. */
   async readObjectRange(id: ObjectId, offset: number, length: number): Promise<Uint8Array> {
+    checkString(id, 'id');
     this.live();
     return this.objects.readRange(id, offset, length);
   }
@@ -337,6 +357,8 @@ export class LocalStore implements Store {
    * `readInto(offset, target)` fills a caller's buffer without an intermediate copy.
    */
   recordsSource(records: readonly RecordRef[], options: ReadOptions = {}): FileSource {
+    checkObjects(records, 'records');
+    checkOptions(options);
     this.live();
     return recordsSource(this.objects, records, options);
   }
@@ -346,6 +368,7 @@ export class LocalStore implements Store {
 
   /** Starts a lease: objects added to it (or admitted with it) are kept by GC until it ends. */
   async lease(options: LeaseOptions = {}): Promise<Lease> {
+    checkOptions(options);
     this.live();
     this.objects.assertWritable();
     return new DbLease(
@@ -361,12 +384,14 @@ export class LocalStore implements Store {
 
   /** Stores a TFM1 manifest as an object; its id is the snapshot id. */
   async putManifest(m: Manifest, options: { lease?: Lease } = {}): Promise<ObjectId> {
+    checkOptions(options);
     this.live();
     return (await this.objects.put(encodeManifest(m), { lease: options.lease?.id })).id;
   }
 
   /** Reads, verifies and decodes a manifest; `malformed` if the object is not one. */
   async getManifest(id: ObjectId): Promise<Manifest> {
+    checkString(id, 'id');
     this.live();
     return decodeManifest(await this.objects.read(parseObjectId(id), true));
   }
@@ -377,6 +402,8 @@ export class LocalStore implements Store {
    * set (after everything is durable). See {@link ImportOptions} for what a folder may hold.
    */
   async importPath(path: string, options: ImportOptions = {}): Promise<ImportResult> {
+    checkString(path, 'path');
+    checkOptions(options);
     this.live();
     this.objects.assertWritable();
     if (options.name !== undefined) validateRefName(options.name);
@@ -404,6 +431,7 @@ export class LocalStore implements Store {
 
   /** An object id passes through if stored; otherwise a ref name is read. `not_found` if neither. */
   async resolve(refOrId: string): Promise<ObjectId> {
+    checkString(refOrId, 'refOrId');
     this.live();
     if (isObjectId(refOrId)) {
       if (await this.objects.has(refOrId)) return refOrId;
@@ -416,6 +444,7 @@ export class LocalStore implements Store {
 
   /** The id a ref names, or null. */
   async getRef(name: string): Promise<ObjectId | null> {
+    checkString(name, 'name');
     this.live();
     return readRef(this.layout, name);
   }
@@ -427,6 +456,9 @@ export class LocalStore implements Store {
    * a ref never names anything GC may have taken.
    */
   async setRef(name: string, id: ObjectId, options: { expected?: ObjectId | null; lease?: Lease } = {}): Promise<void> {
+    checkString(name, 'name');
+    checkString(id, 'id');
+    checkOptions(options);
     this.live();
     this.objects.assertWritable();
     parseObjectId(id);
@@ -440,6 +472,8 @@ export class LocalStore implements Store {
 
   /** Deletes a ref (compare-and-swap with `expected`); `not_found` if absent. */
   async deleteRef(name: string, options: { expected?: ObjectId } = {}): Promise<void> {
+    checkString(name, 'name');
+    checkOptions(options);
     this.live();
     this.objects.assertWritable();
     removeRef(this.db, this.layout, name, options.expected);
@@ -473,6 +507,7 @@ export class LocalStore implements Store {
    * to stop (`cancelled`).
    */
   async checkRefs(options: { signal?: AbortSignal } = {}): Promise<RefListing> {
+    checkOptions(options);
     this.live();
     const out: RefListing = { refs: [], problems: [] };
     for await (const r of this.refHeads(options.signal)) {
@@ -530,6 +565,8 @@ export class LocalStore implements Store {
 
   /** Keeps `id` (and what it reaches) until {@link removeRoot}; it must be stored with its closure. */
   async addRoot(id: ObjectId, reason: string): Promise<void> {
+    checkString(id, 'id');
+    checkString(reason, 'reason');
     this.live();
     this.objects.assertWritable();
     parseObjectId(id);
@@ -552,6 +589,7 @@ export class LocalStore implements Store {
 
   /** Stops keeping `id` as a root; `not_found` if it is not one. */
   async removeRoot(id: ObjectId): Promise<void> {
+    checkString(id, 'id');
     this.live();
     this.objects.assertWritable();
     parseObjectId(id);
@@ -604,6 +642,10 @@ export class LocalStore implements Store {
 
   /** Rebuilds one file of a snapshot at `dest`, byte-exact and atomically. */
   async exportFile(snapshot: ObjectId, path: string, dest: string, options: ExportOptions = {}): Promise<void> {
+    checkString(snapshot, 'snapshot');
+    checkString(path, 'path');
+    checkString(dest, 'dest');
+    checkOptions(options);
     this.live();
     validatePath(path);
     const m = await this.getManifest(snapshot);
@@ -649,6 +691,9 @@ export class LocalStore implements Store {
     destDir: string,
     options: ExportOptions = {},
   ): Promise<{ files: number; bytes: number }> {
+    checkString(snapshot, 'snapshot');
+    checkString(destDir, 'destDir');
+    checkOptions(options);
     this.live();
     const m = await this.getManifest(snapshot);
     const root = resolve(destDir);
@@ -663,9 +708,11 @@ export class LocalStore implements Store {
     } catch (err) {
       const errno = errnoOf(err);
       if (errno === 'EEXIST' || errno === 'ENOTDIR') {
-        throw new TensorFSError('conflict', 'export destination exists and is not a folder', {
-          details: { rule: 'export.not_a_folder', path: basename(root) },
-        });
+        throw new TensorFSError(
+          'conflict',
+          `export destination ${basename(root)} exists and is not a folder: remove it or choose another folder`,
+          { details: { rule: 'export.not_a_folder', path: basename(root) } },
+        );
       }
       throw ioError(err, 'create export folder');
     }
@@ -697,12 +744,14 @@ export class LocalStore implements Store {
 
   /** Checks every object reachable from refs and roots (see {@link VerifyOptions}). */
   async verify(options: VerifyOptions = {}): Promise<VerifyResult> {
+    checkOptions(options);
     this.live();
     return verifyStore(this.objects, await this.tops(), options);
   }
 
   /** Collects unreachable objects older than the grace period (see docs/store.md). */
   async gc(options: GcOptions = {}): Promise<GcResult> {
+    checkOptions(options);
     this.live();
     if (!options.dryRun) this.objects.assertWritable();
     return collect(
@@ -714,6 +763,7 @@ export class LocalStore implements Store {
 
   /** Logical vs stored bytes, overall and per ref. Abort `signal` to stop (`cancelled`). */
   async usage(options: { signal?: AbortSignal } = {}): Promise<Usage> {
+    checkOptions(options);
     this.live();
     const { signal } = options;
     let storedBytes = 0;

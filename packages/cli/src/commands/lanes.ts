@@ -37,6 +37,7 @@ import { formatBytes } from '../progress.js';
 import { table } from './inspect.js';
 import { fetchingStore } from './remote.js';
 import { SPECS } from './specs.js';
+import { fileDestination, writeAtomically } from '../destination.js';
 
 const GGUF_MAGIC = [0x47, 0x47, 0x55, 0x46];
 
@@ -510,9 +511,18 @@ export const lanesCommand = defineCommand<LanesArgs>({
           () => `${ref} ${digest}`,
         );
       } else if (args.out) {
-        const tmp = `${args.out}.${process.pid}.tmp`;
-        await fsp.writeFile(tmp, `${JSON.stringify(doc, null, 2)}\n`, { flag: 'wx' });
-        await fsp.rename(tmp, args.out);
+        const out = path.resolve(args.out);
+        const st = await fileDestination(out, '--out');
+        if (st !== undefined && !st.isFile()) {
+          throw new TensorFSError(
+            'invalid_argument',
+            `--out must name a file; ${path.basename(out)} is a special file`,
+            {
+              details: { rule: 'cli.output_type', path: path.basename(out) },
+            },
+          );
+        }
+        await writeAtomically(out, [new TextEncoder().encode(`${JSON.stringify(doc, null, 2)}\n`)]);
         ctx.result(
           { ref: refOf(doc), digest, keys: Object.keys(doc.components[component]?.keys ?? {}).length },
           () => `${refOf(doc)} ${digest}`,

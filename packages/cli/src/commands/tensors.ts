@@ -1,8 +1,8 @@
 import { once } from 'node:events';
-import { constants as fsConstants, type Stats } from 'node:fs';
+import { constants as fsConstants } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import path from 'node:path';
-import { LocalStore, type Store, siblingTemp } from '@tensorfs/cas';
+import { LocalStore, type Store } from '@tensorfs/cas';
 import {
   jsonInteger,
   RECORD_GRID_BYTES,
@@ -28,6 +28,7 @@ import { checkpointTensorRows, isCheckpoint } from './checkpoint.js';
 import { fetchingStore } from './remote.js';
 import type { FetchingStore } from '@tensorfs/remote';
 import { SPECS } from './specs.js';
+import { fileDestination, outputError, writeAtomically } from '../destination.js';
 
 /** Opens the store, runs `fn`, closes the store. */
 async function withStore<T>(
@@ -224,17 +225,12 @@ type Pieces = AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
  * anything else is written atomically from `pieces`.
  */
 async function writeOutput(dest: string, pieces: () => Pieces, direct: () => Pieces) {
-  let st: Stats | undefined;
-  try {
-    st = await fsp.stat(dest);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw outputError(dest, error);
-  }
+  const st = await fileDestination(dest, '-o');
   if (st === undefined || st.isFile()) return writeAtomically(dest, pieces());
   if (!st.isCharacterDevice() && !st.isFIFO()) {
     throw new TensorFSError(
-      st.isDirectory() ? 'conflict' : 'invalid_argument',
-      `-o must name a file, a character device or a FIFO; ${path.basename(dest)} is ${st.isDirectory() ? 'a folder' : 'another special file'}`,
+      'invalid_argument',
+      `-o must name a file, a character device or a FIFO; ${path.basename(dest)} is another special file`,
       { details: { rule: 'cli.output_type', path: path.basename(dest) } },
     );
   }
@@ -251,13 +247,6 @@ async function writeOutput(dest: string, pieces: () => Pieces, direct: () => Pie
   } finally {
     await fh?.close().catch(() => {});
   }
-}
-
-function outputError(dest: string, error: unknown): TensorFSError {
-  return new TensorFSError('io', `cannot write ${path.basename(dest)}`, {
-    details: { path: path.basename(dest), errno: (error as NodeJS.ErrnoException).code },
-    cause: error,
-  });
 }
 
 /**
@@ -372,28 +361,6 @@ function splitRole(tensor: string): [string, string | undefined] {
 }
 
 /** Writes a tensor to `dest` through a temp beside it: fsync, rename; nothing is left on failure. */
-async function writeAtomically(dest: string, pieces: AsyncIterable<Uint8Array> | Iterable<Uint8Array>) {
-  const temp = siblingTemp(dest);
-  let fh: fsp.FileHandle | undefined;
-  try {
-    fh = await fsp.open(temp, 'wx', 0o644);
-    for await (const piece of pieces) {
-      for (let done = 0; done < piece.length; ) done += (await fh.write(piece, done)).bytesWritten;
-    }
-    await fh.datasync();
-    await fh.close();
-    fh = undefined;
-    await fsp.rename(temp, dest);
-  } catch (error) {
-    await fh?.close().catch(() => {});
-    await fsp.rm(temp, { force: true });
-    if (error instanceof TensorFSError) throw error;
-    throw new TensorFSError('io', `cannot write ${path.basename(dest)}`, {
-      details: { path: path.basename(dest), errno: (error as NodeJS.ErrnoException).code },
-      cause: error,
-    });
-  }
-}
 
 /** `*` any run, `?` one character: a whole-name pattern. */
 function globToRegExp(glob: string): RegExp {

@@ -14,6 +14,7 @@
  * record:    [bstr(32) digest, uint length]
  * ```
  */
+import { requireArray, requireBytes, requireCount, requireFunction, requireString } from '../args.js';
 import { type SafetensorsDtype, safetensorsDtype } from '../dtypes.js';
 import { type ErrorCode, TensorFSError } from '../errors.js';
 import { digestInto, isObjectId, type ObjectId, objectIdFromDigest } from '../ids.js';
@@ -118,7 +119,9 @@ function failer(code: ErrorCode): Fail {
 
 /** True when `bytes` starts with {@link COZYTENSORS_MAGIC}. */
 export function isCheckpointHeader(bytes: Uint8Array): boolean {
-  return bytes.length >= 4 && compareBytes(bytes.subarray(0, 4), COZYTENSORS_MAGIC) === 0;
+  return (
+    bytes instanceof Uint8Array && bytes.length >= 4 && compareBytes(bytes.subarray(0, 4), COZYTENSORS_MAGIC) === 0
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -272,6 +275,7 @@ export function encodeCheckpoint(header: CheckpointHeader): Uint8Array {
  * model, a bound exceeded; `unsupported` (`cozytensors.version`) for another header version.
  */
 export function decodeCheckpoint(bytes: Uint8Array): CheckpointHeader {
+  requireBytes(bytes, 'bytes', 'cozytensors');
   const fail = failer('malformed');
   if (!isCheckpointHeader(bytes)) fail('magic', 'not a cozytensors header (bad magic)', { offset: 0 });
   const body = bytes.subarray(COZYTENSORS_MAGIC.length);
@@ -471,11 +475,16 @@ export async function checkpointId(
   bytes: Uint8Array,
   sha256: (bytes: Uint8Array) => Uint8Array | Promise<Uint8Array>,
 ): Promise<ObjectId> {
+  requireBytes(bytes, 'bytes', 'cozytensors');
+  requireFunction(sha256, 'sha256', 'cozytensors');
   return objectIdFromDigest(await sha256(bytes));
 }
 
 /** The exact byte length of a plain tensor (or part) of `dtype` and `shape`. */
 export function checkpointDataSize(dtype: string, shape: readonly number[]): number {
+  requireString(dtype, 'dtype', 'cozytensors');
+  requireArray(shape, 'shape', 'cozytensors');
+  for (const d of shape) requireCount(d, 'shape[]', 'cozytensors');
   const info = safetensorsDtype(dtype);
   if (info === undefined) failer('invalid_argument')('dtype', 'unknown dtype', { dtype });
   let count = 1;

@@ -6,6 +6,7 @@
  * CBOR (objects become maps with text keys in canonical order; numbers follow the CBOR codec:
  * an integral double in [−2^64, 2^64) is an integer item, any other the shortest exact float).
  */
+import { requireBytes } from '../args.js';
 import { type ErrorCode, TensorFSError } from '../errors.js';
 import type { CborKey, CborValue } from '../manifest/cbor.js';
 import { decodeUtf8Strict, type ExactJsonValue, JsonCursor, JsonNumberText } from '../safetensors/json-cursor.js';
@@ -26,6 +27,7 @@ const LONE_SURROGATE = /\p{Cs}/u;
  *   UTF-8, duplicate keys, depth) or `cozytensors.config_number`, and `details.offset`.
  */
 export function parseConfigJson(bytes: Uint8Array): JsonValue {
+  requireBytes(bytes, 'bytes', 'cozytensors');
   let exact: ExactJsonValue;
   try {
     const text = decodeUtf8Strict(bytes, 0, 'config_json');

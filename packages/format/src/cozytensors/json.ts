@@ -1,3 +1,4 @@
+import { requireArray, requireObject, requireObjects } from '../args.js';
 import type { ObjectId } from '../ids.js';
 import type { RecordRef } from '../manifest/manifest.js';
 import type { CheckpointHeader, CheckpointPart } from './header.js';
@@ -29,6 +30,7 @@ const recs = (list: readonly RecordRef[]): RecordRef[] => list.map(({ digest, le
 
 /** The JSON form of a header, fields in a fixed order (digests as `sha256:<hex>` text). */
 export function checkpointToJSON(header: CheckpointHeader): CheckpointJSON {
+  checkHeaderShape(header);
   return {
     version: 1,
     pipeline: header.pipeline === null ? null : { cls: header.pipeline.cls, config: header.pipeline.config },
@@ -59,4 +61,29 @@ export function checkpointToJSON(header: CheckpointHeader): CheckpointJSON {
       assets: c.assets.map((a) => ({ name: a.name, records: recs(a.records) })),
     })),
   };
+}
+
+/** `invalid_argument` unless `header` has the shape {@link decodeCheckpoint} returns (checked before any field is read). */
+function checkHeaderShape(header: CheckpointHeader): void {
+  requireObject(header, 'header', 'cozytensors');
+  if (header.pipeline !== null) requireObject(header.pipeline, 'header.pipeline', 'cozytensors');
+  requireObjects(header.components, 'header.components', 'cozytensors');
+  for (const c of header.components) {
+    requireObjects(c.tensors, 'header.components[].tensors', 'cozytensors');
+    requireObjects(c.assets, 'header.components[].assets', 'cozytensors');
+    for (const t of c.tensors) {
+      requireArray(t.shape, 'header.components[].tensors[].shape', 'cozytensors');
+      if (t.encoding === undefined) requireObjects(t.records, 'header.components[].tensors[].records', 'cozytensors');
+      else {
+        requireObject(t.encoding, 'header.components[].tensors[].encoding', 'cozytensors');
+        requireObject(t.encoding.parts, 'header.components[].tensors[].encoding.parts', 'cozytensors');
+        for (const p of Object.values(t.encoding.parts)) {
+          requireObject(p, 'header.components[].tensors[].encoding.parts[]', 'cozytensors');
+          requireArray(p.shape, 'header.components[].tensors[].encoding.parts[].shape', 'cozytensors');
+          requireObjects(p.records, 'header.components[].tensors[].encoding.parts[].records', 'cozytensors');
+        }
+      }
+    }
+    for (const a of c.assets) requireObjects(a.records, 'header.components[].assets[].records', 'cozytensors');
+  }
 }

@@ -1,6 +1,7 @@
 /**
  * The scheme registry and the decoding entry points.
  */
+import { describe, requireBytes, requireFunction, requireObject, requireOptions } from '../args.js';
 import { TensorFSError, isTensorFSError } from '../errors.js';
 import { LITTLE_ENDIAN_HOST, f16BitsOf } from './floats.js';
 import { prepareBnb } from './schemes/bnb.js';
@@ -34,7 +35,7 @@ export const ENCODING_SCHEMES: readonly string[] = Object.freeze(Object.keys(REG
 
 /** True if `scheme` is in the registry. */
 export function isDecodableScheme(scheme: string): boolean {
-  return Object.hasOwn(REGISTRY, scheme);
+  return typeof scheme === 'string' && Object.hasOwn(REGISTRY, scheme);
 }
 
 /**
@@ -99,6 +100,24 @@ function outDtype(dec: PreparedDecoder, dtype: DecodedDtype | undefined): Decode
 
 /** Casts float32 values into `dst` as `dtype` little-endian bytes (one rounding, to nearest even). */
 export function castFloat32(src: Float32Array, n: number, dtype: DecodedDtype, dst: Uint8Array): void {
+  if (!(src instanceof Float32Array)) requireFloat32Array(src, 'src');
+  requireBytes(dst, 'dst', 'encodings');
+  if (
+    !Number.isSafeInteger(n) ||
+    n < 0 ||
+    n > src.length ||
+    typeof dtype !== 'string' ||
+    !Object.hasOwn(WIDTH, dtype) ||
+    dst.length < n * WIDTH[dtype]
+  ) {
+    throw new TensorFSError(
+      'invalid_argument',
+      'castFloat32 takes n ≤ src.length, a dtype F32/F16/BF16 and dst of n × its width',
+      {
+        details: { rule: 'encodings.argument', actual: describe(n) },
+      },
+    );
+  }
   if (!LITTLE_ENDIAN_HOST) throw new TensorFSError('unsupported', 'decoding needs a little-endian host');
   if (dtype === 'F32') {
     dst.set(new Uint8Array(src.buffer, src.byteOffset, n * 4));
@@ -129,6 +148,8 @@ function checkRows(dec: PreparedDecoder, r0: number, r1: number): void {
 
 /** Decodes rows `[r0, r1)` of a prepared decoder into bytes of `dtype`. */
 export function decodeRowsOf(dec: PreparedDecoder, r0: number, r1: number, dtype?: DecodedDtype): Uint8Array {
+  requireObject(dec, 'dec', 'encodings');
+  requireFunction(dec.decodeRows, 'dec.decodeRows', 'encodings');
   const dt = outDtype(dec, dtype);
   checkRows(dec, r0, r1);
   const n = (r1 - r0) * dec.cols;
@@ -145,6 +166,7 @@ export function decodeRowsOf(dec: PreparedDecoder, r0: number, r1: number, dtype
  * of the logical dtype or `options.dtype`.
  */
 export function decodeRange(enc: Encoded, r0: number, r1: number, options: DecodeOptions = {}): Uint8Array {
+  requireOptions(options, 'options', 'encodings');
   return decodeRowsOf(prepareDecoder(enc), r0, r1, options.dtype);
 }
 
@@ -153,6 +175,7 @@ export function decodeRange(enc: Encoded, r0: number, r1: number, options: Decod
  * Arithmetic is float32; the one cast to F16/BF16 rounds to nearest even.
  */
 export function decode(enc: Encoded, options: DecodeOptions = {}): Uint8Array {
+  requireOptions(options, 'options', 'encodings');
   const dec = prepareDecoder(enc);
   const dt = outDtype(dec, options.dtype);
   const total = dec.rows * dec.cols;
@@ -189,6 +212,7 @@ function* chunksOf(dec: PreparedDecoder, dt: DecodedDtype, options: DecodeOption
  * a caller's mapped memory. F32 output is written in place; F16/BF16 go through bounded chunks.
  */
 export function decodeInto(enc: Encoded, dst: Uint8Array, options: DecodeOptions = {}): void {
+  requireOptions(options, 'options', 'encodings');
   const dec = prepareDecoder(enc);
   const dt = outDtype(dec, options.dtype);
   const need = dec.rows * dec.cols * WIDTH[dt];
@@ -213,7 +237,14 @@ export function decodeInto(enc: Encoded, dst: Uint8Array, options: DecodeOptions
  * large tensor never needs its full float32 image in memory. Validation happens before the first chunk.
  */
 export function decodeChunks(enc: Encoded, options: DecodeOptions = {}): Iterable<DecodedChunk> {
+  requireOptions(options, 'options', 'encodings');
   const dec = prepareDecoder(enc);
   const dt = outDtype(dec, options.dtype);
   return { [Symbol.iterator]: () => chunksOf(dec, dt, options) };
+}
+
+function requireFloat32Array(value: unknown, what: string): never {
+  throw new TensorFSError('invalid_argument', `${what} must be a Float32Array`, {
+    details: { rule: 'encodings.argument', argument: what, actual: describe(value) },
+  });
 }

@@ -18,11 +18,27 @@ export {
   type DecodedChunk,
 } from './decode.js';
 export { encode, type EncodeParams } from './encode.js';
-export { E2M1, E4M3FN, E5M2, E8M0, bf16BitsOf, e4m3fnCodeOf, f16BitsOf, f16Table32 } from './floats.js';
+export { E2M1, E4M3FN, E5M2, E8M0, f16Table32 } from './floats.js';
 export { GGML_DECODABLE } from './schemes/ggml.js';
-export { cublasIndex } from './schemes/microscaling.js';
-export { hadamardH4 } from './schemes/rotation.js';
+export type {
+  ImportedEncoding,
+  ProducerTensor,
+  ProducerTensors,
+} from './importers.js';
 export {
+  type DetectedWeight,
+  type DetectionInput,
+  PRODUCER_CONVENTIONS,
+  type ProducerConvention,
+} from './detect.js';
+// Checked public forms (wrong-typed arguments are invalid_argument, never a TypeError).
+export {
+  bf16BitsOf,
+  cublasIndex,
+  detectConventions,
+  e4m3fnCodeOf,
+  f16BitsOf,
+  hadamardH4,
   importAwq,
   importBitsandbytes4bit,
   importBlockFp8,
@@ -33,14 +49,4 @@ export {
   importLlmInt8,
   importModelOptNvfp4,
   importScaledFp8,
-  type ImportedEncoding,
-  type ProducerTensor,
-  type ProducerTensors,
-} from './importers.js';
-export {
-  type DetectedWeight,
-  type DetectionInput,
-  PRODUCER_CONVENTIONS,
-  type ProducerConvention,
-  detectConventions,
-} from './detect.js';
+} from './public.js';

@@ -1,8 +1,8 @@
 /**
  * Tensor geometry: element count, byte length and alignment padding of a ggml tensor.
  */
-import { requireArray } from '../args.js';
-import type { ErrorDetails } from '../errors.js';
+import { describe, requireArray, requireBigint, requireNumber, requireOptions } from '../args.js';
+import { type ErrorDetails, TensorFSError } from '../errors.js';
 import { ggufError } from './_cursor.js';
 import { type GgmlTypeInfo, ggmlType } from './ggml-types.js';
 
@@ -27,6 +27,11 @@ export interface GgmlTensorGeometry {
 
 /** `x` rounded up to a multiple of `alignment` (a power of two), as ggml's `GGML_PAD`. */
 export function ggmlPad(x: bigint, alignment: number): bigint {
+  if (typeof x !== 'bigint' || !Number.isSafeInteger(alignment) || alignment < 1) {
+    throw new TensorFSError('invalid_argument', 'ggmlPad takes a bigint and an alignment (an integer ≥ 1)', {
+      details: { rule: 'gguf.argument', actual: describe(typeof x !== 'bigint' ? x : alignment) },
+    });
+  }
   const a = BigInt(alignment);
   return ((x + a - 1n) / a) * a;
 }
@@ -45,7 +50,9 @@ export function ggmlTensorGeometry(
   dims: readonly bigint[],
   details: ErrorDetails = {},
 ): GgmlTensorGeometry {
+  requireNumber(type, 'type', 'gguf');
   requireArray(dims, 'dims', 'gguf');
+  requireOptions(details, 'details', 'gguf');
   if (dims.length > GGML_MAX_DIMS) {
     throw ggufError('malformed', 'tensor_dims_count', `a tensor has more than ${GGML_MAX_DIMS} dimensions`, {
       ...details,
@@ -56,6 +63,7 @@ export function ggmlTensorGeometry(
   let elementCount = 1n;
   for (let i = 0; i < dims.length; i++) {
     const d = dims[i]!;
+    requireBigint(d, 'dims[]', 'gguf');
     if (d < 0n || d > INT64_MAX) {
       throw ggufError('malformed', 'tensor_dim_range', 'a tensor dimension is outside [0, 2^63-1]', {
         ...details,

@@ -90,5 +90,5 @@ export function ggmlType(id: number): GgmlTypeInfo | undefined {
  * or `undefined`.
  */
 export function ggmlTypeByName(name: string): GgmlTypeInfo | undefined {
-  return BY_NAME.get(name.toUpperCase());
+  return typeof name === 'string' ? BY_NAME.get(name.toUpperCase()) : undefined;
 }

@@ -1,7 +1,7 @@
 /**
  * GGUF header parsing and validation (header, KVs, tensor infos; never tensor data).
  */
-import { requireBytes } from '../args.js';
+import { requireBytes, requireOptions } from '../args.js';
 import { type ErrorDetails, TensorFSError } from '../errors.js';
 import { Cursor, ggufError, NeedMoreBytes } from './_cursor.js';
 import { arrayLength, LAZY_ARRAY_ITEMS, lazyFixed, lazyStrings, type PartialStrings } from './_lazy-array.js';
@@ -65,6 +65,7 @@ const VALUE_SIZES = [1, 1, 2, 2, 4, 4, 4, 1, 8, 12, 8, 8, 8];
  */
 export function parseGgufHeader(bytes: Uint8Array, options: GgufParseOptions = {}): GgufHeader {
   requireBytes(bytes, 'bytes', 'gguf');
+  requireOptions(options, 'options', 'gguf');
   const fileSize = options.fileSize ?? bytes.length;
   if (!Number.isSafeInteger(fileSize) || fileSize < bytes.length) {
     throw new TensorFSError('invalid_argument', 'fileSize must be an integer at least bytes.length', {

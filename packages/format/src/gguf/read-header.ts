@@ -1,6 +1,7 @@
 /**
  * Reading a GGUF header from a {@link ByteSource}, incrementally.
  */
+import { requireOptions } from '../args.js';
 import { TensorFSError, throwIfAborted } from '../errors.js';
 import { type ByteSource, checkByteSource, readInto } from '../source.js';
 import { NeedMoreBytes } from './_cursor.js';
@@ -20,6 +21,7 @@ export const GGUF_INITIAL_READ_BYTES = 1024 * 1024;
  */
 export async function readGgufHeader(source: ByteSource, options: GgufParseOptions = {}): Promise<GgufHeader> {
   checkByteSource(source);
+  requireOptions(options, 'options', 'gguf');
   const fileSize = source.size;
   if (!Number.isSafeInteger(fileSize) || fileSize < 0) {
     throw new TensorFSError('invalid_argument', 'the source size must be a non-negative integer', {

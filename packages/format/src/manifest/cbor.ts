@@ -13,7 +13,7 @@
  * exactly (NaN is `f9 7e00`, ±Infinity `f9 7c00`/`f9 fc00`).
  * Integers decode to `number` when |v| ≤ 2^53 − 1, else to `bigint`.
  */
-import { requireBytes } from '../args.js';
+import { requireBytes, requireOptions } from '../args.js';
 import { TensorFSError } from '../errors.js';
 import { grown } from './grow.js';
 import { putHead } from './head.js';
@@ -298,6 +298,7 @@ function invalid(message: string, rule: string): never {
  */
 export function decodeCbor(bytes: Uint8Array, options: CborDecodeOptions = {}): CborValue {
   requireBytes(bytes, 'bytes', 'cbor');
+  requireOptions(options, 'options', 'cbor');
   const reader = new Reader(bytes, options.maxDepth ?? CBOR_MAX_DEPTH, options.views === true);
   const value = reader.item(0);
   if (reader.pos !== bytes.length) {

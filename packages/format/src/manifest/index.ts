@@ -7,7 +7,6 @@ export {
   type CborDecodeOptions,
   type CborKey,
   type CborValue,
-  compareBytes,
   decodeCbor,
   encodeCbor,
 } from './cbor.js';
@@ -29,5 +28,6 @@ export {
   sortManifestEntries,
   TFM1_MAGIC,
 } from './manifest.js';
-export { comparePaths, MAX_PATH_BYTES, MAX_SEGMENT_BYTES, validatePath, validateSymlinkTarget } from './paths.js';
+export { compareBytes, comparePaths } from './compare.js';
+export { MAX_PATH_BYTES, MAX_SEGMENT_BYTES, validatePath, validateSymlinkTarget } from './paths.js';
 export { isPlanProfile, MAX_PLAN_RECORDS, PLAN_PROFILES, type PlanProfile, RECORD_GRID_BYTES } from './profiles.js';

@@ -1,3 +1,4 @@
+import { requireString } from '../args.js';
 import { type ErrorCode, TensorFSError } from '../errors.js';
 export { comparePaths } from '../order.js';
 
@@ -18,6 +19,7 @@ const FORBIDDEN = /[\u0000-\u001f\u007f\\]|\p{Cs}/u;
  * @throws {TensorFSError} `invalid_argument` with `details.rule` naming the broken rule.
  */
 export function validatePath(path: string): void {
+  requireString(path, 'path', 'manifest');
   checkPath(path, 'invalid_argument', false);
 }
 
@@ -27,6 +29,8 @@ export function validatePath(path: string): void {
  * @throws {TensorFSError} `invalid_argument` with `details.rule` naming the broken rule.
  */
 export function validateSymlinkTarget(linkPath: string, target: string): void {
+  requireString(linkPath, 'linkPath', 'manifest');
+  requireString(target, 'target', 'manifest');
   checkSymlinkTarget(linkPath, target, 'invalid_argument');
 }
 

@@ -15,7 +15,7 @@ import {
 } from '../dtypes.js';
 import { TensorFSError } from '../errors.js';
 import { type ByteSource, checkByteSource, readFully } from '../source.js';
-import { requireBytes } from '../args.js';
+import { requireBytes, requireOptions } from '../args.js';
 import { decodeUtf8Strict, JsonCursor } from './json-cursor.js';
 import type { SafetensorsHeader, SafetensorsParseOptions, SafetensorsTensorInfo } from './types.js';
 
@@ -44,6 +44,7 @@ const DESCRIPTOR_DEPTH = 2;
  */
 export function parseSafetensorsHeader(bytes: Uint8Array, options: SafetensorsParseOptions = {}): SafetensorsHeader {
   requireBytes(bytes, 'bytes', 'safetensors');
+  requireOptions(options, 'options', 'safetensors');
   const { strict, maxHeaderSize } = resolveOptions(options);
   const fileSize = options.fileSize ?? bytes.length;
   checkSize(fileSize, 'fileSize');
@@ -79,6 +80,7 @@ export async function readSafetensorsHeader(
   options: SafetensorsParseOptions = {},
 ): Promise<SafetensorsHeader> {
   checkByteSource(source);
+  requireOptions(options, 'options', 'safetensors');
   const { strict, maxHeaderSize } = resolveOptions(options);
   const fileSize = source.size;
   checkSize(fileSize, 'source.size');

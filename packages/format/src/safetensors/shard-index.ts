@@ -7,7 +7,7 @@
  * from its shard, I4 tensor (or shard) not in the index, I5 tensor in two shards, I6 total_size
  * mismatch, I7 limits; S1 duplicate decoded keys, R10 nesting depth (as for headers).
  */
-import { requireBytes, requireObject } from '../args.js';
+import { requireArray, requireBigint, requireBytes, requireObject, requireObjects, requireOptions } from '../args.js';
 import { U64_MAX } from '../dtypes.js';
 import { TensorFSError } from '../errors.js';
 import { decodeUtf8Strict, type ExactJsonValue, JsonCursor, JsonNumberText, MAX_JSON_DEPTH } from './json-cursor.js';
@@ -87,6 +87,7 @@ function malformed(rule: string, message: string, details: Record<string, unknow
  */
 export function parseShardIndex(bytes: Uint8Array, options: ShardIndexParseOptions = {}): SafetensorsShardIndex {
   requireBytes(bytes, 'bytes', 'safetensors');
+  requireOptions(options, 'options', 'safetensors');
   const maxIndexSize = limitOption(options.maxIndexSize, MAX_SHARD_INDEX_SIZE, 'maxIndexSize');
   const maxShards = limitOption(options.maxShards, MAX_SHARDS, 'maxShards');
   if (bytes.length > maxIndexSize) {
@@ -177,6 +178,8 @@ export function checkShardIndex(
   headersByShard: ReadonlyMap<string, SafetensorsHeader>,
 ): void {
   requireObject(index, 'index', 'safetensors');
+  requireArray(index.shards, 'index.shards', 'safetensors');
+  if (!(index.weightMap instanceof Map)) requireObject(null, 'index.weightMap (a Map)', 'safetensors');
   if (!(headersByShard instanceof Map)) {
     throw new TensorFSError('invalid_argument', 'headersByShard must be a Map', {
       details: { rule: 'safetensors.argument', argument: 'headersByShard' },
@@ -188,6 +191,12 @@ export function checkShardIndex(
         details: { shard },
       });
     }
+  }
+  for (const header of headersByShard.values() as Iterable<unknown>) {
+    requireObject(header, 'headersByShard values', 'safetensors');
+    const h = header as Partial<SafetensorsHeader>;
+    if (!(h.byName instanceof Map)) requireObject(null, 'headersByShard values: byName (a Map)', 'safetensors');
+    requireObjects(h.tensors, 'headersByShard values: tensors', 'safetensors');
   }
   const named = new Set(index.shards);
   for (const shard of headersByShard.keys()) {
@@ -220,8 +229,20 @@ export function checkShardIndex(
 
 /** The `total_size` of a set of shards: the sum of their tensors' byte lengths. */
 export function shardIndexTotalSize(headers: Iterable<SafetensorsHeader>): bigint {
+  if (typeof (headers as Partial<Iterable<unknown>> | null)?.[Symbol.iterator] !== 'function') {
+    requireArray(headers, 'headers', 'safetensors');
+  }
   let total = 0n;
-  for (const h of headers) for (const t of h.tensors) total += BigInt(t.byteLength);
+  for (const h of headers) {
+    requireObject(h, 'headers[]', 'safetensors');
+    requireObjects(h.tensors, 'headers[].tensors', 'safetensors');
+    for (const t of h.tensors) {
+      if (typeof t.byteLength !== 'bigint' && !Number.isSafeInteger(t.byteLength)) {
+        requireBigint(t.byteLength, 'headers[].tensors[].byteLength', 'safetensors');
+      }
+      total += BigInt(t.byteLength);
+    }
+  }
   return total;
 }
 

@@ -14,6 +14,7 @@ import {
   type SafetensorsDtype,
   safetensorsDtype,
 } from '../dtypes.js';
+import { requireObjects, requireOptions } from '../args.js';
 import { TensorFSError } from '../errors.js';
 import { comparePaths as compareUtf8 } from '../order.js';
 import { checkWellFormed, serdeJsonString } from './json-text.js';
@@ -92,6 +93,8 @@ export function writeSafetensorsHeader(
   tensors: readonly SafetensorsWriteTensor[],
   options: SafetensorsWriteOptions = {},
 ): SafetensorsWriteResult {
+  requireObjects(tensors, 'tensors', 'safetensors');
+  requireOptions(options, 'options', 'safetensors');
   const { bytes, tensors: infos } = planHeader(tensors, options);
   return { bytes, tensors: infos };
 }
@@ -108,6 +111,7 @@ export function writeSafetensors(
   options: SafetensorsWriteOptions = {},
 ): Uint8Array {
   if (!Array.isArray(tensors)) throw new TensorFSError('invalid_argument', 'tensors must be an array');
+  requireOptions(options, 'options', 'safetensors');
   const described = tensors.map((t, i) => {
     if (!(t?.data instanceof Uint8Array)) {
       throw new TensorFSError('invalid_argument', 'tensor data must be a Uint8Array', { details: { index: i } });

@@ -1,0 +1,78 @@
+/**
+ * Type checks at the store's public methods: a caller passing the wrong kind of value gets
+ * `invalid_argument` (rule `store.argument`, `details.argument` naming it), never a `TypeError`
+ * from inside. One check per call, before any I/O.
+ * @internal
+ */
+import { TensorFSError } from '@tensorfs/format';
+
+function wrong(what: string, expected: string, value: unknown): never {
+  throw new TensorFSError('invalid_argument', `${what} must be ${expected}`, {
+    details: { rule: 'store.argument', argument: what, actual: describe(value) },
+  });
+}
+
+function describe(value: unknown): string | number {
+  if (value === null) return 'null';
+  if (typeof value === 'number') return Number.isFinite(value) ? value : String(value);
+  if (Array.isArray(value)) return 'array';
+  return typeof value;
+}
+
+/** An options bag: `undefined` or an object, with `signal` an AbortSignal and callbacks functions when given. */
+export function checkOptions(value: unknown, what = 'options'): void {
+  if (value === undefined) return;
+  if (typeof value !== 'object' || value === null) wrong(what, 'an object', value);
+  const o = value as Record<string, unknown>;
+  const signal = o.signal;
+  if (
+    signal !== undefined &&
+    (typeof signal !== 'object' || signal === null || typeof (signal as AbortSignal).aborted !== 'boolean')
+  ) {
+    wrong(`${what}.signal`, 'an AbortSignal', signal);
+  }
+  if (o.onProgress !== undefined && typeof o.onProgress !== 'function')
+    wrong(`${what}.onProgress`, 'a function', o.onProgress);
+  const lease = o.lease;
+  if (
+    lease !== undefined &&
+    (typeof lease !== 'object' || lease === null || typeof (lease as { id?: unknown }).id !== 'string')
+  ) {
+    wrong(`${what}.lease`, 'a Lease', lease);
+  }
+}
+
+/** A string argument (a ref name, a path, an id before its own validation). */
+export function checkString(value: unknown, what: string): asserts value is string {
+  if (typeof value !== 'string') wrong(what, 'a string', value);
+}
+
+/** An array of non-null objects (records, batch items). */
+export function checkObjects(value: unknown, what: string): void {
+  if (!Array.isArray(value)) wrong(what, 'an array', value);
+  for (const item of value) if (typeof item !== 'object' || item === null) wrong(`${what}[]`, 'an object', item);
+}
+
+/** A non-null object. */
+export function checkObject(value: unknown, what: string): void {
+  if (typeof value !== 'object' || value === null) wrong(what, 'an object', value);
+}
+
+/** Bytes to store: a Uint8Array or an array of them. */
+export function checkChunks(value: unknown, what: string): void {
+  if (value instanceof Uint8Array) return;
+  if (!Array.isArray(value)) wrong(what, 'a Uint8Array or an array of them', value);
+  for (const item of value) if (!(item instanceof Uint8Array)) wrong(`${what}[]`, 'a Uint8Array', item);
+}
+
+/** Something `for await` can walk. */
+export function checkAsyncIterable(value: unknown, what: string): void {
+  const v = value as { [Symbol.asyncIterator]?: unknown; [Symbol.iterator]?: unknown } | null;
+  if (
+    typeof v !== 'object' ||
+    v === null ||
+    (typeof v[Symbol.asyncIterator] !== 'function' && typeof v[Symbol.iterator] !== 'function')
+  ) {
+    wrong(what, 'an async iterable of Uint8Array', value);
+  }
+}
