@@ -150,7 +150,7 @@ export async function importProducerTensors(
   const dt = input.dtype !== undefined ? { dtype: input.dtype } : {};
 
   const firstOf = new Map<string, ComponentTensor>();
-  const consumed = new Set<string>();
+  const consumed = new Map<string, ProducerConvention>();
   const conventions = new Set<ProducerConvention>();
   for (const d of detected) {
     let imported: ImportedEncoding;
@@ -190,7 +190,17 @@ export async function importProducerTensors(
     const name = d.convention === 'bitsandbytes_4bit' ? d.name : `${d.name}.weight`;
     const used = imported.consumed.filter((n) => !endsWithAny(n, KEPT_SUFFIXES));
     const first = st.find((v) => used.includes(v.name));
-    for (const n of used) consumed.add(n);
+    for (const n of used) {
+      // Two conventions reading one tensor (a bitsandbytes weight that also has a block-FP8
+      // scale): which producer wrote it is ambiguous, so nothing is guessed.
+      const other = consumed.get(n);
+      if (other !== undefined) {
+        throw new TensorFSError('malformed', `"${n}" belongs to both ${other} and ${d.convention}`, {
+          details: { rule: 'convert.producer_overlap', tensor: n, conventions: [other, d.convention] },
+        });
+      }
+      consumed.set(n, d.convention);
+    }
     conventions.add(d.convention);
     if (first)
       firstOf.set(first.name, { kind: 'encoded', name, convention: d.convention, encoding: imported.encoding, parts });

@@ -229,6 +229,29 @@ describe('tfs convert of producer conventions (vectors/v1/producers)', () => {
     expect(await t.refNames()).not.toContain('h');
     const ok = await convertPath(t.local!, int8, { name: 'h', threads: 1, dtype: 'F16' });
     expect(ok.conventions).toEqual(['llm_int8']);
+    // One weight read by two conventions (a bitsandbytes weight that also has a block-FP8 scale):
+    // refused, naming both, instead of one of them silently winning (found by the property test).
+    const both = path.join(t.scratch, 'both.safetensors');
+    await fsp.writeFile(
+      both,
+      safetensors({
+        [P]: ['F8_E5M2', [64, 1], new Uint8Array(64)],
+        [`${P}.absmax`]: ['F32', [2], new Uint8Array(8)],
+        [`${P}.quant_map`]: ['F32', [16], new Uint8Array(64)],
+        [`${P}.quant_state.bitsandbytes__nf4`]: ['U8', [state.length], state],
+        'l.weight_scale_inv': ['F32', [1, 1], new Uint8Array(4)],
+      }),
+    );
+    await expectCode(
+      () => convertPath(t.local!, both, { name: 'b', threads: 1, dtype: 'BF16' }),
+      'malformed',
+      undefined,
+      {
+        rule: 'convert.producer_overlap',
+        tensor: P,
+      },
+    );
+    expect(await t.refNames()).not.toContain('b');
   });
 
   it('decoding a checkpoint tensor: an unknown scheme is unsupported, a missing part malformed, both naming the tensor', async () => {
