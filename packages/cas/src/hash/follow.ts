@@ -85,13 +85,13 @@ export function followFile(
 // buffered, and the file stays buffered. Any failure is kept and reported by the next append,
 // flush or digest (messages are handled in order).
 const WORKER_SOURCE = `
-const { parentPort } = process.getBuiltinModule('node:worker_threads');
+const { parentPort, MessageChannel } = process.getBuiltinModule('node:worker_threads');
 const { createHash } = process.getBuiltinModule('node:crypto');
 const fs = process.getBuiltinModule('node:fs');
 const buf = Buffer.allocUnsafe(${READ_BYTES});
 const STAGE = ${STAGE_BYTES};
 const ALIGN = ${DIRECT_ALIGN};
-const SPARE = 12; // stages kept for later files (four parts at a time, three appends each)
+const SPARE = 16; // stages kept for reuse (four parts, two appends of up to two stages each)
 const spare = [];
 const files = new Map();
 function upTo(f, end) {
@@ -146,7 +146,23 @@ function stageInto(f, c) {
     if (f.fill === STAGE) { writeStage(f, f.stage, STAGE, f.wat); f.wat += STAGE; f.stage = null; }
   }
 }
-function reply(m, f) { f.w.then(() => parentPort.postMessage({ id: m.id, tag: m.tag, error: f.error, refused: f.refused })); }
+// Buffers posted with a transfer list through a closed channel are freed at once: how this
+// thread frees an append's chunks when it is done with them. Left to its garbage collector (this
+// thread allocates little, so it collects rarely) they would add tens of megabytes to the RSS.
+const drain = new MessageChannel();
+drain.port2.close();
+function free(chunks) {
+  const whole = new Set();
+  for (const c of chunks) if (c.byteOffset === 0 && c.byteLength === c.buffer.byteLength) whole.add(c.buffer);
+  if (whole.size > 0) drain.port1.postMessage(null, [...whole]);
+}
+// Replies (and frees the append's chunks) once the writes queued so far have ended.
+function reply(m, f) {
+  f.w.then(() => {
+    if (m.chunks) free(m.chunks);
+    parentPort.postMessage({ id: m.id, tag: m.tag, error: f.error, refused: f.refused });
+  });
+}
 function finish(f) {
   const fds = [f.fd, f.dfd].filter((fd) => fd >= 0);
   f.fd = f.dfd = -1;

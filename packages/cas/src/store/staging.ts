@@ -37,7 +37,7 @@ const PART_KEY = /^[a-z0-9][a-z0-9_-]{0,119}$/;
 const STAGE_BYTES = 4 << 20;
 
 /** Appends in flight per part: one collecting while the others are hashed and written. */
-const STAGES = 3;
+const STAGES = 2;
 
 /**
  * A partial object in the store's `tmp/`, kept across runs so a transfer can resume where it
