@@ -5,11 +5,18 @@
  */
 import { TensorFSError } from './errors.js';
 
-function fail(area: string, what: string, expected: string, value: unknown): never {
+/**
+ * Throws the error of a wrong argument: `invalid_argument`, rule `<area>.argument`, naming the
+ * argument (`details.argument`) and what it was (`details.actual`: a type name or the number).
+ * For the type checks at the public entry points of this package and the ones above it.
+ */
+export function wrongArgument(area: string, what: string, expected: string, value: unknown): never {
   throw new TensorFSError('invalid_argument', `${what} must be ${expected}`, {
     details: { rule: `${area}.argument`, argument: what, actual: describe(value) },
   });
 }
+
+const fail = wrongArgument;
 
 /** What a wrong argument was, for `details.actual`: a type name, or the number itself. @internal */
 export function describe(value: unknown): string | number {

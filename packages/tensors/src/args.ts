@@ -4,19 +4,10 @@
  * from inside. One check per call, before any read.
  * @internal
  */
-import { TensorFSError } from '@tensorfs/format';
+import { wrongArgument } from '@tensorfs/format';
 
 function wrong(what: string, expected: string, value: unknown): never {
-  throw new TensorFSError('invalid_argument', `${what} must be ${expected}`, {
-    details: { rule: 'tensors.argument', argument: what, actual: describe(value) },
-  });
-}
-
-function describe(value: unknown): string | number {
-  if (value === null) return 'null';
-  if (typeof value === 'number') return Number.isFinite(value) ? value : String(value);
-  if (Array.isArray(value)) return 'array';
-  return typeof value;
+  return wrongArgument('tensors', what, expected, value);
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

@@ -4,19 +4,10 @@
  * from inside. One check per call, before any I/O.
  * @internal
  */
-import { TensorFSError } from '@tensorfs/format';
+import { wrongArgument } from '@tensorfs/format';
 
 function wrong(what: string, expected: string, value: unknown): never {
-  throw new TensorFSError('invalid_argument', `${what} must be ${expected}`, {
-    details: { rule: 'store.argument', argument: what, actual: describe(value) },
-  });
-}
-
-function describe(value: unknown): string | number {
-  if (value === null) return 'null';
-  if (typeof value === 'number') return Number.isFinite(value) ? value : String(value);
-  if (Array.isArray(value)) return 'array';
-  return typeof value;
+  return wrongArgument('store', what, expected, value);
 }
 
 /** An options bag: `undefined` or an object, with `signal` an AbortSignal and callbacks functions when given. */
