@@ -11,8 +11,11 @@ import { TensorFSError } from './errors.js';
  * For the type checks at the public entry points of this package and the ones above it.
  */
 export function wrongArgument(area: string, what: string, expected: string, value: unknown): never {
-  throw new TensorFSError('invalid_argument', `${what} must be ${expected}`, {
-    details: { rule: `${area}.argument`, argument: what, actual: describe(value) },
+  // Never a TypeError from here, whatever the caller passed (a symbol, an object without a prototype).
+  const text = (v: unknown): string => (typeof v === 'string' ? v : String(describe(v)));
+  const name = text(what);
+  throw new TensorFSError('invalid_argument', `${name} must be ${text(expected)}`, {
+    details: { rule: `${text(area)}.argument`, argument: name, actual: describe(value) },
   });
 }
 
