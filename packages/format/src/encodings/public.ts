@@ -4,7 +4,7 @@
  * `encodings.argument`), never a `TypeError`. The decoders inside this package call the
  * unchecked kernels directly, so no per-value loop pays for the checks.
  */
-import { describe } from '../args.js';
+import { wrongArgument } from '../args.js';
 import { isTensorFSError, TensorFSError } from '../errors.js';
 import * as detect from './detect.js';
 import * as floats from './floats.js';
@@ -14,9 +14,7 @@ import * as rotation from './schemes/rotation.js';
 import type { DecodedDtype, Encoded, JsonValue } from './types.js';
 
 function wrong(what: string, expected: string, value: unknown): never {
-  throw new TensorFSError('invalid_argument', `${what} must be ${expected}`, {
-    details: { rule: 'encodings.argument', argument: what, actual: describe(value) },
-  });
+  return wrongArgument('encodings', what, expected, value);
 }
 
 function number(value: unknown, what: string): number {
@@ -60,6 +58,16 @@ function layerArgs(tensors: unknown, layer: unknown, opts: unknown): void {
   options(opts);
 }
 
+/** The checked form of an importer of one layer (`tensors`, `layer`, options). */
+function checkedLayer<O>(
+  f: (tensors: importers.ProducerTensors, layer: string, opts?: O) => importers.ImportedEncoding,
+): (tensors: importers.ProducerTensors, layer: string, opts?: O) => importers.ImportedEncoding {
+  return (tensors, layer, opts) => {
+    layerArgs(tensors, layer, opts);
+    return run(() => f(tensors, layer, opts));
+  };
+}
+
 /** {@inheritDoc floats.f16BitsOf} */
 export function f16BitsOf(value: number): number {
   return floats.f16BitsOf(number(value, 'value'));
@@ -94,54 +102,19 @@ export function importBitsandbytes4bit(tensors: importers.ProducerTensors, prefi
 }
 
 /** {@inheritDoc importers.importLlmInt8} */
-export function importLlmInt8(
-  tensors: importers.ProducerTensors,
-  layer: string,
-  opts: { dtype?: DecodedDtype } = {},
-): importers.ImportedEncoding {
-  layerArgs(tensors, layer, opts);
-  return run(() => importers.importLlmInt8(tensors, layer, opts));
-}
+export const importLlmInt8 = checkedLayer(importers.importLlmInt8);
 
 /** {@inheritDoc importers.importScaledFp8} */
-export function importScaledFp8(
-  tensors: importers.ProducerTensors,
-  layer: string,
-  opts: { dtype?: DecodedDtype } = {},
-): importers.ImportedEncoding {
-  layerArgs(tensors, layer, opts);
-  return run(() => importers.importScaledFp8(tensors, layer, opts));
-}
+export const importScaledFp8 = checkedLayer(importers.importScaledFp8);
 
 /** {@inheritDoc importers.importBlockFp8} */
-export function importBlockFp8(
-  tensors: importers.ProducerTensors,
-  layer: string,
-  opts: { dtype?: DecodedDtype; block?: [number, number] } = {},
-): importers.ImportedEncoding {
-  layerArgs(tensors, layer, opts);
-  return run(() => importers.importBlockFp8(tensors, layer, opts));
-}
+export const importBlockFp8 = checkedLayer(importers.importBlockFp8);
 
 /** {@inheritDoc importers.importModelOptNvfp4} */
-export function importModelOptNvfp4(
-  tensors: importers.ProducerTensors,
-  layer: string,
-  opts: { dtype?: DecodedDtype; swizzled?: boolean } = {},
-): importers.ImportedEncoding {
-  layerArgs(tensors, layer, opts);
-  return run(() => importers.importModelOptNvfp4(tensors, layer, opts));
-}
+export const importModelOptNvfp4 = checkedLayer(importers.importModelOptNvfp4);
 
 /** {@inheritDoc importers.importComfyQuant} */
-export function importComfyQuant(
-  tensors: importers.ProducerTensors,
-  layer: string,
-  opts: { dtype?: DecodedDtype; shape?: number[]; conf?: Record<string, JsonValue> } = {},
-): importers.ImportedEncoding {
-  layerArgs(tensors, layer, opts);
-  return run(() => importers.importComfyQuant(tensors, layer, opts));
-}
+export const importComfyQuant = checkedLayer(importers.importComfyQuant);
 
 /** {@inheritDoc importers.importGptq} */
 export function importGptq(
@@ -168,14 +141,7 @@ export function importAwq(
 }
 
 /** {@inheritDoc importers.importKohyaLora} */
-export function importKohyaLora(
-  tensors: importers.ProducerTensors,
-  module: string,
-  opts: { dtype?: DecodedDtype; alpha?: number } = {},
-): importers.ImportedEncoding {
-  layerArgs(tensors, module, opts);
-  return run(() => importers.importKohyaLora(tensors, module, opts));
-}
+export const importKohyaLora = checkedLayer(importers.importKohyaLora);
 
 /** {@inheritDoc importers.importGgufTensor} */
 export function importGgufTensor(
