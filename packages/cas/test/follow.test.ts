@@ -52,23 +52,19 @@ for (const thread of [true, false]) {
       await expect(gone.digest(1)).rejects.toMatchObject({ code: 'ENOENT' });
     });
 
-    it('hashes a prefix from the file, then bytes given in memory (shared or not), in order', async () => {
-      const path = join(tempDir(), 'mixed.part');
+    it('appends shared memory without moving it: written and hashed in order after a read-back prefix', async () => {
+      const path = join(tempDir(), 'shared.part');
       const bytes = bytesOf(7_000_000, 3);
       writeFileSync(path, bytes.subarray(0, 1_500_000));
-      const f = followFile(path, { thread });
+      const f = followFile(path, { thread, write: true });
       f.advance(1_500_000);
       const shared = new Uint8Array(new SharedArrayBuffer(4_000_000));
       shared.set(bytes.subarray(1_500_000, 5_500_000));
-      await f.update(shared);
-      await f.update(bytes.slice(5_500_000));
+      await f.append([shared, bytes.slice(5_500_000)], 1_500_000);
+      // Shared memory stays the caller's (nothing moved, nothing detached).
+      expect(shared.byteLength).toBe(4_000_000);
       expect(hex(await f.digest(bytes.length))).toBe(idOf(bytes));
-      // After a reset, memory alone.
-      const g = followFile(path, { thread });
-      await g.update(bytes.subarray(0, 10));
-      g.reset();
-      await g.update(bytes.subarray(0, 3));
-      expect(hex(await g.digest(0))).toBe(idOf(bytes.subarray(0, 3)));
+      expect(idOf(readFileSync(path))).toBe(idOf(bytes));
     });
 
     it('appends: writes each batch at its offset after a read-back prefix, hashes it, moves what it is given', async () => {
@@ -187,8 +183,19 @@ describe('ObjectPart files', () => {
         );
         await store.close();
       }
+      // A part may ask for the other way than its store's.
+      for (const direct of [true, false]) {
+        const root = join(tempDir(), 'store');
+        const store = await LocalStore.open(root, { directIO: !direct });
+        const bytes = bytesOf(5_000_000, direct ? 13 : 14);
+        const part = await store.openPart('pull-o', { expectedLength: bytes.length, direct });
+        await part.write(bytes);
+        await part.commit({ expected: idOf(bytes) });
+        pages[`part ${direct}`] = resident(objectFile(root, idOf(bytes)));
+        await store.close();
+      }
       // (/tmp on tmpfs would refuse O_DIRECT: then both are buffered, and this says so.)
-      expect(pages).toEqual({ true: 0, false: 10_002_432 });
+      expect(pages).toEqual({ true: 0, false: 10_002_432, 'part true': 0, 'part false': 5_001_216 });
     },
   );
 

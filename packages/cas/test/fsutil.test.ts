@@ -5,8 +5,8 @@ import { basename, dirname, join } from 'node:path';
 import { fileHandleSource } from '@tensorfs/cas';
 import { bytesOf, expectCode, tempDir } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
-import { HOST, parseTempName, readFully, siblingTemp, tempName, writeFully } from '../src/store/fsutil.js';
-import { readExactlyInto } from '../src/store/objects.js';
+import { HOST, WRITE_PIECE, parseTempName, readFully, siblingTemp, tempName, writeFully } from '../src/store/fsutil.js';
+import { readExactlyInto, writeAllv } from '../src/store/objects.js';
 
 describe('read-fully and write-fully', () => {
   it('an OS failure is io in every reader; running out is the caller family', async () => {
@@ -34,6 +34,38 @@ describe('read-fully and write-fully', () => {
     expect(back.subarray(20)).toEqual(bytesOf(5, 2));
     await fh.close();
     expect((await expectCode(writeFully(fh, bytesOf(1)), 'io')).details.op).toBe('write');
+  });
+});
+
+describe('write sizes', () => {
+  it('writeFully and writeAllv never pass more than WRITE_PIECE bytes to one call, and write every byte in order', async () => {
+    const sizes: number[] = [];
+    const out: number[] = [];
+    const fh = {
+      async write(b: Uint8Array, off: number, len: number) {
+        sizes.push(len);
+        const n = Math.min(len, 100_000); // short writes too
+        for (const x of b.subarray(off, off + n)) out.push(x);
+        return { bytesWritten: n, buffer: b };
+      },
+      async writev(bs: Uint8Array[]) {
+        const want = bs.reduce((n, b) => n + b.length, 0);
+        sizes.push(want);
+        for (const b of bs) for (const x of b) out.push(x);
+        return { bytesWritten: want, buffers: bs };
+      },
+    } as unknown as fsp.FileHandle;
+    const one = bytesOf(WRITE_PIECE * 2 + 5, 1);
+    await writeFully(fh, one, 0);
+    const many = [bytesOf(WRITE_PIECE + 1, 2), bytesOf(10, 3), bytesOf(3 * WRITE_PIECE, 4)];
+    await writeAllv(fh, many);
+    expect(Math.max(...sizes)).toBe(WRITE_PIECE);
+    expect(Buffer.from(out).equals(Buffer.concat([one, ...many]))).toBe(true);
+  });
+
+  it('a writev that makes no progress is io', async () => {
+    const fh = { writev: async () => ({ bytesWritten: 0 }) } as unknown as fsp.FileHandle;
+    await expectCode(writeAllv(fh, [bytesOf(10)]), 'io');
   });
 });
 

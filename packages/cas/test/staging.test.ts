@@ -95,6 +95,31 @@ describe('LocalStore.openPart (adopt a received file)', () => {
     await store.close();
   });
 
+  it('gives chunks back (done) once written and hashed; copied ones at once, unsent ones on discard', async () => {
+    const { store } = await open();
+    const bytes = bytesOf(9 << 20, 8);
+    const part = await store.openPart('pull-d', { expectedLength: bytes.length });
+    const events: string[] = [];
+    // Shared memory, handed over: it stays readable here, and comes back only once the part is done with it.
+    const shared = new Uint8Array(new SharedArrayBuffer(4 << 20));
+    shared.set(bytes.subarray(0, 4 << 20));
+    await part.write(shared, { handOver: true, done: () => events.push('shared') });
+    events.push('written');
+    await part.write(bytes.subarray(4 << 20, 8 << 20), { done: () => events.push('copied') });
+    events.push('written 2');
+    await part.write(bytes.subarray(8 << 20), { handOver: true, done: () => events.push('tail') });
+    await part.commit({ expected: idOf(bytes) });
+    expect(events.slice(0, 2)).toEqual(['written', 'copied']);
+    expect(events.sort()).toEqual(['copied', 'shared', 'tail', 'written', 'written 2']);
+    expect(shared.byteLength).toBe(4 << 20);
+    const other = await store.openPart('pull-d2', { expectedLength: 10 });
+    let back = 0;
+    await other.write(new Uint8Array(new SharedArrayBuffer(4)), { handOver: true, done: () => back++ });
+    await other.discard();
+    expect(back).toBe(1);
+    await store.close();
+  });
+
   it('an object already present wins: the part is dropped, the stored file untouched', async () => {
     const { store, root } = await open();
     const bytes = bytesOf(50_000, 7);

@@ -1,10 +1,9 @@
 /**
- * Hashing a file as it is written, on a worker thread: the writer hands over each range it
- * writes ({@link FileFollower.update}; shared memory travels without a copy) or has the thread
- * write it too ({@link FileFollower.append}; memory handed over travels without a copy), and a
- * prefix already in the file (a resumed part) is read back from it ({@link FileFollower.advance}).
- * A transfer's main thread then only receives while the other core hashes and the thread pool
- * writes (docs/remote.md "Throughput").
+ * Hashing a file as it is written, on a worker thread: the writer has the thread write each range
+ * and hash it ({@link FileFollower.append}; memory handed over or shared travels without a copy),
+ * and a prefix already in the file (a resumed part) is read back from it
+ * ({@link FileFollower.advance}). A transfer's main thread then only receives while the other core
+ * hashes and the thread pool writes, in pieces of {@link WRITE_PIECE} (docs/remote.md "Throughput").
  *
  * One worker serves every follower of the process (SHA-256 at ~1.1 GiB/s outruns any transfer it
  * follows); it keeps the process alive only while a reply is awaited. Where a worker cannot run,
@@ -14,27 +13,24 @@ import { createHash, type Hash } from 'node:crypto';
 import * as fs from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { DIRECT_ALIGN, O_DIRECT } from '../store/direct.js';
+import { WRITE_PIECE } from '../store/fsutil.js';
 import { TensorFSError } from '@tensorfs/format';
 
 /**
- * Hashes one file from byte 0: ranges read back from the file ({@link advance}) and bytes given
- * in memory ({@link update}), in the order they were asked. Reports read errors at {@link digest}.
+ * Hashes one file from byte 0: ranges read back from the file ({@link advance}) and bytes appended
+ * ({@link append}), in the order they were asked. Reports read errors at {@link digest}.
  */
 export interface FileFollower {
   /** The file holds at least `end` bytes: hash up to there from the file. */
   advance(end: number): void;
   /**
-   * Hashes `bytes` as the next bytes of the file; resolves once they are hashed (their memory may
-   * be reused then). Views of a `SharedArrayBuffer` reach the hashing thread without a copy.
-   */
-  update(bytes: Uint8Array): Promise<void>;
-  /**
    * Writes `chunks` into the file at `at` (the bytes hashed so far: each append continues where
    * the last ended) and hashes them as its next bytes; resolves once both are done, rejects with
    * the errno-style error of a failed write. Appends reach the file one after another, so a file
    * cut short by a crash holds a prefix. The buffers listed in `transfer` move to the hashing
-   * thread (their views here are detached: only for memory the caller gives up); other chunks
-   * are copied. Needs a follower opened with `write: true`. With `direct`, the bytes are copied
+   * thread (their views here are detached: only for memory the caller gives up); views of a
+   * `SharedArrayBuffer` are shared (the caller must not change them until this resolves); other
+   * chunks are copied. Needs a follower opened with `write: true`. With `direct`, the bytes are copied
    * into page-aligned 4 MiB buffers written with O_DIRECT, and a last partial block stays in
    * memory until {@link flush}.
    */
@@ -91,6 +87,7 @@ const fs = process.getBuiltinModule('node:fs');
 const buf = Buffer.allocUnsafe(${READ_BYTES});
 const STAGE = ${STAGE_BYTES};
 const ALIGN = ${DIRECT_ALIGN};
+const PIECE = ${WRITE_PIECE};
 const SPARE = 16; // stages kept for reuse (four parts, two appends of up to two stages each)
 const spare = [];
 const files = new Map();
@@ -103,19 +100,34 @@ function upTo(f, end) {
     } catch (err) { f.error = err.code || 'EIO'; }
   }
 }
-function writeAll(fd, chunks, at) {
+// Writes chunks at 'at' with writev calls of at most 'piece' bytes each. Page-cache writes go in
+// pieces of PIECE: one write() of a few MiB into the page cache costs several times what the same
+// bytes cost in 256 KiB writes on the hosts measured (docs/benchmarks.md, "Write size").
+function writeAll(fd, chunks, at, piece) {
   return new Promise((resolve, reject) => {
-    const next = (list, pos) => fs.writev(fd, list, pos, (err, n) => {
-      if (err) return reject(err);
-      if (n === 0) return reject(Object.assign(new Error('no progress'), { code: 'EIO' }));
-      let rest = list;
-      let skip = n;
-      while (rest.length > 0 && skip >= rest[0].length) { skip -= rest[0].length; rest = rest.slice(1); }
-      if (rest.length === 0) return resolve();
-      if (skip > 0) rest = [rest[0].subarray(skip), ...rest.slice(1)];
-      next(rest, pos + n);
-    });
-    next(chunks, at);
+    let i = 0, off = 0, pos = at;
+    const step = () => {
+      while (i < chunks.length && off === chunks[i].length) { i++; off = 0; }
+      if (i === chunks.length) return resolve();
+      const batch = [];
+      let n = 0;
+      for (let k = i, o = off; k < chunks.length && n < piece; k++, o = 0) {
+        const take = Math.min(chunks[k].length - o, piece - n);
+        batch.push(chunks[k].subarray(o, o + take));
+        n += take;
+      }
+      fs.writev(fd, batch, pos, (err, w) => {
+        if (err) return reject(err);
+        if (w === 0) return reject(Object.assign(new Error('no progress'), { code: 'EIO' }));
+        pos += w;
+        while (w > 0) {
+          const left = chunks[i].length - off;
+          if (w >= left) { w -= left; i++; off = 0; } else { off += w; w = 0; }
+        }
+        step();
+      });
+    };
+    step();
   });
 }
 // A stage: 4 MiB at a page boundary (WebAssembly memory starts on one).
@@ -127,13 +139,13 @@ function giveStage(stage) { if (spare.length < SPARE) spare.push(stage); }
 function writeStage(f, stage, n, at) {
   const run = f.w.then(async () => {
     if (f.dfd >= 0) {
-      try { await writeAll(f.dfd, [stage.subarray(0, Math.ceil(n / ALIGN) * ALIGN)], at); return; }
+      try { await writeAll(f.dfd, [stage.subarray(0, Math.ceil(n / ALIGN) * ALIGN)], at, Infinity); return; }
       catch (err) { if (err.code !== 'EINVAL') throw err; }
       f.refused = true;
       try { fs.closeSync(f.dfd); } catch {}
       f.dfd = -1;
     }
-    await writeAll(f.fd, [stage.subarray(0, n)], at);
+    await writeAll(f.fd, [stage.subarray(0, n)], at, PIECE);
   });
   f.w = run.catch((err) => { f.error ??= err.code || 'EIO'; }).then(() => giveStage(stage));
 }
@@ -153,7 +165,8 @@ const drain = new MessageChannel();
 drain.port2.close();
 function free(chunks) {
   const whole = new Set();
-  for (const c of chunks) if (c.byteOffset === 0 && c.byteLength === c.buffer.byteLength) whole.add(c.buffer);
+  for (const c of chunks)
+    if (c.byteOffset === 0 && c.byteLength === c.buffer.byteLength && c.buffer instanceof ArrayBuffer) whole.add(c.buffer);
   if (whole.size > 0) drain.port1.postMessage(null, [...whole]);
 }
 // Replies (and frees the append's chunks) once the writes queued so far have ended.
@@ -169,10 +182,79 @@ function finish(f) {
   if (f.stage !== null) { giveStage(f.stage); f.stage = null; }
   f.w.then(() => { for (const fd of fds) try { fs.closeSync(fd); } catch {} });
 }
+// Every operation but 'open' runs from one queue, in the order asked, whatever its file. A step
+// returns false to be called again once the event loop has turned: a buffered append hashes a
+// piece per call, so a write's completion (which sends its file's next piece) never waits behind
+// megabytes of hashing, and appends still complete in the order they came.
+const queue = [];
+let pumping = false;
+function pump() {
+  while (queue.length > 0) {
+    if (!queue[0]()) { setImmediate(pump); return; }
+    queue.shift();
+  }
+  pumping = false;
+}
+function appendStep(m, f) {
+  let k = -1;
+  let i = 0;
+  return () => {
+    if (k < 0) {
+      if (f.error === undefined && m.at !== f.at) f.error = 'EINVAL';
+      if (f.error !== undefined) { parentPort.postMessage({ id: m.id, tag: m.tag, error: f.error }); return true; }
+      // Direct writes need aligned offsets: a file resumed elsewhere goes buffered.
+      if (f.dfd >= 0 && f.stage === null && m.at % ALIGN !== 0) { try { fs.closeSync(f.dfd); } catch {} f.dfd = -1; }
+      // (A stage begun stays the way to the file until flushed, even once direct writes were refused.)
+      if (f.dfd >= 0 || f.stage !== null) {
+        if (f.stage === null) f.wat = m.at;
+        for (const c of m.chunks) { f.h.update(c); f.at += c.length; stageInto(f, c); }
+        reply(m, f);
+        return true;
+      }
+      // The write is queued first: the thread pool writes while this thread hashes.
+      const fd = f.fd;
+      f.w = f.w.then(() => writeAll(fd, m.chunks, m.at, PIECE)).catch((err) => { f.error ??= err.code || 'EIO'; });
+      k = 0;
+    }
+    while (k < m.chunks.length && i === m.chunks[k].length) { k++; i = 0; }
+    if (k === m.chunks.length) { reply(m, f); return true; }
+    const c = m.chunks[k];
+    const end = Math.min(c.length, i + PIECE);
+    f.h.update(c.subarray(i, end));
+    f.at += end - i;
+    i = end;
+    return false;
+  };
+}
+function step(m, f) {
+  if (m.op === 'to') return () => { upTo(f, m.end); return true; };
+  if (m.op === 'append') return appendStep(m, f);
+  if (m.op === 'flush') return () => {
+    if (f.stage !== null && f.fill > 0) writeStage(f, f.stage, f.fill, f.wat);
+    else if (f.stage !== null) giveStage(f.stage);
+    f.stage = null;
+    reply(m, f);
+    return true;
+  };
+  if (m.op === 'reset') return () => {
+    f.h = createHash('sha256'); f.at = 0;
+    if (f.stage !== null) { giveStage(f.stage); f.stage = null; }
+    if (f.error !== 'ENOENT' && f.fd >= 0) f.error = undefined;
+    return true;
+  };
+  if (m.op === 'digest') return () => {
+    upTo(f, m.end);
+    const error = f.error;
+    const d = error === undefined ? f.h.digest() : undefined;
+    parentPort.postMessage({ id: m.id, tag: m.tag, error, digest: d && d.buffer.slice(d.byteOffset, d.byteOffset + 32) });
+    finish(f);
+    return true;
+  };
+  return () => { finish(f); return true; };
+}
 parentPort.on('message', (m) => {
-  let f = files.get(m.id);
   if (m.op === 'open') {
-    f = { at: 0, h: createHash('sha256'), fd: -1, dfd: -1, error: undefined, refused: false, w: Promise.resolve(), stage: null, fill: 0, wat: 0 };
+    const f = { at: 0, h: createHash('sha256'), fd: -1, dfd: -1, error: undefined, refused: false, w: Promise.resolve(), stage: null, fill: 0, wat: 0 };
     try { f.fd = fs.openSync(m.path, m.write ? 'r+' : 'r'); } catch (err) { f.error = err.code || 'EIO'; }
     if (m.direct && f.error === undefined) {
       try { f.dfd = fs.openSync(m.path, fs.constants.O_WRONLY | fs.constants.O_DIRECT); }
@@ -181,51 +263,11 @@ parentPort.on('message', (m) => {
     files.set(m.id, f);
     return;
   }
+  const f = files.get(m.id);
   if (!f) return;
-  if (m.op === 'to') upTo(f, m.end);
-  else if (m.op === 'bytes') {
-    if (f.error === undefined) { f.h.update(m.bytes); f.at += m.bytes.length; }
-    parentPort.postMessage({ id: m.id, tag: m.tag });
-  }
-  else if (m.op === 'append') {
-    if (f.error === undefined && m.at !== f.at) f.error = 'EINVAL';
-    if (f.error !== undefined) { parentPort.postMessage({ id: m.id, tag: m.tag, error: f.error }); return; }
-    // Direct writes need aligned offsets: a file resumed elsewhere goes buffered.
-    if (f.dfd >= 0 && f.stage === null && m.at % ALIGN !== 0) { try { fs.closeSync(f.dfd); } catch {} f.dfd = -1; }
-    // (A stage begun stays the way to the file until flushed, even once direct writes were refused.)
-    if (f.dfd >= 0 || f.stage !== null) {
-      if (f.stage === null) f.wat = m.at;
-      for (const c of m.chunks) { f.h.update(c); f.at += c.length; stageInto(f, c); }
-    } else {
-      // The write is queued first: the thread pool writes while this thread hashes.
-      const fd = f.fd;
-      const written = f.w.then(() => writeAll(fd, m.chunks, m.at));
-      f.w = written.catch((err) => { f.error ??= err.code || 'EIO'; });
-      for (const c of m.chunks) { f.h.update(c); f.at += c.length; }
-    }
-    reply(m, f);
-  }
-  else if (m.op === 'flush') {
-    if (f.stage !== null && f.fill > 0) writeStage(f, f.stage, f.fill, f.wat);
-    else if (f.stage !== null) giveStage(f.stage);
-    f.stage = null;
-    reply(m, f);
-  }
-  else if (m.op === 'reset') {
-    f.h = createHash('sha256'); f.at = 0;
-    if (f.stage !== null) { giveStage(f.stage); f.stage = null; }
-    if (f.error !== 'ENOENT' && f.fd >= 0) f.error = undefined;
-  }
-  else if (m.op === 'digest') {
-    upTo(f, m.end);
-    const error = f.error;
-    const d = error === undefined ? f.h.digest() : undefined;
-    parentPort.postMessage({ id: m.id, tag: m.tag, error, digest: d && d.buffer.slice(d.byteOffset, d.byteOffset + 32) });
-  }
-  if (m.op === 'digest' || m.op === 'close') {
-    finish(f);
-    files.delete(m.id);
-  }
+  if (m.op === 'digest' || m.op === 'close') files.delete(m.id);
+  queue.push(step(m, f));
+  if (!pumping) { pumping = true; pump(); }
 });
 `;
 
@@ -300,11 +342,6 @@ class HashWorker {
         end = n;
         post({ op: 'to', end: n });
       },
-      update: async (bytes) => {
-        if (done) throw finished();
-        end += bytes.length;
-        await this.ask({ id, op: 'bytes', bytes });
-      },
       append: async (chunks, at, transfer) => {
         if (done) throw finished();
         for (const c of chunks) end += c.length;
@@ -366,18 +403,6 @@ class InlineFollower implements FileFollower {
     this.end = Math.max(this.end, end);
   }
 
-  update(bytes: Uint8Array): Promise<void> {
-    if (this.done) return Promise.reject(new TensorFSError('internal', 'the follower is finished'));
-    const run = this.chain.then(async () => {
-      await this.catchUp(this.end);
-      this.h.update(bytes);
-      this.at += bytes.length;
-      this.end = this.at;
-    });
-    this.chain = run.catch(() => {});
-    return run;
-  }
-
   append(chunks: readonly Uint8Array[], at: number): Promise<void> {
     if (this.done) return Promise.reject(new TensorFSError('internal', 'the follower is finished'));
     const run = this.chain.then(async () => {
@@ -388,7 +413,7 @@ class InlineFollower implements FileFollower {
         let pos = at;
         for (const c of chunks) {
           for (let done = 0; done < c.length; ) {
-            const { bytesWritten } = await fh.write(c, done, c.length - done, pos);
+            const { bytesWritten } = await fh.write(c, done, Math.min(WRITE_PIECE, c.length - done), pos);
             if (bytesWritten === 0) throw readError('EIO');
             done += bytesWritten;
             pos += bytesWritten;

@@ -45,6 +45,11 @@ export function checkObjects(value: unknown, what: string): void {
 }
 
 /** A non-null object. */
+/** `undefined` or a boolean. */
+export function checkOptionalBoolean(value: unknown, what: string): void {
+  if (value !== undefined && typeof value !== 'boolean') wrong(what, 'a boolean', value);
+}
+
 export function checkObject(value: unknown, what: string): void {
   if (typeof value !== 'object' || value === null) wrong(what, 'an object', value);
 }

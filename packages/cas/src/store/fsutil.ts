@@ -196,6 +196,14 @@ export function shrank(message: string, offset: number): TensorFSError {
 export const CHUNK_BYTES = 8 << 20;
 
 /**
+ * Most bytes one buffered `write`/`writev` call takes. Measured on the development VM (Linux 6.1,
+ * ext4, docs/benchmarks.md "Write size"): 1 GiB into the page cache costs 0.2–0.3 s of system CPU
+ * in writes of 64–512 KiB, but 0.7–1.1 s in 1 MiB writes and 1.3–2 s in 4 MiB ones; the extra
+ * syscalls of small pieces cost a few milliseconds per GiB.
+ */
+export const WRITE_PIECE = 256 << 10;
+
+/**
  * Fills all of `target` from `fh` at `position`. An OS failure is `io` (with `path`, which must be
  * store-relative or a bare name); the file ending first is the caller's error (`short(at)`, given
  * the absolute offset where bytes ran out): `corrupt` for an object, `conflict` for a file that
@@ -221,7 +229,7 @@ export async function readFully(
   }
 }
 
-/** Writes all of `bytes` at `position` (or at the current position when null); OS failures are `io`. */
+/** Writes all of `bytes` at `position` (or at the current position when null) in pieces of {@link WRITE_PIECE}; OS failures are `io`. */
 export async function writeFully(
   fh: fsp.FileHandle,
   bytes: Uint8Array,
@@ -234,7 +242,7 @@ export async function writeFully(
       const { bytesWritten } = await fh.write(
         bytes,
         done,
-        bytes.length - done,
+        Math.min(WRITE_PIECE, bytes.length - done),
         position === null ? null : position + done,
       );
       done += bytesWritten;

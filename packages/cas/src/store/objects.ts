@@ -18,7 +18,17 @@ import {
 } from '@tensorfs/format';
 import { type Db, immediate } from './db.js';
 import { directView, O_DIRECT, writeDirect } from './direct.js';
-import { CHUNK_BYTES, errnoOf, fsyncDir, ioError, mkdirDurable, readFully, tempName, writeFully } from './fsutil.js';
+import {
+  CHUNK_BYTES,
+  WRITE_PIECE,
+  errnoOf,
+  fsyncDir,
+  ioError,
+  mkdirDurable,
+  readFully,
+  tempName,
+  writeFully,
+} from './fsutil.js';
 import { type Layout, objectDir, objectPath, objectRel } from './layout.js';
 
 /** Result of an admission. `written` is true when this call published the object. */
@@ -66,6 +76,8 @@ export class Objects {
    * store's filesystem refused an O_DIRECT temp (every temp is buffered then).
    */
   private direct: boolean;
+  /** The filesystem refused O_DIRECT: nothing is written with it, whatever a caller asks. */
+  private refused = O_DIRECT === 0;
   private readonly isQuarantinedStmt;
 
   constructor(
@@ -83,9 +95,15 @@ export class Objects {
     return this.direct;
   }
 
+  /** False once the filesystem refused O_DIRECT (or where the OS has none): a part asking for it gets buffered writes. */
+  get directPossible(): boolean {
+    return !this.refused;
+  }
+
   /** The filesystem refused O_DIRECT (`EINVAL`): every later temp and part of this store is buffered. */
   refuseDirect(): void {
     this.direct = false;
+    this.refused = true;
   }
 
   /** Absolute path of an object file. */
@@ -661,29 +679,45 @@ export interface ObjectStreamOptions {
   signal?: AbortSignal;
 }
 
-/** Writes several buffers completely at the current position. */
+/**
+ * Writes several buffers completely at the current position: one writev per {@link WRITE_PIECE}
+ * bytes (a received object arrives in ~64 KiB chunks, and a write per chunk cost a transfer's main
+ * thread more than the bytes did; a write of several MiB costs the kernel more than its pieces).
+ */
 export async function writeAllv(fh: fsp.FileHandle, chunks: readonly Uint8Array[]): Promise<void> {
-  // One writev per IOV_MAX buffers: a received object arrives in ~64 KiB chunks, and a write per
-  // chunk cost a transfer's main thread more than the bytes did.
-  for (let i = 0; i < chunks.length; ) {
-    const batch = chunks.length - i <= IOV_MAX && i === 0 ? chunks : chunks.slice(i, i + IOV_MAX);
+  let i = 0;
+  let off = 0;
+  for (;;) {
+    while (i < chunks.length && off === chunks[i]!.length) {
+      i++;
+      off = 0;
+    }
+    if (i === chunks.length) return;
+    const batch: Uint8Array[] = [];
     let want = 0;
-    for (const c of batch) want += c.length;
+    for (let k = i, o = off; k < chunks.length && want < WRITE_PIECE && batch.length < IOV_MAX; k++, o = 0) {
+      const take = Math.min(chunks[k]!.length - o, WRITE_PIECE - want);
+      batch.push(chunks[k]!.subarray(o, o + take));
+      want += take;
+    }
     let written: number;
     try {
-      ({ bytesWritten: written } = await fh.writev(batch as Uint8Array[]));
+      ({ bytesWritten: written } = await fh.writev(batch));
     } catch (err) {
       throw ioError(err, 'write');
     }
-    if (written === want) {
-      i += batch.length;
-      continue;
+    if (written === 0) throw ioError(Object.assign(new Error('no progress'), { code: 'EIO' }), 'write');
+    while (written > 0) {
+      const left = chunks[i]!.length - off;
+      if (written >= left) {
+        written -= left;
+        i++;
+        off = 0;
+      } else {
+        off += written;
+        written = 0;
+      }
     }
-    // A short write: finish the buffer it stopped in, then go on from the next.
-    let k = i;
-    while (written >= chunks[k]!.length) written -= chunks[k++]!.length;
-    await writeFully(fh, chunks[k]!.subarray(written));
-    i = k + 1;
   }
 }
 

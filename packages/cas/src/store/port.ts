@@ -35,7 +35,10 @@ export interface Store {
    * Optional: a resumable part file the store hashes while it is written and adopts as the object
    * once verified and durable (see `LocalStore.openPart`). Callers fall back to `putStream`.
    */
-  openPart?(key: string, options: { expectedLength: number; signal?: AbortSignal }): Promise<ObjectPart>;
+  openPart?(
+    key: string,
+    options: { expectedLength: number; signal?: AbortSignal; direct?: boolean },
+  ): Promise<ObjectPart>;
   /** Optional: many in-memory objects with batched durability (see `LocalStore.putBatch`). */
   putBatch?(items: readonly BatchItem[], options?: { lease?: Lease; signal?: AbortSignal }): Promise<BatchOutcome[]>;
   /** A whole object; `verify` rehashes it (`corrupt` on a mismatch). */

@@ -52,9 +52,11 @@ export interface ObjectPart {
    * Appends bytes; `corrupt` past `expectedLength`. With `handOver` the caller gives the chunk's
    * memory up (it never reads or writes it again, nor does anything else it came from): the part
    * may move it to its writing thread instead of copying it, which detaches the caller's views of
-   * an `ArrayBuffer` the chunk fills entirely.
+   * an `ArrayBuffer` the chunk fills entirely. `done` is called once the part no longer reads the
+   * chunk (copied, or written and hashed), so the caller may reuse its memory (a chunk of a
+   * `SharedArrayBuffer` is shared with the writing thread, never moved).
    */
-  write(chunk: Uint8Array, options?: { handOver?: boolean }): Promise<void>;
+  write(chunk: Uint8Array, options?: { handOver?: boolean; done?: () => void }): Promise<void>;
   /** Empties the part (the origin restarted from byte 0, or sent wrong bytes). */
   reset(): Promise<void>;
   /** Writes what is buffered and closes the file, keeping it for a later resume. */
@@ -78,6 +80,7 @@ export async function openPart(
   key: string,
   expectedLength: number,
   signal?: AbortSignal,
+  wantDirect: boolean = objects.directIO,
 ): Promise<ObjectPart> {
   objects.assertWritable();
   if (!PART_KEY.test(key)) {
@@ -103,7 +106,7 @@ export async function openPart(
   let length = 0;
   try {
     throwIfAborted(signal);
-    if (objects.directIO && expectedLength >= STAGE_BYTES) {
+    if (wantDirect && objects.directPossible && expectedLength >= STAGE_BYTES) {
       // Whether the filesystem takes O_DIRECT (tmpfs refuses): if not, buffered, as the store is from now on.
       try {
         await (await fsp.open(path, fs.constants.O_WRONLY | O_DIRECT)).close();
@@ -172,6 +175,8 @@ class Part implements ObjectPart {
   /** The chunks collected for the next append, their bytes, and the appends in flight. */
   private batch: Uint8Array[] = [];
   private batchBytes = 0;
+  /** The callers' `done` of the chunks in {@link batch}. */
+  private batchDone: (() => void)[] = [];
   private readonly appends: Promise<void>[] = [];
   /** Bytes handed to the file (written or being written). */
   private fileAt: number;
@@ -190,15 +195,24 @@ class Part implements ObjectPart {
     this.fileAt = length;
   }
 
-  async write(chunk: Uint8Array, options?: { handOver?: boolean }): Promise<void> {
+  async write(chunk: Uint8Array, options?: { handOver?: boolean; done?: () => void }): Promise<void> {
     if (this.length + chunk.length > this.expectedLength) {
       throw new TensorFSError('corrupt', 'more bytes than the object has', {
         details: { rule: 'store.part_too_long', expected: this.expectedLength, actual: this.length + chunk.length },
       });
     }
-    if (chunk.length === 0) return;
+    if (chunk.length === 0) {
+      options?.done?.();
+      return;
+    }
     // What the caller keeps is copied (into memory of our own, which can then move).
-    this.batch.push(options?.handOver === true ? chunk : new Uint8Array(chunk));
+    if (options?.handOver === true) {
+      this.batch.push(chunk);
+      if (options.done) this.batchDone.push(options.done);
+    } else {
+      this.batch.push(new Uint8Array(chunk));
+      options?.done?.();
+    }
     this.batchBytes += chunk.length;
     this.length += chunk.length;
     if (this.batchBytes >= STAGE_BYTES) await this.submit();
@@ -208,14 +222,22 @@ class Part implements ObjectPart {
   private async submit(): Promise<void> {
     if (this.batchBytes > 0) {
       const chunks = this.batch;
+      const dones = this.batchDone;
       const at = this.fileAt;
       this.fileAt += this.batchBytes;
       this.batch = [];
+      this.batchDone = [];
       this.batchBytes = 0;
       this.appends.push(
-        this.follower.append(chunks, at, movable(chunks)).catch((err) => {
-          this.failure ??= err;
-        }),
+        this.follower
+          .append(chunks, at, movable(chunks))
+          .catch((err) => {
+            this.failure ??= err;
+          })
+          // Settled: the hashing thread has answered, so it no longer reads the chunks.
+          .finally(() => {
+            for (const done of dones) done();
+          }),
       );
     }
     while (this.appends.length >= STAGES) await this.appends.shift();
@@ -244,8 +266,7 @@ class Part implements ObjectPart {
   async reset(): Promise<void> {
     await Promise.all(this.appends.splice(0));
     this.failure = undefined;
-    this.batch = [];
-    this.batchBytes = 0;
+    this.dropBatch();
     this.length = 0;
     this.fileAt = 0;
     try {
@@ -254,6 +275,15 @@ class Part implements ObjectPart {
       throw ioError(err, 'truncate part', 'tmp/');
     }
     this.follower.reset();
+  }
+
+  /** Forgets the chunks collected and not yet appended (their callers may reuse them). */
+  private dropBatch(): void {
+    const dones = this.batchDone;
+    this.batch = [];
+    this.batchDone = [];
+    this.batchBytes = 0;
+    for (const done of dones) done();
   }
 
   async close(): Promise<void> {
@@ -276,6 +306,7 @@ class Part implements ObjectPart {
   }
 
   async discard(): Promise<void> {
+    this.dropBatch();
     this.follower.close();
     if (!this.closed) {
       this.closed = true;

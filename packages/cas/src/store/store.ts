@@ -32,7 +32,15 @@ import { type Layout, layoutOf, validateRefName } from './layout.js';
 import { DEFAULT_LEASE_TTL_MS, DbLease, type Lease, type LeaseOptions, assertLeaseLive } from './leases.js';
 import { type Chunks, type ObjectStreamOptions, Objects, type PutResult } from './objects.js';
 import { type BatchItem, type BatchOutcome, type ObjectPart, openPart, putBatch } from './staging.js';
-import { checkAsyncIterable, checkChunks, checkObject, checkObjects, checkOptions, checkString } from './args.js';
+import {
+  checkAsyncIterable,
+  checkChunks,
+  checkObject,
+  checkObjects,
+  checkOptionalBoolean,
+  checkOptions,
+  checkString,
+} from './args.js';
 import type { FileSource } from './file-source.js';
 import type { Store } from './port.js';
 import { type ReadOptions, recordsSource, writeRecordsFile } from './read.js';
@@ -289,14 +297,19 @@ export class LocalStore implements Store {
    * `expectedLength` bytes: hashed by the store as it is written, adopted as the object by
    * link/rename on {@link ObjectPart.commit} once verified and synced (no second copy). Kept
    * across runs until committed or discarded (a later process takes over the part of a writer
-   * that is gone); GC sweeps parts older than a day.
+   * that is gone); GC sweeps parts older than a day. `direct`: write it with O_DIRECT where the
+   * filesystem allows (default: the store's `directIO`); see {@link StoreOptions.directIO}.
    */
-  async openPart(key: string, options: { expectedLength: number; signal?: AbortSignal }): Promise<ObjectPart> {
+  async openPart(
+    key: string,
+    options: { expectedLength: number; signal?: AbortSignal; direct?: boolean },
+  ): Promise<ObjectPart> {
     checkString(key, 'key');
     checkObject(options, 'options');
     checkOptions(options);
+    checkOptionalBoolean(options.direct, 'options.direct');
     this.live();
-    return openPart(this.objects, key, options.expectedLength, options.signal);
+    return openPart(this.objects, key, options.expectedLength, options.signal, options.direct);
   }
 
   /**
