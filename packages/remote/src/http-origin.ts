@@ -13,6 +13,7 @@ import type {
   Origin,
   OriginRef,
   OriginRefListing,
+  ReadOptions,
   WriteOptions,
 } from './origin.js';
 
@@ -56,10 +57,16 @@ function toRead(res: HttpResponse, id: ObjectId, offset: number): ObjectRead {
         details: { rule: 'http.bad_content_range', digest: id },
       });
     }
-    return { offset, size: m[3] === '*' ? undefined : Number(m[3]), body: res.body, cancel, owned: true };
+    return { offset, size: m[3] === '*' ? undefined : Number(m[3]), ...bodyOf(res), cancel };
   }
   const len = Number(res.headers['content-length']);
-  return { offset: 0, size: Number.isSafeInteger(len) ? len : undefined, body: res.body, cancel, owned: true };
+  return { offset: 0, size: Number.isSafeInteger(len) ? len : undefined, ...bodyOf(res), cancel };
+}
+
+/** The body of a read: owned chunks (undici's, or the raw reader's, which takes them back). */
+function bodyOf(res: HttpResponse): Pick<ObjectRead, 'body' | 'owned' | 'recycle'> {
+  const body = res.body;
+  return { body, owned: true, ...(body.recycle ? { recycle: (chunk) => body.recycle!(chunk) } : {}) };
 }
 
 /** When uploads go in parts (hub sessions, S3 multipart): objects above `thresholdBytes`, in parts of `partBytes`. */
@@ -145,13 +152,14 @@ export class StaticHttpOrigin implements Origin {
     return out;
   }
 
-  async read(id: ObjectId, offset: number, options: CallOptions = {}): Promise<ObjectRead> {
+  async read(id: ObjectId, offset: number, options: ReadOptions = {}): Promise<ObjectRead> {
     const res = await this.http.send({
       method: 'GET',
       url: this.objectUrl(id),
       headers: offset > 0 ? { range: `bytes=${offset}-` } : {},
       accept: [404, 416],
       signal: options.signal,
+      large: options.large,
     });
     return toRead(res, id, offset);
   }

@@ -7,6 +7,7 @@
 import { type Dispatcher, request } from 'undici';
 import { type ErrorCode, TensorFSError, isErrorCode, isTensorFSError } from '@tensorfs/format';
 import { type Credential, credentialHeaders, credentialRetry } from './credentials.js';
+import { RawFramingError, rawGet } from './raw.js';
 
 /** Options shared by every request of one client. */
 export interface HttpOptions {
@@ -24,6 +25,13 @@ export interface HttpOptions {
   maxRetryAfterMs?: number;
   /** undici dispatcher (connection pool) to use. */
   dispatcher?: Dispatcher;
+  /**
+   * Large object reads (requests marked `large`) over plain `http:` go through TensorFS's raw
+   * reader, which reads the socket straight into 4 MiB buffers (see raw.ts; about a fifth of
+   * undici's CPU per byte). Default true; false sends them through undici like everything else.
+   * Not used with a custom `dispatcher` (a proxy, a mock) or over `https:`.
+   */
+  rawReads?: boolean;
   /** Called before each retry (for tests and progress). */
   onRetry?: (info: { url: string; status?: number; attempt: number; delayMs: number }) => void;
 }
@@ -47,13 +55,23 @@ export interface HttpRequest {
    * headers can be read (the Hugging Face Hub's `X-Linked-Etag` on a 302). Default `follow`.
    */
   redirect?: 'follow' | 'manual';
+  /** A large body is expected (a pull's large object): a plain-HTTP GET may use the raw reader. */
+  large?: boolean;
+}
+
+/** A response body: iterated, or dumped/destroyed by the caller. */
+export interface HttpBody extends AsyncIterable<Uint8Array> {
+  destroy(): void;
+  dump(): Promise<unknown>;
+  /** The raw reader's: the consumer is done with a chunk (see {@link ObjectRead.recycle}). */
+  recycle?(chunk: Uint8Array): void;
 }
 
 /** A response whose body the caller must consume or dump. */
 export interface HttpResponse {
   status: number;
   headers: Record<string, string | string[] | undefined>;
-  body: Dispatcher.ResponseData['body'];
+  body: HttpBody;
   /** The URL finally answered (after redirects), for resolving relative links. */
   url: string;
 }
@@ -115,7 +133,12 @@ export function retryAfterMs(value: string | string[] | undefined): number | und
 
 /** A client bound to one set of {@link HttpOptions}. */
 export class HttpClient {
-  constructor(readonly options: HttpOptions = {}) {}
+  /** False once an origin answered a raw read in a framing only undici handles. */
+  private raw: boolean;
+
+  constructor(readonly options: HttpOptions = {}) {
+    this.raw = options.rawReads !== false && options.dispatcher === undefined;
+  }
 
   /**
    * Sends one request, following redirects (credentials only to the first origin), retrying
@@ -145,19 +168,27 @@ export class HttpClient {
           })
         : {};
       const body = typeof req.body === 'function' ? req.body() : req.body;
-      let res: Dispatcher.ResponseData;
+      const raw = this.raw && req.large === true && method === 'GET' && body === undefined && url.startsWith('http:');
+      let res: { statusCode: number; headers: HttpResponse['headers']; body: HttpBody };
       try {
-        res = await request(url, {
-          method,
-          headers: { ...base, ...auth },
-          body: body as Dispatcher.DispatchOptions['body'],
-          signal: req.signal,
-          headersTimeout: timeout,
-          bodyTimeout: timeout,
-          dispatcher: o.dispatcher,
-        });
+        res = raw
+          ? await rawGet(url, { ...base, ...auth }, { signal: req.signal, timeoutMs: timeout })
+          : await request(url, {
+              method,
+              headers: { ...base, ...auth },
+              body: body as Dispatcher.DispatchOptions['body'],
+              signal: req.signal,
+              headersTimeout: timeout,
+              bodyTimeout: timeout,
+              dispatcher: o.dispatcher,
+            });
       } catch (err) {
         if (req.signal?.aborted) throw cancelled();
+        if (err instanceof RawFramingError) {
+          // Chunked or interim answers: undici reads this origin from now on (asked again at once).
+          this.raw = false;
+          continue;
+        }
         if (attempt < retries) {
           const delayMs = (o.baseDelayMs ?? 200) * 2 ** attempt;
           attempt++;
@@ -235,6 +266,7 @@ export class HttpClient {
 }
 
 function networkCause(err: unknown): string {
+  if (isTensorFSError(err) && typeof err.details.rule === 'string') return err.details.rule;
   const code = (err as { code?: unknown })?.code;
   return typeof code === 'string' ? code : 'network_error';
 }

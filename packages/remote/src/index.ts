@@ -5,10 +5,18 @@
  * @packageDocumentation
  */
 export type { Credential, TokenProvider } from './credentials.js';
-export { HttpClient, type HttpOptions, type HttpRequest, type HttpResponse, displayUrl } from './http.js';
+export {
+  HttpClient,
+  type HttpBody,
+  type HttpOptions,
+  type HttpRequest,
+  type HttpResponse,
+  displayUrl,
+} from './http.js';
 export type {
   BatchRead,
   CallOptions,
+  ReadOptions,
   ObjectRead,
   Origin,
   OriginRef,

@@ -12,6 +12,15 @@ export interface WriteOptions extends CallOptions {
   sent?: (bytes: number) => void;
 }
 
+/** Options of {@link Origin.read}. */
+export interface ReadOptions extends CallOptions {
+  /**
+   * The caller streams a large object to disk: the origin may read it in fewer, larger chunks
+   * (the HTTP origins' raw reader). A hint; every origin may ignore it.
+   */
+  large?: boolean;
+}
+
 /** A byte range answer: the bytes from `offset` (which may be 0 when the origin ignored `Range`). */
 export interface ObjectRead {
   /** Where the body starts in the object: the asked offset, or 0 if the origin ignored the range. */
@@ -23,8 +32,9 @@ export interface ObjectRead {
   /** Stops reading and releases the connection. */
   cancel(): void;
   /**
-   * True when every chunk of `body` is fresh memory nothing else refers to (undici's socket
-   * reads): the consumer may keep the chunks, or move them to another thread, without a copy.
+   * True when every chunk of `body` is memory nothing else refers to (undici's socket reads; the
+   * raw reader's buffers, until given back with {@link ObjectRead.recycle}): the consumer may keep
+   * the chunks, or hand them to another thread, without a copy.
    */
   owned?: boolean;
   /**
@@ -85,7 +95,7 @@ export interface Origin {
   /** The subset of `ids` the origin does not hold (one batched question where it can). */
   lacks(ids: readonly ObjectId[], options?: CallOptions): Promise<ObjectId[]>;
   /** Reads an object from `offset` (`not_found` when absent). */
-  read(id: ObjectId, offset: number, options?: CallOptions): Promise<ObjectRead>;
+  read(id: ObjectId, offset: number, options?: ReadOptions): Promise<ObjectRead>;
   /**
    * Optional: many small objects in one request (the hub's `POST /v1/objects/batch`), yielded in
    * the order asked. Unverified: the caller checks every object's digest. The iteration may end

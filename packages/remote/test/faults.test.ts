@@ -45,11 +45,14 @@ function origin(url = server.url, extra: Partial<ConstructorParameters<typeof St
 
 const isBig = (path: string) => path.startsWith(`/chunks/${big}`);
 
+/** Extra pull options of the transfer-fault runs (see the `describe.each` below). */
+let pullExtra: { memoryLimit?: number } = {};
+
 /** Pulls into a new store; returns the store and the result or the error code. */
 async function tryPull(o: Origin = origin()) {
   const store = await newStore();
   try {
-    const r = await pull(store, o, 'team/model', { backoffMs: 5, maxAttempts: 4 });
+    const r = await pull(store, o, 'team/model', { backoffMs: 5, maxAttempts: 4, ...pullExtra });
     return { store, r, code: 'ok' as string };
   } catch (err) {
     errors.push(err);
@@ -69,7 +72,21 @@ async function expectNothingNamed(p: Awaited<ReturnType<typeof tryPull>>) {
   expect(await p.store.has(`sha256:${big}`)).toBe(false);
 }
 
-describe('transfer faults', () => {
+// Each fault twice: the large object read into memory (through undici), and streamed into a
+// store part (memoryLimit below its size), read by the raw reader (one connection per read).
+describe.each([
+  { path: 'into memory', extra: {}, connection: 'keep-alive' },
+  { path: 'into a part (raw reads)', extra: { memoryLimit: 100_000 }, connection: 'close' },
+])('transfer faults, $path', ({ extra, connection }) => {
+  beforeEach(() => {
+    pullExtra = extra;
+    after(() => {
+      pullExtra = {};
+      // Every read of the large object went the expected way.
+      for (const r of server.seen.filter((x) => isBig(x.path))) expect(r.headers.connection).toBe(connection);
+    });
+  });
+
   it('a truncated body resumes with Range from the bytes received', async () => {
     let n = 0;
     server.fault = (r) => (isBig(r.path) && n++ === 0 ? { kind: 'truncate', at: 100_000 } : undefined);

@@ -117,6 +117,7 @@ interface PullArgs extends TokenArgs {
   name?: string;
   expected?: string;
   concurrency: number;
+  directIo: boolean;
 }
 
 export const pullCommand = defineCommand<PullArgs>({
@@ -138,7 +139,12 @@ export const pullCommand = defineCommand<PullArgs>({
         })
         .option('name', { type: 'string', describe: 'local ref to set (default: the remote ref name)' })
         .option('expected', { type: 'string', describe: 'id the local ref must hold now, or `none`; else exit 7' })
-        .option('concurrency', { type: 'number', default: 4, describe: 'objects fetched at once' }),
+        .option('concurrency', { type: 'number', default: 4, describe: 'objects fetched at once' })
+        .option('direct-io', {
+          type: 'boolean',
+          default: true,
+          describe: 'write large objects with O_DIRECT, past the page cache (--no-direct-io: through it)',
+        }),
     ) as unknown as Argv<PullArgs & GlobalArgs>,
   handler: async (args, ctx) => {
     const origin = await originOf(ctx, args.origin, args);
@@ -152,6 +158,7 @@ export const pullCommand = defineCommand<PullArgs>({
         tensors: args.tensors,
         expected: parseExpected(args.expected),
         concurrency: args.concurrency,
+        directIO: args.directIo,
         partsDir: path.join(store.root, 'tmp'),
         signal: ctx.signal,
         onProgress: (p) => bar.update(p.bytesDone, p.bytesTotal),
