@@ -24,6 +24,23 @@ export async function timeCommand(cmd, args, opts) {
   return time(() => execFileSync(cmd, args, { stdio: ['ignore', 'ignore', 'inherit'] }), opts);
 }
 
+/**
+ * Waits until memory freed by the previous case is in the same state for every case: the VM's
+ * balloon reports freed guest pages to the host after about 2 s, and a page reported is slow to
+ * touch again. Without this, whichever transfer runs right after another's files were deleted
+ * writes into still-mapped pages at a fraction of the cost (measured: 1 GiB of 4 MiB writes
+ * 0.3 s right after a delete, 0.8–1.5 s after 4 s). A no-op where that does not apply costs 3 s.
+ */
+export function settle(ms = 3000) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** The median of `xs`. */
+export function median(xs) {
+  const s = [...xs].sort((x, y) => x - y);
+  return s[Math.floor(s.length / 2)];
+}
+
 const rows = [];
 
 /** Records and prints one case: `ours` and `baseline` in ms (lower is better). */

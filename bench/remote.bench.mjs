@@ -17,7 +17,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { LocalStore } from '@tensorfs/cas';
 import { HubOrigin, StoreOrigin, pull, push, serveHub } from '@tensorfs/remote';
-import { mibps, report } from './lib.mjs';
+import { median, mibps, report, settle } from './lib.mjs';
 
 // Child modes: `hub <store>` serves a store and prints its URL; `rss <store> <url>` pulls and
 // prints its peak RSS (KiB).
@@ -157,22 +157,25 @@ if (big) {
   process.exit(0);
 }
 
-// 1. pull vs curl vs undici, interleaved.
+// 1. pull vs curl vs undici, interleaved, each after the same settling time (see settle()); the
+// medians of five rounds.
 const urls = ids.map((id) => `${hub.url}/v1/objects/${id.slice(7)}`);
-let oursMs = Number.POSITIVE_INFINITY;
-let curlMs = Number.POSITIVE_INFINITY;
-let undiciMs = Number.POSITIVE_INFINITY;
-let oursCpu = Number.POSITIVE_INFINITY;
-let undiciCpu = Number.POSITIVE_INFINITY;
-for (let round = 0; round < 3; round++) {
+const oursRuns = [];
+const bufferedRuns = [];
+const curlRuns = [];
+const undiciRuns = [];
+const oursCpuRuns = [];
+const undiciCpuRuns = [];
+for (let round = 0; round < 5; round++) {
   const target = join(dir, `b${round}`);
   const b = await LocalStore.open(target);
+  await settle();
   const h0 = await hub.cpu();
   let c0 = process.cpuUsage();
   let t0 = performance.now();
   const r = await pull(b, origin, 'team/base', { partsDir: join(target, 'tmp'), concurrency: 4 });
-  oursMs = Math.min(oursMs, performance.now() - t0);
-  oursCpu = Math.min(oursCpu, cpuMs(c0));
+  oursRuns.push(performance.now() - t0);
+  oursCpuRuns.push(cpuMs(c0));
   const hubMs = (await hub.cpu()) - h0;
   console.log(
     `round ${round}: pull ${(performance.now() - t0).toFixed(0)} ms, cpu ${cpuMs(c0).toFixed(0)} ms (hub ${hubMs} ms)`,
@@ -181,17 +184,29 @@ for (let round = 0; round < 3; round++) {
   await b.close();
   rmSync(target, { recursive: true, force: true });
 
+  // The same pull through the page cache (directIO: false).
+  const bb = await LocalStore.open(target);
+  await settle();
+  t0 = performance.now();
+  await pull(bb, origin, 'team/base', { partsDir: join(target, 'tmp'), concurrency: 4, directIO: false });
+  bufferedRuns.push(performance.now() - t0);
+  console.log(`round ${round}: pull, buffered ${(performance.now() - t0).toFixed(0)} ms`);
+  await bb.close();
+  rmSync(target, { recursive: true, force: true });
+
   const out = join(dir, `curl${round}`);
   execFileSync('mkdir', ['-p', out]);
-  const args = ['-s', '-S', '--fail', '--parallel', '--parallel-max', '4'];
+  const args = ['-s', '-S', '--no-progress-meter', '--fail', '--parallel', '--parallel-max', '4'];
   for (const [i, u] of urls.entries()) args.push('-o', join(out, String(i)), u);
+  await settle();
   t0 = performance.now();
   execFileSync('curl', args, { stdio: ['ignore', 'ignore', 'inherit'] });
   execFileSync('sync');
-  curlMs = Math.min(curlMs, performance.now() - t0);
+  curlRuns.push(performance.now() - t0);
   console.log(`round ${round}: curl ${(performance.now() - t0).toFixed(0)} ms`);
   rmSync(out, { recursive: true, force: true });
 
+  await settle();
   c0 = process.cpuUsage();
   t0 = performance.now();
   let next = 0;
@@ -212,16 +227,34 @@ for (let round = 0; round < 3; round++) {
       }
     }),
   );
-  undiciMs = Math.min(undiciMs, performance.now() - t0);
-  undiciCpu = Math.min(undiciCpu, cpuMs(c0));
+  undiciRuns.push(performance.now() - t0);
+  undiciCpuRuns.push(cpuMs(c0));
   console.log(`round ${round}: fetch ${(performance.now() - t0).toFixed(0)} ms, cpu ${cpuMs(c0).toFixed(0)} ms`);
 }
+const [oursMs, bufferedMs, curlMs, undiciMs, oursCpu, undiciCpu] = [
+  oursRuns,
+  bufferedRuns,
+  curlRuns,
+  undiciRuns,
+  oursCpuRuns,
+  undiciCpuRuns,
+].map(median);
+console.log(
+  `pull / curl throughput ratio per round: ${oursRuns.map((o, k) => (curlRuns[k] / o).toFixed(2)).join(' ')}; buffered: ${bufferedRuns.map((o, k) => (curlRuns[k] / o).toFixed(2)).join(' ')}`,
+);
 report(
   'pull 1 GiB from a hub (verify + admit)',
   oursMs,
   'curl -> files + sync',
   curlMs,
   `${mibps(total, oursMs)} vs ${mibps(total, curlMs)} MiB/s; throughput ratio ${(curlMs / oursMs).toFixed(2)}`,
+);
+report(
+  'pull 1 GiB, buffered (directIO: false)',
+  bufferedMs,
+  'curl -> files + sync',
+  curlMs,
+  `${mibps(total, bufferedMs)} vs ${mibps(total, curlMs)} MiB/s; throughput ratio ${(curlMs / bufferedMs).toFixed(2)}`,
 );
 report(
   'pull 1 GiB from a hub (verify + admit)',
