@@ -22,8 +22,9 @@ export const RAW_CHUNK = 4 << 20;
 const OPEN_CHUNK = 64 << 10;
 /** Longest response head read (undici's default too; the hub's are < 1 KiB). */
 const HEAD_MAX = 16 << 10;
-/** Free chunk buffers kept for the next reads (24 × 4 MiB). */
+/** Free chunk buffers kept for the next reads (24 × 4 MiB), and for how long once none is taken. */
 const FREE_MAX = 24;
+const FREE_IDLE_MS = 5000;
 /** Chunks waiting for the consumer before the socket pauses. */
 const READY_MAX = 2;
 
@@ -54,8 +55,22 @@ export interface RawBody extends AsyncIterable<Uint8Array> {
  */
 const freeBuffers: SharedArrayBuffer[] = [];
 const ourBuffers = new WeakSet<SharedArrayBuffer>();
+let lastTaken = 0;
+let trim: ReturnType<typeof setTimeout> | undefined;
+
+/** Drops the free buffers once none was taken for {@link FREE_IDLE_MS}: an idle process keeps no pool. */
+function trimLater(): void {
+  if (trim !== undefined) return;
+  trim = setTimeout(() => {
+    trim = undefined;
+    if (Date.now() - lastTaken >= FREE_IDLE_MS) freeBuffers.length = 0;
+    else trimLater();
+  }, FREE_IDLE_MS);
+  trim.unref();
+}
 
 function takeBuffer(size: number): Buffer {
+  lastTaken = Date.now();
   let b = freeBuffers.pop();
   if (b === undefined) {
     b = new SharedArrayBuffer(RAW_CHUNK);
@@ -67,8 +82,15 @@ function takeBuffer(size: number): Buffer {
 /** Gives a chunk's buffer back to the pool (ignored for anything not from it, or already back). */
 export function recycleRaw(chunk: Uint8Array): void {
   const b = chunk.buffer;
-  if (b instanceof SharedArrayBuffer && ourBuffers.has(b) && freeBuffers.length < FREE_MAX && !freeBuffers.includes(b))
+  if (
+    b instanceof SharedArrayBuffer &&
+    ourBuffers.has(b) &&
+    freeBuffers.length < FREE_MAX &&
+    !freeBuffers.includes(b)
+  ) {
     freeBuffers.push(b);
+    trimLater();
+  }
 }
 
 /** A response head and its body. */

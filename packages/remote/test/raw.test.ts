@@ -7,7 +7,7 @@ import { type Server, type Socket, createServer } from 'node:net';
 import { isTensorFSError } from '@tensorfs/format';
 import { acceptedCounter, bytesOf } from '@tensorfs/testkit';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { HttpClient } from '../src/http.js';
 import { RAW_CHUNK, RawFramingError, parseResponseHead, rawGet } from '../src/raw.js';
 import { after } from './helpers.js';
@@ -75,6 +75,11 @@ const OPTS = { timeoutMs: 2000 };
 
 describe('raw reads', () => {
   it('delivers the exact bytes in whole 4 MiB chunks of shared memory, reused once given back', async () => {
+    // (The pool's idle timer is faked from the first buffer given back: this test runs first.)
+    vi.useFakeTimers({ toFake: ['setTimeout', 'Date'] });
+    after(() => {
+      vi.useRealTimers();
+    });
     const body = bytesOf(2 * RAW_CHUNK + 12_345, 9);
     const { url, seen } = await serve(okWith(body));
     const res = await rawGet(`${url}/chunks/abc?x=1`, { 'user-agent': 't', range: 'bytes=0-' }, OPTS);
@@ -94,6 +99,11 @@ describe('raw reads', () => {
     const next = await drain(again.body);
     expect(chunks.some((c) => c.buffer === next[0]!.buffer)).toBe(true);
     expect(Buffer.concat(next).equals(Buffer.from(body))).toBe(true);
+    // Once none was taken for 5 s, the pool lets its buffers go.
+    for (const c of next) res.body.recycle(c);
+    vi.advanceTimersByTime(11_000);
+    const later = await drain((await rawGet(url, {}, OPTS)).body);
+    expect([...chunks, ...next].some((c) => later.some((l) => l.buffer === c.buffer))).toBe(false);
   });
 
   it('small bodies, bodies that came with the head, empty ones, and bytes past the length', async () => {

@@ -100,9 +100,8 @@ function upTo(f, end) {
     } catch (err) { f.error = err.code || 'EIO'; }
   }
 }
-// Writes chunks at 'at' with writev calls of at most 'piece' bytes each. Page-cache writes go in
-// pieces of PIECE: one write() of a few MiB into the page cache costs several times what the same
-// bytes cost in 256 KiB writes on the hosts measured (docs/benchmarks.md, "Write size").
+// Writes chunks at 'at' with writev calls of at most 'piece' bytes each: page-cache writes go in
+// pieces of PIECE (WRITE_PIECE in fsutil.ts says why), direct ones whole.
 function writeAll(fd, chunks, at, piece) {
   return new Promise((resolve, reject) => {
     let i = 0, off = 0, pos = at;

@@ -44,12 +44,12 @@ export function checkObjects(value: unknown, what: string): void {
   for (const item of value) if (typeof item !== 'object' || item === null) wrong(`${what}[]`, 'an object', item);
 }
 
-/** A non-null object. */
 /** `undefined` or a boolean. */
 export function checkOptionalBoolean(value: unknown, what: string): void {
   if (value !== undefined && typeof value !== 'boolean') wrong(what, 'a boolean', value);
 }
 
+/** A non-null object. */
 export function checkObject(value: unknown, what: string): void {
   if (typeof value !== 'object' || value === null) wrong(what, 'an object', value);
 }

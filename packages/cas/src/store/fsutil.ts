@@ -196,10 +196,11 @@ export function shrank(message: string, offset: number): TensorFSError {
 export const CHUNK_BYTES = 8 << 20;
 
 /**
- * Most bytes one buffered `write`/`writev` call takes. Measured on the development VM (Linux 6.1,
- * ext4, docs/benchmarks.md "Write size"): 1 GiB into the page cache costs 0.2–0.3 s of system CPU
- * in writes of 64–512 KiB, but 0.7–1.1 s in 1 MiB writes and 1.3–2 s in 4 MiB ones; the extra
- * syscalls of small pieces cost a few milliseconds per GiB.
+ * Most bytes one buffered `write`/`writev` call takes. On the development VM (Linux 6.1, ext4; the
+ * session-6 summary in docs/benchmarks.md), in some states of the host 1 GiB into the page cache
+ * cost 0.2–0.3 s of system CPU in writes of 64–512 KiB against 0.7–1.1 s in 1 MiB writes and
+ * 1.3–2 s in 4 MiB ones; in others every size cost the same. The extra syscalls of small pieces
+ * cost a few milliseconds per GiB.
  */
 export const WRITE_PIECE = 256 << 10;
 
