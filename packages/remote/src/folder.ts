@@ -20,6 +20,14 @@ function ioErr(err: unknown, op: string): TensorFSError {
     return new TensorFSError('denied', `folder origin: ${op} not permitted`, {
       details: { rule: 'folder.denied', errno: code },
     });
+  if (code === 'ENOTDIR')
+    return new TensorFSError(
+      'conflict',
+      `folder origin: ${op} failed: a file stands where a folder should (is the origin a file?)`,
+      {
+        details: { rule: 'folder.not_a_folder', errno: code },
+      },
+    );
   return new TensorFSError('io', `folder origin: ${op} failed`, {
     details: { rule: 'folder.io', errno: code ?? 'unknown' },
   });

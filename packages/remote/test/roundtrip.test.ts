@@ -104,3 +104,23 @@ describe.each(origins)('push and pull through %s', (_label, make) => {
     expect(await b.getRef('team/none')).toBeNull();
   });
 });
+
+describe('a folder origin that is a file', () => {
+  it('pull and push fail conflict (folder.not_a_folder), naming nothing', async () => {
+    const { writeFileSync } = await import('node:fs');
+    const file = join(tempDir(), 'not-a-folder');
+    writeFileSync(file, 'hello');
+    const { store } = await storeWith('team/model');
+    for (const run of [
+      () => pull(store, new FolderOrigin(file), 'team/model', { name: 'team/other' }),
+      () => push(store, new FolderOrigin(file), 'team/model'),
+    ]) {
+      const err = await run().then(
+        () => undefined,
+        (e) => e,
+      );
+      expect([err?.code, err?.details?.rule]).toEqual(['conflict', 'folder.not_a_folder']);
+    }
+    expect(await store.getRef('team/other')).toBeNull();
+  });
+});
