@@ -4,7 +4,7 @@
  * and of network failures, a read timeout, and errors mapped to the twelve families with no
  * token, query string or local path in them.
  */
-import { type Dispatcher, request } from 'undici';
+import { type Dispatcher, getGlobalDispatcher, request } from 'undici';
 import { type ErrorCode, TensorFSError, isErrorCode, isTensorFSError } from '@tensorfs/format';
 import { type Credential, credentialHeaders, credentialRetry } from './credentials.js';
 import { RawFramingError, rawGet } from './raw.js';
@@ -29,7 +29,8 @@ export interface HttpOptions {
    * Large object reads (requests marked `large`) over plain `http:` go through TensorFS's raw
    * reader, which reads the socket straight into 4 MiB buffers (see raw.ts; about a fifth of
    * undici's CPU per byte). Default true; false sends them through undici like everything else.
-   * Not used with a custom `dispatcher` (a proxy, a mock) or over `https:`.
+   * Not used with a custom `dispatcher` (a proxy, a mock) here or installed globally, nor over
+   * `https:`.
    */
   rawReads?: boolean;
   /** Called before each retry (for tests and progress). */
@@ -168,7 +169,13 @@ export class HttpClient {
           })
         : {};
       const body = typeof req.body === 'function' ? req.body() : req.body;
-      const raw = this.raw && req.large === true && method === 'GET' && body === undefined && url.startsWith('http:');
+      const raw =
+        this.raw &&
+        req.large === true &&
+        method === 'GET' &&
+        body === undefined &&
+        url.startsWith('http:') &&
+        plainGlobalDispatcher();
       let res: { statusCode: number; headers: HttpResponse['headers']; body: HttpBody };
       try {
         res = raw
@@ -263,6 +270,15 @@ export class HttpClient {
       });
     }
   }
+}
+
+/**
+ * True while undici's global dispatcher is a plain `Agent` (undici's or Node's own): a process
+ * that installed a proxy, mock or retry agent globally gets every request through it, large
+ * reads included.
+ */
+function plainGlobalDispatcher(): boolean {
+  return getGlobalDispatcher()?.constructor?.name === 'Agent';
 }
 
 function networkCause(err: unknown): string {

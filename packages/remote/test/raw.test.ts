@@ -280,6 +280,21 @@ describe('HttpClient with raw reads', () => {
     expect(connection).toEqual(['close', 'keep-alive', 'keep-alive']);
   });
 
+  it('a proxy or mock agent installed globally gets large reads too', async () => {
+    const { MockAgent, getGlobalDispatcher, setGlobalDispatcher } = await import('undici');
+    const before = getGlobalDispatcher();
+    const mock = new MockAgent();
+    mock.get('http://mocked.invalid').intercept({ path: '/obj' }).reply(200, 'from the mock');
+    setGlobalDispatcher(mock);
+    try {
+      const res = await new HttpClient().send({ method: 'GET', url: 'http://mocked.invalid/obj', large: true });
+      expect(Buffer.concat(await drain(res.body)).toString()).toBe('from the mock');
+    } finally {
+      setGlobalDispatcher(before);
+      await mock.close();
+    }
+  });
+
   it('an origin answering chunked is read through undici from then on', async () => {
     const { url, seen } = await serve((sock) =>
       sock.end('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n5\r\nhello\r\n0\r\n\r\n'),
