@@ -103,7 +103,14 @@ describe('LocalStore.openPart (adopt a received file)', () => {
     // Shared memory, handed over: it stays readable here, and comes back only once the part is done with it.
     const shared = new Uint8Array(new SharedArrayBuffer(4 << 20));
     shared.set(bytes.subarray(0, 4 << 20));
-    await part.write(shared, { handOver: true, done: () => events.push('shared') });
+    // (Given back only once written and hashed: scribbling over it then changes nothing.)
+    await part.write(shared, {
+      handOver: true,
+      done: () => {
+        events.push('shared');
+        shared.fill(0x5a);
+      },
+    });
     events.push('written');
     await part.write(bytes.subarray(4 << 20, 8 << 20), { done: () => events.push('copied') });
     events.push('written 2');

@@ -64,7 +64,10 @@ export class FolderOrigin implements Origin {
     try {
       return parseRefText(await fsp.readFile(this.refPath(name), 'utf8'));
     } catch (err) {
-      if ((err as { code?: string }).code === 'ENOENT') return null;
+      const code = (err as { code?: string }).code;
+      if (code === 'ENOENT') return null;
+      // `team/model/v2` below a ref `team/model` is absent too; a root that is a file is not.
+      if (code === 'ENOTDIR' && (await fsp.stat(this.root).catch(() => null))?.isDirectory()) return null;
       if (isTensorFSError(err)) throw err;
       throw ioErr(err, 'read ref');
     }

@@ -30,7 +30,8 @@ export interface HttpOptions {
    * reader, which reads the socket straight into 4 MiB buffers (see raw.ts; about a fifth of
    * undici's CPU per byte). Default true; false sends them through undici like everything else.
    * Not used with a custom `dispatcher` (a proxy, a mock) here or installed globally, nor over
-   * `https:`.
+   * `https:`. A global `Agent` with connect options (a `socketPath`, `lookup`, a CA) is not seen:
+   * set this false there.
    */
   rawReads?: boolean;
   /** Called before each retry (for tests and progress). */
@@ -195,6 +196,13 @@ export class HttpClient {
           // Chunked or interim answers: undici reads this origin from now on (asked again at once).
           this.raw = false;
           continue;
+        }
+        // A request that is not valid HTTP (a header with CR, LF or NUL) fails the same way again.
+        if (isTensorFSError(err) && err.code === 'invalid_argument') throw err;
+        if ((err as { code?: unknown })?.code === 'UND_ERR_INVALID_ARG') {
+          throw new TensorFSError('invalid_argument', 'the request is not valid HTTP (a header undici refuses)', {
+            details: { rule: 'http.bad_request' },
+          });
         }
         if (attempt < retries) {
           const delayMs = (o.baseDelayMs ?? 200) * 2 ** attempt;

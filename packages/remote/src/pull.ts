@@ -182,8 +182,8 @@ export type FetchOptions = Pick<
 /**
  * Fetches `objects` (id → declared length, if known) that `store` lacks from `origin`, each
  * verified before it is admitted under `lease`. Returns what was present and what was fetched.
- * Unlike {@link pull}, writes go through the page cache unless `directIO` is set: what is fetched
- * here is usually read at once (fetch on read).
+ * Unlike {@link pull}, parts follow the store's own `directIO` unless `directIO` is given: what
+ * is fetched here is usually read at once (fetch on read).
  */
 export async function fetchObjects(
   store: Store,
@@ -685,6 +685,9 @@ interface Sink {
   reset(): Promise<void>;
 }
 
+/** Most bytes one write of a {@link FileSink} takes (as the store's `WRITE_PIECE`). */
+const PIECE = 256 << 10;
+
 class MemorySink implements Sink {
   private parts: Uint8Array[] = [];
   length = 0;
@@ -705,6 +708,8 @@ class MemorySink implements Sink {
 class FileSink implements Sink {
   private pending: Uint8Array[] = [];
   private pendingBytes = 0;
+  /** The callers' `done` of the chunks in {@link pending}. */
+  private pendingDone: (() => void)[] = [];
 
   private constructor(
     private readonly path: string,
@@ -734,23 +739,37 @@ class FileSink implements Sink {
     return new FileSink(path, fh, size);
   }
 
-  async write(chunk: Uint8Array): Promise<void> {
+  async write(chunk: Uint8Array, options?: { done?: () => void }): Promise<void> {
     this.pending.push(chunk);
+    if (options?.done) this.pendingDone.push(options.done);
     this.pendingBytes += chunk.length;
     this.length += chunk.length;
     if (this.pendingBytes >= 4 << 20) await this.flush();
   }
 
-  /** Writes what is buffered (also before a resume reads the part's length from disk). */
+  /** Writes what is buffered (also before a resume reads the part's length from disk), 256 KiB per call. */
   async flush(): Promise<void> {
     if (this.pending.length === 0) return;
     const parts = this.pending;
+    const dones = this.pendingDone;
     this.pending = [];
+    this.pendingDone = [];
     this.pendingBytes = 0;
-    await this.fh.writev(parts);
+    try {
+      for (const p of parts) {
+        for (let at = 0; at < p.length; ) {
+          const { bytesWritten } = await this.fh.write(p, at, Math.min(PIECE, p.length - at));
+          if (bytesWritten === 0) throw Object.assign(new Error('no progress'), { code: 'EIO' });
+          at += bytesWritten;
+        }
+      }
+    } finally {
+      for (const done of dones) done();
+    }
   }
 
   async reset(): Promise<void> {
+    for (const done of this.pendingDone.splice(0)) done();
     this.pending = [];
     this.pendingBytes = 0;
     await this.fh.truncate(0);

@@ -20,6 +20,8 @@ import { TensorFSError } from '@tensorfs/format';
 export const RAW_CHUNK = 4 << 20;
 /** Bytes per chunk of a body that ends when the connection closes. */
 const OPEN_CHUNK = 64 << 10;
+/** Chunks at least this long are read into pooled buffers. */
+const POOLED_MIN = 256 << 10;
 /** Longest response head read (undici's default too; the hub's are < 1 KiB). */
 const HEAD_MAX = 16 << 10;
 /** Free chunk buffers kept for the next reads (24 × 4 MiB), and for how long once none is taken. */
@@ -54,7 +56,8 @@ export interface RawBody extends AsyncIterable<Uint8Array> {
  * chunk — which on a VM whose host reclaims freed guest memory costs more than the copy itself.
  */
 const freeBuffers: SharedArrayBuffer[] = [];
-const ourBuffers = new WeakSet<SharedArrayBuffer>();
+/** Buffers handed out and not given back yet: only these may come back (once each). */
+const lent = new WeakSet<SharedArrayBuffer>();
 let lastTaken = 0;
 let trim: ReturnType<typeof setTimeout> | undefined;
 
@@ -71,26 +74,31 @@ function trimLater(): void {
 
 function takeBuffer(size: number): Buffer {
   lastTaken = Date.now();
-  let b = freeBuffers.pop();
-  if (b === undefined) {
-    b = new SharedArrayBuffer(RAW_CHUNK);
-    ourBuffers.add(b);
-  }
+  const b = freeBuffers.pop() ?? new SharedArrayBuffer(RAW_CHUNK);
+  lent.add(b);
   return Buffer.from(b, 0, size);
 }
 
-/** Gives a chunk's buffer back to the pool (ignored for anything not from it, or already back). */
+/**
+ * Gives a chunk's buffer back to the pool. Anything not lent out — not from the pool, or already
+ * given back — is ignored: a buffer given back twice could otherwise be read into while a
+ * consumer still hashes or writes it.
+ */
 export function recycleRaw(chunk: Uint8Array): void {
   const b = chunk.buffer;
-  if (
-    b instanceof SharedArrayBuffer &&
-    ourBuffers.has(b) &&
-    freeBuffers.length < FREE_MAX &&
-    !freeBuffers.includes(b)
-  ) {
+  if (!(b instanceof SharedArrayBuffer) || !lent.has(b)) return;
+  lent.delete(b);
+  if (freeBuffers.length < FREE_MAX) {
     freeBuffers.push(b);
     trimLater();
   }
+}
+
+/** Empties the pool (for tests). @internal */
+export function resetRawPool(): void {
+  freeBuffers.length = 0;
+  if (trim !== undefined) clearTimeout(trim);
+  trim = undefined;
 }
 
 /** A response head and its body. */
@@ -196,6 +204,7 @@ class RawExchange implements RawBody {
   private failure: unknown;
   private wake: (() => void) | undefined;
   private readonly onAbort = () => this.fail(Object.assign(new Error('aborted'), { name: 'AbortError' }));
+  private headDeadline: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
     u: URL,
@@ -211,14 +220,19 @@ class RawExchange implements RawBody {
       onread: { buffer: () => this.nextBuffer(), callback: (n: number) => this.onRead(n) },
     });
     this.socket.setNoDelay(true);
-    this.socket.setTimeout(options.timeoutMs);
-    this.socket.on('timeout', () =>
+    const stalled = () =>
       this.fail(
         new TensorFSError('unavailable', 'the origin stopped sending', {
           details: { rule: 'http.read_timeout', timeoutMs: options.timeoutMs },
         }),
-      ),
-    );
+      );
+    // Between bytes, and for the whole head (a head sent a byte at a time is no answer).
+    this.socket.setTimeout(options.timeoutMs);
+    this.socket.on('timeout', stalled);
+    if (options.timeoutMs > 0) {
+      this.headDeadline = setTimeout(stalled, options.timeoutMs);
+      this.headDeadline.unref();
+    }
     this.socket.on('error', (err) => this.fail(err));
     this.socket.on('close', () => this.onClose());
     this.socket.write(request);
@@ -260,6 +274,7 @@ class RawExchange implements RawBody {
       if (this.headFilled === head.length) throw badResponse('head too large');
       return;
     }
+    clearTimeout(this.headDeadline);
     const { statusCode, headers } = parseResponseHead(head.toString('latin1', 0, end));
     this.remaining = framing(statusCode, headers);
     this.head = undefined;
@@ -286,10 +301,9 @@ class RawExchange implements RawBody {
 
   /** A chunk sized to what is left: reads never run past the announced length. */
   private newChunk(): void {
-    this.chunk =
-      this.remaining === Number.POSITIVE_INFINITY
-        ? Buffer.allocUnsafe(OPEN_CHUNK)
-        : takeBuffer(Math.min(RAW_CHUNK, this.remaining));
+    const size = Math.min(this.remaining, this.remaining === Number.POSITIVE_INFINITY ? OPEN_CHUNK : RAW_CHUNK);
+    // Small bodies (an error's text, a short tail) get memory of their own, not a pooled 4 MiB.
+    this.chunk = size >= POOLED_MIN ? takeBuffer(size) : Buffer.allocUnsafeSlow(size);
     this.filled = 0;
   }
 
@@ -339,6 +353,7 @@ class RawExchange implements RawBody {
   }
 
   private detach(): void {
+    clearTimeout(this.headDeadline);
     this.options.signal?.removeEventListener('abort', this.onAbort);
   }
 

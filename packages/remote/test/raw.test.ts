@@ -9,7 +9,7 @@ import { acceptedCounter, bytesOf } from '@tensorfs/testkit';
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import { HttpClient } from '../src/http.js';
-import { RAW_CHUNK, RawFramingError, parseResponseHead, rawGet } from '../src/raw.js';
+import { RAW_CHUNK, RawFramingError, parseResponseHead, rawGet, resetRawPool } from '../src/raw.js';
 import { after } from './helpers.js';
 
 /** What a scripted server saw of one request. */
@@ -75,7 +75,7 @@ const OPTS = { timeoutMs: 2000 };
 
 describe('raw reads', () => {
   it('delivers the exact bytes in whole 4 MiB chunks of shared memory, reused once given back', async () => {
-    // (The pool's idle timer is faked from the first buffer given back: this test runs first.)
+    resetRawPool();
     vi.useFakeTimers({ toFake: ['setTimeout', 'Date'] });
     after(() => {
       vi.useRealTimers();
@@ -88,7 +88,7 @@ describe('raw reads', () => {
     const chunks = await drain(res.body);
     expect(chunks.map((c) => c.length)).toEqual([RAW_CHUNK, RAW_CHUNK, 12_345]);
     expect(Buffer.concat(chunks).equals(Buffer.from(body))).toBe(true);
-    for (const c of chunks) expect(c.buffer).toBeInstanceOf(SharedArrayBuffer);
+    expect(chunks.map((c) => c.buffer instanceof SharedArrayBuffer)).toEqual([true, true, false]);
     // The request: path and query, our headers, and a connection never reused.
     expect(seen[0]!.head.split('\r\n')[0]).toBe('GET /chunks/abc?x=1 HTTP/1.1');
     expect(seen[0]!.head).toMatch(/\r\nconnection: close\r\n/);
@@ -104,6 +104,15 @@ describe('raw reads', () => {
     vi.advanceTimersByTime(11_000);
     const later = await drain((await rawGet(url, {}, OPTS)).body);
     expect([...chunks, ...next].some((c) => later.some((l) => l.buffer === c.buffer))).toBe(false);
+    // A chunk given back twice comes back once: two reads never share a buffer.
+    res.body.recycle(later[0]!);
+    res.body.recycle(later[0]!);
+    const a = await rawGet(url, {}, OPTS);
+    const b = await rawGet(url, {}, OPTS);
+    const [ca, cb] = await Promise.all([drain(a.body), drain(b.body)]);
+    expect(ca[0]!.buffer).not.toBe(cb[0]!.buffer);
+    expect(Buffer.concat(ca).equals(Buffer.from(body))).toBe(true);
+    expect(Buffer.concat(cb).equals(Buffer.from(body))).toBe(true);
   });
 
   it('small bodies, bodies that came with the head, empty ones, and bytes past the length', async () => {
@@ -115,7 +124,10 @@ describe('raw reads', () => {
         ),
       );
       const res = await rawGet(url, {}, OPTS);
-      expect(Buffer.concat(await drain(res.body)).equals(Buffer.from(body))).toBe(true);
+      const got = await drain(res.body);
+      expect(Buffer.concat(got).equals(Buffer.from(body))).toBe(true);
+      // Small bodies are read into memory of their own, never a pooled 4 MiB.
+      for (const c of got) expect(c.buffer).not.toBeInstanceOf(SharedArrayBuffer);
     }
     const { url } = await serve((sock) => sock.end('HTTP/1.1 204 No Content\r\n\r\n'));
     const res = await rawGet(url, {}, OPTS);
@@ -208,6 +220,25 @@ describe('raw reads', () => {
     expect(isTensorFSError(r.err) && r.err.details.rule).toBe('http.read_timeout');
   });
 
+  it('a head trickled a byte at a time is a timeout too, however steady', async () => {
+    const head = 'HTTP/1.1 200 OK\r\nContent-Length: 0\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n';
+    const { url } = await serve((sock) => {
+      let i = 0;
+      const t = setInterval(() => {
+        if (sock.destroyed || i >= head.length) return clearInterval(t);
+        sock.write(head[i++]!);
+      }, 20);
+      sock.on('close', () => clearInterval(t));
+    });
+    const t0 = Date.now();
+    const err = await rawGet(url, {}, { timeoutMs: 300 }).then(
+      () => undefined,
+      (e) => e,
+    );
+    expect(isTensorFSError(err) && err.details.rule).toBe('http.read_timeout');
+    expect(Date.now() - t0).toBeLessThan(1500);
+  });
+
   it('a slow consumer pauses the socket, never times out, and gets every byte', async () => {
     const body = bytesOf(12 * RAW_CHUNK, 5);
     let serverSock: Socket | undefined;
@@ -215,11 +246,11 @@ describe('raw reads', () => {
       serverSock = sock;
       okWith(body)(sock);
     });
-    const res = await rawGet(url, {}, { timeoutMs: 100 });
+    const res = await rawGet(url, {}, { timeoutMs: 500 });
     const it = res.body[Symbol.asyncIterator]();
     const first = await it.next();
-    // Not read for longer than the timeout: the reader holds two chunks and stops reading.
-    await new Promise((r) => setTimeout(r, 400));
+    // Not read for three times the timeout: the reader holds two chunks and stops reading.
+    await new Promise((r) => setTimeout(r, 1500));
     expect(serverSock!.writableLength).toBeGreaterThan(0);
     const rest: Uint8Array[] = [first.value as Uint8Array];
     for (let n = await it.next(); !n.done; n = await it.next()) rest.push(n.value);
@@ -238,17 +269,15 @@ describe('raw reads', () => {
     await expect(rawGet(url, {}, { timeoutMs: 5000, signal: aborted.signal })).rejects.toMatchObject({
       name: 'AbortError',
     });
-    let closed = false;
+    let closed!: Promise<unknown>;
     const big = await serve((sock) => {
-      sock.on('close', () => {
-        closed = true;
-      });
+      closed = new Promise((r) => sock.on('close', r));
       okWith(bytesOf(3 * RAW_CHUNK, 1))(sock);
     });
     const r2 = await rawGet(big.url, {}, OPTS);
     for await (const _ of r2.body) break;
-    await new Promise((r) => setTimeout(r, 100));
-    expect(closed).toBe(true);
+    // The server sees the connection close (the test times out otherwise).
+    await closed;
   });
 
   it('refuses request headers that would split the request (invalid_argument)', async () => {
@@ -293,6 +322,22 @@ describe('HttpClient with raw reads', () => {
       setGlobalDispatcher(before);
       await mock.close();
     }
+  });
+
+  it('a header that would split the request fails invalid_argument at once, raw or not', async () => {
+    const { url, seen } = await serve(okWith(Buffer.from('ok')));
+    const client = new HttpClient({ baseDelayMs: 1 });
+    for (const [large, rule] of [
+      [true, 'http.bad_header'],
+      [false, 'http.bad_request'],
+    ] as const) {
+      const err = await client.send({ method: 'GET', url, large, headers: { 'x-a': 'v\r\nInjected: 1' } }).then(
+        () => undefined,
+        (e) => e,
+      );
+      expect(isTensorFSError(err) && [err.code, err.details.rule]).toEqual(['invalid_argument', rule]);
+    }
+    expect(seen).toEqual([]);
   });
 
   it('an origin answering chunked is read through undici from then on', async () => {

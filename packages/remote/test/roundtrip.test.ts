@@ -122,5 +122,9 @@ describe('a folder origin that is a file', () => {
       expect([err?.code, err?.details?.rule]).toEqual(['conflict', 'folder.not_a_folder']);
     }
     expect(await store.getRef('team/other')).toBeNull();
+    // A ref name below an existing ref is simply absent.
+    const folder = join(tempDir(), 'origin');
+    await push(store, new FolderOrigin(folder), 'team/model');
+    expect(await new FolderOrigin(folder).getRef('team/model/v2')).toBeNull();
   });
 });

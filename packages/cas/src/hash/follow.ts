@@ -183,8 +183,9 @@ function finish(f) {
 }
 // Every operation but 'open' runs from one queue, in the order asked, whatever its file. A step
 // returns false to be called again once the event loop has turned: a buffered append hashes a
-// piece per call, so a write's completion (which sends its file's next piece) never waits behind
-// megabytes of hashing, and appends still complete in the order they came.
+// piece per call, so a write's completion (which sends its file's next piece) waits behind at most
+// a piece of hashing — not behind other appends — and appends still complete in the order they
+// came. (A resumed prefix read back, and a direct append, are hashed in one step.)
 const queue = [];
 let pumping = false;
 function pump() {

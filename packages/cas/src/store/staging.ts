@@ -202,7 +202,7 @@ class Part implements ObjectPart {
       });
     }
     if (chunk.length === 0) {
-      options?.done?.();
+      if (options?.done) giveBack([options.done]);
       return;
     }
     // What the caller keeps is copied (into memory of our own, which can then move).
@@ -211,7 +211,7 @@ class Part implements ObjectPart {
       if (options.done) this.batchDone.push(options.done);
     } else {
       this.batch.push(new Uint8Array(chunk));
-      options?.done?.();
+      if (options?.done) giveBack([options.done]);
     }
     this.batchBytes += chunk.length;
     this.length += chunk.length;
@@ -236,7 +236,7 @@ class Part implements ObjectPart {
           })
           // Settled: the hashing thread has answered, so it no longer reads the chunks.
           .finally(() => {
-            for (const done of dones) done();
+            giveBack(dones);
           }),
       );
     }
@@ -283,7 +283,7 @@ class Part implements ObjectPart {
     this.batch = [];
     this.batchDone = [];
     this.batchBytes = 0;
-    for (const done of dones) done();
+    giveBack(dones);
   }
 
   async close(): Promise<void> {
@@ -358,6 +358,17 @@ class Part implements ObjectPart {
       length: this.length,
       written: await this.objects.publish({ path: this.path, length: this.length }, expected),
     };
+  }
+}
+
+/** Calls each caller's `done`; one that throws neither stops the others nor fails the part. */
+function giveBack(dones: readonly (() => void)[]): void {
+  for (const done of dones) {
+    try {
+      done();
+    } catch {
+      // The caller's own failure: its memory is its own business.
+    }
   }
 }
 
