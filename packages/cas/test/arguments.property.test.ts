@@ -2,32 +2,23 @@
 // of an open LocalStore return or throw a TensorFSError, never a TypeError, never hang.
 import * as cas from '@tensorfs/cas';
 import * as casFile from '@tensorfs/cas/file';
-import { assertWrongArgumentsProperty, expectCode, tempDir, wrongArgument } from '@tensorfs/testkit';
+import { assertWrongArgumentsProperty, expectCode, inTempWorkingDir, tempDir, wrongNonString } from '@tensorfs/testkit';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
-// Strings are left out: they are the right type for paths and refs, and a random one as an
-// export destination would write outside the test's folder. Wrong types are what is tested here.
-const notString = wrongArgument.filter((v) => typeof v !== 'string');
-const cwd = process.cwd();
+// Strings are left out (wrongNonString): wrong types are what is tested here.
 /** LocalStore's `private` methods (TypeScript-only privacy: they are on the prototype at run time). */
 const PRIVATE = new Set(['live', 'readHead', 'closureOf', 'assertPresentSync', 'tops', 'refuseInsideStore']);
 
 describe('@tensorfs/cas with wrong-typed arguments', () => {
-  beforeEach(() => {
-    // Should a path slip through anyway, it lands in a temp folder.
-    process.chdir(tempDir());
-  });
-  afterEach(() => {
-    process.chdir(cwd);
-  });
+  inTempWorkingDir();
 
   it('module functions return or throw a TensorFSError', async () => {
     await assertWrongArgumentsProperty(
       { cas, casFile },
-      { wrong: notString, fill: notString, numRuns: 40, minFunctions: 6 },
+      { wrong: wrongNonString, fill: wrongNonString, numRuns: 40, minFunctions: 6 },
     );
   }, 60_000);
 
@@ -41,10 +32,10 @@ describe('@tensorfs/cas with wrong-typed arguments', () => {
         const value = (store as unknown as Record<string, unknown>)[name];
         if (typeof value === 'function') methods[name] = (value as (...a: unknown[]) => unknown).bind(store);
       }
-      const fill = fc.oneof(notString, fc.constantFrom<unknown>(`sha256:${'0'.repeat(64)}`, 'main', {}, [], 0));
+      const fill = fc.oneof(wrongNonString, fc.constantFrom<unknown>(`sha256:${'0'.repeat(64)}`, 'main', {}, [], 0));
       const n = await assertWrongArgumentsProperty(
         { store: methods },
-        { wrong: notString, fill, numRuns: 25, minFunctions: 25 },
+        { wrong: wrongNonString, fill, numRuns: 25, minFunctions: 25 },
       );
       expect(n).toBeGreaterThanOrEqual(25);
       // The store still works after all that.

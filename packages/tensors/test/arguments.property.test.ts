@@ -10,30 +10,23 @@ import {
   MemoryStore,
   safetensorsBytes,
   tempDir,
-  wrongArgument,
+  inTempWorkingDir,
+  wrongNonString,
 } from '@tensorfs/testkit';
 import fc from 'fast-check';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
-// Strings are left out (the right type for refs and paths; a random one as an export folder
-// would write outside the test's folder). A store is sometimes given so later arguments are reached.
-const notString = wrongArgument.filter((v) => typeof v !== 'string');
-const cwd = process.cwd();
+// Strings are left out (wrongNonString). A store is sometimes given so later arguments are reached.
 
 describe('@tensorfs/tensors with wrong-typed arguments', () => {
-  beforeEach(() => {
-    process.chdir(tempDir());
-  });
-  afterEach(() => {
-    process.chdir(cwd);
-  });
+  inTempWorkingDir();
 
   it('return or throw a TensorFSError, never anything else', async () => {
     const store = new MemoryStore();
-    const fill = fc.oneof(notString, fc.constantFrom<unknown>(store, {}, [], 0));
+    const fill = fc.oneof(wrongNonString, fc.constantFrom<unknown>(store, {}, [], 0));
     const n = await assertWrongArgumentsProperty(
       { tensors },
-      { wrong: notString, fill, numRuns: 60, minFunctions: 20 },
+      { wrong: wrongNonString, fill, numRuns: 60, minFunctions: 20 },
     );
     expect(n).toBeGreaterThanOrEqual(20);
   }, 120_000);

@@ -1,6 +1,7 @@
 import { isTensorFSError } from '@tensorfs/format';
 import fc from 'fast-check';
-import { expect } from 'vitest';
+import { afterEach, beforeEach, expect } from 'vitest';
+import { tempDir } from './files.js';
 
 /** Values no public function takes where it wants something else: the usual wrong types and shapes. */
 const WRONG: readonly unknown[] = [
@@ -44,6 +45,23 @@ export const wrongArgument: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 3, arbitrary: fc.constantFrom(...WRONG) },
   { weight: 1, arbitrary: fc.anything({ maxDepth: 2, maxKeys: 3 }) },
 );
+
+/**
+ * {@link wrongArgument} without strings: a string is the right type for paths and refs, and a
+ * random one as an export destination would write outside the test's folder.
+ */
+export const wrongNonString: fc.Arbitrary<unknown> = wrongArgument.filter((v) => typeof v !== 'string');
+
+/** Runs each test of the calling file in a fresh temp folder as the working directory (so a path that slips through lands there). */
+export function inTempWorkingDir(): void {
+  const cwd = process.cwd();
+  beforeEach(() => {
+    process.chdir(tempDir());
+  });
+  afterEach(() => {
+    process.chdir(cwd);
+  });
+}
 
 /** A byte source that breaks its contract: `read` resolves `null`, a string, a short array, or throws a TypeError. */
 export const brokenSource: fc.Arbitrary<unknown> = fc.constantFrom(

@@ -27,4 +27,6 @@ export {
   callRejectingOnlyTensorFSErrors,
   publicFunctions,
   wrongArgument,
+  wrongNonString,
+  inTempWorkingDir,
 } from './arguments.js';

@@ -71,12 +71,7 @@ export interface OpenTemp extends Temp {
 /** Objects of one store: admission, existence, reads, quarantine. */
 export class Objects {
   private readonly dirsReady = new Set<string>();
-  /**
-   * Whether large temps are written with O_DIRECT (`StoreOptions.directIO`); false once this
-   * store's filesystem refused an O_DIRECT temp (every temp is buffered then).
-   */
-  private direct: boolean;
-  /** The filesystem refused O_DIRECT: nothing is written with it, whatever a caller asks. */
+  /** The filesystem refused O_DIRECT (or the OS has none): nothing is written with it, whatever a caller asks. */
   private refused = O_DIRECT === 0;
   private readonly isQuarantinedStmt;
 
@@ -84,15 +79,15 @@ export class Objects {
     readonly layout: Layout,
     private readonly db: Db,
     private readonly readOnly: boolean,
-    directIO = false,
+    /** `StoreOptions.directIO`: large temps written with O_DIRECT unless refused. */
+    private readonly wantsDirect = false,
   ) {
-    this.direct = directIO && O_DIRECT !== 0;
     this.isQuarantinedStmt = db.prepare('SELECT 1 FROM corrupt_objects WHERE id = ?').pluck();
   }
 
-  /** True while large temps are written with O_DIRECT. */
+  /** True while large temps are written with O_DIRECT (asked for, and not refused). */
   get directIO(): boolean {
-    return this.direct;
+    return this.wantsDirect && !this.refused;
   }
 
   /** False once the filesystem refused O_DIRECT (or where the OS has none): a part asking for it gets buffered writes. */
@@ -102,7 +97,6 @@ export class Objects {
 
   /** The filesystem refused O_DIRECT (`EINVAL`): every later temp and part of this store is buffered. */
   refuseDirect(): void {
-    this.direct = false;
     this.refused = true;
   }
 
@@ -322,7 +316,7 @@ export class Objects {
    * with O_DIRECT when its bytes lie in page-aligned memory (see `direct.ts`), buffered otherwise.
    */
   async fillTempFrom(chunks: readonly Uint8Array[], length: number): Promise<OpenTemp> {
-    const view = this.direct ? directView(chunks, length) : null;
+    const view = this.directIO ? directView(chunks, length) : null;
     if (view !== null) {
       const tmp = await this.fillDirect(view, length);
       if (tmp !== null) return tmp;

@@ -68,6 +68,27 @@ function checkedLayer<O>(
   };
 }
 
+/** The checked form of an importer of one layer that also reads the producer's quantization config. */
+function checkedConfigLayer(
+  f: (
+    tensors: importers.ProducerTensors,
+    layer: string,
+    config: Record<string, JsonValue>,
+    opts?: { dtype?: DecodedDtype },
+  ) => importers.ImportedEncoding,
+): (
+  tensors: importers.ProducerTensors,
+  layer: string,
+  config: Record<string, JsonValue>,
+  opts?: { dtype?: DecodedDtype },
+) => importers.ImportedEncoding {
+  return (tensors, layer, config, opts = {}) => {
+    layerArgs(tensors, layer, opts);
+    object(config, 'config');
+    return run(() => f(tensors, layer, config, opts));
+  };
+}
+
 /** {@inheritDoc floats.f16BitsOf} */
 export function f16BitsOf(value: number): number {
   return floats.f16BitsOf(number(value, 'value'));
@@ -117,28 +138,10 @@ export const importModelOptNvfp4 = checkedLayer(importers.importModelOptNvfp4);
 export const importComfyQuant = checkedLayer(importers.importComfyQuant);
 
 /** {@inheritDoc importers.importGptq} */
-export function importGptq(
-  tensors: importers.ProducerTensors,
-  layer: string,
-  config: Record<string, JsonValue>,
-  opts: { dtype?: DecodedDtype } = {},
-): importers.ImportedEncoding {
-  layerArgs(tensors, layer, opts);
-  object(config, 'config');
-  return run(() => importers.importGptq(tensors, layer, config, opts));
-}
+export const importGptq = checkedConfigLayer(importers.importGptq);
 
 /** {@inheritDoc importers.importAwq} */
-export function importAwq(
-  tensors: importers.ProducerTensors,
-  layer: string,
-  config: Record<string, JsonValue>,
-  opts: { dtype?: DecodedDtype } = {},
-): importers.ImportedEncoding {
-  layerArgs(tensors, layer, opts);
-  object(config, 'config');
-  return run(() => importers.importAwq(tensors, layer, config, opts));
-}
+export const importAwq = checkedConfigLayer(importers.importAwq);
 
 /** {@inheritDoc importers.importKohyaLora} */
 export const importKohyaLora = checkedLayer(importers.importKohyaLora);
