@@ -33,7 +33,8 @@ export {
   MULTIPART_PART,
   MULTIPART_THRESHOLD,
 } from './http-origin.js';
-export { S3Origin, type S3OriginOptions, parseS3Url, s3ConfigFromEnv } from './s3.js';
+export { S3Origin, type S3OriginOptions, type S3ErrorContext, parseS3Url, s3ConfigFromEnv } from './s3.js';
+export { LocalRefsOrigin } from './local-refs.js';
 export { StoreOrigin, type ServableStore } from './store-origin.js';
 export { connectOrigin, openOrigin, type OpenOriginOptions } from './open.js';
 export {

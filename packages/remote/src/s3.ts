@@ -3,13 +3,21 @@
  * region and credentials come from the AWS SDK's usual chain (`AWS_ENDPOINT_URL[_S3]`,
  * `AWS_REGION`, `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`/`AWS_SESSION_TOKEN`, `AWS_PROFILE`
  * and the shared config files). Refs move by conditional writes (`If-None-Match: *` to create,
- * `If-Match: <etag>` to replace); a service that ignores them is refused (`unsupported`).
- * Uploads carry `x-amz-checksum-sha256` (the id) and are verified on the way, so a mismatching
- * upload never becomes an object.
+ * `If-Match: <etag>` to replace); both are probed before the first object is uploaded, and a
+ * service that ignores or refuses either is refused (`unsupported`, naming the remedy: a hub that
+ * keeps the refs on its own disk, see {@link S3OriginOptions.refsElsewhere}). Uploads carry
+ * `x-amz-checksum-sha256` (the id) and are verified on the way, so a mismatching upload never
+ * becomes an object.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
-import type { ListObjectsV2CommandOutput, S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
+import type {
+  ListMultipartUploadsCommandOutput,
+  ListObjectsV2CommandOutput,
+  ListPartsCommandOutput,
+  S3Client,
+  S3ClientConfig,
+} from '@aws-sdk/client-s3';
 
 type Sdk = typeof import('@aws-sdk/client-s3');
 let sdkModule: Promise<Sdk> | undefined;
@@ -43,6 +51,62 @@ export interface S3OriginOptions {
    * upload of the same object (ListParts) instead of starting over.
    */
   multipart?: MultipartOptions;
+  /**
+   * The refs live elsewhere (a hub's own disk, `tfs serve --objects … --refs DIR`): object writes
+   * need no conditional writes, so a bucket without them still takes objects.
+   */
+  refsElsewhere?: boolean;
+}
+
+/**
+ * What was learned of a service, once per process: whether conditional writes hold (the probe's
+ * outcome) and whether multipart completions take per-part checksums. Keyed by endpoint, bucket
+ * and access key (an origin built on a given client keeps its own).
+ */
+interface Learned {
+  conditional?: Promise<void>;
+  partChecksums?: boolean;
+}
+const learnedByService = new Map<string, Learned>();
+
+/**
+ * One listener per caller's signal, whatever the number of requests in flight under it: each
+ * request gets its own signal, aborted from the caller's, and forgotten when it ends. Passing the
+ * caller's signal to every request would hang one listener on it per concurrent request
+ * (Node's `MaxListenersExceededWarning` past ten).
+ */
+const fans = new WeakMap<AbortSignal, { members: Set<AbortController>; onAbort: () => void }>();
+function requestSignal(parent: AbortSignal | undefined): { ctl: AbortController; done: () => void } {
+  const ctl = new AbortController();
+  if (!parent) return { ctl, done: () => {} };
+  if (parent.aborted) {
+    ctl.abort(parent.reason);
+    return { ctl, done: () => {} };
+  }
+  let fan = fans.get(parent);
+  if (!fan) {
+    const members = new Set<AbortController>();
+    const onAbort = () => {
+      for (const m of members) m.abort(parent.reason);
+      members.clear();
+      fans.delete(parent);
+    };
+    fan = { members, onAbort };
+    fans.set(parent, fan);
+    parent.addEventListener('abort', onAbort, { once: true });
+  }
+  const f = fan;
+  f.members.add(ctl);
+  return {
+    ctl,
+    done: () => {
+      f.members.delete(ctl);
+      if (f.members.size === 0 && fans.get(parent) === f) {
+        parent.removeEventListener('abort', f.onAbort);
+        fans.delete(parent);
+      }
+    },
+  };
 }
 
 /** S3's smallest part (all but the last) and most parts per upload. */
@@ -59,22 +123,62 @@ function statusOf(err: unknown): number | undefined {
   return (err as SdkError)?.$metadata?.httpStatusCode;
 }
 
-/** A TensorFSError for an SDK failure: family from the status, never the SDK's message. */
-export function s3Error(err: unknown, op: string): TensorFSError {
-  if (isTensorFSError(err)) return err;
+/** What an error message may name about the origin: its bucket and access key id (never the secret). */
+export interface S3ErrorContext {
+  bucket?: string;
+  accessKeyId?: string;
+}
+
+/** The service's error code (`SignatureDoesNotMatch`, `NoSuchBucket`, …), at most 60 characters. */
+function serviceCode(err: unknown): string {
   const e = err as SdkError & { code?: string };
+  return String(e?.Code ?? e?.name ?? e?.code ?? 'error').slice(0, 60);
+}
+
+/**
+ * A TensorFSError for an SDK failure: family from the status, never the SDK's message. `denied`
+ * names the access key id and the service's code; a missing bucket names the bucket; missing AWS
+ * configuration (no credentials, no region) is `invalid_argument` naming what is missing.
+ */
+export function s3Error(err: unknown, op: string, context: S3ErrorContext = {}): TensorFSError {
+  if (isTensorFSError(err)) return err;
+  const e = err as SdkError & { code?: string; message?: string };
   if (e?.name === 'AbortError') return cancelled();
   const status = statusOf(err);
-  const name = String(e?.name ?? e?.Code ?? e?.code ?? 'error').slice(0, 60);
+  const name = serviceCode(err);
+  if (status === undefined && e?.name === 'CredentialsProviderError') {
+    return new TensorFSError(
+      'invalid_argument',
+      's3 origin: no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE)',
+      { details: { rule: 's3.no_credentials' } },
+    );
+  }
+  if (status === undefined && /region is missing/i.test(String(e?.message ?? ''))) {
+    return new TensorFSError('invalid_argument', 's3 origin: no AWS region: set AWS_REGION (or AWS_ENDPOINT_URL)', {
+      details: { rule: 's3.no_region' },
+    });
+  }
+  const details: Record<string, string | number> = { rule: `s3.${name}`, status: status ?? 0 };
+  if (status === 401 || status === 403) {
+    const who = context.accessKeyId ? `access key id ${context.accessKeyId}` : 'the credentials';
+    return new TensorFSError('denied', `s3 origin: ${op} failed: the service refused ${who} (${name})`, {
+      details: { ...details, ...(context.accessKeyId ? { accessKeyId: context.accessKeyId } : {}) },
+    });
+  }
+  if (status === 404 && name === 'NoSuchBucket') {
+    const which = context.bucket ? `bucket ${context.bucket}` : 'the bucket';
+    return new TensorFSError('not_found', `s3 origin: ${op} failed: ${which} does not exist`, {
+      details: { ...details, ...(context.bucket ? { bucket: context.bucket } : {}) },
+    });
+  }
   let code: ErrorCode = 'unavailable';
   if (status === 404) code = 'not_found';
-  else if (status === 401 || status === 403) code = 'denied';
   else if (status === 409 || status === 412) code = 'conflict';
   else if (name === 'BadDigest' || /checksum/i.test(name)) code = 'corrupt';
   else if (status === 400) code = 'invalid_argument';
   else if (status === 501) code = 'unsupported';
   else if (status === 413) code = 'limit_exceeded';
-  return new TensorFSError(code, `s3 origin: ${op} failed`, { details: { rule: `s3.${name}`, status: status ?? 0 } });
+  return new TensorFSError(code, `s3 origin: ${op} failed (${name})`, { details });
 }
 
 /** Parses `s3://bucket/prefix` into a bucket and a key prefix ending in `/` (or empty). */
@@ -115,6 +219,11 @@ export function s3ConfigFromEnv(env: NodeJS.ProcessEnv): S3ClientConfig {
   };
 }
 
+/** The remedy a bucket without conditional writes needs, for messages. */
+function remedy(url: string): string {
+  return `keep the refs on a hub's disk: tfs serve --objects ${url} --refs DIR`;
+}
+
 /** An origin in an S3-compatible bucket. */
 export class S3Origin implements Origin {
   readonly kind = 's3' as const;
@@ -126,8 +235,11 @@ export class S3Origin implements Origin {
   private readonly config: S3ClientConfig;
   private made: Promise<{ sdk: Sdk; client: S3Client }> | undefined;
   private owned: S3Client | undefined;
-  private conditional: Promise<void> | undefined;
   private readonly multipart: Required<MultipartOptions>;
+  private readonly refsElsewhere: boolean;
+  /** Bucket and access key id, for error messages (the key id once the credentials resolve). */
+  private readonly context: S3ErrorContext;
+  private learnedOwn: Learned | undefined;
 
   constructor(url: string, options: S3OriginOptions = {}) {
     this.multipart = {
@@ -139,17 +251,74 @@ export class S3Origin implements Origin {
     this.prefix = prefix;
     this.display = `s3://${bucket}/${prefix}`;
     this.given = options.client;
+    this.refsElsewhere = options.refsElsewhere ?? false;
     this.config = { ...s3ConfigFromEnv(options.env ?? process.env), ...(options.config ?? {}) };
+    const creds = this.config.credentials as { accessKeyId?: string } | undefined;
+    this.context = { bucket, ...(typeof creds?.accessKeyId === 'string' ? { accessKeyId: creds.accessKeyId } : {}) };
   }
 
-  /** The SDK and the client (built on first use unless one was given). */
+  /**
+   * The SDK and the client (built on first use unless one was given). The region and the
+   * credentials are resolved here, so missing AWS configuration fails at once as
+   * `invalid_argument` naming what is missing, before any request.
+   */
   private c(): Promise<{ sdk: Sdk; client: S3Client }> {
-    this.made ??= loadSdk().then((sdk) => {
-      const client = this.given ?? new sdk.S3Client(this.config);
+    this.made ??= (async () => {
+      const sdk = await loadSdk();
+      const client = this.given ?? quietly(() => new sdk.S3Client(this.config));
       if (!this.given) this.owned = client;
+      try {
+        await client.config.region();
+      } catch (err) {
+        throw s3Error(err, 'resolve the region', this.context);
+      }
+      try {
+        const creds = await client.config.credentials();
+        if (creds?.accessKeyId) this.context.accessKeyId = creds.accessKeyId;
+      } catch (err) {
+        throw s3Error(err, 'resolve the credentials', this.context);
+      }
       return { sdk, client };
+    })();
+    this.made.catch(() => {
+      this.made = undefined;
     });
     return this.made;
+  }
+
+  /** What this process learned of the service (shared by the origins of one endpoint, bucket and key). */
+  private async learned(): Promise<Learned> {
+    if (this.given) {
+      this.learnedOwn ??= {};
+      return this.learnedOwn;
+    }
+    const { client } = await this.c();
+    const endpoint = client.config.endpoint ? JSON.stringify(await client.config.endpoint()) : 'aws';
+    const key = `${endpoint}\n${await client.config.region()}\n${this.bucket}\n${this.context.accessKeyId ?? ''}`;
+    let l = learnedByService.get(key);
+    if (!l) {
+      l = {};
+      learnedByService.set(key, l);
+    }
+    return l;
+  }
+
+  /**
+   * Sends one command under `signal` (one listener on it, however many are in flight), mapping
+   * failures with `op` unless `raw` (the caller inspects the SDK's error itself).
+   */
+  private async send<T>(command: object, signal: AbortSignal | undefined, op: string, raw = false): Promise<T> {
+    const { client } = await this.c();
+    const { ctl, done } = requestSignal(signal);
+    try {
+      return (await client.send(command as never, { abortSignal: ctl.signal })) as T;
+    } catch (err) {
+      if (signal?.aborted) throw cancelled();
+      if (raw) throw err;
+      throw s3Error(err, op, this.context);
+    } finally {
+      done();
+    }
   }
 
   private key(id: ObjectId): string {
@@ -161,17 +330,35 @@ export class S3Origin implements Origin {
     return `${this.prefix}refs/${name}`;
   }
 
+  /**
+   * Checks the credentials and the bucket with one listing (`GET`, so the service's error code
+   * comes back): `denied` naming the access key id and the code, `not_found` naming the bucket,
+   * `invalid_argument` for missing configuration. What `tfs serve --objects` runs at start-up.
+   */
+  async check(options: CallOptions = {}): Promise<void> {
+    const { sdk } = await this.c();
+    await this.send(
+      new sdk.ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.prefix, MaxKeys: 1 }),
+      options.signal,
+      'check the bucket',
+    );
+  }
+
   private async getRefWithEtag(name: string, signal?: AbortSignal): Promise<{ id: ObjectId; etag: string } | null> {
-    const { sdk, client } = await this.c();
+    const { sdk } = await this.c();
+    const Key = this.refKey(name);
     try {
-      const r = await client.send(new sdk.GetObjectCommand({ Bucket: this.bucket, Key: this.refKey(name) }), {
-        abortSignal: signal,
-      });
+      const r = await this.send<{ Body?: { transformToString(e: string): Promise<string> }; ETag?: string }>(
+        new sdk.GetObjectCommand({ Bucket: this.bucket, Key }),
+        signal,
+        'read ref',
+        true,
+      );
       const text = await r.Body!.transformToString('utf8');
       return { id: parseRefText(text.slice(0, 200)), etag: r.ETag ?? '' };
     } catch (err) {
-      if (statusOf(err) === 404) return null;
-      throw s3Error(err, 'read ref');
+      if (statusOf(err) === 404 && serviceCode(err) !== 'NoSuchBucket') return null;
+      throw s3Error(err, 'read ref', this.context);
     }
   }
 
@@ -180,23 +367,15 @@ export class S3Origin implements Origin {
   }
 
   async listRefs(options: CallOptions = {}): Promise<OriginRef[]> {
-    const { sdk, client } = await this.c();
+    const { sdk } = await this.c();
     const out: OriginRef[] = [];
     let token: string | undefined;
     do {
-      let page: ListObjectsV2CommandOutput;
-      try {
-        page = await client.send(
-          new sdk.ListObjectsV2Command({
-            Bucket: this.bucket,
-            Prefix: `${this.prefix}refs/`,
-            ContinuationToken: token,
-          }),
-          { abortSignal: options.signal },
-        );
-      } catch (err) {
-        throw s3Error(err, 'list refs');
-      }
+      const page = await this.send<ListObjectsV2CommandOutput>(
+        new sdk.ListObjectsV2Command({ Bucket: this.bucket, Prefix: `${this.prefix}refs/`, ContinuationToken: token }),
+        options.signal,
+        'list refs',
+      );
       for (const c of page.Contents ?? []) {
         const name = (c.Key ?? '').slice(`${this.prefix}refs/`.length);
         const id = await this.getRef(name, options).catch(() => null);
@@ -208,41 +387,85 @@ export class S3Origin implements Origin {
   }
 
   /**
-   * Checks once per origin that the service enforces conditional writes: a second create with
-   * `If-None-Match: *` must fail. `unsupported` otherwise (two writers could both win).
+   * Checks once per service and process that conditional writes hold, both of them: a second
+   * create with `If-None-Match: *` must fail, a replace with `If-Match` and a stale ETag must fail,
+   * and one with the current ETag must succeed. `unsupported` (rule `s3.no_conditional_writes`,
+   * `details.missing` the header) when the service ignores or refuses either, naming the remedy.
+   * Runs before the first object is uploaded, so a refused push leaves nothing in the bucket.
    */
-  ensureConditionalWrites(signal?: AbortSignal): Promise<void> {
-    this.conditional ??= (async () => {
-      const { sdk, client } = await this.c();
-      const Key = `${this.prefix}tmp/cas-probe-${randomBytes(8).toString('hex')}`;
-      const put = () =>
-        client.send(new sdk.PutObjectCommand({ Bucket: this.bucket, Key, Body: 'probe', IfNoneMatch: '*' }), {
-          abortSignal: signal,
-        });
-      try {
-        await put();
-      } catch (err) {
-        throw s3Error(err, 'probe conditional writes');
-      }
-      let enforced = false;
-      try {
-        await put();
-      } catch (err) {
-        if (statusOf(err) !== 412 && statusOf(err) !== 409) throw s3Error(err, 'probe conditional writes');
-        enforced = true;
-      } finally {
-        await client.send(new sdk.DeleteObjectCommand({ Bucket: this.bucket, Key })).catch(() => {});
-      }
-      if (!enforced) {
-        throw new TensorFSError('unsupported', 'this S3 service ignores conditional writes; refs cannot move safely', {
-          details: { rule: 's3.no_conditional_writes' },
-        });
-      }
-    })();
-    this.conditional.catch(() => {
-      this.conditional = undefined;
+  async ensureConditionalWrites(signal?: AbortSignal): Promise<void> {
+    const learned = await this.learned();
+    learned.conditional ??= this.probeConditional(signal);
+    const p = learned.conditional;
+    p.catch((err) => {
+      // Only the service's answer is remembered, not a passing fault or a cancelled probe.
+      if (!(isTensorFSError(err) && err.details.rule === 's3.no_conditional_writes') && learned.conditional === p)
+        learned.conditional = undefined;
     });
-    return this.conditional;
+    return p;
+  }
+
+  private async probeConditional(signal?: AbortSignal): Promise<void> {
+    const { sdk } = await this.c();
+    const Key = `${this.prefix}tmp/cas-probe-${randomBytes(8).toString('hex')}`;
+    const put = (condition: { IfNoneMatch?: string; IfMatch?: string }) =>
+      this.send<{ ETag?: string }>(
+        new sdk.PutObjectCommand({ Bucket: this.bucket, Key, Body: 'probe', ...condition }),
+        signal,
+        'probe conditional writes',
+        true,
+      );
+    const missing = (header: string, how: string) =>
+      new TensorFSError(
+        'unsupported',
+        `this S3 service ${how} ${header}, so refs cannot move safely in ${this.display}; ${remedy(this.display)}`,
+        {
+          details: {
+            rule: 's3.no_conditional_writes',
+            missing: header,
+            remedy: `tfs serve --objects ${this.display} --refs DIR`,
+          },
+        },
+      );
+    // A refusal: 501 NotImplemented (Swift), or a 400 naming the header as not implemented.
+    const refused = (err: unknown) =>
+      statusOf(err) === 501 || (statusOf(err) === 400 && /NotImplemented|InvalidArgument/.test(serviceCode(err)));
+    const failedAsItShould = (err: unknown) => statusOf(err) === 412 || statusOf(err) === 409;
+    let etag: string;
+    try {
+      etag = (await put({ IfNoneMatch: '*' })).ETag ?? '';
+    } catch (err) {
+      if (refused(err)) throw missing('If-None-Match: *', 'refuses');
+      throw s3Error(err, 'probe conditional writes', this.context);
+    }
+    try {
+      try {
+        await put({ IfNoneMatch: '*' });
+        throw missing('If-None-Match: *', 'ignores');
+      } catch (err) {
+        if (isTensorFSError(err)) throw err;
+        if (!failedAsItShould(err)) throw s3Error(err, 'probe conditional writes', this.context);
+      }
+      const stale = `"${createHash('md5').update(`stale ${Key}`).digest('hex')}"`;
+      try {
+        await put({ IfMatch: stale });
+        throw missing('If-Match', 'ignores');
+      } catch (err) {
+        if (isTensorFSError(err)) throw err;
+        if (refused(err)) throw missing('If-Match', 'refuses');
+        if (!failedAsItShould(err)) throw s3Error(err, 'probe conditional writes', this.context);
+      }
+      try {
+        await put({ IfMatch: etag });
+      } catch (err) {
+        if (refused(err) || failedAsItShould(err)) throw missing('If-Match', 'refuses a current ETag in');
+        throw s3Error(err, 'probe conditional writes', this.context);
+      }
+    } finally {
+      await this.send(new sdk.DeleteObjectCommand({ Bucket: this.bucket, Key }), undefined, 'delete probe').catch(
+        () => {},
+      );
+    }
   }
 
   async setRef(
@@ -251,7 +474,7 @@ export class S3Origin implements Origin {
     expected: ObjectId | null | undefined,
     options: CallOptions = {},
   ): Promise<void> {
-    const { sdk, client } = await this.c();
+    const { sdk } = await this.c();
     parseObjectId(id);
     await this.ensureConditionalWrites(options.signal);
     const Key = this.refKey(name);
@@ -267,7 +490,7 @@ export class S3Origin implements Origin {
       condition = cur ? { IfMatch: cur.etag } : { IfNoneMatch: '*' };
     }
     try {
-      await client.send(
+      await this.send(
         new sdk.PutObjectCommand({
           Bucket: this.bucket,
           Key,
@@ -275,7 +498,9 @@ export class S3Origin implements Origin {
           ContentType: 'text/plain',
           ...condition,
         }),
-        { abortSignal: options.signal },
+        options.signal,
+        'write ref',
+        true,
       );
     } catch (err) {
       const st = statusOf(err);
@@ -284,24 +509,27 @@ export class S3Origin implements Origin {
           details: { rule: 'remote.ref_moved', ref: name },
         });
       }
-      throw s3Error(err, 'write ref');
+      throw s3Error(err, 'write ref', this.context);
     }
   }
 
   async lacks(ids: readonly ObjectId[], options: CallOptions = {}): Promise<ObjectId[]> {
-    const { sdk, client } = await this.c();
+    const { sdk } = await this.c();
     const out: ObjectId[] = [];
     let next = 0;
     const worker = async () => {
       while (next < ids.length) {
         const id = ids[next++]!;
         try {
-          await client.send(new sdk.HeadObjectCommand({ Bucket: this.bucket, Key: this.key(id) }), {
-            abortSignal: options.signal,
-          });
+          await this.send(
+            new sdk.HeadObjectCommand({ Bucket: this.bucket, Key: this.key(id) }),
+            options.signal,
+            'head object',
+            true,
+          );
         } catch (err) {
           if (statusOf(err) === 404) out.push(id);
-          else throw s3Error(err, 'head object');
+          else throw s3Error(err, 'head object', this.context);
         }
       }
     };
@@ -311,6 +539,8 @@ export class S3Origin implements Origin {
 
   async read(id: ObjectId, offset: number, options: CallOptions = {}): Promise<ObjectRead> {
     const { sdk, client } = await this.c();
+    // The request's signal stays live until its body ends: aborting the caller's stops the body too.
+    const { ctl, done } = requestSignal(options.signal);
     try {
       const r = await client.send(
         new sdk.GetObjectCommand({
@@ -318,22 +548,28 @@ export class S3Origin implements Origin {
           Key: this.key(id),
           ...(offset > 0 ? { Range: `bytes=${offset}-` } : {}),
         }),
-        { abortSignal: options.signal },
+        { abortSignal: ctl.signal },
       );
       const body = r.Body as unknown as Readable;
+      body.once('close', done);
+      const cancel = () => {
+        body.destroy();
+        done();
+      };
       const m = /bytes (\d+)-(\d+)\/(\d+)/.exec(r.ContentRange ?? '');
-      if (offset > 0 && m && Number(m[1]) === offset)
-        return { offset, size: Number(m[3]), body, cancel: () => body.destroy() };
-      return { offset: 0, size: r.ContentLength, body, cancel: () => body.destroy() };
+      if (offset > 0 && m && Number(m[1]) === offset) return { offset, size: Number(m[3]), body, cancel };
+      return { offset: 0, size: r.ContentLength, body, cancel };
     } catch (err) {
+      done();
+      if (options.signal?.aborted) throw cancelled();
       const st = statusOf(err);
-      if (st === 404) {
+      if (st === 404 && serviceCode(err) !== 'NoSuchBucket') {
         throw new TensorFSError('not_found', 'the origin does not hold this object', {
           details: { rule: 'remote.no_object', digest: id },
         });
       }
       if (st === 416) return { offset, body: Readable.from([]), cancel: () => {} };
-      throw s3Error(err, 'read object');
+      throw s3Error(err, 'read object', this.context);
     }
   }
 
@@ -343,27 +579,28 @@ export class S3Origin implements Origin {
     body: (offset?: number, end?: number) => AsyncIterable<Uint8Array>,
     options: WriteOptions = {},
   ): Promise<void> {
+    // Refs will move here: make sure they can before the first byte goes up.
+    if (!this.refsElsewhere) await this.ensureConditionalWrites(options.signal);
     if (length > this.multipart.thresholdBytes) return this.writeMultipart(id, length, body, options);
     const { sdk, client } = await this.c();
     // Small objects are verified whole before sending (and the SDK may retry them); large ones
     // stream through `verified`, whose failure aborts the request before S3 completes it.
     let failure: unknown;
-    const ctl = new AbortController();
-    const signal = options.signal ? AbortSignal.any([options.signal, ctl.signal]) : ctl.signal;
+    const { ctl, done } = requestSignal(options.signal);
     let Body: Uint8Array | Readable;
-    if (length <= SMALL_OBJECT) {
-      const parts: Uint8Array[] = [];
-      for await (const c of verified(body(), id, length)) parts.push(c);
-      Body = Buffer.concat(parts);
-    } else {
-      const stream = Readable.from(verified(body(), id, length));
-      stream.on('error', (err) => {
-        failure = err;
-        ctl.abort();
-      });
-      Body = stream;
-    }
     try {
+      if (length <= SMALL_OBJECT) {
+        const parts: Uint8Array[] = [];
+        for await (const c of verified(body(), id, length)) parts.push(c);
+        Body = Buffer.concat(parts);
+      } else {
+        const stream = Readable.from(verified(body(), id, length));
+        stream.on('error', (err) => {
+          failure = err;
+          ctl.abort();
+        });
+        Body = stream;
+      }
       await client.send(
         new sdk.PutObjectCommand({
           Bucket: this.bucket,
@@ -373,22 +610,28 @@ export class S3Origin implements Origin {
           ChecksumSHA256: idBase64(id),
           ContentType: 'application/octet-stream',
         }),
-        { abortSignal: signal },
+        { abortSignal: ctl.signal },
       );
     } catch (err) {
       if (failure !== undefined) throw failure;
       if (options.signal?.aborted) throw cancelled();
-      throw s3Error(err, 'write object');
+      throw s3Error(err, 'write object', this.context);
+    } finally {
+      done();
     }
   }
 
   /**
    * A multipart upload that resumes: an upload already started for this key (by an interrupted
-   * push) is continued — its parts whose size and SHA-256 match the local bytes are kept, the
-   * rest are sent. Every part carries its SHA-256 (S3 checks it), and the whole object's SHA-256
-   * is computed over all parts, sent or kept, before CompleteMultipartUpload: bytes that do not
-   * hash to the id abort the upload (`corrupt`) and never become an object. Other failures leave
-   * the upload for the next push to resume (a bucket lifecycle rule cleans abandoned ones).
+   * push) is continued — its parts whose size and SHA-256 (or MD5 ETag) match the local bytes are
+   * kept, the rest are sent. Parts carry their SHA-256 where the service takes per-part checksums
+   * in the completion (AWS, MinIO, Ceph RGW); one that refuses them (Swift's s3api answers
+   * `MalformedXML`) gets the completion without them, and the origin remembers it for the
+   * process. The whole object's SHA-256 is computed over all parts, sent or kept, before
+   * CompleteMultipartUpload: bytes that do not hash to the id abort the upload (`corrupt`) and
+   * never become an object. A completion the service refuses aborts the upload (`unsupported`);
+   * a passing failure leaves it for the next push to resume (`unavailable`; a bucket lifecycle
+   * rule cleans abandoned ones).
    */
   private async writeMultipart(
     id: ObjectId,
@@ -396,30 +639,35 @@ export class S3Origin implements Origin {
     body: (offset?: number, end?: number) => AsyncIterable<Uint8Array>,
     options: WriteOptions,
   ): Promise<void> {
-    const { sdk, client } = await this.c();
+    const { sdk } = await this.c();
+    const learned = await this.learned();
+    const checksums = learned.partChecksums !== false;
     const Key = this.key(id);
     const Bucket = this.bucket;
-    const opts = { abortSignal: options.signal };
+    const signal = options.signal;
     const partSize = Math.max(this.multipart.partBytes, Math.ceil(length / S3_MAX_PARTS));
     const count = Math.max(1, Math.ceil(length / partSize));
-    const fail = (err: unknown, op: string) => {
-      if (options.signal?.aborted) return cancelled();
-      return s3Error(err, op);
-    };
     // An upload of this key left by an interrupted push, and the parts it holds.
     let uploadId: string | undefined;
     const kept = new Map<number, { size: number; etag: string; sha256?: string }>();
     try {
-      const ups = await client.send(new sdk.ListMultipartUploadsCommand({ Bucket, Prefix: Key }), opts);
+      const ups = await this.send<ListMultipartUploadsCommandOutput>(
+        new sdk.ListMultipartUploadsCommand({ Bucket, Prefix: Key }),
+        signal,
+        'list uploads',
+        true,
+      );
       const mine = (ups.Uploads ?? []).filter((u) => u.Key === Key && u.UploadId);
       mine.sort((a, b) => (b.Initiated?.getTime() ?? 0) - (a.Initiated?.getTime() ?? 0));
       uploadId = mine[0]?.UploadId;
       if (uploadId !== undefined) {
         let marker: string | undefined;
         for (;;) {
-          const r = await client.send(
+          const r = await this.send<ListPartsCommandOutput>(
             new sdk.ListPartsCommand({ Bucket, Key, UploadId: uploadId, PartNumberMarker: marker }),
-            opts,
+            signal,
+            'list parts',
+            true,
           );
           for (const p of r.Parts ?? []) {
             if (p.PartNumber && p.ETag)
@@ -429,34 +677,35 @@ export class S3Origin implements Origin {
           marker = r.NextPartNumberMarker;
         }
       }
-    } catch {
+    } catch (err) {
+      if (signal?.aborted || isTensorFSError(err)) throw isTensorFSError(err) ? err : cancelled();
       // No listing (a service or a policy without it): start a new upload.
-      if (options.signal?.aborted) throw cancelled();
       uploadId = undefined;
       kept.clear();
     }
-    try {
-      if (uploadId === undefined) {
-        const r = await client.send(
-          new sdk.CreateMultipartUploadCommand({
-            Bucket,
-            Key,
-            ChecksumAlgorithm: 'SHA256',
-            ContentType: 'application/octet-stream',
-          }),
-          opts,
-        );
-        uploadId = r.UploadId;
-        if (!uploadId)
-          throw new TensorFSError('unavailable', 's3 origin: no upload id', { details: { rule: 's3.no_upload_id' } });
-      }
-    } catch (err) {
-      throw fail(err, 'create multipart upload');
+    if (uploadId === undefined) {
+      const r = await this.send<{ UploadId?: string }>(
+        new sdk.CreateMultipartUploadCommand({
+          Bucket,
+          Key,
+          ...(checksums ? { ChecksumAlgorithm: 'SHA256' as const } : {}),
+          ContentType: 'application/octet-stream',
+        }),
+        signal,
+        'create multipart upload',
+      );
+      uploadId = r.UploadId;
+      if (!uploadId)
+        throw new TensorFSError('unavailable', 's3 origin: no upload id', { details: { rule: 's3.no_upload_id' } });
     }
+    const abort = () =>
+      this.send(new sdk.AbortMultipartUploadCommand({ Bucket, Key, UploadId: uploadId }), undefined, 'abort').catch(
+        () => {},
+      );
     const whole = createHash('sha256');
     const done: { PartNumber: number; ETag: string; ChecksumSHA256: string }[] = [];
     for (let n = 1; n <= count; n++) {
-      if (options.signal?.aborted) throw cancelled();
+      if (signal?.aborted) throw cancelled();
       const start = (n - 1) * partSize;
       const end = Math.min(length, start + partSize);
       const chunks: Uint8Array[] = [];
@@ -481,43 +730,97 @@ export class S3Origin implements Origin {
         done.push({ PartNumber: n, ETag: have.etag, ChecksumSHA256: sha });
         continue;
       }
-      try {
-        const r = await client.send(
-          new sdk.UploadPartCommand({
-            Bucket,
-            Key,
-            UploadId: uploadId,
-            PartNumber: n,
-            Body: bytes,
-            ContentLength: got,
-            ChecksumSHA256: sha,
-          }),
-          opts,
-        );
-        done.push({ PartNumber: n, ETag: r.ETag ?? '', ChecksumSHA256: sha });
-        options.sent?.(got);
-      } catch (err) {
-        throw fail(err, 'upload part');
-      }
+      const r = await this.send<{ ETag?: string }>(
+        new sdk.UploadPartCommand({
+          Bucket,
+          Key,
+          UploadId: uploadId,
+          PartNumber: n,
+          Body: bytes,
+          ContentLength: got,
+          ...(checksums ? { ChecksumSHA256: sha } : {}),
+        }),
+        signal,
+        'upload part',
+      );
+      done.push({ PartNumber: n, ETag: r.ETag ?? '', ChecksumSHA256: sha });
+      options.sent?.(got);
     }
     const actual = `sha256:${whole.digest('hex')}`;
     if (actual !== id) {
-      await client.send(new sdk.AbortMultipartUploadCommand({ Bucket, Key, UploadId: uploadId })).catch(() => {});
+      await abort();
       throw new TensorFSError('corrupt', 'object bytes do not match their id', {
         details: { rule: 'remote.digest_mismatch', digest: id, actual },
       });
     }
-    try {
-      await client.send(
-        new sdk.CompleteMultipartUploadCommand({ Bucket, Key, UploadId: uploadId, MultipartUpload: { Parts: done } }),
-        opts,
+    const complete = (withChecksums: boolean) =>
+      this.send(
+        new sdk.CompleteMultipartUploadCommand({
+          Bucket,
+          Key,
+          UploadId: uploadId,
+          MultipartUpload: {
+            Parts: done.map((p) => (withChecksums ? p : { PartNumber: p.PartNumber, ETag: p.ETag })),
+          },
+        }),
+        signal,
+        'complete multipart upload',
+        true,
       );
+    // A 400 is the service refusing what was sent (a malformed or unsupported completion), never
+    // the user's argument.
+    const refusal = (err: unknown) => {
+      const code = serviceCode(err);
+      return new TensorFSError(
+        'unsupported',
+        `s3 origin: the service refused to complete the multipart upload (${code}); the upload was aborted`,
+        { details: { rule: `s3.${code}`, status: statusOf(err) ?? 0 } },
+      );
+    };
+    try {
+      await complete(checksums);
+      if (checksums) learned.partChecksums = true;
+      return;
     } catch (err) {
-      throw fail(err, 'complete multipart upload');
+      if (statusOf(err) !== 400) {
+        const e = s3Error(err, 'complete multipart upload', this.context);
+        throw e.code === 'invalid_argument' ? refusal(err) : e;
+      }
+      if (!checksums) {
+        await abort();
+        throw refusal(err);
+      }
+    }
+    // The service refused the per-part checksums: complete without them (the whole object was
+    // hashed above), and remember.
+    try {
+      await complete(false);
+      learned.partChecksums = false;
+    } catch (err) {
+      if (statusOf(err) !== 400) throw s3Error(err, 'complete multipart upload', this.context);
+      await abort();
+      throw refusal(err);
     }
   }
 
   async close(): Promise<void> {
     this.owned?.destroy();
+  }
+}
+
+/**
+ * Runs `fn` (building an S3 client) without the SDK's `NodeVersionSupportWarning` on stderr: the
+ * SDK warns on Node releases it will stop supporting in the future; TensorFS supports them, and a
+ * command's stderr carries only TensorFS's own lines.
+ */
+function quietly<T>(fn: () => T): T {
+  const key = 'AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED';
+  const before = process.env[key];
+  process.env[key] = 'true';
+  try {
+    return fn();
+  } finally {
+    if (before === undefined) delete process.env[key];
+    else process.env[key] = before;
   }
 }

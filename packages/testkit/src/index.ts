@@ -11,6 +11,7 @@ export { MemoryStore } from './memory-store.js';
 export { blobEntry } from './manifest.js';
 export { safetensorsBytes, type StTensor } from './safetensors.js';
 export { freePort, startMoto, type Moto } from './moto.js';
+export { startSwift, type Swift, type SwiftOptions, SWIFT_ACCESS_KEY, SWIFT_SECRET } from './swift.js';
 export {
   startFakeHub,
   fakeHubFixture,

@@ -6,7 +6,7 @@
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import path from 'node:path';
-import { LocalStore, siblingTemp } from '@tensorfs/cas';
+import { LocalStore, RefFolder, siblingTemp } from '@tensorfs/cas';
 import { type ObjectId, TensorFSError, parseObjectId } from '@tensorfs/format';
 import type { Credential, FetchingStore, Origin, TokensConfig } from '@tensorfs/remote';
 import type { Argv } from 'yargs';
@@ -226,6 +226,7 @@ export const pushCommand = defineCommand<PushArgs>({
 
 interface ServeArgs {
   objects?: string;
+  refs?: string;
   host: string;
   port: number;
   tokens?: string;
@@ -237,6 +238,11 @@ export const serveCommand = defineCommand<ServeArgs>({
   builder: (y) =>
     y
       .option('objects', { type: 'string', describe: 'serve s3://bucket/prefix instead of the store (stateless hub)' })
+      .option('refs', {
+        type: 'string',
+        describe:
+          'with --objects: keep the refs in this folder (compare-and-swap on local disk), not in the bucket; for buckets without conditional writes',
+      })
       .option('host', { type: 'string', default: '127.0.0.1', describe: 'interface to listen on (default loopback)' })
       .option('port', { type: 'number', demandOption: true, describe: 'port to listen on (0: any free port)' })
       .option('tokens', {
@@ -249,7 +255,12 @@ export const serveCommand = defineCommand<ServeArgs>({
         describe: 'requests served at once',
       }) as unknown as Argv<ServeArgs & GlobalArgs>,
   handler: async (args, ctx) => {
-    const { S3Origin, StoreOrigin, parseTokensConfig, serveHub } = await loadRemote();
+    const { LocalRefsOrigin, S3Origin, StoreOrigin, parseTokensConfig, serveHub } = await loadRemote();
+    if (args.refs !== undefined && args.objects === undefined) {
+      throw new TensorFSError('invalid_argument', '--refs needs --objects s3://bucket/prefix', {
+        details: { rule: 'cli.refs_without_objects' },
+      });
+    }
     let tokens: TokensConfig | undefined;
     if (args.tokens !== undefined) {
       let text: string;
@@ -270,9 +281,16 @@ export const serveCommand = defineCommand<ServeArgs>({
       }
     }
     const store = args.objects ? undefined : await LocalStore.open(ctx.storeDir, { readOnly: tokens === undefined });
-    const backend = args.objects ? new S3Origin(args.objects, { env: ctx.io.env }) : new StoreOrigin(store!);
+    // Over a bucket: its credentials and the bucket are checked now (`denied`, `not_found`), not
+    // on the first request. With --refs the refs live on this disk and the bucket holds objects.
+    const bucket = args.objects
+      ? new S3Origin(args.objects, { env: ctx.io.env, refsElsewhere: args.refs !== undefined })
+      : undefined;
+    const refs = args.refs !== undefined ? await RefFolder.open(path.resolve(args.refs)) : undefined;
+    const backend = bucket ? (refs ? new LocalRefsOrigin(bucket, refs) : bucket) : new StoreOrigin(store!);
     try {
       // The web page at / (read-only, same tokens): only over a store, not a bucket.
+      await bucket?.check({ signal: ctx.signal });
       const web = store ? webHandler(store) : undefined;
       const hub = await serveHub(backend, {
         host: args.host,
@@ -281,6 +299,7 @@ export const serveCommand = defineCommand<ServeArgs>({
         maxConcurrent: args['max-concurrent'],
         // Upload sessions beside the store's own temps, so an interrupted push resumes across restarts.
         ...(store && tokens ? { uploadsDir: path.join(store.root, 'tmp') } : {}),
+        ...(refs && tokens ? { uploadsDir: path.join(refs.root, 'tmp') } : {}),
         ...(web ? { pages: (req, res, read) => web(req, res, read ?? false) } : {}),
       });
       ctx.result(
@@ -295,6 +314,8 @@ export const serveCommand = defineCommand<ServeArgs>({
       await hub.close();
     } finally {
       await backend.close();
+      await bucket?.close();
+      await refs?.close();
       await store?.close();
     }
   },
