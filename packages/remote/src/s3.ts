@@ -704,47 +704,65 @@ export class S3Origin implements Origin {
       );
     const whole = createHash('sha256');
     const done: { PartNumber: number; ETag: string; ChecksumSHA256: string }[] = [];
-    for (let n = 1; n <= count; n++) {
-      if (signal?.aborted) throw cancelled();
-      const start = (n - 1) * partSize;
-      const end = Math.min(length, start + partSize);
-      const chunks: Uint8Array[] = [];
-      let got = 0;
-      for await (const c of body(start, end)) {
-        const piece = c.length > end - start - got ? c.subarray(0, end - start - got) : c;
-        chunks.push(piece);
-        got += piece.length;
-        if (got === end - start) break;
+    // The bytes are read once, front to back (every part, kept or sent, goes into the whole
+    // object's hash), so a body that can be read only once (a hub's request stream) serves too.
+    const source = body()[Symbol.asyncIterator]();
+    let carry: Uint8Array | undefined;
+    try {
+      for (let n = 1; n <= count; n++) {
+        if (signal?.aborted) throw cancelled();
+        const start = (n - 1) * partSize;
+        const end = Math.min(length, start + partSize);
+        const chunks: Uint8Array[] = [];
+        let got = 0;
+        while (got < end - start) {
+          let c = carry;
+          carry = undefined;
+          if (c === undefined) {
+            const r = await source.next();
+            if (r.done) break;
+            c = r.value;
+          }
+          const want = end - start - got;
+          if (c.length > want) {
+            carry = c.subarray(want);
+            c = c.subarray(0, want);
+          }
+          chunks.push(c);
+          got += c.length;
+        }
+        if (got !== end - start) {
+          throw new TensorFSError('corrupt', 'object length does not match', {
+            details: { rule: 'remote.length_mismatch', digest: id, expected: length, actual: start + got },
+          });
+        }
+        const bytes = Buffer.concat(chunks, got);
+        whole.update(bytes);
+        const sha = createHash('sha256').update(bytes).digest('base64');
+        const md5 = `"${createHash('md5').update(bytes).digest('hex')}"`;
+        const have = kept.get(n);
+        if (have && have.size === got && (have.sha256 ? have.sha256 === sha : have.etag === md5)) {
+          done.push({ PartNumber: n, ETag: have.etag, ChecksumSHA256: sha });
+          continue;
+        }
+        const r = await this.send<{ ETag?: string }>(
+          new sdk.UploadPartCommand({
+            Bucket,
+            Key,
+            UploadId: uploadId,
+            PartNumber: n,
+            Body: bytes,
+            ContentLength: got,
+            ...(checksums ? { ChecksumSHA256: sha } : {}),
+          }),
+          signal,
+          'upload part',
+        );
+        done.push({ PartNumber: n, ETag: r.ETag ?? '', ChecksumSHA256: sha });
+        options.sent?.(got);
       }
-      if (got !== end - start) {
-        throw new TensorFSError('corrupt', 'object length does not match', {
-          details: { rule: 'remote.length_mismatch', digest: id, expected: length, actual: start + got },
-        });
-      }
-      const bytes = Buffer.concat(chunks, got);
-      whole.update(bytes);
-      const sha = createHash('sha256').update(bytes).digest('base64');
-      const md5 = `"${createHash('md5').update(bytes).digest('hex')}"`;
-      const have = kept.get(n);
-      if (have && have.size === got && (have.sha256 ? have.sha256 === sha : have.etag === md5)) {
-        done.push({ PartNumber: n, ETag: have.etag, ChecksumSHA256: sha });
-        continue;
-      }
-      const r = await this.send<{ ETag?: string }>(
-        new sdk.UploadPartCommand({
-          Bucket,
-          Key,
-          UploadId: uploadId,
-          PartNumber: n,
-          Body: bytes,
-          ContentLength: got,
-          ...(checksums ? { ChecksumSHA256: sha } : {}),
-        }),
-        signal,
-        'upload part',
-      );
-      done.push({ PartNumber: n, ETag: r.ETag ?? '', ChecksumSHA256: sha });
-      options.sent?.(got);
+    } finally {
+      await source.return?.();
     }
     const actual = `sha256:${whole.digest('hex')}`;
     if (actual !== id) {

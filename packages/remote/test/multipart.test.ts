@@ -1,11 +1,20 @@
 import { readdirSync } from 'node:fs';
 import { type AddressInfo, type Socket, createConnection, createServer } from 'node:net';
 import { ListMultipartUploadsCommand, S3Client } from '@aws-sdk/client-s3';
-import type { LocalStore } from '@tensorfs/cas';
+import { type LocalStore, RefFolder } from '@tensorfs/cas';
 import { type ObjectId, isTensorFSError } from '@tensorfs/format';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HubOrigin, S3Origin, StoreOrigin, pull, push, s3ConfigFromEnv, serveHub } from '../src/index.js';
-import { bytesOf, idOf, type Moto, startMoto, tempDir } from '@tensorfs/testkit';
+import {
+  HubOrigin,
+  LocalRefsOrigin,
+  S3Origin,
+  StoreOrigin,
+  pull,
+  push,
+  s3ConfigFromEnv,
+  serveHub,
+} from '../src/index.js';
+import { bytesOf, idOf, S3_KINDS, type S3Service, startS3, tempDir } from '@tensorfs/testkit';
 import { after, newStore, storeWith } from './helpers.js';
 
 const MiB = 1 << 20;
@@ -159,40 +168,46 @@ describe('resumable uploads to the hub (/v1/uploads/)', () => {
   });
 });
 
-describe('multipart uploads to S3 (moto_server)', () => {
-  let moto: Moto;
+describe.each(S3_KINDS)('multipart uploads to S3 (%s)', (kind) => {
+  let s3: S3Service;
   beforeAll(async () => {
-    moto = await startMoto('tfs-multipart');
-  }, 60_000);
+    s3 = await startS3(kind, 'tfs-multipart');
+  }, 120_000);
   afterAll(async () => {
-    await moto?.stop();
+    await s3?.stop();
   });
 
   const uploadsOf = async (prefix: string) => {
-    const c = new S3Client({
-      ...s3ConfigFromEnv(moto.env),
-      credentials: { accessKeyId: 'testing', secretAccessKey: 'testing' },
-    });
-    const r = await c.send(new ListMultipartUploadsCommand({ Bucket: moto.bucket, Prefix: prefix }));
+    const c = new S3Client(s3ConfigFromEnv(s3.env));
+    const r = await c.send(new ListMultipartUploadsCommand({ Bucket: s3.bucket, Prefix: prefix }));
     c.destroy();
     return r.Uploads ?? [];
+  };
+
+  /** `o` with its refs in a local folder (what `tfs serve --objects … --refs DIR` serves). */
+  const withLocalRefs = async (o: S3Origin) => {
+    const refs = await RefFolder.open(tempDir('tfs-refs-'));
+    after(() => refs.close());
+    return new LocalRefsOrigin(o, refs);
   };
 
   it('an interrupted push resumes the upload (ListParts): only the missing parts are sent', async () => {
     const size = 16 * MiB + 4321;
     const { store: a, bytes, blob } = await bigModel(size);
-    const port = Number(new URL(moto.env.AWS_ENDPOINT_URL!).port);
+    const port = Number(new URL(s3.env.AWS_ENDPOINT_URL!).port);
     const proxy = await countingProxy(port);
-    const env = { ...moto.env, AWS_ENDPOINT_URL: proxy.url };
-    const o = new S3Origin(`s3://${moto.bucket}/resume`, {
+    const env = { ...s3.env, AWS_ENDPOINT_URL: proxy.url };
+    const o = new S3Origin(`s3://${s3.bucket}/resume`, {
       env,
+      refsElsewhere: true,
       multipart: { thresholdBytes: 8 * MiB, partBytes: 5 * MiB },
     });
     after(() => o.close());
+    const target = await withLocalRefs(o);
     const ctl = new AbortController();
     // Two 5 MiB parts go up, the third is being read when the push is interrupted.
     const err = await caught(
-      push(abortingAfter(a, 11 * MiB, ctl), o, 'team/big', { signal: ctl.signal, pieceBytes: MiB }),
+      push(abortingAfter(a, 11 * MiB, ctl), target, 'team/big', { signal: ctl.signal, pieceBytes: MiB }),
     );
     expect(isTensorFSError(err) && err.code).toBe('cancelled');
     expect(await o.lacks([blob])).toEqual([blob]);
@@ -200,7 +215,7 @@ describe('multipart uploads to S3 (moto_server)', () => {
     const first = proxy.sent();
     expect(first).toBeGreaterThan(10 * MiB);
 
-    const r = await push(a, o, 'team/big', { pieceBytes: MiB });
+    const r = await push(a, target, 'team/big', { pieceBytes: MiB });
     const second = proxy.sent() - first;
     // Parts 3 and 4 (6 MiB + 4321 B), plus requests and headers; never the first 10 MiB again.
     expect(second).toBeGreaterThan(6 * MiB);
@@ -208,13 +223,14 @@ describe('multipart uploads to S3 (moto_server)', () => {
     expect(r.bytes.sent).toBeLessThan(7 * MiB);
     expect(await uploadsOf('resume/')).toEqual([]);
     const b = await newStore();
-    await pull(b, o, 'team/big');
+    await pull(b, target, 'team/big');
     expect(same(await b.readObject(blob, { verify: true }), bytes)).toBe(true);
   });
 
   it('bytes that do not hash to the id abort the upload: `corrupt`, no object, no upload left', async () => {
-    const o = new S3Origin(`s3://${moto.bucket}/lying`, {
-      env: moto.env,
+    const o = new S3Origin(`s3://${s3.bucket}/lying`, {
+      env: s3.env,
+      refsElsewhere: true,
       multipart: { thresholdBytes: 5 * MiB, partBytes: 5 * MiB },
     });
     after(() => o.close());
@@ -232,5 +248,68 @@ describe('multipart uploads to S3 (moto_server)', () => {
     expect(isTensorFSError(err) && err.code).toBe('corrupt');
     expect(await o.lacks([id])).toEqual([id]);
     expect(await uploadsOf('lying/')).toEqual([]);
+  });
+
+  /** A client on the service recording each completion (with per-part checksums or not), and `tamper` applied to it. */
+  const recordingClient = (tamper?: (parts: { ETag?: string }[]) => void) => {
+    const seen: string[] = [];
+    const client = new S3Client(s3ConfigFromEnv(s3.env));
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'CompleteMultipartUploadCommand') {
+          const input = args.input as { MultipartUpload?: { Parts?: { ETag?: string; ChecksumSHA256?: string }[] } };
+          const parts = input.MultipartUpload?.Parts ?? [];
+          seen.push(parts.every((p) => p.ChecksumSHA256) ? 'with checksums' : 'without');
+          tamper?.(parts);
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'recordCompletions' },
+    );
+    after(() => client.destroy());
+    return { client, seen };
+  };
+  const blobWriter = (o: S3Origin, bytes: Uint8Array) =>
+    o.write(idOf(bytes), bytes.length, (s = 0, e = bytes.length) =>
+      (async function* () {
+        yield bytes.subarray(s, e);
+      })(),
+    );
+
+  it('per-part checksums where the service takes them, none where it refuses them, learned once', async () => {
+    const { client, seen } = recordingClient();
+    const o = new S3Origin(`s3://${s3.bucket}/checksums`, {
+      client,
+      refsElsewhere: true,
+      multipart: { thresholdBytes: 5 * MiB, partBytes: 5 * MiB },
+    });
+    const one = bytesOf(6 * MiB, 11);
+    const two = bytesOf(6 * MiB + 5, 12);
+    await blobWriter(o, one);
+    await blobWriter(o, two);
+    // Swift's s3api answers per-part checksums with 400 MalformedXML: the completion goes again
+    // without them, and every later upload to that service goes without them.
+    expect(seen).toEqual(
+      kind === 'swift' ? ['with checksums', 'without', 'without'] : ['with checksums', 'with checksums'],
+    );
+    expect(await o.lacks([idOf(one), idOf(two)])).toEqual([]);
+    expect(await uploadsOf('checksums/')).toEqual([]);
+  });
+
+  it('a completion the service refuses aborts its upload: `unsupported`, never invalid_argument', async () => {
+    const { client } = recordingClient((parts) => {
+      for (const p of parts) p.ETag = '"00000000000000000000000000000000"';
+    });
+    const o = new S3Origin(`s3://${s3.bucket}/refused`, {
+      client,
+      refsElsewhere: true,
+      multipart: { thresholdBytes: 5 * MiB, partBytes: 5 * MiB },
+    });
+    const bytes = bytesOf(6 * MiB, 13);
+    const err = await caught(blobWriter(o, bytes));
+    expect(isTensorFSError(err) && err.code).toBe('unsupported');
+    expect(isTensorFSError(err) && err.details.rule).toBe('s3.InvalidPart');
+    expect(await o.lacks([idOf(bytes)])).toEqual([idOf(bytes)]);
+    expect(await uploadsOf('refused/')).toEqual([]);
   });
 });

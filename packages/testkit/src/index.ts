@@ -11,7 +11,18 @@ export { MemoryStore } from './memory-store.js';
 export { blobEntry } from './manifest.js';
 export { safetensorsBytes, type StTensor } from './safetensors.js';
 export { freePort, startMoto, type Moto } from './moto.js';
-export { startSwift, type Swift, type SwiftOptions, SWIFT_ACCESS_KEY, SWIFT_SECRET } from './swift.js';
+export {
+  startSwift,
+  startS3,
+  S3_KINDS,
+  type S3Kind,
+  type S3Service,
+  type Swift,
+  type SwiftOptions,
+  SWIFT_ACCESS_KEY,
+  SWIFT_SECRET,
+  SWIFT_UNPRIVILEGED_KEY,
+} from './swift.js';
 export {
   startFakeHub,
   fakeHubFixture,

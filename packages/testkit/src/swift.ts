@@ -4,7 +4,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { freePort } from './moto.js';
+import { freePort, startMoto } from './moto.js';
 
 const run = promisify(execFile);
 
@@ -14,6 +14,8 @@ const PY = '/usr/bin/python3';
 /** The S3 key pair tempauth knows (`user_test_tester = testing .admin`): access key `test:tester`. */
 export const SWIFT_ACCESS_KEY = 'test:tester';
 export const SWIFT_SECRET = 'testing';
+/** A second tempauth user (same secret) without rights on the bucket: its requests are `AccessDenied`. */
+export const SWIFT_UNPRIVILEGED_KEY = 'test:reader';
 
 /** A running all-in-one OpenStack Swift with its `s3api` middleware, one bucket, and the AWS environment for it. */
 export interface Swift {
@@ -105,6 +107,8 @@ function proxyConf(dir: string, port: number, memcached: number): string {
     '[filter:tempauth]',
     'use = egg:swift#tempauth',
     `user_test_tester = ${SWIFT_SECRET} .admin`,
+    // A user of the same account without the admin role: signs correctly, may touch nothing.
+    `user_test_reader = ${SWIFT_SECRET}`,
     '[filter:s3api]',
     'use = egg:swift#s3api',
     '[filter:cache]',
@@ -265,4 +269,23 @@ async function createBucket(endpoint: string, bucket: string): Promise<number> {
   });
   await r.arrayBuffer();
   return r.status;
+}
+
+/** The S3 implementations the tests run against. */
+export type S3Kind = 'moto' | 'swift';
+/** The S3 services the shared S3 suites are parametrized over. */
+export const S3_KINDS: readonly S3Kind[] = ['moto', 'swift'];
+
+/** A running S3 service of either kind. */
+export interface S3Service {
+  kind: S3Kind;
+  env: NodeJS.ProcessEnv;
+  bucket: string;
+  stop(): Promise<unknown>;
+}
+
+/** Starts moto or Swift with `bucket`. */
+export async function startS3(kind: S3Kind, bucket: string): Promise<S3Service> {
+  const s = kind === 'moto' ? await startMoto(bucket) : await startSwift(bucket);
+  return { kind, env: s.env, bucket: s.bucket, stop: () => s.stop() };
 }
