@@ -163,6 +163,27 @@ describe('tfs push / pull', () => {
       running.push(hub);
       await pullAndCheck(hub.url);
     });
+
+    it("stderr carries only TensorFS's lines: no SDK Node-version warning, no abort-listener warning", async () => {
+      // Forty objects: pushes run sixteen requests at once under one signal.
+      const files = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`f${i}.bin`, rnd(3000 + i, 50 + i)]));
+      const src = temp();
+      for (const [f, b] of Object.entries(files)) writeFileSync(join(src, f), b);
+      const a = join(temp(), 'a');
+      expect(tfsSync(['import', src, '--name', 'team/many', '--store', a]).code).toBe(0);
+      const p = await tfs(['push', 's3://tfs-cli/quiet', 'team/many', '--store', a], moto.env);
+      expect(p.code, p.stderr).toBe(0);
+      expect(p.stderr).toBe('');
+      const q = await tfs(['pull', 's3://tfs-cli/quiet', 'team/many', '--store', join(temp(), 'b')], moto.env);
+      expect(q.code, q.stderr).toBe(0);
+      expect(q.stderr).toBe('');
+    });
+
+    it('a pull from a missing bucket names the bucket, not a missing ref', async () => {
+      const q = await tfs(['pull', 's3://tfs-no-bucket/x', 'team/model', '--store', join(temp(), 'b')], moto.env);
+      expect(q.code).toBe(6);
+      expect(q.stderr).toBe('error[not_found]: s3 origin: read ref failed: bucket tfs-no-bucket does not exist\n');
+    });
   });
 });
 

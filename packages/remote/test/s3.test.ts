@@ -119,27 +119,37 @@ describe('S3 origin (moto_server)', () => {
     expect(await code(o1.setRef('elsewhere/model', other, undefined))).toBe('denied');
   });
 
-  it('refuses to move refs where the service ignores conditional writes', async () => {
-    // A client whose middleware strips the conditions stands in for a service that ignores them.
+  /** A client on moto whose middleware strips `headers` from every request: a service that ignores them. */
+  const ignoring = (headers: string[]) => {
     const client = new S3Client({ ...s3ConfigFromEnv(moto.env) });
     client.middlewareStack.add(
       (next) => async (args) => {
         const req = args.request as { headers?: Record<string, string> };
-        if (req.headers) {
-          delete req.headers['if-none-match'];
-          delete req.headers['if-match'];
-        }
+        if (req.headers) for (const h of headers) delete req.headers[h];
         return next(args);
       },
       { step: 'build', name: 'dropConditions' },
     );
     after(() => client.destroy());
-    const o = new S3Origin(`s3://${moto.bucket}/ignoring${++n}`, { client });
+    return client;
+  };
+
+  it.each([
+    [['if-none-match', 'if-match'], 'If-None-Match: *'],
+    [['if-match'], 'If-Match'],
+  ])('refuses a push before any upload where the service ignores %j', async (headers, missing) => {
+    const where = `ignoring${++n}`;
+    const o = new S3Origin(`s3://${moto.bucket}/${where}`, { client: ignoring(headers) });
     const { store: a } = await storeWith('team/model');
     const err = await push(a, o, 'team/model').catch((e) => e);
     expect(isTensorFSError(err) && err.code).toBe('unsupported');
     expect(err.details.rule).toBe('s3.no_conditional_writes');
+    expect(err.details.missing).toBe(missing);
+    expect(err.message).toContain(`ignores ${missing}`);
+    expect(err.message).toContain(`tfs serve --objects s3://${moto.bucket}/${where}/ --refs DIR`);
     expect(await o.getRef('team/model')).toBeNull();
+    // Nothing was uploaded: not one object, and the probe cleaned up after itself.
+    expect(await keysUnder(moto.env, moto.bucket, `${where}/`)).toEqual([]);
   });
 });
 
