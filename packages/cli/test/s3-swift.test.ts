@@ -113,7 +113,10 @@ describe('tfs against Swift s3api', () => {
     const bigId = idOf(big);
     const a = storeWith('team/big', { 'model.bin': big, 'config.json': bytesOf(200, 3) });
     const dir = temp();
-    writeFileSync(join(dir, 'tokens.json'), JSON.stringify({ tokens: [{ token: TOKEN, read: ['*'], write: ['team/*'] }] }));
+    writeFileSync(
+      join(dir, 'tokens.json'),
+      JSON.stringify({ tokens: [{ token: TOKEN, read: ['*'], write: ['team/*'] }] }),
+    );
     const hub = serve(
       ['--objects', `s3://${BUCKET}/models`, '--refs', join(dir, 'refs'), '--tokens', join(dir, 'tokens.json')],
       swift.env,
