@@ -1,7 +1,7 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { freePort, startMoto } from './moto.js';
@@ -67,7 +67,9 @@ function serverConf(kind: string, dir: string, devices: string, port: number): s
     'mount_check = false',
     'bind_ip = 127.0.0.1',
     `bind_port = ${port}`,
+    // One process (no fork, so no switch to the `swift` user), as whoever runs the tests.
     'workers = 0',
+    `user = ${userInfo().username}`,
     `swift_dir = ${dir}`,
     'log_level = WARNING',
     '[pipeline:main]',
@@ -97,6 +99,7 @@ function proxyConf(dir: string, port: number, memcached: number): string {
     'bind_ip = 127.0.0.1',
     `bind_port = ${port}`,
     'workers = 0',
+    `user = ${userInfo().username}`,
     `swift_dir = ${dir}`,
     'log_level = WARNING',
     '[pipeline:main]',
