@@ -546,6 +546,10 @@ class RecordsView implements TensorView {
   readonly byteOffset = 0;
   readonly aligned = true;
   readonly digests: readonly ObjectId[];
+  readonly storage = 'plain' as const;
+  readonly encoding = null;
+  readonly parts = {};
+  readonly component: string;
   constructor(
     private readonly store: Store,
     like: TensorView,
@@ -561,6 +565,10 @@ class RecordsView implements TensorView {
     this.blockSize = like.blockSize;
     this.typeSize = like.typeSize;
     this.digests = records.map((r) => r.digest);
+    this.component = like.component;
+  }
+  part(role: string): TensorView {
+    throw new TensorFSError('not_found', 'a plain tensor has no parts', { details: { tensor: this.name, role } });
   }
   async *pieces(options: { signal?: AbortSignal } = {}): AsyncIterable<Uint8Array> {
     for (const r of this.records) {

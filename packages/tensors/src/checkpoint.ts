@@ -21,30 +21,62 @@ import {
   throwIfAborted,
 } from '@tensorfs/format';
 import { readDecoded, readDecodedInto } from './decoded.js';
-import { type ReadOptions, StoredTensorView, type TensorView, type ViewFile } from './view.js';
+import type { ReadOptions, TensorEncoding, TensorPart, TensorView } from './tensor.js';
+import { StoredTensorView, type ViewFile } from './view.js';
 
-/** An encoding as a view shows it: scheme, params and each part's dtype and shape. */
-export interface CheckpointTensorEncoding {
-  readonly scheme: string;
-  readonly params: JsonValue;
-  readonly parts: Readonly<Record<string, { readonly dtype: string; readonly shape: readonly bigint[] }>>;
-}
+/** An encoding as a view shows it (see {@link TensorEncoding}). */
+export type CheckpointTensorEncoding = TensorEncoding;
 
 /**
- * One tensor of a checkpoint component. A plain tensor reads like any {@link TensorView}; an
- * encoded one has no bytes of its own (`read` is `unsupported`): read its parts with {@link part},
- * or its values with `read({ decode: true, dtype? })` / `readInto(…, { decode: true })` (the
- * scheme's decoder; `unsupported` for a scheme it does not know).
+ * One tensor of a checkpoint component: a {@link TensorView} (its {@link TensorView.storage} says
+ * plain or encoded). A plain tensor reads like any view; an encoded one reports its logical dtype
+ * and shape, its parts and their records (its `records` and `byteLength` are theirs), its plain `read`/`readInto`/`pieces` are
+ * `unsupported` (rule `tensors.encoded`): read its parts with {@link part}, or its values with
+ * `read({ decode: true, dtype? })` / `readInto(…, { decode: true })` (the scheme's decoder;
+ * `unsupported` for a scheme it does not know).
  */
 export interface CheckpointTensorView extends TensorView {
-  /** The component the tensor belongs to. */
-  readonly component: string;
-  /** `null` for a plain tensor; else the scheme, params and parts. */
-  readonly encoding: CheckpointTensorEncoding | null;
-  /** Every record of the tensor (of all parts, in role order, for an encoded one). */
+  /** Every record of the tensor (of all parts, in role order, for an encoded one): its `records`. */
   readonly allRecords: readonly RecordRef[];
   /** A part of an encoded tensor, as a plain view. @throws {TensorFSError} `not_found` */
   part(role: string): CheckpointTensorView;
+}
+
+/**
+ * Tensors by name, in order: a `ReadonlyMap` whose `get` returns the view or throws `not_found`
+ * (as every `get` of a model does), never `undefined`.
+ */
+export interface TensorMap<V extends TensorView = TensorView> extends ReadonlyMap<string, V> {
+  /** The tensor called `name`. @throws {TensorFSError} `not_found` */
+  get(name: string): V;
+}
+
+/** A {@link TensorMap}. @internal */
+export class StrictTensorMap<V extends TensorView> extends Map<string, V> implements TensorMap<V> {
+  constructor(
+    entries: Iterable<readonly [string, V]>,
+    private readonly where: Readonly<Record<string, unknown>>,
+    /** Names several files of a snapshot component have, with those files. */
+    private readonly ambiguous: ReadonlyMap<string, readonly string[]> = new Map(),
+  ) {
+    super(entries);
+  }
+
+  override get(name: string): V {
+    const files = this.ambiguous.get(name);
+    if (files !== undefined) {
+      throw new TensorFSError('invalid_argument', 'several files have a tensor of this name; say which file', {
+        details: { rule: 'tensors.ambiguous_tensor', tensor: name, ...this.where, files: [...files] },
+      });
+    }
+    const found = super.get(name);
+    if (found === undefined) {
+      throw new TensorFSError('not_found', 'no such tensor', {
+        details: { rule: 'tensors.no_tensor', tensor: name, ...this.where },
+      });
+    }
+    return found;
+  }
 }
 
 /** A component of an opened checkpoint. */
@@ -52,8 +84,8 @@ export interface CheckpointComponentView {
   readonly name: string;
   readonly cls: string;
   readonly config: JsonValue;
-  /** The tensors in construction order, by name. */
-  readonly tensors: ReadonlyMap<string, CheckpointTensorView>;
+  /** The tensors in construction order, by name (`get` throws `not_found`). */
+  readonly tensors: TensorMap<CheckpointTensorView>;
   /** Asset names, sorted. */
   readonly assets: readonly string[];
   /** An asset's size in bytes. @throws {TensorFSError} `not_found` */
@@ -137,6 +169,12 @@ export async function openCheckpoint(
   return checkpoint;
 }
 
+/** Opens the checkpoint `id` names (known to be a checkpoint header). @internal */
+export async function openOpenedCheckpoint(store: Store, id: ObjectId): Promise<Checkpoint> {
+  const bytes = await store.readObject(id, { verify: true });
+  return new OpenedCheckpoint(store, id, bytes, decodeCheckpoint(bytes));
+}
+
 class OpenedCheckpoint implements Checkpoint {
   readonly pipeline: Checkpoint['pipeline'];
   readonly source: ObjectId | null;
@@ -172,7 +210,7 @@ class ComponentView implements CheckpointComponentView {
   readonly name: string;
   readonly cls: string;
   readonly config: JsonValue;
-  readonly tensors: ReadonlyMap<string, CheckpointTensorView>;
+  readonly tensors: TensorMap<CheckpointTensorView>;
   readonly assets: readonly string[];
   private readonly assetRecords: ReadonlyMap<string, readonly RecordRef[]>;
 
@@ -183,7 +221,10 @@ class ComponentView implements CheckpointComponentView {
     this.name = header.name;
     this.cls = header.cls;
     this.config = header.config;
-    this.tensors = new Map(header.tensors.map((t) => [t.name, tensorView(store, header.name, t)]));
+    this.tensors = new StrictTensorMap(
+      header.tensors.map((t) => [t.name, tensorView(store, header.name, t)] as const),
+      { component: header.name },
+    );
     this.assets = header.assets.map((a) => a.name);
     this.assetRecords = new Map(header.assets.map((a) => [a.name, a.records]));
   }
@@ -223,17 +264,9 @@ class ComponentView implements CheckpointComponentView {
 
 /** A view over a plain tensor's (or part's) records. */
 class PlainView extends StoredTensorView implements CheckpointTensorView {
-  readonly encoding = null;
   readonly allRecords: readonly RecordRef[];
 
-  constructor(
-    readonly component: string,
-    file: ViewFile,
-    name: string,
-    dtype: string,
-    shape: readonly number[],
-    records: readonly RecordRef[],
-  ) {
+  constructor(file: ViewFile, name: string, dtype: string, shape: readonly number[], records: readonly RecordRef[]) {
     const byteLength = records.reduce((n, r) => n + r.length, 0);
     super(file, {
       name,
@@ -248,22 +281,29 @@ class PlainView extends StoredTensorView implements CheckpointTensorView {
     this.allRecords = this.records;
   }
 
-  part(role: string): CheckpointTensorView {
-    throw new TensorFSError('not_found', 'a plain tensor has no parts', { details: { tensor: this.name, role } });
+  override part(role: string): CheckpointTensorView {
+    throw new TensorFSError('not_found', 'a plain tensor has no parts', {
+      details: { rule: 'tensors.no_part', component: this.component, tensor: this.name, role },
+    });
   }
 }
 
-/** An encoded tensor: metadata and parts; its own bytes need the scheme's decoder. */
+/**
+ * An encoded tensor: its logical dtype and shape, its parts' records and lengths; its values need
+ * the scheme's decoder (`decode`), its stored form is the parts.
+ */
 class EncodedView extends StoredTensorView implements CheckpointTensorView {
-  readonly encoding: CheckpointTensorEncoding;
+  override readonly storage = 'encoded' as const;
+  override readonly encoding: TensorEncoding;
+  override readonly parts: Readonly<Record<string, TensorPart>>;
   readonly allRecords: readonly RecordRef[];
-  private readonly parts: ReadonlyMap<string, PlainView>;
+  private readonly partViews: ReadonlyMap<string, PlainView>;
 
   constructor(
-    readonly component: string,
     file: ViewFile,
     tensor: Extract<CheckpointTensor, { encoding: object }>,
     parts: ReadonlyMap<string, PlainView>,
+    records: readonly RecordRef[],
   ) {
     super(file, {
       name: tensor.name,
@@ -272,10 +312,10 @@ class EncodedView extends StoredTensorView implements CheckpointTensorView {
       blockSize: 1,
       typeSize: safetensorsDtype(tensor.dtype)!.bits / 8,
       byteOffset: 0,
-      byteLength: 0,
-      records: [],
+      byteLength: records.reduce((n, r) => n + r.length, 0),
+      records,
     });
-    this.parts = parts;
+    this.partViews = parts;
     this.encoding = Object.freeze({
       scheme: tensor.encoding.scheme,
       params: tensor.encoding.params,
@@ -283,14 +323,22 @@ class EncodedView extends StoredTensorView implements CheckpointTensorView {
         Object.fromEntries([...parts].map(([role, p]) => [role, Object.freeze({ dtype: p.dtype, shape: p.shape })])),
       ),
     });
-    this.allRecords = Object.freeze([...parts.values()].flatMap((p) => [...p.records]));
+    this.parts = Object.freeze(
+      Object.fromEntries(
+        [...parts].map(([role, p]) => [
+          role,
+          Object.freeze({ dtype: p.dtype, shape: p.shape, records: p.records, byteLength: p.byteLength }),
+        ]),
+      ),
+    );
+    this.allRecords = this.records;
   }
 
-  part(role: string): CheckpointTensorView {
-    const p = this.parts.get(role);
+  override part(role: string): CheckpointTensorView {
+    const p = this.partViews.get(role);
     if (p === undefined) {
       throw new TensorFSError('not_found', 'no such part in the encoded tensor', {
-        details: { component: this.component, tensor: this.name, role },
+        details: { rule: 'tensors.no_part', component: this.component, tensor: this.name, role },
       });
     }
     return p;
@@ -299,8 +347,16 @@ class EncodedView extends StoredTensorView implements CheckpointTensorView {
   private encoded(): TensorFSError {
     return new TensorFSError(
       'unsupported',
-      `tensor ${JSON.stringify(this.name)} is encoded (${this.encoding.scheme}): read its parts, or decode it`,
-      { details: { rule: 'cozytensors.encoded', tensor: this.name, scheme: this.encoding.scheme } },
+      `tensor ${JSON.stringify(this.name)} is encoded (${this.encoding.scheme}): its values need decode (read({ decode: true }), tfs cat --decode); its stored form is its parts (part(role), name#role)`,
+      {
+        details: {
+          rule: 'tensors.encoded',
+          component: this.component,
+          tensor: this.name,
+          scheme: this.encoding.scheme,
+          parts: Object.keys(this.encoding.parts),
+        },
+      },
     );
   }
 
@@ -326,11 +382,12 @@ class EncodedView extends StoredTensorView implements CheckpointTensorView {
   }
 }
 
-function fileOf(store: Store, path: string, records: readonly RecordRef[]): ViewFile {
+function fileOf(store: Store, component: string, path: string, records: readonly RecordRef[]): ViewFile {
   const sources = new Map<boolean, ReturnType<Store['recordsSource']>>();
   return {
     store,
     path,
+    component,
     format: 'safetensors',
     source(verify) {
       let source = sources.get(verify);
@@ -343,15 +400,16 @@ function fileOf(store: Store, path: string, records: readonly RecordRef[]): View
 function tensorView(store: Store, component: string, t: CheckpointTensor): CheckpointTensorView {
   const path = `${component}/${t.name}`;
   if (t.records !== undefined) {
-    return new PlainView(component, fileOf(store, path, t.records), t.name, t.dtype, t.shape, t.records);
+    return new PlainView(fileOf(store, component, path, t.records), t.name, t.dtype, t.shape, t.records);
   }
   const parts = new Map<string, PlainView>();
   for (const [role, p] of Object.entries(t.encoding.parts)) {
     const partPath = `${path}#${role}`;
     parts.set(
       role,
-      new PlainView(component, fileOf(store, partPath, p.records), `${t.name}#${role}`, p.dtype, p.shape, p.records),
+      new PlainView(fileOf(store, component, partPath, p.records), `${t.name}#${role}`, p.dtype, p.shape, p.records),
     );
   }
-  return new EncodedView(component, fileOf(store, path, []), t, parts);
+  const records = [...parts.values()].flatMap((p) => [...p.records]);
+  return new EncodedView(fileOf(store, component, path, records), t, parts, records);
 }

@@ -13,21 +13,13 @@ import {
   f16Table32,
   importGgufTensor,
 } from '@tensorfs/format/encodings';
-import type { ReadOptions, TensorView } from './view.js';
+import type { ReadOptions, TensorEncoding, TensorView } from './tensor.js';
 
-/** A checkpoint tensor stored encoded (structurally: `encoding` and `part`, as `CheckpointTensorView` has). */
-interface EncodedTensorView extends TensorView {
-  readonly encoding: {
-    readonly scheme: string;
-    readonly params: Encoded['params'];
-    readonly parts: Readonly<Record<string, { readonly dtype: string; readonly shape: readonly bigint[] }>>;
-  };
-  part(role: string): TensorView;
-}
+/** An encoded tensor: {@link TensorView.storage} `encoded`, with its encoding. */
+type EncodedTensorView = TensorView & { readonly storage: 'encoded'; readonly encoding: TensorEncoding };
 
 function encodedView(view: TensorView): EncodedTensorView | undefined {
-  const v = view as Partial<EncodedTensorView>;
-  return v.encoding !== null && typeof v.encoding === 'object' && typeof v.part === 'function'
+  return view.storage === 'encoded' && view.encoding !== null && typeof view.part === 'function'
     ? (view as EncodedTensorView)
     : undefined;
 }
@@ -54,7 +46,7 @@ export async function readEncoding(view: TensorView, options: ReadOptions = {}):
       configurable: true,
     });
   }
-  return { scheme: ev.encoding.scheme, params: ev.encoding.params, parts };
+  return { scheme: ev.encoding.scheme, params: ev.encoding.params as Encoded['params'], parts };
 }
 
 function withTensor(err: unknown, view: TensorView): unknown {

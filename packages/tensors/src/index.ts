@@ -42,7 +42,23 @@ export {
   type TensorFileInfo,
   type TensorSet,
 } from './open.js';
-export { RANGE_PIECE_BYTES, type ReadOptions, type TensorFormat, type TensorView } from './view.js';
+export {
+  RANGE_PIECE_BYTES,
+  type ReadOptions,
+  type TensorEncoding,
+  type TensorFormat,
+  type TensorPart,
+  type TensorStorage,
+  type TensorView,
+} from './view.js';
+export {
+  type Model,
+  type ModelComponent,
+  type ModelKind,
+  modelKind,
+  type OpenModelOptions,
+  openModel,
+} from './model.js';
 export { type InheritOptions, type TensorData, TensorWriter, type TensorWriterOptions } from './writer.js';
 export {
   type Checkpoint,
@@ -51,6 +67,7 @@ export {
   type CheckpointTensorView,
   type OpenCheckpointOptions,
   openCheckpoint,
+  type TensorMap,
 } from './checkpoint.js';
 export {
   type CheckpointCommit,

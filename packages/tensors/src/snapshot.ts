@@ -4,6 +4,8 @@ import {
   type ManifestEntry,
   type ManifestFileEntry,
   type ObjectId,
+  isCheckpointHeader,
+  isTensorFSError,
   TensorFSError,
 } from '@tensorfs/format';
 
@@ -24,7 +26,19 @@ export class SnapshotTree {
   /** Resolves a ref name or an id and loads its manifest. */
   static async load(store: Store, refOrId: string): Promise<SnapshotTree> {
     const id = await store.resolve(refOrId);
-    return new SnapshotTree(id, await store.getManifest(id));
+    try {
+      return new SnapshotTree(id, await store.getManifest(id));
+    } catch (error) {
+      // A well-formed checkpoint is not a bad manifest: say what it is and which door opens it.
+      if (isTensorFSError(error) && error.code === 'malformed' && (await isCheckpointObject(store, id))) {
+        throw new TensorFSError(
+          'invalid_argument',
+          'this ref names a checkpoint, not a snapshot (open it with openModel or openCheckpoint)',
+          { details: { rule: 'tensors.not_snapshot', ref: refOrId, id }, cause: error },
+        );
+      }
+      throw error;
+    }
   }
 
   /** Every file entry, in manifest (path) order. */
@@ -51,6 +65,15 @@ export class SnapshotTree {
     throw new TensorFSError('limit_exceeded', 'too many symlinks while resolving a snapshot path', {
       details: { path, limit: MAX_SYMLINK_HOPS },
     });
+  }
+}
+
+/** True when object `id` starts with the cozytensors magic. */
+async function isCheckpointObject(store: Store, id: ObjectId): Promise<boolean> {
+  try {
+    return isCheckpointHeader(await store.readObjectRange(id, 0, 4));
+  } catch {
+    return false;
   }
 }
 

@@ -2,7 +2,6 @@ import type { Store } from '@tensorfs/cas';
 import { checkBytes, checkCount, checkOptions } from './args.js';
 import {
   type ByteSource,
-  type ContainerFormat,
   canReadInto,
   readInto,
   type ObjectId,
@@ -14,76 +13,9 @@ import {
   toTensorFSError,
 } from '@tensorfs/format';
 import { readDecoded, readDecodedInto } from './decoded.js';
+import type { ReadOptions, TensorEncoding, TensorFormat, TensorPart, TensorStorage, TensorView } from './tensor.js';
 
-/** The container a tensor lives in: a format of `@tensorfs/format`'s codec table. */
-export type TensorFormat = ContainerFormat;
-
-/** Options of every tensor read. */
-export interface ReadOptions {
-  /**
-   * Rehash every object read and fail with `corrupt` on a digest mismatch (one SHA-256 per byte,
-   * about 1.1 GiB/s a core). Lengths are always checked.
-   * @default false
-   */
-  verify?: boolean;
-  /** Cancels the read (`cancelled`). */
-  signal?: AbortSignal;
-  /**
-   * Read the tensor's values instead of its stored bytes: GGML block types decoded, F32/F16/BF16
-   * converted, as little-endian `dtype` (see `readDecoded`).
-   * @default false
-   */
-  decode?: boolean;
-  /** With `decode`: the output dtype (default F32 for block types, else the stored dtype). */
-  dtype?: 'F32' | 'F16' | 'BF16';
-}
-
-/** One tensor of a stored safetensors or GGUF file, read straight from the store's objects. */
-export interface TensorView {
-  /** The tensor's name in its file. */
-  readonly name: string;
-  /** The snapshot path of the file holding the tensor's bytes (the shard, for a sharded model). */
-  readonly file: string;
-  /** The container format of that file. */
-  readonly format: TensorFormat;
-  /** The byte order of the stored elements: `big` only in a big-endian GGUF file. */
-  readonly byteOrder?: 'little' | 'big';
-  /** The safetensors dtype (`F32`, `BF16`, ...) or the ggml type name (`F16`, `Q4_K`, ...). */
-  readonly dtype: string;
-  /** The shape, row-major (outermost dimension first), for GGUF too. */
-  readonly shape: readonly bigint[];
-  /** Elements per block (1 for plain dtypes; 32 or 256 for ggml block types). */
-  readonly blockSize: number;
-  /** Bytes per block (the element size for plain dtypes; may be fractional for sub-byte safetensors dtypes). */
-  readonly typeSize: number;
-  /** Where the tensor's bytes start in its file. */
-  readonly byteOffset: number;
-  /** The tensor's length in bytes. */
-  readonly byteLength: number;
-  /**
-   * True when the tensor's bytes are exactly a run of whole records (the planner's tensor-aligned
-   * profiles): its objects are its own and {@link TensorView.digests} lists them. False for files
-   * stored whole (`blob-v1`) or cut on another grid: reads then go through byte ranges of the records.
-   */
-  readonly aligned: boolean;
-  /** The tensor's records, in order (empty when not {@link TensorView.aligned}, or for an empty tensor). */
-  readonly records: readonly RecordRef[];
-  /** The tensor's objects, in order (the digests of {@link TensorView.records}). */
-  readonly digests: readonly ObjectId[];
-  /**
-   * The tensor's bytes, one `Uint8Array` per object in order (pieces of at most 64 MiB for a tensor
-   * that is not aligned). Every piece is length-checked before it is yielded.
-   * @throws {TensorFSError} `not_found` (an object is missing), `corrupt` (wrong length, or digest with `verify`), `cancelled`.
-   */
-  pieces(options?: ReadOptions): AsyncIterable<Uint8Array>;
-  /** The tensor's bytes in one buffer. A tensor of one object is returned without a copy. */
-  read(options?: ReadOptions): Promise<Uint8Array>;
-  /**
-   * Reads the tensor's bytes into `buffer` at `offset` and returns the filled subarray.
-   * @throws {TensorFSError} `invalid_argument` if the buffer is too small.
-   */
-  readInto(buffer: Uint8Array, offset?: number, options?: ReadOptions): Promise<Uint8Array>;
-}
+export type { ReadOptions, TensorEncoding, TensorFormat, TensorPart, TensorStorage, TensorView } from './tensor.js';
 
 /** The largest piece a tensor that is not record-aligned is read in (the planner's grid). */
 export const RANGE_PIECE_BYTES = RECORD_GRID_BYTES;
@@ -102,6 +34,8 @@ export interface ViewFile {
   readonly format: TensorFormat;
   /** The byte order of the file's tensor data (big only for a big-endian GGUF file). */
   readonly byteOrder?: 'little' | 'big';
+  /** The component of the file's tensors (default: {@link componentOfPath} of `path`). */
+  readonly component?: string;
   /**
    * A byte source over the file's whole record list, shared by the file's views (so an object
    * rehashed under `verify` is rehashed once, not once per tensor).
@@ -122,8 +56,23 @@ export interface ViewFacts {
   readonly records: readonly RecordRef[] | null;
 }
 
-/** A {@link TensorView} over a stored file. @internal */
+/**
+ * The component of a snapshot file's tensors: its top folder (a Diffusers component), or `model`
+ * for a file at the root, as `convert` names the components of a snapshot it converts.
+ */
+export function componentOfPath(path: string): string {
+  const slash = path.indexOf('/');
+  return slash < 0 ? 'model' : path.slice(0, slash);
+}
+
+const NO_PARTS: Readonly<Record<string, TensorPart>> = Object.freeze({});
+
+/** A plain {@link TensorView} over a stored file. @internal */
 export class StoredTensorView implements TensorView {
+  readonly storage: TensorStorage = 'plain';
+  readonly encoding: TensorEncoding | null = null;
+  readonly parts: Readonly<Record<string, TensorPart>> = NO_PARTS;
+  readonly component: string;
   readonly name: string;
   readonly file: string;
   readonly format: TensorFormat;
@@ -143,6 +92,7 @@ export class StoredTensorView implements TensorView {
     facts: ViewFacts,
   ) {
     this.name = facts.name;
+    this.component = owner.component ?? componentOfPath(owner.path);
     this.file = owner.path;
     this.format = owner.format;
     this.byteOrder = owner.byteOrder ?? 'little';
@@ -155,6 +105,12 @@ export class StoredTensorView implements TensorView {
     this.aligned = facts.records !== null;
     this.records = Object.freeze([...(facts.records ?? [])]);
     this.digests = Object.freeze(this.records.map((r) => r.digest));
+  }
+
+  part(role: string): TensorView {
+    throw new TensorFSError('not_found', 'a plain tensor has no parts', {
+      details: { rule: 'tensors.no_part', tensor: this.name, role },
+    });
   }
 
   pieces(options: ReadOptions = {}): AsyncIterable<Uint8Array> {
@@ -281,6 +237,11 @@ export function retyped(
   if (dtype === view.dtype && shape.length === view.shape.length && shape.every((d, i) => BigInt(d) === view.shape[i]))
     return view;
   return {
+    storage: view.storage,
+    component: view.component,
+    encoding: view.encoding,
+    parts: view.parts,
+    part: view.part.bind(view),
     name: view.name,
     file: view.file,
     format: view.format,

@@ -86,6 +86,13 @@ function view(t: { name: string; dtype: string; shape: number[]; bytes: Uint8Arr
     name: t.name,
     file: 'model.safetensors',
     format: 'safetensors',
+    storage: 'plain',
+    component: 'model',
+    encoding: null,
+    parts: {},
+    part: () => {
+      throw new Error('no parts');
+    },
     dtype: t.dtype,
     shape: t.shape.map(BigInt),
     blockSize: 1,

@@ -11,7 +11,7 @@ import type { Argv } from 'yargs';
 import { defineCommand } from '../command.js';
 import type { CommandContext, GlobalArgs } from '../context.js';
 import { formatBytes } from '../progress.js';
-import { checkpointLines, inspectCheckpoint, isCheckpoint } from './checkpoint.js';
+import { checkpointLines, inspectCheckpoint, isCheckpoint } from './checkpoint-view.js';
 import { defaultHfRef, importFromHub, isHfSource, sourceLine } from './hf.js';
 import { SPECS } from './specs.js';
 

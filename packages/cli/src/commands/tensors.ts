@@ -24,7 +24,7 @@ import { defineCommand } from '../command.js';
 import type { CommandContext, GlobalArgs } from '../context.js';
 import type { Argv } from 'yargs';
 import { formatBytes } from '../progress.js';
-import { checkpointTensorRows, isCheckpoint } from './checkpoint.js';
+import { checkpointTensorRows, isCheckpoint } from './checkpoint-view.js';
 import { fetchingStore } from './remote.js';
 import type { FetchingStore } from '@tensorfs/remote';
 import { SPECS } from './specs.js';
