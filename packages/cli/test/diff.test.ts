@@ -139,3 +139,49 @@ describe('tfs diff', () => {
     expect(r.code).not.toBe(0);
   });
 });
+
+describe('tfs diff pairs tensors by the model names', () => {
+  let dir: string;
+  let storeDir: string;
+  const tfs = (argv: string[]) => run([...argv, '--store', storeDir]);
+
+  beforeAll(async () => {
+    dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'tensorfs-cli-diff-names-'));
+    storeDir = path.join(dir, 'store');
+    for (const name of ['base', 'tuned']) {
+      await fsp.mkdir(path.join(dir, name));
+      await fsp.copyFile(path.join(SAMPLE, 'model.safetensors'), path.join(dir, name, `${name}.safetensors`));
+    }
+  });
+  afterAll(() => fsp.rm(dir, { recursive: true, force: true }));
+
+  it('the same model saved under another file name is no tensor change', async () => {
+    for (const name of ['base', 'tuned']) {
+      expect((await tfs(['import', path.join(dir, name), '--name', name, '--threads', '1'])).code).toBe(0);
+    }
+    const r = await tfs(['diff', 'base', 'tuned']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout.trimEnd().split('\n').slice(2)).toEqual([
+      'file removed base.safetensors',
+      'file added tuned.safetensors',
+      'tensors: 0 changed, 0 renamed, 0 removed, 0 added, 8 unchanged',
+      expect.stringMatching(/^pull of b with a: 1 objects, /),
+    ]);
+  });
+
+  it('a snapshot against the checkpoint converted from it is 0 changed, both ways', async () => {
+    expect((await tfs(['import', path.join(SAMPLE, 'diffusers'), '--name', 'sd', '--threads', '1'])).code).toBe(0);
+    expect((await tfs(['convert', 'sd', '--name', 'sd-ckpt', '--threads', '1'])).code).toBe(0);
+    for (const [a, b] of [
+      ['sd', 'sd-ckpt'],
+      ['sd-ckpt', 'sd'],
+    ]) {
+      const r = await tfs(['diff', a!, b!, '--json']);
+      expect(r.code).toBe(0);
+      expect(JSON.parse(r.stdout).tensors).toEqual({ added: [], removed: [], changed: [], renamed: [], unchanged: 6 });
+    }
+    const line = (await tfs(['diff', 'sd', 'sd-ckpt'])).stdout.trimEnd().split('\n');
+    expect(line).toContain('tensors: 0 changed, 0 renamed, 0 removed, 0 added, 6 unchanged');
+  });
+});

@@ -11,7 +11,6 @@ import type { Store } from '@tensorfs/cas';
 import {
   comparePaths,
   encodeManifest,
-  isCheckpointHeader,
   jsonInteger,
   type ManifestEntry,
   type ObjectId,
@@ -21,7 +20,9 @@ import {
 } from '@tensorfs/format';
 import { type Checkpoint, openCheckpoint } from './checkpoint.js';
 import { INDEX_SUFFIX, openTensors, type TensorSet } from './open.js';
-import type { TensorView } from './view.js';
+import { modelKind } from './model.js';
+import type { TensorView } from './tensor.js';
+import { componentOfPath } from './view.js';
 
 /** One tensor as a diff lists it: where it is, what it is, which objects hold it. */
 export interface DiffTensor {
@@ -37,7 +38,7 @@ export interface DiffTensor {
   readonly objects: readonly ObjectId[];
 }
 
-/** A tensor present under the same file and name on both sides, with different bytes. */
+/** A tensor present under the same component and name on both sides, with different bytes. */
 export interface ChangedTensor {
   readonly file: string;
   readonly name: string;
@@ -49,7 +50,7 @@ export interface ChangedTensor {
   readonly shapeChanged: boolean;
 }
 
-/** A tensor whose bytes are the same objects (same dtype and shape) under a new file or name. */
+/** A tensor whose bytes are the same objects (same dtype and shape) under a new name. */
 export interface RenamedTensor {
   readonly from: DiffTensor;
   readonly to: DiffTensor;
@@ -57,15 +58,15 @@ export interface RenamedTensor {
 
 /** The tensor-level difference of two opened tensor sets (see {@link diffTensors}). */
 export interface TensorDiff {
-  /** In B only (no tensor of A has its bytes). */
+  /** In B only (not paired by name, and not the one unambiguous rename of a tensor of A). */
   readonly added: DiffTensor[];
-  /** In A only (no tensor of B has its bytes). */
+  /** In A only (not paired by name, and not the one unambiguous rename to a tensor of B). */
   readonly removed: DiffTensor[];
-  /** Same file and name, different bytes (or dtype or shape). */
+  /** Same component and name, different bytes (or dtype or shape). */
   readonly changed: ChangedTensor[];
-  /** Same bytes, dtype and shape, different file or name. */
+  /** Same bytes, dtype and shape under another name: the only such pair (see {@link diffTensorLists}). */
   readonly renamed: RenamedTensor[];
-  /** Same file, name, dtype, shape and objects on both sides. */
+  /** Same component, name, dtype, shape and objects on both sides (whatever file or shard holds them). */
   readonly unchanged: number;
 }
 
@@ -75,6 +76,11 @@ export interface TensorDiff {
  */
 export interface DiffInput extends DiffTensor {
   readonly identity: string;
+  /**
+   * The component the tensor belongs to (see {@link TensorView.component}): tensors pair by
+   * (component, name) across files and shards. Without it, by (file, name).
+   */
+  readonly component?: string;
 }
 
 /** Where a tensor sits for a diff: its shard index if it came through one, else its file. */
@@ -98,6 +104,7 @@ function bytesIdentity(set: TensorSet, view: TensorView): string {
 export function diffInputs(set: TensorSet): DiffInput[] {
   checkTensorSet(set, 'set');
   return [...set].map((view) => ({
+    component: view.component,
     file: placeOf(set, view),
     name: view.name,
     dtype: view.dtype,
@@ -124,14 +131,23 @@ export function checkpointDiffInputs(checkpoint: Checkpoint, component?: string)
       const objects = t.allRecords.map((r) => r.digest);
       const bytes = t.allRecords.reduce((n, r) => n + r.length, 0);
       let id: string;
-      if (t.encoding !== null) {
+      let dtype = t.dtype;
+      const ggml = ggmlBlocks(t);
+      if (ggml !== undefined) {
+        // A ggml encoding is the GGUF blocks as they were: the same objects as the GGUF file's
+        // tensor, under its ggml type, so a GGUF snapshot and its conversion line up.
+        id = `objects:${objects.join(',')}`;
+        dtype = ggml;
+      } else if (t.encoding !== null) {
         const parts = Object.entries(t.encoding.parts).map(([role, p]) => `${role}:${p.dtype}:${p.shape.join('x')}`);
         id = `encoded:${t.encoding.scheme}:${JSON.stringify(t.encoding.params)}:${parts.join(';')}:${objects.join(',')}`;
+        dtype = `${t.dtype} (${t.encoding.scheme})`;
       } else id = bytes === 0 ? 'empty' : `objects:${objects.join(',')}`;
       out.push({
+        component: c.name,
         file: c.name,
         name: t.name,
-        dtype: t.encoding === null ? t.dtype : `${t.dtype} (${t.encoding.scheme})`,
+        dtype,
         shape: t.shape.map(jsonInteger),
         bytes,
         objects,
@@ -140,6 +156,14 @@ export function checkpointDiffInputs(checkpoint: Checkpoint, component?: string)
     }
   }
   return out;
+}
+
+/** The ggml type of a `ggml`-encoded tensor stored as its one `blocks` part, else `undefined`. */
+function ggmlBlocks(t: TensorView): string | undefined {
+  if (t.encoding?.scheme !== 'ggml') return undefined;
+  const roles = Object.keys(t.encoding.parts);
+  const type = (t.encoding.params as { type?: unknown } | null)?.type;
+  return roles.length === 1 && roles[0] === 'blocks' && typeof type === 'string' ? type : undefined;
 }
 
 /** Identity for matching: bytes plus dtype and shape (a reinterpretation is not a rename). */
@@ -153,9 +177,12 @@ function facts(t: DiffInput): DiffTensor {
 
 /**
  * The tensor-level difference of two opened tensor sets, from their headers and object ids only
- * (no tensor byte is read). Tensors are matched by (file or shard index, name); the rest are
- * paired by identity (same objects, dtype and shape), in order, as renames; so a GGUF and a
- * safetensors file of the same tensors line up even though every name differs.
+ * (no tensor byte is read). Tensors are paired by the model's names: (component, name), across
+ * files and shards, so renaming a file or re-sharding is no change. Of the rest, a tensor of A
+ * and one of B are a rename only when they are the only unpaired ones with the same objects,
+ * dtype and shape (so a GGUF and a safetensors file of the same tensors line up even though every
+ * name differs, and tensors of identical bytes are never chained into renames); others are
+ * removed and added.
  */
 export function diffTensors(a: TensorSet, b: TensorSet): TensorDiff {
   checkTensorSet(a, 'a');
@@ -186,17 +213,29 @@ export function diffTensorLists(a: readonly DiffInput[], b: readonly DiffInput[]
       }
     }
   }
-  const key = (t: DiffInput) => `${t.file}\u0000${t.name}`;
-  const inB = new Map<string, DiffInput>();
-  for (const t of b) inB.set(key(t), t);
-  const seenInA = new Set<string>();
+  // Pair by (component, name): the model's names, whatever file or shard holds them. Where one
+  // side has a name twice in a component (two files of one folder), same-file tensors pair first.
+  const key = (t: DiffInput) => `${t.component ?? t.file}\u0000${t.name}`;
+  const groupsB = groupBy(b, key);
+  const pairs = new Map<DiffInput, DiffInput>();
+  for (const [k, listA] of groupBy(a, key)) {
+    const listB = groupsB.get(k);
+    if (listB === undefined) continue;
+    const leftA: DiffInput[] = [];
+    const leftB = [...listB];
+    for (const ta of listA) {
+      const at = leftB.findIndex((tb) => tb.file === ta.file);
+      if (at < 0) leftA.push(ta);
+      else pairs.set(ta, leftB.splice(at, 1)[0]!);
+    }
+    if (leftA.length === 1 && leftB.length === 1) pairs.set(leftA[0]!, leftB[0]!);
+  }
+  const pairedB = new Set(pairs.values());
   const changed: ChangedTensor[] = [];
   const onlyA: DiffInput[] = [];
   let unchanged = 0;
   for (const ta of a) {
-    const k = key(ta);
-    seenInA.add(k);
-    const tb = inB.get(k);
+    const tb = pairs.get(ta);
     if (tb === undefined) {
       onlyA.push(ta);
       continue;
@@ -214,28 +253,38 @@ export function diffTensorLists(a: readonly DiffInput[], b: readonly DiffInput[]
       shapeChanged: ta.shape.join(',') !== tb.shape.join(','),
     });
   }
-  const onlyB = b.filter((t) => !seenInA.has(key(t)));
-  // Pair what is left by identity, in order: an A tensor whose bytes reappear under another name.
-  const byIdentity = new Map<string, DiffInput[]>();
-  for (const tb of onlyB) {
-    const id = identity(tb);
-    const list = byIdentity.get(id);
-    if (list === undefined) byIdentity.set(id, [tb]);
-    else list.push(tb);
+  const onlyB = b.filter((t) => !pairedB.has(t));
+  // A rename only where it is unambiguous: exactly one unpaired tensor on each side with these
+  // bytes, dtype and shape. Tensors of identical bytes (all-ones norms) never chain into renames.
+  const idsA = groupBy(onlyA, identity);
+  const idsB = groupBy(onlyB, identity);
+  const renamedTo = new Map<DiffInput, DiffInput>();
+  for (const [id, listA] of idsA) {
+    const listB = idsB.get(id);
+    if (listA.length === 1 && listB?.length === 1) renamedTo.set(listA[0]!, listB[0]!);
   }
+  const renamedB = new Set(renamedTo.values());
   const renamed: RenamedTensor[] = [];
   const removed: DiffTensor[] = [];
-  const paired = new Set<DiffInput>();
   for (const ta of onlyA) {
-    const match = byIdentity.get(identity(ta))?.shift();
+    const match = renamedTo.get(ta);
     if (match === undefined) removed.push(facts(ta));
-    else {
-      paired.add(match);
-      renamed.push({ from: facts(ta), to: facts(match) });
-    }
+    else renamed.push({ from: facts(ta), to: facts(match) });
   }
-  const added = onlyB.filter((t) => !paired.has(t)).map(facts);
+  const added = onlyB.filter((t) => !renamedB.has(t)).map(facts);
   return { added, removed, changed, renamed, unchanged };
+}
+
+/** `items` grouped by `key`, in first-seen order, each group in order. */
+function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const list = out.get(k);
+    if (list === undefined) out.set(k, [item]);
+    else list.push(item);
+  }
+  return out;
 }
 
 /** A file or symlink that differs between two snapshots. */
@@ -318,7 +367,7 @@ interface Side {
 type ConfigValue = { value: unknown } | { error: string };
 
 async function snapshotSide(store: Store, id: ObjectId, options: DiffOptions): Promise<Side> {
-  const prefix = options.component !== undefined ? `${options.component}/` : undefined;
+  const component = options.component;
   const open = {
     ...(options.file !== undefined ? { file: options.file } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
@@ -326,13 +375,11 @@ async function snapshotSide(store: Store, id: ObjectId, options: DiffOptions): P
   const set = await openTensors(store, id, open);
   const manifest = await store.getManifest(id);
   let tensors = diffInputs(set);
-  if (prefix !== undefined) {
-    tensors = tensors.filter((t) => t.file.startsWith(prefix)).map((t) => ({ ...t, file: options.component! }));
-  }
+  if (component !== undefined) tensors = tensors.filter((t) => t.component === component);
   const entries = new Map<string, { key: string; size: number | undefined }>();
   const configs = new Map<string, () => Promise<ConfigValue>>();
   for (const e of manifest.entries) {
-    if (prefix !== undefined && !e.path.startsWith(prefix)) continue;
+    if (component !== undefined && componentOfPath(e.path) !== component) continue;
     entries.set(e.path, { key: entryKey(e), size: e.kind === 'file' ? e.size : undefined });
     if (e.kind === 'file' && e.path.endsWith('.json') && !e.path.endsWith(INDEX_SUFFIX)) {
       configs.set(e.path, () => readJson(store, e.records, e.size));
@@ -385,9 +432,8 @@ async function checkpointSide(store: Store, id: ObjectId, options: DiffOptions):
 
 async function sideOf(store: Store, ref: string, options: DiffOptions): Promise<Side> {
   throwIfAborted(options.signal);
-  const id = await store.resolve(ref);
-  const bytes = await store.readObject(id, { verify: true });
-  return isCheckpointHeader(bytes) ? checkpointSide(store, id, options) : snapshotSide(store, id, options);
+  const { id, kind } = await modelKind(store, ref);
+  return kind === 'checkpoint' ? checkpointSide(store, id, options) : snapshotSide(store, id, options);
 }
 
 /**

@@ -1,5 +1,6 @@
 /**
- * `tfs diff <refA> <refB>`: what changed between two snapshots, from headers and object ids.
+ * `tfs diff <refA> <refB>`: what changed between two snapshots or checkpoints (tensors paired by
+ * the model's names, whatever file or shard holds them), from headers and object ids.
  */
 import { LocalStore } from '@tensorfs/cas';
 import { type DiffTensor, diffSnapshots, type SnapshotDiff } from '@tensorfs/tensors';
@@ -52,12 +53,21 @@ export const diffCommand = defineCommand<{ refA: string; refB: string; file?: st
   ...SPECS.diff,
   builder: (y) =>
     y
-      .positional('refA', { type: 'string', demandOption: true, describe: 'the old side: ref name or snapshot id' })
-      .positional('refB', { type: 'string', demandOption: true, describe: 'the new side: ref name or snapshot id' })
+      .positional('refA', {
+        type: 'string',
+        demandOption: true,
+        describe: 'the old side: ref name, snapshot or checkpoint id',
+      })
+      .positional('refB', {
+        type: 'string',
+        demandOption: true,
+        describe: 'the new side: ref name, snapshot or checkpoint id',
+      })
       .option('file', { type: 'string', describe: 'compare this tensor file (or shard index) only, on both sides' })
       .option('component', {
         type: 'string',
-        describe: "compare this component only (a checkpoint's component, or a snapshot's folder of that name)",
+        describe:
+          "compare this component only (a checkpoint's component, or a snapshot's top folder of that name; model for files at its root)",
       }),
   handler: async (args, ctx) => {
     const store = await LocalStore.open(ctx.existingStoreDir(), { readOnly: true });
