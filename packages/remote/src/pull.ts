@@ -11,12 +11,15 @@ import {
   type Manifest,
   type ObjectId,
   TensorFSError,
+  decodeCheckpoint,
   decodeManifest,
+  encodeCheckpoint,
+  isCheckpointHeader,
   isObjectId,
   isTensorFSError,
   objectReferences,
 } from '@tensorfs/format';
-import { compose, openTensors } from '@tensorfs/tensors';
+import { compose, openTensors, selectCheckpoint } from '@tensorfs/tensors';
 import picomatch from 'picomatch';
 import { FetchingStore } from './fetching-store.js';
 import { cancelled, sleep } from './http.js';
@@ -38,12 +41,16 @@ export interface PullProgress {
 export interface PullOptions {
   /** Local ref to set (default: the remote ref's name; required when pulling by id). */
   name?: string;
-  /** Keep only these snapshot paths or folders (a new snapshot of just them is named locally). */
+  /**
+   * Keep only these snapshot paths or folders, or these components of a checkpoint (a new snapshot
+   * or checkpoint header of just them is named locally).
+   */
   components?: readonly string[];
   /**
    * Keep only tensors matching these globs (picomatch syntax) in the snapshot's safetensors and
    * GGUF files: headers are read first (fetched on read), each file is trimmed to its matching
-   * tensors, files without any are left out, other files are kept whole.
+   * tensors, files without any are left out, other files are kept whole. Of a checkpoint: its
+   * matching tensors (see `selectCheckpoint` of `@tensorfs/tensors`).
    */
   tensors?: readonly string[];
   /** Compare-and-swap on the local ref: an id it must hold, or null (must not exist). */
@@ -134,7 +141,17 @@ export async function pull(store: Store, origin: Origin, ref: string, options: P
     let topBytes = await t.referencing(remoteId);
     let localId = remoteId;
     let leaves = new Map<ObjectId, number | undefined>();
-    if (options.components && options.components.length > 0) {
+    if (isCheckpointHeader(topBytes) && (options.components?.length || options.tensors?.length)) {
+      // A checkpoint's selection is a new header over a subset of its objects (see selectCheckpoint).
+      const selected = encodeCheckpoint(
+        selectCheckpoint(decodeCheckpoint(topBytes), {
+          ...(options.components?.length ? { components: options.components } : {}),
+          ...(options.tensors?.length ? { tensors: picomatch(options.tensors as string[], { dot: true }) } : {}),
+        }),
+      );
+      localId = (await store.put([selected], { lease })).id;
+      topBytes = selected;
+    } else if (options.components && options.components.length > 0) {
       if (objectReferences(topBytes)?.kind !== 'manifest') {
         throw new TensorFSError('invalid_argument', 'components can only be selected from a snapshot', {
           details: { rule: 'pull.not_a_snapshot' },
@@ -144,7 +161,7 @@ export async function pull(store: Store, origin: Origin, ref: string, options: P
       localId = await store.putManifest(m, { lease });
       topBytes = await store.readObject(localId);
     }
-    if (options.tensors && options.tensors.length > 0) {
+    if (options.tensors && options.tensors.length > 0 && !isCheckpointHeader(topBytes)) {
       localId = await selectTensors(store, origin, lease, localId, options.tensors, options);
       topBytes = await store.readObject(localId);
     }

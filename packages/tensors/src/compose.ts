@@ -150,8 +150,8 @@ export function trim(
   return compose(store, snapshot, file, { drop: select }, options);
 }
 
-/** A predicate for a selection; listed names must all be present. */
-function selector(
+/** A predicate for a selection; listed names must all be present. @internal */
+export function selector(
   select: TensorSelection | undefined,
   present: ReadonlySet<string>,
   file: string,

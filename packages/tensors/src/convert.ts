@@ -23,6 +23,7 @@ import {
 } from '@tensorfs/format/encodings';
 import { ggmlTypeByName } from '@tensorfs/format';
 import { openCheckpoint } from './checkpoint.js';
+import { modelKind } from './model.js';
 import { CheckpointWriter } from './checkpoint-writer.js';
 import { INDEX_SUFFIX, openTensors } from './open.js';
 import { configDtype, importProducerTensors, quantizationConfigOf } from './producers.js';
@@ -140,6 +141,8 @@ const QUANT_FILES = ['quantize_config.json', 'hf_quant_config.json'];
  * are the producer's tensors (`options.producer` settles what the files do not state). Export
  * `--safetensors` still gives the source files back byte for byte.
  * Anything else is `unsupported` (`convert.layout`) unless `converter` declares it.
+ * A checkpoint ref converts its `source` snapshot again (`unsupported`,
+ * `convert.checkpoint_without_source`, when it has none in the store).
  * @throws {TensorFSError} `not_found`, `malformed` (a config that is not JSON, a weight file that
  *   does not parse), `unsupported` (layout, ambiguous weights), `conflict` (ref moved).
  */
@@ -151,7 +154,21 @@ export async function convertSnapshot(
   checkStore(store);
   checkString(refOrId, 'refOrId');
   checkOptions(options);
-  const tree = await SnapshotTree.load(store, refOrId);
+  const { id, kind } = await modelKind(store, refOrId);
+  if (kind === 'checkpoint') {
+    // A checkpoint converts again from the snapshot it was converted from (the same checkpoint
+    // for the same options); one without that snapshot has nothing to convert.
+    const cp = await openCheckpoint(store, id);
+    if (cp.source === null || !(await store.has(cp.source))) {
+      throw new TensorFSError(
+        'unsupported',
+        `this ref is already a checkpoint and ${cp.source === null ? 'records no source snapshot' : 'its source snapshot is not in this store'}: there is nothing to convert (tfs ref set names it; tfs export --safetensors gives files to convert)`,
+        { details: { rule: 'convert.checkpoint_without_source', ref: refOrId, id, source: cp.source } },
+      );
+    }
+    return convertSnapshot(store, cp.source, options);
+  }
+  const tree = await SnapshotTree.load(store, id);
   const plan = await planConversion(store, tree, options.converter);
   const writer = new CheckpointWriter(store, options.signal !== undefined ? { signal: options.signal } : {});
   try {

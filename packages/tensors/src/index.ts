@@ -14,6 +14,11 @@ export {
   trim,
 } from './compose.js';
 export {
+  type ComposeCheckpointOptions,
+  type ComposeCheckpointResult,
+  composeCheckpoint,
+} from './compose-checkpoint.js';
+export {
   type ChangedTensor,
   checkpointDiffInputs,
   type ConfigChange,
@@ -51,6 +56,7 @@ export {
   type TensorStorage,
   type TensorView,
 } from './view.js';
+export { type CheckpointSelection, selectCheckpoint } from './select.js';
 export {
   type Model,
   type ModelComponent,

@@ -29,7 +29,7 @@ import {
   refOf,
 } from '@tensorfs/lanes';
 import { applyLane } from '@tensorfs/lanes/apply';
-import { openTensors } from '@tensorfs/tensors';
+import { modelKind, openModel, type TensorView } from '@tensorfs/tensors';
 import type { Argv } from 'yargs';
 import { defineCommand } from '../command.js';
 import type { CommandContext, GlobalArgs } from '../context.js';
@@ -130,20 +130,39 @@ async function fileCandidate(target: string, component: string, ctx: CommandCont
   }
 }
 
-/** A ref's candidate from its manifest and headers (no tensor byte), in any store (local or fetching). */
+/**
+ * A ref's candidate from its headers (no tensor byte), in any store (local or fetching): a
+ * snapshot's tensors as one component; a checkpoint's components that have tensors, each under its
+ * own name (what `--component` selects), a ggml-encoded tensor under its ggml type as GGUF stores it.
+ */
 async function refCandidate(
-  store: Parameters<typeof openTensors>[0],
+  store: Parameters<typeof openModel>[0],
   target: string,
   component: string,
   ctx: CommandContext,
 ): Promise<CandidateHeaders> {
-  const set = await openTensors(store, target, { signal: ctx.signal });
-  const tensors: CandidateTensor[] = [...set].map((v) => ({
-    name: v.name,
-    dtype: v.dtype,
-    shape: v.shape.map(Number),
-  }));
-  return { [component]: tensors };
+  const model = await openModel(store, target, { signal: ctx.signal });
+  if (model.kind === 'snapshot') {
+    return { [component]: [...model].map((v) => ({ name: v.name, dtype: v.dtype, shape: v.shape.map(Number) })) };
+  }
+  const out: Record<string, CandidateTensor[]> = {};
+  for (const c of model.components.values()) {
+    if (c.tensors.size > 0) out[c.name] = [...c.tensors.values()].map(candidateTensor);
+  }
+  return out;
+}
+
+/** A checkpoint tensor as bind compares it: as a file stores it. */
+function candidateTensor(v: TensorView): CandidateTensor {
+  const shape = v.shape.map(Number);
+  if (v.storage === 'plain') return { name: v.name, dtype: v.dtype, shape };
+  const type = (v.encoding?.params as { type?: unknown } | null)?.type;
+  if (v.encoding?.scheme === 'ggml' && typeof type === 'string') return { name: v.name, dtype: type, shape };
+  throw new TensorFSError(
+    'unsupported',
+    `${v.component}/${v.name} is encoded (${v.encoding?.scheme}): bind compares tensors as files store them, and only ggml encodings have one form; bind the snapshot it was converted from`,
+    { details: { rule: 'cli.bind_encoded', component: v.component, tensor: v.name, scheme: v.encoding?.scheme } },
+  );
 }
 
 /**
@@ -242,7 +261,7 @@ export const bindCommand = defineCommand<BindArgs>({
       .positional('target', {
         type: 'string',
         demandOption: true,
-        describe: 'a .safetensors/.gguf file (header read only) or a ref',
+        describe: 'a .safetensors/.gguf file (header read only) or a ref (snapshot or checkpoint)',
       })
       .option('lane', { type: 'string', demandOption: true, describe: "'<topology>[@v][+<rule>[@v]]'" })
       .option('component', { type: 'string', describe: 'bind only this component of the lane' })
@@ -294,6 +313,12 @@ export const bindCommand = defineCommand<BindArgs>({
       const st = await fsp.stat(args.target).catch(() => null);
       const store = await LocalStore.open(st ? ctx.storeDir : ctx.existingStoreDir());
       try {
+        if (!st && (await modelKind(store, args.target)).kind === 'checkpoint')
+          throw new TensorFSError(
+            'unsupported',
+            '--apply rewrites a snapshot; this ref is a checkpoint: bind it without --apply, or apply to the snapshot it was converted from',
+            { details: { rule: 'cli.bind_apply_checkpoint', ref: args.target } },
+          );
         // A file or folder is imported first, cut where the lane's T2 seams fall.
         const imported = st
           ? await importForApply(store, args.target, args.lane, catalog, component, bindOpts, ctx)
@@ -482,8 +507,14 @@ export const lanesCommand = defineCommand<LanesArgs>({
         throw new TensorFSError('invalid_argument', 'tfs lanes derive needs --name', {
           details: { rule: 'cli.lanes' },
         });
-      const component = args.component ?? 'model';
-      const cand = await candidateOf(target, component, ctx);
+      const cand = await candidateOf(target, args.component ?? 'model', ctx);
+      // A checkpoint's candidate is its components: --component names one (default: its only one).
+      const names = Object.keys(cand);
+      const component = args.component ?? (names.length === 1 ? (names[0] as string) : 'model');
+      if (!cand[component])
+        throw new TensorFSError('not_found', `${target} has no component ${component} with tensors`, {
+          details: { rule: 'cli.lanes_component', component, components: names },
+        });
       const doc = deriveTopology(
         { tensors: [...(cand[component] ?? [])] },
         { name: args.name, version: args.docVersion ?? 1, component, header: path.basename(target) },

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { LocalStore, type Store } from '@tensorfs/cas';
 import {
   jsonInteger,
+  type ObjectId,
   RECORD_GRID_BYTES,
   type RecordRef,
   TensorFSError,
@@ -14,7 +15,10 @@ import {
 import {
   type ComposeChanges,
   compose,
+  composeCheckpoint,
+  modelKind,
   openCheckpoint,
+  openModel,
   openTensors,
   readDecoded,
   type TensorSet,
@@ -58,11 +62,15 @@ export const tensorsCommand = defineCommand<{ ref: string; file?: string; compon
     y
       .positional('ref', { type: 'string', demandOption: true, describe: 'ref name, snapshot id or checkpoint id' })
       .option('file', { type: 'string', describe: 'only this file (or shard index) of the snapshot' })
-      .option('component', { type: 'string', describe: 'only this component of the checkpoint' }),
+      .option('component', {
+        type: 'string',
+        describe: "only this component: a checkpoint's, or a snapshot's top folder (model for files at its root)",
+      }),
   handler: async (args, ctx) => {
     await withStore(ctx, true, async (store) => {
       const id = await store.resolve(args.ref);
       if (await isCheckpoint(store, id)) {
+        if (args.file !== undefined) throw fileOfCheckpoint(args.ref);
         const cp = await openCheckpoint(store, id);
         const tensors = checkpointTensorRows(cp, args.component);
         ctx.result({ checkpoint: id, tensors }, () =>
@@ -73,12 +81,12 @@ export const tensorsCommand = defineCommand<{ ref: string; file?: string; compon
         );
         return;
       }
-      if (args.component !== undefined) {
-        throw new TensorFSError('invalid_argument', '--component is for checkpoints; this is a snapshot', {
-          details: { ref: args.ref },
-        });
-      }
-      const set = await openTensors(store, args.ref, { signal: ctx.signal, ...(args.file ? { file: args.file } : {}) });
+      const opened = await openTensors(store, args.ref, {
+        signal: ctx.signal,
+        ...(args.file ? { file: args.file } : {}),
+      });
+      // A snapshot's component is its top folder (`model` at the root), as in a conversion.
+      const set = args.component === undefined ? opened : componentOfSet(opened, args.component);
       const tensors = [...set].map((v) => ({
         file: v.file,
         name: v.name,
@@ -95,6 +103,49 @@ export const tensorsCommand = defineCommand<{ ref: string; file?: string; compon
     });
   },
 });
+
+/** A snapshot's tensor set narrowed to one component (its files and tensors). @throws `not_found` */
+function componentOfSet(set: TensorSet, component: string): TensorSet {
+  const views = [...set].filter((v) => v.component === component);
+  if (views.length === 0) {
+    throw new TensorFSError(
+      'invalid_argument',
+      `the snapshot has no component ${JSON.stringify(component)} with tensors`,
+      {
+        details: {
+          rule: 'cli.no_component',
+          component,
+          components: [...new Set([...set].map((v) => v.component))],
+        },
+      },
+    );
+  }
+  const files = new Set(views.map((v) => v.file));
+  const narrowed: TensorSet = {
+    snapshot: set.snapshot,
+    files: set.files.filter((f) => files.has(f.path)),
+    indexes: set.indexes.filter((i) => set.files.some((f) => f.index === i && files.has(f.path))),
+    skipped: [],
+    size: views.length,
+    [Symbol.iterator]: () => views[Symbol.iterator](),
+    has: (name) => views.some((v) => v.name === name),
+    get: (name, file) => set.get(name, file),
+    names: () => [...new Set(views.map((v) => v.name))],
+    header: (file) => set.header(file),
+    ggufHeader: (file) => set.ggufHeader(file),
+    template: (file) => set.template(file),
+    entry: (file) => set.entry(file),
+    shardIndex: (index) => set.shardIndex(index),
+  };
+  return narrowed;
+}
+
+/** `--file` names a snapshot's file; a checkpoint has components. */
+function fileOfCheckpoint(ref: string): TensorFSError {
+  return new TensorFSError('unsupported', 'a checkpoint has components, not files: use --component, not --file', {
+    details: { rule: 'cli.file_of_checkpoint', ref },
+  });
+}
 
 function humanList(set: TensorSet): string[] {
   const lines: string[] = [];
@@ -324,6 +375,7 @@ async function catView(
 ): Promise<TensorView> {
   const id = await store.resolve(args.ref);
   if (await isCheckpoint(store, id)) {
+    if (args.file !== undefined) throw fileOfCheckpoint(args.ref);
     const cp = await openCheckpoint(store, id);
     // `name#role` reads a part, unless a tensor is called exactly that.
     const whole = [...cp.components.values()].some((c) => c.tensors.has(args.tensor));
@@ -346,9 +398,16 @@ async function catView(
     return role === undefined ? view : view.part(role);
   }
   if (args.component !== undefined) {
-    throw new TensorFSError('invalid_argument', '--component is for checkpoints; this is a snapshot', {
-      details: { ref: args.ref },
-    });
+    // A snapshot's component is its top folder (`model` at the root).
+    const model = await openModel(store, id);
+    if (args.file === undefined) return model.get(args.tensor, args.component);
+    const view = (await openTensors(store, id, { file: args.file })).get(args.tensor, args.file);
+    if (view.component !== args.component) {
+      throw new TensorFSError('not_found', 'no such tensor in that file of the component', {
+        details: { rule: 'cli.no_tensor', tensor: args.tensor, path: args.file, component: args.component },
+      });
+    }
+    return view;
   }
   const set = await openTensors(store, id, args.file ? { file: args.file } : {});
   return set.get(args.tensor, args.file);
@@ -385,6 +444,7 @@ function onlyFile(set: TensorSet): string {
 interface ComposeArgs {
   ref: string;
   file?: string;
+  component?: string;
   rekey?: string;
   trim?: string[];
   name: string;
@@ -395,8 +455,12 @@ export const composeCommand = defineCommand<ComposeArgs>({
   ...SPECS.compose,
   builder: (y) =>
     y
-      .positional('ref', { type: 'string', demandOption: true, describe: 'ref name or snapshot id' })
-      .option('file', { type: 'string', describe: 'the .safetensors or .gguf file (default: the only one)' })
+      .positional('ref', { type: 'string', demandOption: true, describe: 'ref name, snapshot or checkpoint id' })
+      .option('file', { type: 'string', describe: 'snapshot: the .safetensors or .gguf file (default: the only one)' })
+      .option('component', {
+        type: 'string',
+        describe: 'checkpoint: compose this component only (default: every component)',
+      })
       .option('rekey', { type: 'string', describe: 'a JSON file mapping old tensor names to new ones' })
       .option('trim', { type: 'string', array: true, describe: 'drop tensors whose name matches (* and ?)' })
       .option('name', {
@@ -418,16 +482,18 @@ export const composeCommand = defineCommand<ComposeArgs>({
       ...(args.trim?.length ? { drop: matchAny(args.trim.map(globToRegExp)) } : {}),
     };
     await withStore(ctx, false, async (store) => {
-      const snapshot = await store.resolve(args.ref);
+      const { id, kind } = await modelKind(store, args.ref);
+      if (kind === 'checkpoint') return composeCheckpointRef(store, id, args, changes, ctx);
+      if (args.component !== undefined) {
+        throw new TensorFSError('invalid_argument', '--component is for checkpoints; this is a snapshot (use --file)', {
+          details: { rule: 'cli.compose_component', ref: args.ref },
+        });
+      }
+      const snapshot = id;
       const file = args.file ?? onlyFile(await openTensors(store, snapshot, { signal: ctx.signal }));
       if (args.trim?.length && !args.allowEmpty) {
         const names = [...(await openTensors(store, snapshot, { file, signal: ctx.signal }))].map((v) => v.name);
-        const idle = args.trim.filter((t) => !names.some((n) => globToRegExp(t).test(n)));
-        if (idle.length > 0) {
-          throw new TensorFSError('not_found', `--trim ${idle.join(', ')} matches no tensor (--allow-empty to go on)`, {
-            details: { rule: 'cli.trim_no_match', patterns: idle, file },
-          });
-        }
+        checkTrimMatches(args.trim, names, { file });
       }
       const result = await compose(store, snapshot, file, changes, {
         ref: args.name,
@@ -462,6 +528,50 @@ export const composeCommand = defineCommand<ComposeArgs>({
     });
   },
 });
+
+/** A `--trim` pattern that matches no tensor is `not_found` (unless `--allow-empty`). */
+function checkTrimMatches(trim: readonly string[], names: readonly string[], where: Record<string, string>): void {
+  const idle = trim.filter((t) => !names.some((n) => globToRegExp(t).test(n)));
+  if (idle.length > 0) {
+    throw new TensorFSError('not_found', `--trim ${idle.join(', ')} matches no tensor (--allow-empty to go on)`, {
+      details: { rule: 'cli.trim_no_match', patterns: idle, ...where },
+    });
+  }
+}
+
+/** `tfs compose` of a checkpoint: a new header over the same objects (`--component` limits it). */
+async function composeCheckpointRef(
+  store: LocalStore,
+  id: ObjectId,
+  args: ComposeArgs,
+  changes: ComposeChanges,
+  ctx: CommandContext,
+): Promise<void> {
+  if (args.file !== undefined) {
+    throw new TensorFSError('unsupported', 'a checkpoint has components, not files: use --component, not --file', {
+      details: { rule: 'cli.compose_file_of_checkpoint', ref: args.ref, id },
+    });
+  }
+  if (args.trim?.length && !args.allowEmpty) {
+    const model = await openModel(store, id, { signal: ctx.signal });
+    const scope = args.component === undefined ? [...model.components.values()] : [model.component(args.component)];
+    checkTrimMatches(
+      args.trim,
+      scope.flatMap((c) => [...c.tensors.keys()]),
+      args.component !== undefined ? { component: args.component } : {},
+    );
+  }
+  const result = await composeCheckpoint(store, id, changes, {
+    ref: args.name,
+    expected: args.name === args.ref ? id : null,
+    signal: ctx.signal,
+    ...(args.component !== undefined ? { component: args.component } : {}),
+  });
+  ctx.result({ checkpoint: result.id, ref: args.name, base: result.base, components: result.components }, () => [
+    `${args.name} -> ${result.id}`,
+    ...result.components.map((c) => `${c.name}: ${c.after} tensors (was ${c.before})`),
+  ]);
+}
 
 function matchAny(patterns: readonly RegExp[]): (name: string) => boolean {
   return (name) => patterns.some((p) => p.test(name));

@@ -152,7 +152,12 @@ export async function webRefs(store: WebStore): Promise<WebRefs> {
 
 /** One tensor row of the ref page. */
 export interface WebTensor {
+  /** The tensor file or shard index (a snapshot's), or the component (a checkpoint's). */
   readonly file: string;
+  /** The component (a checkpoint's; a snapshot's top folder, `model` at its root): tensors pair by it and their name. */
+  readonly component: string;
+  /** `plain`, or `encoded` (a checkpoint tensor stored as parts: read with decode). */
+  readonly storage: 'plain' | 'encoded';
   readonly name: string;
   readonly dtype: string;
   readonly shape: (number | string)[];
@@ -216,6 +221,8 @@ export async function webRef(store: Store, ref: string): Promise<WebRefDetail> {
   const placeOf = new Map(set.files.map((f) => [f.path, f.index ?? f.path]));
   const tensors: WebTensor[] = [...set].map((v) => ({
     file: placeOf.get(v.file) ?? v.file,
+    component: v.component,
+    storage: v.storage,
     name: v.name,
     dtype: v.dtype,
     shape: v.shape.map(jsonInteger),
@@ -242,6 +249,8 @@ function checkpointDetail(name: string, id: ObjectId, header: CheckpointHeader):
       bytes += size(records);
       tensors.push({
         file: c.name,
+        component: c.name,
+        storage: t.encoding === undefined ? 'plain' : 'encoded',
         name: t.name,
         dtype: t.dtype,
         shape: t.shape.map(jsonInteger),
