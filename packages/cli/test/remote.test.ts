@@ -204,6 +204,20 @@ describe('tfs remote', () => {
     expect(tfsSync(['remote', 'rm', 'shared', '--store', a]).code).toBe(6);
     expect(JSON.parse(tfsSync(['remote', 'ls', '--store', a, '--json']).stdout)).toEqual({ remotes: [] });
   });
+
+  it('separates name and URL with a real tab, escaping only what is inside a field', () => {
+    const a = sourceStore();
+    const origin = join(temp(), 'origin');
+    const odd = join(temp(), 'with\ttab');
+    const add = tfsSync(['remote', 'add', 'shared', origin, '--store', a]);
+    expect(add.code).toBe(0);
+    expect(add.stdout).toBe(`shared\t${origin}\n`);
+    expect(tfsSync(['remote', 'add', 'odd', odd, '--store', a]).code).toBe(0);
+    const ls = tfsSync(['remote', 'ls', '--store', a]);
+    expect(ls.code).toBe(0);
+    // The separator is one byte 0x09; the tab inside the folder's name is escaped so it cannot forge a column.
+    expect(Buffer.from(ls.stdout)).toEqual(Buffer.from(`odd\t${odd.replace('\t', '\\x09')}\nshared\t${origin}\n`));
+  });
 });
 
 describe('tensor-level transfers', () => {

@@ -343,7 +343,7 @@ export const remoteCommand = defineCommand<RemoteArgs>({
       const list = Object.entries(remotes)
         .sort(([a], [b]) => (a < b ? -1 : 1))
         .map(([name, url]) => ({ name, url }));
-      ctx.result({ remotes: list }, () => list.map((r) => `${r.name}\t${r.url}`));
+      ctx.result({ remotes: list }, () => list.map((r) => [r.name, r.url]));
       return;
     }
     if (args.name === undefined || !REMOTE_NAME.test(args.name)) {
@@ -371,7 +371,7 @@ export const remoteCommand = defineCommand<RemoteArgs>({
       const url = /^[a-z][a-z0-9+.-]*:\/\//i.test(args.url) ? args.url : path.resolve(args.url);
       remotes[args.name] = url;
       await writeRemotes(ctx, remotes);
-      ctx.result({ name: args.name, url }, () => `${args.name}\t${url}`);
+      ctx.result({ name: args.name, url }, () => [[args.name!, url]]);
       return;
     }
     if (remotes[args.name] === undefined) {
