@@ -17,9 +17,9 @@ import {
   type Catalog,
   type CatalogIndex,
   type CandidateHeaders,
-  type CandidateTensor,
   candidateFromGguf,
   candidateFromSafetensors,
+  candidateFromTensors,
   defaultCatalog,
   deriveTopology,
   documentDigest,
@@ -138,12 +138,7 @@ async function refCandidate(
   ctx: CommandContext,
 ): Promise<CandidateHeaders> {
   const set = await openTensors(store, target, { signal: ctx.signal });
-  const tensors: CandidateTensor[] = [...set].map((v) => ({
-    name: v.name,
-    dtype: v.dtype,
-    shape: v.shape.map(Number),
-  }));
-  return { [component]: tensors };
+  return candidateFromTensors(set, component);
 }
 
 /**
