@@ -77,15 +77,21 @@ export class CommandContext {
     if (!this.json) this.io.stderr.write(`warning: ${escapeControls(line)}\n`);
   }
 
-  /** Writes the command's result: JSON on stdout with `--json`, else the human form. */
-  result(value: unknown, human?: () => string | string[]): void {
+  /**
+   * Writes the command's result: JSON on stdout with `--json`, else the human form. A human line
+   * given as an array is a row of fields: each field is escaped, then the fields are joined with a
+   * tab (the separator is the command's, never escaped; a tab inside a field is).
+   */
+  result(value: unknown, human?: () => string | readonly (string | readonly string[])[]): void {
     if (this.json) {
       this.io.stdout.write(`${toJson(value)}\n`);
       return;
     }
     const text = human ? human() : toJson(value, 2);
     // Each line is escaped: a tensor name or metadata value must not forge lines or drive the terminal.
-    const lines = (Array.isArray(text) ? text : text.split('\n')).map(escapeControls);
+    const lines = (typeof text === 'string' ? text.split('\n') : text).map((line) =>
+      typeof line === 'string' ? escapeControls(line) : line.map(escapeControls).join('\t'),
+    );
     if (lines.length) this.io.stdout.write(`${lines.join('\n')}\n`);
   }
 

@@ -145,4 +145,25 @@ describe('tfs convert / inspect / cat --decode / export of a producer-quantized 
     expect((await tfs(['export', 'q', out])).code).toBe(0);
     expect(await files(out)).toEqual(await files(GPTQ));
   });
+
+  it('refuses producer facts the decoder cannot use (GPTQ group_size 0 and 3): exit 3, one line, no ref', async () => {
+    for (const [gs, rule] of [
+      [0, 'convert.group_size'],
+      [3, 'convert.part_shape'],
+    ] as const) {
+      const bad = path.join(dir, `gptq-gs${gs}`);
+      await fsp.mkdir(bad);
+      for (const f of await fsp.readdir(GPTQ)) await fsp.copyFile(path.join(GPTQ, f), path.join(bad, f));
+      const qc = JSON.parse(await fsp.readFile(path.join(bad, 'quantize_config.json'), 'utf8'));
+      await fsp.writeFile(path.join(bad, 'quantize_config.json'), JSON.stringify({ ...qc, group_size: gs }));
+      const human = await tfs(['convert', bad, '--name', `gs${gs}`, '--converter', 'gptq', '--threads', '1']);
+      expect(human.code, human.stderr).toBe(3);
+      expect(human.stderr.split('\n').filter((l) => l !== '')).toHaveLength(1);
+      expect(human.stderr).toMatch(new RegExp(`^error\\[malformed\\]: ${TENSOR.replaceAll('.', '\\.')}: gptq: `));
+      const j = await tfs(['convert', bad, '--name', `gs${gs}`, '--converter', 'gptq', '--threads', '1', '--json']);
+      expect(j.code).toBe(3);
+      expect(JSON.parse(j.stderr).error).toMatchObject({ code: 'malformed', details: { rule, tensor: TENSOR } });
+      expect((await tfs(['ls', '--json'])).stdout).not.toContain(`"gs${gs}"`);
+    }
+  });
 });

@@ -9,6 +9,7 @@ import { type FakeHub, type FakeHubOptions, fakeHubFixture, sha256Hex, startFake
 import { afterEach, describe, expect, it } from 'vitest';
 import { run } from '../src/index.js';
 import { capture, tfs } from './helpers.js';
+import { tfs as spawnTfs } from './remote-servers.js';
 
 const fx = fakeHubFixture();
 const TOKEN = 'hf_FAKEcliTOKENzyxwvutsrqponmlk';
@@ -145,6 +146,51 @@ describe('tfs import hf://', () => {
     noToken(bad, TOKEN);
     expect(await refsOf(store)).toEqual(['hf/acme/gated']);
   });
+
+  it('a CDN serving another size than the Hub announced: every run one corrupt line (exit 4), no ref, nothing unhandled', async () => {
+    // The failure was racy (an unread body dropped with destroy() raised an uncaught abort), so many runs.
+    const uncaught: unknown[] = [];
+    const onError = (e: unknown) => uncaught.push(e);
+    process.on('unhandledRejection', onError);
+    process.on('uncaughtException', onError);
+    try {
+      const shard = fx.tiny['model-00001-of-00002.safetensors']!;
+      for (const delta of [1000, 1, -1, -100]) {
+        const lie = new Uint8Array(shard.length + delta);
+        lie.set(shard.subarray(0, Math.min(shard.length, lie.length)));
+        const liar = await hub({ cdnOverride: { [sha256Hex(shard)]: lie } });
+        const want = `error[corrupt]: model-00001-of-00002.safetensors: the Hub announced ${shard.length} bytes, but the download has ${lie.length}\n`;
+        // Five at once, in-process (where an uncaught event reaches the listeners above).
+        const stores = Array.from({ length: 5 }, () => join(tempDir(), 'store'));
+        const runs = await Promise.all(stores.map((s) => tfs(['import', 'hf://acme/tiny', '--store', s], envOf(liar))));
+        for (const [i, r] of runs.entries()) {
+          expect(r.code, r.stderr).toBe(4);
+          expect(r.stderr).toBe(want);
+          expect(r.stdout).toBe('');
+          if (existsSync(stores[i]!)) expect(await refsOf(stores[i]!)).toEqual([]);
+        }
+        const store = join(tempDir(), 'store');
+        if (delta === 1000 || delta === -100) {
+          // The real process (where the uncaught event was exit 1): its exit code and whole stderr.
+          const p = await spawnTfs(['import', 'hf://acme/tiny', '--store', store], envOf(liar));
+          expect(p.code, p.stderr).toBe(4);
+          expect(p.stderr).toBe(want);
+        }
+        const j = await tfs(['import', 'hf://acme/tiny', '--store', store, '--json'], envOf(liar));
+        expect(j.code, j.stderr).toBe(4);
+        expect(JSON.parse(j.stderr).error).toMatchObject({
+          code: 'corrupt',
+          details: { rule: 'hf.size_mismatch', expected: shard.length, actual: lie.length },
+        });
+        if (existsSync(store)) expect(await refsOf(store)).toEqual([]);
+      }
+      await new Promise((r) => setTimeout(r, 100)); // a late abort event would land here
+    } finally {
+      process.off('unhandledRejection', onError);
+      process.off('uncaughtException', onError);
+    }
+    expect(uncaught.map(String)).toEqual([]);
+  }, 120_000);
 
   it('Ctrl-C (the abort signal) mid-transfer exits 12 and names nothing', async () => {
     const ac = new AbortController();

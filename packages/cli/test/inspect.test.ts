@@ -85,6 +85,32 @@ describe('tfs inspect', () => {
     }
   });
 
+  it('a shard (or file) that is GGUF, cozytensors or TFM1 bytes is named as that, not a safetensors limit', async () => {
+    const dir = path.join(tmp, 'other-formats');
+    fs.mkdirSync(dir);
+    fs.copyFileSync(path.join(SAMPLES, 'tiny-model/model.gguf'), path.join(dir, 'model-00001-of-00001.safetensors'));
+    const index = path.join(dir, 'model.safetensors.index.json');
+    fs.writeFileSync(index, JSON.stringify({ metadata: {}, weight_map: { a: 'model-00001-of-00001.safetensors' } }));
+    const r = await tfs(['inspect', index]);
+    expect(r.code).toBe(5);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toBe(
+      'error[unsupported]: model-00001-of-00001.safetensors: this is a GGUF file (magic "GGUF"), not a safetensors file\n',
+    );
+    const j = await tfs(['inspect', index, '--json']);
+    expect(JSON.parse(j.stderr).error).toMatchObject({
+      code: 'unsupported',
+      details: { rule: 'safetensors.other_format', format: 'gguf' },
+    });
+    const manifest = path.join(dir, 'snapshot.safetensors');
+    fs.writeFileSync(manifest, new Uint8Array([0x54, 0x46, 0x4d, 0x31, 0, 0, 0, 0, ...new Uint8Array(24)]));
+    const m = await tfs(['inspect', manifest]);
+    expect(m.code).toBe(5);
+    expect(m.stderr).toBe(
+      'error[unsupported]: this is a TFM1 snapshot manifest (magic "TFM1"), not a safetensors file\n',
+    );
+  });
+
   it('rejects leading whitespace only under --strict', async () => {
     const header = new TextEncoder().encode(' {}');
     const prefix = new Uint8Array(8);

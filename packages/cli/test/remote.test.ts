@@ -136,6 +136,39 @@ describe('tfs push / pull', () => {
     expect(await hub.stop('SIGTERM')).toBe(0);
   });
 
+  it('a --token-file that names a folder is a local error about the file, not denied', async () => {
+    const a = sourceStore();
+    const hub = await tfsServe(['--store', a]);
+    running.push(hub);
+    const folder = temp();
+    for (const argv of [
+      ['push', hub.url, 'team/model', '--name', 'team/copy', '--store', a, '--token-file', folder],
+      ['pull', hub.url, 'team/model', '--store', join(temp(), 'x'), '--token-file', folder],
+      ['cat', 'team/model', 'model.safetensors', '--from', hub.url, '--store', a, '--token-file', folder],
+    ]) {
+      const r = await tfs(argv);
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toBe('error[invalid_argument]: the token file is a folder; name the file holding the token\n');
+      const j = await tfs([...argv, '--json']);
+      expect(j.code).toBe(2);
+      expect(JSON.parse(j.stderr).error).toMatchObject({
+        code: 'invalid_argument',
+        details: { rule: 'cli.token_file_not_file' },
+      });
+    }
+    const missing = await tfs([
+      'pull',
+      hub.url,
+      'team/model',
+      '--store',
+      join(temp(), 'y'),
+      '--token-file',
+      join(folder, 'nope'),
+    ]);
+    expect(missing.code).toBe(6);
+    expect(missing.stderr).toBe('error[not_found]: the token file does not exist\n');
+  });
+
   it('a hub without a tokens file is anonymous and read-only', async () => {
     const a = sourceStore();
     const hub = await tfsServe(['--store', a]);
@@ -203,6 +236,20 @@ describe('tfs remote', () => {
     expect(tfsSync(['remote', 'rm', 'shared', '--store', a]).code).toBe(0);
     expect(tfsSync(['remote', 'rm', 'shared', '--store', a]).code).toBe(6);
     expect(JSON.parse(tfsSync(['remote', 'ls', '--store', a, '--json']).stdout)).toEqual({ remotes: [] });
+  });
+
+  it('separates name and URL with a real tab, escaping only what is inside a field', () => {
+    const a = sourceStore();
+    const origin = join(temp(), 'origin');
+    const odd = join(temp(), 'with\ttab');
+    const add = tfsSync(['remote', 'add', 'shared', origin, '--store', a]);
+    expect(add.code).toBe(0);
+    expect(add.stdout).toBe(`shared\t${origin}\n`);
+    expect(tfsSync(['remote', 'add', 'odd', odd, '--store', a]).code).toBe(0);
+    const ls = tfsSync(['remote', 'ls', '--store', a]);
+    expect(ls.code).toBe(0);
+    // The separator is one byte 0x09; the tab inside the folder's name is escaped so it cannot forge a column.
+    expect(Buffer.from(ls.stdout)).toEqual(Buffer.from(`odd\t${odd.replace('\t', '\\x09')}\nshared\t${origin}\n`));
   });
 });
 

@@ -3,7 +3,7 @@
  * (and the index at fault); unknown schemes are `unsupported`; any input decodes or throws a TensorFSError.
  */
 import { isTensorFSError } from '@tensorfs/format';
-import { type Encoded, decode, decodeRange, encode } from '@tensorfs/format/encodings';
+import { type Encoded, checkEncoding, decode, decodeRange, encode } from '@tensorfs/format/encodings';
 import fc from 'fast-check';
 import { expectCodeSync } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
@@ -346,5 +346,60 @@ describe('any input decodes or throws a TensorFSError', () => {
       ),
       { numRuns: 500 },
     );
+  });
+});
+
+describe('checkEncoding: the decoder’s own checks, without the parts’ bytes', () => {
+  const bytesless = (enc: Encoded): Encoded => ({
+    ...enc,
+    parts: Object.fromEntries(Object.entries(enc.parts).map(([r, p]) => [r, { dtype: p.dtype, shape: p.shape }])),
+  });
+
+  it('accepts every golden vector without its bytes, and refuses what decode refuses with the same rule', () => {
+    let refused = 0;
+    for (const c of vectors.cases) {
+      const enc = encodedOf(c.encoding);
+      expect(() => checkEncoding(bytesless(enc)), c.name).not.toThrow();
+      // A wrong fact: group sizes, block shapes and part shapes the decoder would refuse.
+      const wrong: Encoded[] = [
+        withParams(enc, { group_size: 0 }),
+        withParams(enc, { group_size: 3 }),
+        withParams(enc, { block: [0, 0] }),
+        withParams(enc, { blocksize: 0 }),
+        ...Object.keys(enc.parts).map((r) => withPart(enc, r, { ...enc.parts[r]!, shape: [3, 1, 7] })),
+      ];
+      for (const w of wrong) {
+        let byDecode: unknown;
+        try {
+          decode(w);
+        } catch (error) {
+          byDecode = error;
+        }
+        let byCheck: unknown;
+        try {
+          checkEncoding(bytesless(w));
+        } catch (error) {
+          byCheck = error;
+        }
+        if (!isTensorFSError(byDecode) || byDecode.code !== 'malformed') continue;
+        const rule = byDecode.details.rule;
+        // The bytes of the reshaped part no longer fit its shape: a byte fact, which a check
+        // without bytes cannot see (it may still refuse the shape itself).
+        if (String(rule).endsWith('.part_length')) continue;
+        refused++;
+        expect(isTensorFSError(byCheck), `${c.name}: ${byDecode.message}`).toBe(true);
+        expect((byCheck as { details: { rule: unknown } }).details.rule, c.name).toBe(rule);
+      }
+    }
+    expect(refused).toBeGreaterThan(50);
+  });
+
+  it('checks the values of a small part it is given (a GPTQ g_idx out of range)', () => {
+    const enc = caseNamed('gptq 4-bit act-order');
+    const g = enc.parts.g_idx!;
+    const bad = new Int32Array(g.shape[0]!).fill(99);
+    const w = withPart(bytesless(enc), 'g_idx', { ...g, bytes: new Uint8Array(bad.buffer) });
+    expectCodeSync(() => checkEncoding(w), 'malformed', 'encodings.gptq.g_idx_range', { part: 'g_idx', index: 0 });
+    expect(() => checkEncoding(bytesless(enc))).not.toThrow();
   });
 });

@@ -239,6 +239,80 @@ describe('producer importers', () => {
     });
   });
 
+  it('a producer fact that is missing is named as missing, never printed as "undefined"', () => {
+    const g = vector('gptq reference golden, v1').enc.parts;
+    const gptq: ProducerTensors = { 'l.qweight': g.qweight, 'l.qzeros': g.qzeros, 'l.scales': g.scales };
+    const a = vector('awq_gemm').enc.parts;
+    const awq: ProducerTensors = { 'l.qweight': a.qweight, 'l.qzeros': a.qzeros, 'l.scales': a.scales };
+    const fp8 = vector('fp8_e4m3fn').enc.parts;
+    const comfy: ProducerTensors = { 'l.weight': fp8.q, 'l.weight_scale': fp8.scale ?? fp8.q };
+    const w = 'm.weight';
+    const bnb = (state: Record<string, unknown>): ProducerTensors => ({
+      [w]: { dtype: 'U8', shape: [1] },
+      [`${w}.absmax`]: { dtype: 'F32', shape: [1] },
+      [`${w}.quant_map`]: { dtype: 'F32', shape: [16] },
+      [`${w}.quant_state.bitsandbytes__nf4`]: { dtype: 'U8', shape: [0], bytes: json(state) },
+    });
+    const full = { quant_type: 'nf4', shape: [2], dtype: 'float32', blocksize: 64 };
+    const cases: [() => unknown, string, string, Record<string, unknown>][] = [
+      [
+        () => importComfyQuant(comfy, 'l', { dtype: 'F32', conf: {} }),
+        'malformed',
+        'comfy_quant: the configuration of "l" has no "format"',
+        { key: 'format' },
+      ],
+      [
+        () => importComfyQuant(comfy, 'l', { dtype: 'F32', conf: { format: 'svdquant' } }),
+        'unsupported',
+        'comfy_quant: "format" "svdquant" is not a comfy_quant format this reads',
+        { fact: 'format' },
+      ],
+      [() => importGptq(gptq, 'l', { group_size: 8 }), 'malformed', 'gptq: the quantize config has no "bits"', {}],
+      [() => importGptq(gptq, 'l', { bits: 4 }), 'malformed', 'gptq: the quantize config has no "group_size"', {}],
+      [
+        () => importGptq(gptq, 'l', { bits: 5, group_size: 8 }),
+        'unsupported',
+        'gptq: "bits" 5 is not 2, 3, 4 or 8',
+        {},
+      ],
+      [
+        () => importAwq(awq, 'l', { bits: 4, group_size: 8 }),
+        'unsupported',
+        'awq: the quantize config has no "version" (only gemm is read)',
+        { fact: 'version' },
+      ],
+      [
+        () => importAwq(awq, 'l', { version: 'gemm', bits: 4 }),
+        'malformed',
+        'awq: the quantize config has no "group_size" (or "q_group_size")',
+        { key: 'group_size' },
+      ],
+      [
+        () => importBitsandbytes4bit(bnb({ ...full, dtype: undefined }), w),
+        'unsupported',
+        'bitsandbytes_4bit: the quant_state has no "dtype"',
+        { fact: 'dtype' },
+      ],
+      [
+        () => importBitsandbytes4bit(bnb({ ...full, quant_type: undefined }), w),
+        'malformed',
+        'bitsandbytes_4bit: the quant_state has no "quant_type"',
+        { key: 'quant_type' },
+      ],
+      [
+        () => importBitsandbytes4bit(bnb({ ...full, blocksize: undefined }), w),
+        'malformed',
+        'bitsandbytes_4bit: the quant_state has no "blocksize"',
+        { key: 'blocksize' },
+      ],
+    ];
+    for (const [f, code, message, details] of cases) {
+      const err = expectCodeSync(f, code as 'malformed', undefined, details);
+      expect(err.message).toBe(message);
+      expect(err.details.rule).toMatch(/^encodings\.import\./);
+    }
+  });
+
   it('Kohya LoRA alpha', () => {
     const { enc, c } = vector('lora linear');
     const t: ProducerTensors = {

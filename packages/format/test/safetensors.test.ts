@@ -1,4 +1,6 @@
-import { expectCode, expectCodeSync } from '@tensorfs/testkit';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { REPO_ROOT, expectCode, expectCodeSync } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
 import {
   type ByteSource,
@@ -12,6 +14,9 @@ import {
   safetensorsDtype,
   writeSafetensorsHeader,
 } from '../src/index.js';
+import { COZYTENSORS_MAGIC } from '../src/cozytensors/index.js';
+import { GGUF_MAGIC } from '../src/gguf/parse-header.js';
+import { TFM1_MAGIC } from '../src/manifest/index.js';
 import { desc, file } from './safetensors-helpers.js';
 
 const P64 = 2n ** 64n;
@@ -236,6 +241,36 @@ describe('parseSafetensorsHeader: framing (R1–R4)', () => {
       limit: 7,
       actual: 8,
     });
+  });
+  it('the bytes of a GGUF file, a cozytensors header or a TFM1 manifest are named, not R3', async () => {
+    const gguf = new Uint8Array(readFileSync(join(REPO_ROOT, 'samples', 'tiny-model', 'model.gguf')));
+    const cases: [Uint8Array, string, string][] = [
+      [gguf, 'gguf', 'this is a GGUF file (magic "GGUF"), not a safetensors file'],
+      [
+        Uint8Array.from([...COZYTENSORS_MAGIC, 1, 0, 0, 0, ...new Uint8Array(24)]),
+        'cozytensors',
+        'this is a cozytensors checkpoint header (magic "TFC1"), not a safetensors file',
+      ],
+      [
+        Uint8Array.from([...TFM1_MAGIC, 0, 0, 0, 0, ...new Uint8Array(24)]),
+        'tfm1',
+        'this is a TFM1 snapshot manifest (magic "TFM1"), not a safetensors file',
+      ],
+    ];
+    expect([...gguf.subarray(0, 4)]).toEqual([...GGUF_MAGIC]);
+    for (const [bytes, format, message] of cases) {
+      const e = expectCodeSync(() => parse(bytes), 'unsupported', 'safetensors.other_format', { format, offset: 0 });
+      expect(e.message).toBe(message);
+      const r = await expectCode(
+        () => readSafetensorsHeader(bytesSource(bytes)),
+        'unsupported',
+        'safetensors.other_format',
+        {
+          format,
+        },
+      );
+      expect(r.message).toBe(message);
+    }
   });
   it('R4: N past the end of the file; N = 0 and whitespace-only are R6', () => {
     expectCodeSync(() => parse(file('{}', 0, 3n)), 'malformed', 'safetensors.R4', { actual: 3 });

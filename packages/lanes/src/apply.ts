@@ -14,6 +14,7 @@ import type { Catalog, LaneRef } from './catalog.js';
 import type { DocRef } from './documents.js';
 import { isBlockType } from './dtypes.js';
 import type { LayoutComponent, LayoutEntry, LayoutPart } from './layout.js';
+import { candidateFromTensors } from './candidates.js';
 import { rotaryRowOrder } from './morphism.js';
 import {
   convertT4,
@@ -90,7 +91,7 @@ function rows(view: TensorView): { n: number; rowBytes: number } {
 }
 
 function candidateOf(set: Set_, component: string): CandidateHeaders {
-  return { [component]: [...set].map((v) => ({ name: v.name, dtype: v.dtype, shape: v.shape.map(Number) })) };
+  return candidateFromTensors(set, component);
 }
 
 /** `left->right` of a T4 step's `via`: each side a dtype or a rule (`name@v`). */

@@ -118,6 +118,15 @@ function checkCandidate(c: string, tensors: readonly CandidateTensor[]): Map<str
       throw new TensorFSError('invalid_argument', `component ${c}: ${t.name} appears twice`, {
         details: { rule: 'lanes.candidate', tensor: t.name },
       });
+    const big = t.shape.find((d) => Number.isInteger(d) && d > Number.MAX_SAFE_INTEGER);
+    if (big !== undefined)
+      throw new TensorFSError(
+        'limit_exceeded',
+        `${t.name}: a dimension exceeds 2^53 − 1, the largest TensorFS addresses`,
+        {
+          details: { rule: 'lanes.dimension_limit', tensor: t.name },
+        },
+      );
     if (!t.shape.every((d) => Number.isSafeInteger(d) && d >= 0))
       throw new TensorFSError('invalid_argument', `${t.name}: dims must be non-negative safe integers`, {
         details: { rule: 'lanes.candidate', tensor: t.name },

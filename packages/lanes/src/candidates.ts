@@ -4,14 +4,37 @@
 import { type GgufHeader, type SafetensorsHeader, TensorFSError } from '@tensorfs/format';
 import type { CandidateHeaders, CandidateTensor } from './bind.js';
 
+/**
+ * A header's dimensions as numbers. A dimension past 2^53 − 1 is valid in a safetensors or GGUF
+ * file (they allow 2^64 − 1) but past what TensorFS addresses: `limit_exceeded`
+ * (`lanes.dimension_limit`), whichever way the header arrived (a file, or a ref's manifest), so one
+ * file gets one answer.
+ */
 function dims(name: string, shape: readonly bigint[]): number[] {
   return shape.map((d) => {
     if (d > BigInt(Number.MAX_SAFE_INTEGER))
-      throw new TensorFSError('limit_exceeded', `${name}: a dimension exceeds 2^53 - 1`, {
-        details: { rule: 'lanes.candidate', tensor: name },
-      });
+      throw new TensorFSError(
+        'limit_exceeded',
+        `${name}: a dimension (${d}) exceeds 2^53 − 1, the largest TensorFS addresses`,
+        {
+          details: { rule: 'lanes.dimension_limit', tensor: name, actual: String(d) },
+        },
+      );
     return Number(d);
   });
+}
+
+/**
+ * A candidate from tensor views (a stored snapshot's or checkpoint's: names, dtypes and exact
+ * shapes), as one component. Dimensions are checked as a file's are.
+ */
+export function candidateFromTensors(
+  tensors: Iterable<{ readonly name: string; readonly dtype: string; readonly shape: readonly bigint[] }>,
+  component = 'model',
+): CandidateHeaders {
+  const out: CandidateTensor[] = [];
+  for (const t of tensors) out.push({ name: t.name, dtype: t.dtype, shape: dims(t.name, t.shape) });
+  return { [component]: out };
 }
 
 /**

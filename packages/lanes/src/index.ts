@@ -17,7 +17,7 @@ export {
   type CandidateTensor,
   type Tier,
 } from './bind.js';
-export { candidateFromGguf, candidateFromSafetensors } from './candidates.js';
+export { candidateFromGguf, candidateFromSafetensors, candidateFromTensors } from './candidates.js';
 export { canonicalJson, documentDigest } from './canonical.js';
 export { Catalog, type CatalogInput, documentText, type LaneRef, loadCatalog, type MorphismEdge } from './catalog.js';
 export {

@@ -391,8 +391,16 @@ export class HuggingFaceRepo {
     if (res.status === 206) {
       const cr = res.headers['content-range'];
       const m = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec((Array.isArray(cr) ? cr[0] : cr) ?? '');
+      if (m && Number(m[1]) === start && m[3] !== '*' && Number(m[3]) !== file.size) {
+        discard(res.body);
+        throw new TensorFSError(
+          'corrupt',
+          `${file.path}: the Hub announced ${file.size} bytes, but the download has ${m[3]}`,
+          { details: { rule: 'hf.size_mismatch', path: file.path, expected: file.size, actual: Number(m[3]) } },
+        );
+      }
       if (!m || Number(m[1]) !== start || (m[3] !== '*' && Number(m[3]) !== file.size)) {
-        res.body.destroy();
+        discard(res.body);
         throw new TensorFSError('corrupt', 'the Hub answered another byte range than the one asked for', {
           details: { rule: 'hf.bad_range', path: file.path, expected: range, actual: String(cr ?? '') },
         });
@@ -400,11 +408,20 @@ export class HuggingFaceRepo {
       return { body: res.body, skip: 0 };
     }
     if (res.status === 200) return { body: res.body, skip: start }; // Range ignored: skip to `start`
-    res.body.destroy();
+    discard(res.body);
     throw new TensorFSError('unavailable', `the Hub answered ${res.status} to a file read`, {
       details: { rule: `http.${res.status}`, path: file.path },
     });
   }
+}
+
+/**
+ * Drops a response body unread. undici's body reports `destroy()` as an `error` event (its
+ * `RequestAbortedError`); unread, nothing listens, so that event was an uncaught exception that
+ * killed the process (exit 1) after the `corrupt` answer was already on its way. `dump()` handles it.
+ */
+function discard(body: HttpResponse['body']): void {
+  body.dump().catch(() => {});
 }
 
 function treeError(rule: string, url: string, message: string): TensorFSError {

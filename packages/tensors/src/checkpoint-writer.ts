@@ -652,6 +652,20 @@ function plainShape(
   }
   const dims = shape.map((d) => {
     const n = typeof d === 'bigint' ? Number(d) : d;
+    if (
+      (typeof d === 'bigint' && d > BigInt(Number.MAX_SAFE_INTEGER)) ||
+      (Number.isInteger(n) && n > Number.MAX_SAFE_INTEGER)
+    ) {
+      // A file's dimension (valid there up to 2^64 − 1) past what a checkpoint addresses: a limit,
+      // not the caller's mistake; the same answer bind and lanes derive give for that file.
+      throw new TensorFSError(
+        'limit_exceeded',
+        `${name}: a dimension (${d}) exceeds 2^53 − 1, the largest TensorFS addresses`,
+        {
+          details: { rule: 'cozytensors.dimension_limit', tensor: name, actual: String(d) },
+        },
+      );
+    }
     if (!Number.isSafeInteger(n) || n < 0 || (typeof d === 'bigint' && BigInt(n) !== d)) {
       throw new TensorFSError('invalid_argument', 'a dimension is an integer in 0…2^53−1', {
         details: { rule: 'cozytensors.shape', tensor: name },

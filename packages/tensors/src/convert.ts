@@ -26,7 +26,7 @@ import { openCheckpoint } from './checkpoint.js';
 import { modelKind } from './model.js';
 import { CheckpointWriter } from './checkpoint-writer.js';
 import { INDEX_SUFFIX, openTensors } from './open.js';
-import { configDtype, importProducerTensors, quantizationConfigOf } from './producers.js';
+import { checkDecodable, configDtype, importProducerTensors, quantizationConfigOf } from './producers.js';
 import { SnapshotTree } from './snapshot.js';
 import { retyped, type TensorView } from './view.js';
 
@@ -304,6 +304,7 @@ async function putView(comp: ReturnType<CheckpointWriter['component']>, view: Te
   }
   const enc = importGgufTensor(type.id, [...view.shape].reverse().map(Number), undefined);
   const blocks = retyped(view, 'U8', [view.byteLength], 1);
+  checkDecodable(view.name, 'gguf', { ...enc, parts: { blocks: { dtype: 'U8', shape: [view.byteLength] } } });
   const params = enc.params as { dtype: string };
   await comp.putEncoded(view.name, {
     dtype: params.dtype,

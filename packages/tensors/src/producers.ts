@@ -9,6 +9,7 @@
  */
 import { type JsonValue, TensorFSError, isTensorFSError } from '@tensorfs/format';
 import {
+  checkEncoding,
   type DecodedDtype,
   type DetectedWeight,
   detectConventions,
@@ -36,7 +37,12 @@ const METADATA_SUFFIXES = [
   '.weight_format',
   '.alpha',
 ];
-/** The most bytes read from one metadata tensor. */
+/**
+ * Small producer tensors whose values the decoder checks (GPTQ `g_idx` in range, the NVFP4 global
+ * scale finite): read so that convert refuses what decode would, not only what the shapes say.
+ */
+const CHECKED_SUFFIXES = ['.g_idx', '.weight_scale_2'];
+/** The most bytes read from one metadata (or checked) tensor. */
 const METADATA_LIMIT = 1024 * 1024;
 /** Consumed by some translations but kept as plain tensors (activation scales). */
 const KEPT_SUFFIXES = ['.input_scale', '.scale_input'];
@@ -136,6 +142,7 @@ export async function importProducerTensors(
     const shape = v.shape.map(Number);
     const t: { dtype: string; shape: number[]; bytes?: Uint8Array } = { dtype: v.dtype, shape };
     if (endsWithAny(v.name, METADATA_SUFFIXES) && v.byteLength <= METADATA_LIMIT) t.bytes = await input.read(v);
+    else if (endsWithAny(v.name, CHECKED_SUFFIXES) && v.byteLength <= METADATA_LIMIT) t.bytes = await input.read(v);
     byShape.set(shape, v);
     producer[v.name] = t;
   }
@@ -152,6 +159,7 @@ export async function importProducerTensors(
   const firstOf = new Map<string, ComponentTensor>();
   const consumed = new Map<string, ProducerConvention>();
   const conventions = new Set<ProducerConvention>();
+  const decodable: [string, ProducerConvention, Encoded][] = [];
   for (const d of detected) {
     let imported: ImportedEncoding;
     try {
@@ -177,6 +185,8 @@ export async function importProducerTensors(
         details: { rule: 'convert.producer_shape', convention: d.convention, layer: d.name },
       });
     }
+    const name = d.convention === 'bitsandbytes_4bit' ? d.name : `${d.name}.weight`;
+    decodable.push([name, d.convention, imported.encoding]);
     const parts: Record<string, TensorView> = {};
     for (const [role, p] of Object.entries(imported.encoding.parts)) {
       const view = byShape.get(p.shape);
@@ -187,7 +197,6 @@ export async function importProducerTensors(
       }
       parts[role] = retyped(view, p.dtype, p.shape);
     }
-    const name = d.convention === 'bitsandbytes_4bit' ? d.name : `${d.name}.weight`;
     const used = imported.consumed.filter((n) => !endsWithAny(n, KEPT_SUFFIXES));
     const first = st.find((v) => used.includes(v.name));
     for (const n of used) {
@@ -205,6 +214,8 @@ export async function importProducerTensors(
     if (first)
       firstOf.set(first.name, { kind: 'encoded', name, convention: d.convention, encoding: imported.encoding, parts });
   }
+  // After the overlap check: a tensor two conventions claim is refused as that, whatever the facts.
+  for (const [name, convention, encoding] of decodable) checkDecodable(name, convention, encoding);
   const tensors: ComponentTensor[] = [];
   const names = new Set<string>();
   for (const view of views) {
@@ -221,6 +232,39 @@ export async function importProducerTensors(
     tensors.push(item);
   }
   return { tensors, conventions: [...conventions] };
+}
+
+/**
+ * Refuses an imported encoding the decoder would refuse: the decoder's own check
+ * ({@link checkEncoding}: every param, each part's dtype and shape, and the values of the small
+ * parts that were read), so nothing is committed that `cat --decode` then calls malformed. The
+ * refusal is `malformed` with rule `convert.<the decoder's rule>` (`convert.group_size`,
+ * `convert.part_shape`…), naming the tensor and the fact (`details.fact`: the param or part).
+ * `unsupported` (a GGML type with no decoder) is not a refusal: such a tensor is stored as it is.
+ */
+export function checkDecodable(tensor: string, convention: ProducerConvention | 'gguf', encoding: Encoded): void {
+  try {
+    checkEncoding(encoding);
+  } catch (error) {
+    if (!isTensorFSError(error) || error.code === 'unsupported') {
+      if (isTensorFSError(error)) return;
+      throw error;
+    }
+    const rule = typeof error.details.rule === 'string' ? error.details.rule : 'encodings.invalid';
+    const tail = rule.slice(rule.lastIndexOf('.') + 1);
+    const fact = error.details.param ?? error.details.part ?? tail;
+    throw new TensorFSError('malformed', `${tensor}: ${error.message} (${convention} facts the decoder cannot use)`, {
+      details: {
+        ...error.details,
+        rule: `convert.${tail}`,
+        decoderRule: rule,
+        tensor,
+        convention,
+        fact,
+      },
+      cause: error,
+    });
+  }
 }
 
 function translate(

@@ -54,7 +54,7 @@ export interface FakeRequest {
 export interface FakeHubOptions {
   /** Tree entries per page (default 1000). */
   pageSize?: number;
-  /** sha256 hex → bytes the CDN serves instead (a lying Hub: right length, wrong bytes). */
+  /** sha256 hex → bytes the CDN serves instead (a lying Hub: wrong bytes, or another length than the tree and `X-Linked-Size` announce). */
   cdnOverride?: Record<string, Uint8Array>;
   /** Called for every CDN request before it is answered; return a promise to hold the answer. */
   onCdnRequest?: (r: FakeRequest) => void | Promise<void>;

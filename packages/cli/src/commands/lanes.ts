@@ -17,9 +17,9 @@ import {
   type Catalog,
   type CatalogIndex,
   type CandidateHeaders,
-  type CandidateTensor,
   candidateFromGguf,
   candidateFromSafetensors,
+  candidateFromTensors,
   defaultCatalog,
   deriveTopology,
   documentDigest,
@@ -142,22 +142,19 @@ async function refCandidate(
   ctx: CommandContext,
 ): Promise<CandidateHeaders> {
   const model = await openModel(store, target, { signal: ctx.signal });
-  if (model.kind === 'snapshot') {
-    return { [component]: [...model].map((v) => ({ name: v.name, dtype: v.dtype, shape: v.shape.map(Number) })) };
-  }
-  const out: Record<string, CandidateTensor[]> = {};
+  if (model.kind === 'snapshot') return candidateFromTensors(model, component);
+  const out: CandidateHeaders = {};
   for (const c of model.components.values()) {
-    if (c.tensors.size > 0) out[c.name] = [...c.tensors.values()].map(candidateTensor);
+    if (c.tensors.size > 0) Object.assign(out, candidateFromTensors([...c.tensors.values()].map(asStored), c.name));
   }
   return out;
 }
 
-/** A checkpoint tensor as bind compares it: as a file stores it. */
-function candidateTensor(v: TensorView): CandidateTensor {
-  const shape = v.shape.map(Number);
-  if (v.storage === 'plain') return { name: v.name, dtype: v.dtype, shape };
+/** A checkpoint tensor as bind compares it: as a file stores it (a ggml encoding under its type). */
+function asStored(v: TensorView): { name: string; dtype: string; shape: readonly bigint[] } {
+  if (v.storage === 'plain') return v;
   const type = (v.encoding?.params as { type?: unknown } | null)?.type;
-  if (v.encoding?.scheme === 'ggml' && typeof type === 'string') return { name: v.name, dtype: type, shape };
+  if (v.encoding?.scheme === 'ggml' && typeof type === 'string') return { name: v.name, dtype: type, shape: v.shape };
   throw new TensorFSError(
     'unsupported',
     `${v.component}/${v.name} is encoded (${v.encoding?.scheme}): bind compares tensors as files store them, and only ggml encodings have one form; bind the snapshot it was converted from`,

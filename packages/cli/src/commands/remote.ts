@@ -56,14 +56,47 @@ async function writeRemotes(ctx: CommandContext, remotes: Record<string, string>
   await fsp.rename(tmp, file);
 }
 
+/**
+ * The token in `file`, trimmed. A path that does not exist is `not_found`; one that is a folder
+ * (or another non-file) is `invalid_argument`; one that cannot be read is `io` with the system's
+ * code: each names the problem, so it is not reported as the origin refusing the credential.
+ */
+function readTokenFile(file: string): string {
+  let stat: fs.Stats;
+  try {
+    stat = fs.statSync(file);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') {
+      throw new TensorFSError('not_found', 'the token file does not exist', { details: { rule: 'cli.token_file' } });
+    }
+    throw new TensorFSError('io', `the token file cannot be read (${code ?? 'error'})`, {
+      details: { rule: 'cli.token_file_unreadable', code: code ?? 'error' },
+    });
+  }
+  if (!stat.isFile()) {
+    throw new TensorFSError(
+      'invalid_argument',
+      `the token file is ${stat.isDirectory() ? 'a folder' : 'not a regular file'}; name the file holding the token`,
+      { details: { rule: 'cli.token_file_not_file' } },
+    );
+  }
+  try {
+    return fs.readFileSync(file, 'utf8').trim();
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    throw new TensorFSError('io', `the token file cannot be read (${code})`, {
+      details: { rule: 'cli.token_file_unreadable', code },
+    });
+  }
+}
+
 function credentialOf(args: TokenArgs, ctx: CommandContext): Credential | undefined {
   const file = args['token-file'];
   if (file !== undefined) {
-    if (!fs.existsSync(file)) {
-      throw new TensorFSError('not_found', 'the token file does not exist', { details: { rule: 'cli.token_file' } });
-    }
+    readTokenFile(file); // a missing, unreadable or non-file path is a local error now, not `denied` later
     // Read afresh for every request, so a rotated token is picked up mid-transfer.
-    return () => fs.readFileSync(file, 'utf8').trim();
+    return () => readTokenFile(file);
   }
   const env = ctx.io.env.TENSORFS_TOKEN;
   return env && env.length > 0 ? env : undefined;
@@ -343,7 +376,7 @@ export const remoteCommand = defineCommand<RemoteArgs>({
       const list = Object.entries(remotes)
         .sort(([a], [b]) => (a < b ? -1 : 1))
         .map(([name, url]) => ({ name, url }));
-      ctx.result({ remotes: list }, () => list.map((r) => `${r.name}\t${r.url}`));
+      ctx.result({ remotes: list }, () => list.map((r) => [r.name, r.url]));
       return;
     }
     if (args.name === undefined || !REMOTE_NAME.test(args.name)) {
@@ -371,7 +404,7 @@ export const remoteCommand = defineCommand<RemoteArgs>({
       const url = /^[a-z][a-z0-9+.-]*:\/\//i.test(args.url) ? args.url : path.resolve(args.url);
       remotes[args.name] = url;
       await writeRemotes(ctx, remotes);
-      ctx.result({ name: args.name, url }, () => `${args.name}\t${url}`);
+      ctx.result({ name: args.name, url }, () => [[args.name!, url]]);
       return;
     }
     if (remotes[args.name] === undefined) {

@@ -4,6 +4,7 @@
 import { describe, requireBytes, requireFunction, requireObject, requireOptions } from '../args.js';
 import { TensorFSError, isTensorFSError } from '../errors.js';
 import { LITTLE_ENDIAN_HOST, f16BitsOf } from './floats.js';
+import { withoutBytes } from './params.js';
 import { prepareBnb } from './schemes/bnb.js';
 import { prepareFp8 } from './schemes/fp8.js';
 import { prepareGgml } from './schemes/ggml.js';
@@ -64,6 +65,20 @@ export function prepareDecoder(enc: Encoded): PreparedDecoder {
       cause: err,
     });
   }
+}
+
+/**
+ * Checks an encoding as {@link prepareDecoder} does, without its parts' bytes: the scheme, every
+ * param, each part's dtype and shape against the params (a part's length is its declared one).
+ * A part that does carry bytes is checked in full, so facts held in small parts (GPTQ `g_idx`,
+ * the NVFP4 global scale) are checked when the caller read them. An encoding this accepts with
+ * parts of the declared shapes decodes (bytes of the declared lengths) or fails only on a fact of
+ * the bytes it was not given. This is the one check a writer (`tfs convert`) and the decoder share.
+ * @throws {TensorFSError} as {@link prepareDecoder}: `unsupported` (scheme, GGML type without a
+ *   decoder), `malformed` naming the param or part (`details.param` / `details.part`).
+ */
+export function checkEncoding(enc: Encoded): void {
+  withoutBytes(() => prepareDecoder(enc));
 }
 
 /** Options for {@link decode} and {@link decodeChunks}. */

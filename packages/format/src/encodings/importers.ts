@@ -94,6 +94,8 @@ export function importBitsandbytes4bit(tensors: ProducerTensors, prefix: string)
   const stateName = `${prefix}.quant_state.bitsandbytes__${nf4 ? 'nf4' : 'fp4'}`;
   const state = jsonBytes(c, need(c, tensors, stateName, used), stateName);
   const qt = state.quant_type;
+  if (qt === undefined)
+    throw malformedImport(c, 'the quant_state has no "quant_type"', { tensor: stateName, key: 'quant_type' });
   if (qt !== (nf4 ? 'nf4' : 'fp4'))
     throw malformedImport(c, 'quant_type disagrees with the quant_state key', { tensor: stateName });
   const shape = state.shape;
@@ -101,10 +103,22 @@ export function importBitsandbytes4bit(tensors: ProducerTensors, prefix: string)
     throw unsupported(c, 'shape', 'the quant_state has no logical shape (bitsandbytes before PR #868); declare it');
   }
   const dtype = TORCH_DTYPES[String(state.dtype)];
-  if (!dtype)
-    throw unsupported(c, 'dtype', `the quant_state dtype ${JSON.stringify(state.dtype)} is not F32, F16 or BF16`);
-  if (!Number.isSafeInteger(state.blocksize))
-    throw malformedImport(c, 'quant_state.blocksize is missing', { tensor: stateName });
+  if (!dtype) {
+    throw unsupported(
+      c,
+      'dtype',
+      state.dtype === undefined
+        ? 'the quant_state has no "dtype"'
+        : `the quant_state dtype ${JSON.stringify(state.dtype)} is not F32, F16 or BF16`,
+    );
+  }
+  if (!Number.isSafeInteger(state.blocksize)) {
+    throw malformedImport(
+      c,
+      state.blocksize === undefined ? 'the quant_state has no "blocksize"' : 'quant_state.blocksize is not an integer',
+      { tensor: stateName, key: 'blocksize' },
+    );
+  }
   const codes = need(c, tensors, prefix, used);
   const absmax = need(c, tensors, `${prefix}.absmax`, used);
   const table = need(c, tensors, `${prefix}.quant_map`, used);
@@ -274,6 +288,12 @@ export function importComfyQuant(
   ) as Record<string, JsonValue>;
   const fact = (k: string) => conf[k] ?? inner[k];
   const format = conf.format;
+  if (format === undefined) {
+    throw malformedImport(c, `the configuration of "${layer}" has no "format"`, {
+      tensor: `${layer}.comfy_quant`,
+      key: 'format',
+    });
+  }
   const dtype = dtypeOrRefuse(c, options.dtype);
   const w = need(c, tensors, `${layer}.weight`, used);
   const s = need(c, tensors, `${layer}.weight_scale`, used);
@@ -345,7 +365,7 @@ export function importComfyQuant(
       break;
     }
     default:
-      throw unsupported(c, 'format', `comfy_quant format ${JSON.stringify(format)}`);
+      throw unsupported(c, 'format', `"format" ${JSON.stringify(format)} is not a comfy_quant format this reads`);
   }
   return { encoding, consumed: used };
 }
@@ -364,13 +384,20 @@ export function importGptq(
   const c = 'gptq';
   const used: string[] = [];
   const bits = config.bits;
+  if (bits === undefined) throw malformedImport(c, 'the quantize config has no "bits"', { key: 'bits' });
   if (bits !== 2 && bits !== 3 && bits !== 4 && bits !== 8)
-    throw unsupported(c, 'bits', `bits ${JSON.stringify(bits)}`);
+    throw unsupported(c, 'bits', `"bits" ${JSON.stringify(bits)} is not 2, 3, 4 or 8`);
   const gs = config.group_size;
-  if (!Number.isSafeInteger(gs)) throw malformedImport(c, 'group_size is missing', { key: 'group_size' });
+  if (!Number.isSafeInteger(gs)) {
+    throw malformedImport(
+      c,
+      gs === undefined ? 'the quantize config has no "group_size"' : '"group_size" is not an integer',
+      { key: 'group_size' },
+    );
+  }
   const fmt = config.checkpoint_format ?? 'gptq';
   if (fmt !== 'gptq' && fmt !== 'gptq_v2')
-    throw unsupported(c, 'checkpoint_format', `checkpoint_format ${JSON.stringify(fmt)}`);
+    throw unsupported(c, 'checkpoint_format', `"checkpoint_format" ${JSON.stringify(fmt)} is not gptq or gptq_v2`);
   const qw = need(c, tensors, `${layer}.qweight`, used);
   const qz = need(c, tensors, `${layer}.qzeros`, used);
   const sc = need(c, tensors, `${layer}.scales`, used);
@@ -408,10 +435,26 @@ export function importAwq(
   const c = 'awq';
   const used: string[] = [];
   const version = String(config.version ?? '').toLowerCase();
-  if (version !== 'gemm') throw unsupported(c, 'version', `AWQ version ${JSON.stringify(config.version ?? null)}`);
+  if (version !== 'gemm') {
+    throw unsupported(
+      c,
+      'version',
+      config.version === undefined
+        ? 'the quantize config has no "version" (only gemm is read)'
+        : `"version" ${JSON.stringify(config.version)} is not gemm`,
+    );
+  }
   if (config.bits !== 4 && config.w_bit !== 4) throw unsupported(c, 'bits', 'only 4-bit AWQ is defined');
   const gs = config.group_size ?? config.q_group_size;
-  if (!Number.isSafeInteger(gs)) throw malformedImport(c, 'group_size is missing', { key: 'group_size' });
+  if (!Number.isSafeInteger(gs)) {
+    throw malformedImport(
+      c,
+      gs === undefined
+        ? 'the quantize config has no "group_size" (or "q_group_size")'
+        : '"group_size" is not an integer',
+      { key: 'group_size' },
+    );
+  }
   const qw = need(c, tensors, `${layer}.qweight`, used);
   const qz = need(c, tensors, `${layer}.qzeros`, used);
   const sc = need(c, tensors, `${layer}.scales`, used);

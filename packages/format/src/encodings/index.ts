@@ -7,6 +7,7 @@ export type { DecodedDtype, Encoded, EncodedPart, JsonValue, PreparedDecoder } f
 export {
   ENCODING_SCHEMES,
   castFloat32,
+  checkEncoding,
   decode,
   decodeChunks,
   decodeInto,

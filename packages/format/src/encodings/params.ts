@@ -10,6 +10,32 @@ import { malformed } from './types.js';
 /** Largest element count a decoder accepts for one tensor (2^40: far beyond any real tensor). */
 const MAX_ELEMENTS = 2 ** 40;
 
+/** Nesting depth of {@link describingOnly} checks (the preparation is synchronous, so a counter is safe). */
+let describing = 0;
+
+/**
+ * Runs `f` (a scheme's `prepare`) in the structure-only mode: a part without bytes is checked by
+ * its declared dtype and shape alone (its length is the declared one) and comes back with
+ * `described: true` and no bytes; each `prepare` returns before it reads bytes (see
+ * {@link describingOnly}). One set of checks then serves both the decoder and a writer that has
+ * only the parts' shapes (`tfs convert`).
+ */
+export function withoutBytes<T>(f: () => T): T {
+  describing++;
+  try {
+    return f();
+  } finally {
+    describing--;
+  }
+}
+
+/** True inside {@link withoutBytes}: a scheme's `prepare` returns once its structural checks pass. */
+export function describingOnly(): boolean {
+  return describing > 0;
+}
+
+const NO_BYTES = new Uint8Array(0);
+
 /** Reads params of one encoding, with the scheme named in every error. */
 export class Params {
   readonly scheme: string;
@@ -137,7 +163,12 @@ export interface Part {
   readonly dtype: string;
   readonly shape: readonly number[];
   readonly count: number;
+  /** The bytes; empty when `described`. */
   readonly bytes: Uint8Array;
+  /** The byte length: `count × width`, whether or not the bytes are here. */
+  readonly byteLength: number;
+  /** True when only the dtype and shape were checked (structure-only mode, no bytes given). */
+  readonly described: boolean;
 }
 
 /**
@@ -162,10 +193,13 @@ export function part(enc: Encoded, role: string, dtypes: readonly string[]): Par
   }
   let count = 1;
   for (const d of shape) count *= d;
+  const width = WIDTH[p.dtype] as number;
   if (!(p.bytes instanceof Uint8Array)) {
+    if (describingOnly() && p.bytes === undefined && count <= MAX_ELEMENTS) {
+      return { role, dtype: p.dtype, shape, count, bytes: NO_BYTES, byteLength: count * width, described: true };
+    }
     throw malformed(enc.scheme, 'missing_bytes', `part "${role}" has no bytes`, { part: role });
   }
-  const width = WIDTH[p.dtype] as number;
   if (count > MAX_ELEMENTS || p.bytes.length !== count * width) {
     throw malformed(enc.scheme, 'part_length', `part "${role}" is not ${count * width} bytes long`, {
       part: role,
@@ -173,7 +207,7 @@ export function part(enc: Encoded, role: string, dtypes: readonly string[]): Par
       actual: p.bytes.length,
     });
   }
-  return { role, dtype: p.dtype, shape, count, bytes: p.bytes };
+  return { role, dtype: p.dtype, shape, count, bytes: p.bytes, byteLength: p.bytes.length, described: false };
 }
 
 /** An optional part (absent → undefined); present → checked as {@link part}. */

@@ -37,7 +37,9 @@ const DESCRIPTOR_DEPTH = 2;
  * @returns the validated header; tensors in data order
  * @throws {TensorFSError} `malformed` for any rule violation (`details.rule`, and `tensor` and
  *   `offset` where known), `limit_exceeded` for a header longer than `maxHeaderSize` (R3),
- *   `invalid_argument` for bad options or when `bytes` stop before the end of the header
+ *   `invalid_argument` for bad options or when `bytes` stop before the end of the header,
+ *   `unsupported` (`safetensors.other_format`, `details.format`) for the bytes of a GGUF file, a
+ *   cozytensors checkpoint header or a TFM1 manifest, named by their magic
  * @example
  * const h = parseSafetensorsHeader(fileBytes);
  * h.byName.get('lm_head.weight')?.byteOffset;
@@ -138,6 +140,7 @@ function headerLength(prefix: Uint8Array, fileSize: number, maxHeaderSize: numbe
   const low = view.getUint32(0, true);
   const high = view.getUint32(4, true);
   if (high !== 0 || low > maxHeaderSize) {
+    otherFormat(prefix);
     const actual = view.getBigUint64(0, true);
     throw new TensorFSError('limit_exceeded', 'header length exceeds the limit', {
       details: { rule: 'safetensors.R3', offset: 0, limit: maxHeaderSize, actual: high === 0 ? low : actual },
@@ -149,6 +152,27 @@ function headerLength(prefix: Uint8Array, fileSize: number, maxHeaderSize: numbe
     });
   }
   return low;
+}
+
+/**
+ * The formats with a 4-byte magic that a safetensors reader may be handed by mistake (see
+ * `GGUF_MAGIC`, `COZYTENSORS_MAGIC`, `TFM1_MAGIC`). Read as a length prefix, each is a header of
+ * over 800 MB, past any limit, so naming the format never turns away a safetensors file.
+ */
+const OTHER_FORMATS: readonly { magic: string; format: string; what: string }[] = [
+  { magic: 'GGUF', format: 'gguf', what: 'a GGUF file' },
+  { magic: 'TFC1', format: 'cozytensors', what: 'a cozytensors checkpoint header' },
+  { magic: 'TFM1', format: 'tfm1', what: 'a TFM1 snapshot manifest' },
+];
+
+/** Refuses a prefix that is another format's magic: `unsupported`, naming the format. */
+function otherFormat(prefix: Uint8Array): void {
+  const head = String.fromCharCode(prefix[0] ?? 0, prefix[1] ?? 0, prefix[2] ?? 0, prefix[3] ?? 0);
+  const other = OTHER_FORMATS.find((f) => f.magic === head);
+  if (other === undefined) return;
+  throw new TensorFSError('unsupported', `this is ${other.what} (magic "${other.magic}"), not a safetensors file`, {
+    details: { rule: 'safetensors.other_format', offset: 0, format: other.format },
+  });
 }
 
 const readExact = readFully;

@@ -3,10 +3,10 @@
  * per byte; `W[j] = code_table[code_j] · absmax[j // blocksize]`, with the absmax itself optionally
  * 8-bit quantized ("nested"): `absmax[b] = nested_table[absmax_u8[b]] · nested_absmax[b // nested_blocksize] + nested_offset`.
  */
-import { Params, ceilDiv, expectShape, floats, onlyParts, part } from '../params.js';
+import { Params, ceilDiv, describingOnly, expectShape, floats, onlyParts, part } from '../params.js';
 import type { Encoded, PreparedDecoder } from '../types.js';
 import { malformed } from '../types.js';
-import { prepared } from './common.js';
+import { described, prepared } from './common.js';
 
 export function prepareBnb(enc: Encoded): PreparedDecoder {
   const p = new Params(enc);
@@ -26,17 +26,16 @@ export function prepareBnb(enc: Encoded): PreparedDecoder {
   const codes = part(enc, 'codes', ['U8', 'I8', 'F16', 'BF16', 'F32']);
   const need = ceilDiv(n, 2);
   // a non-U8 quant_storage may pad the last storage element
-  if (codes.bytes.length < need || codes.bytes.length >= need + 4) {
+  if (codes.byteLength < need || codes.byteLength >= need + 4) {
     throw malformed(enc.scheme, 'part_length', `part "codes" must hold ${need} bytes`, {
       part: 'codes',
       expected: need,
-      actual: codes.bytes.length,
+      actual: codes.byteLength,
     });
   }
   const nblocks = ceilDiv(n, bs);
   const tp = part(enc, 'code_table', ['F32']);
   expectShape(enc.scheme, tp, [[16]]);
-  const table = floats(tp);
   let absmax: Float32Array;
   if (nested) {
     const nbs = p.int('nested_blocksize', { min: 1, max: 1 << 20 });
@@ -47,6 +46,7 @@ export function prepareBnb(enc: Encoded): PreparedDecoder {
     expectShape(enc.scheme, na, [[ceilDiv(nblocks, nbs)]]);
     const nt = part(enc, 'nested_table', ['F32']);
     expectShape(enc.scheme, nt, [[256]]);
+    if (describingOnly()) return described(p);
     const nav = floats(na);
     const ntv = floats(nt);
     absmax = new Float32Array(nblocks);
@@ -56,8 +56,10 @@ export function prepareBnb(enc: Encoded): PreparedDecoder {
   } else {
     const a = part(enc, 'absmax', ['F32']);
     expectShape(enc.scheme, a, [[nblocks]]);
+    if (describingOnly()) return described(p);
     absmax = floats(a);
   }
+  const table = floats(tp);
   // per byte: the value of its first and second code
   const firstCode = new Uint8Array(256);
   const secondCode = new Uint8Array(256);

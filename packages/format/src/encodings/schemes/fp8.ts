@@ -3,10 +3,10 @@
  * `W = f8(q) · s`; the scale always multiplies (DeepSeek's `weight_scale_inv` is such a scale).
  */
 import { E4M3FN, E5M2 } from '../floats.js';
-import { Params, ceilDiv, expectShape, floats, onlyParts, part } from '../params.js';
+import { Params, ceilDiv, describingOnly, expectShape, floats, onlyParts, part } from '../params.js';
 import type { Encoded, PreparedDecoder } from '../types.js';
 import { malformed } from '../types.js';
-import { prepared } from './common.js';
+import { described, prepared } from './common.js';
 import { SCALE_DTYPES } from './int8.js';
 
 export function prepareFp8(enc: Encoded): PreparedDecoder {
@@ -39,8 +39,10 @@ export function prepareFp8(enc: Encoded): PreparedDecoder {
       sCols = ceilDiv(cols, bk);
       expectShape(enc.scheme, sp, [[ceilDiv(rows, bn), sCols]]);
     }
+    if (describingOnly()) return described(p);
     s = floats(sp);
   }
+  if (describingOnly()) return described(p);
   const qb = q.bytes;
   const sv = s;
   if (gran === 'block') {

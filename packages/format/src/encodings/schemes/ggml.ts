@@ -6,10 +6,10 @@
 import { TensorFSError } from '../../errors.js';
 import { ggmlTypeByName } from '../../gguf/ggml-types.js';
 import { f16Table32, f32FromBits } from '../floats.js';
-import { Params, expectCount, onlyParts, part } from '../params.js';
+import { Params, describingOnly, expectCount, onlyParts, part } from '../params.js';
 import type { Encoded, PreparedDecoder } from '../types.js';
 import { malformed } from '../types.js';
-import { prepared } from './common.js';
+import { described, prepared } from './common.js';
 import {
   IQ1_S_GRID,
   IQ2_S_GRID,
@@ -560,6 +560,7 @@ export function prepareGgml(enc: Encoded): PreparedDecoder {
   const perRow = cols / info.blockSize;
   const rowBytes = perRow * info.typeSize;
   expectCount(enc.scheme, bp, rows * rowBytes);
+  if (describingOnly()) return described(p);
   const src = bp.bytes;
   const bsz = info.blockSize;
   const tsz = info.typeSize;

@@ -4,10 +4,10 @@
  * input channel k is `g_idx[k]` (act-order) or `k // group_size`. AWQ GEMM packs both along N with
  * the nibble interleave `[0, 2, 4, 6, 1, 3, 5, 7]`.
  */
-import { Params, ceilDiv, expectShape, floats, onlyParts, part, view } from '../params.js';
+import { Params, ceilDiv, describingOnly, expectShape, floats, onlyParts, part, view } from '../params.js';
 import type { Encoded, PreparedDecoder } from '../types.js';
 import { malformed } from '../types.js';
-import { prepared } from './common.js';
+import { described, prepared } from './common.js';
 
 const SCALES = ['F16', 'BF16', 'F32'] as const;
 
@@ -59,6 +59,8 @@ export function prepareGptq(enc: Encoded): PreparedDecoder {
   if (useGidx) {
     const gp = part(enc, 'g_idx', ['I32']);
     expectShape(enc.scheme, gp, [[k]]);
+    // g_idx values are checked whenever its bytes are here (a converter reads them: they are small)
+    if (describingOnly() && gp.described) return described(p);
     const g = view(gp, Int32Array);
     for (let i = 0; i < k; i++) {
       const v = g[i] as number;
@@ -72,6 +74,7 @@ export function prepareGptq(enc: Encoded): PreparedDecoder {
       gidx[i] = v;
     }
   } else for (let i = 0; i < k; i++) gidx[i] = Math.floor(i / gs);
+  if (describingOnly()) return described(p);
   const w = view(qw, Int32Array);
   const z = view(qz, Int32Array);
   const s = floats(sp);
@@ -149,6 +152,7 @@ export function prepareAwqGemm(enc: Encoded): PreparedDecoder {
   expectShape(enc.scheme, qz, [[groups, n / 8]]);
   const sp = part(enc, 'scales', SCALES);
   expectShape(enc.scheme, sp, [[groups, n]]);
+  if (describingOnly()) return described(p);
   const w = view(qw, Int32Array);
   const z = view(qz, Int32Array);
   const s = floats(sp);

@@ -2,9 +2,9 @@
  * `int8`: symmetric 8-bit integers times a float scale per tensor, row or column.
  * `W = q · s` (`scale_kind: "scale"`) or `W = (q · s) · (1/127)` (`"absmax_over_127"`, LLM.int8 SCB).
  */
-import { Params, expectShape, floats, onlyParts, part } from '../params.js';
+import { Params, describingOnly, expectShape, floats, onlyParts, part } from '../params.js';
 import type { Encoded, PreparedDecoder } from '../types.js';
-import { INV127, prepared } from './common.js';
+import { INV127, described, prepared } from './common.js';
 
 export const SCALE_DTYPES = ['F32', 'F16', 'BF16'] as const;
 
@@ -21,6 +21,7 @@ export function prepareInt8(enc: Encoded): PreparedDecoder {
   if (gran === 'tensor') expectShape(enc.scheme, sp, [[], [1]]);
   else if (gran === 'row') expectShape(enc.scheme, sp, [[rows], [rows, 1]]);
   else expectShape(enc.scheme, sp, [[cols], [1, cols]]);
+  if (describingOnly()) return described(p);
   const s = floats(sp);
   const qv = new Int8Array(q.bytes.buffer, q.bytes.byteOffset, q.bytes.length);
   const absmax = kind === 'absmax_over_127';

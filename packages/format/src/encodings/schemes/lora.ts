@@ -2,10 +2,10 @@
  * `lora`: a low-rank delta `W = (alpha / rank) · up @ down`, with `up` [out, rank] (or [out, rank, 1, 1])
  * and `down` [rank, in, …]. `alpha` null or 0 means alpha = rank (scale 1), as Kohya's sd-scripts do.
  */
-import { Params, expectShape, floats, onlyParts, part, product } from '../params.js';
+import { Params, describingOnly, expectShape, floats, onlyParts, part, product } from '../params.js';
 import type { Encoded, PreparedDecoder } from '../types.js';
 import { malformed } from '../types.js';
-import { prepared } from './common.js';
+import { described, prepared } from './common.js';
 
 const FLOATS = ['F32', 'F16', 'BF16'] as const;
 
@@ -32,6 +32,7 @@ export function prepareLora(enc: Encoded): PreparedDecoder {
   if (rank < 1) throw malformed(enc.scheme, 'rank', 'the rank (rows of "down") must be at least 1', { part: 'down' });
   const alpha = alphaRaw === null || alphaRaw === 0 ? rank : alphaRaw;
   const scale = Math.fround(alpha / rank);
+  if (describingOnly()) return described(p);
   const u = floats(up);
   const dn = floats(down);
   const cols = product(inner);

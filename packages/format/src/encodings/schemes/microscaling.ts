@@ -4,10 +4,20 @@
  * scales may be row-major or in cuBLAS's 128×4 tiled layout (`scale_layout`).
  */
 import { E2M1, E4M3FN, E8M0 } from '../floats.js';
-import { Params, type Part, expectCount, expectShape, floats, onlyParts, part, roundUp } from '../params.js';
+import {
+  Params,
+  type Part,
+  describingOnly,
+  expectCount,
+  expectShape,
+  floats,
+  onlyParts,
+  part,
+  roundUp,
+} from '../params.js';
 import type { Encoded, PreparedDecoder } from '../types.js';
 import { malformed } from '../types.js';
-import { prepared } from './common.js';
+import { described, prepared } from './common.js';
 
 /** Flat index of scale (r, c) in the cuBLAS 128×4 tiled layout with `c4` (= roundup(C, 4)) columns. */
 export function cublasIndex(r: number, c: number, c4: number): number {
@@ -96,6 +106,7 @@ export function prepareMxfp8(enc: Encoded): PreparedDecoder {
   expectCount(enc.scheme, q, g.rp * g.kp);
   const s = part(enc, 'scale', ['F8_E8M0', 'U8']);
   checkScales(enc, g, s);
+  if (describingOnly()) return described(g.p);
   const idx = scaleIndexer(g);
   const qb = q.bytes;
   const sb = s.bytes;
@@ -125,7 +136,8 @@ function fp4(enc: Encoded, block: number, nv: boolean): PreparedDecoder {
   if (nv) {
     const gp = part(enc, 'global_scale', ['F32']);
     expectShape(enc.scheme, gp, [[], [1]]);
-    global = floats(gp)[0] as number;
+    // the global scale is checked whenever its bytes are here (a converter reads them: 4 bytes)
+    global = gp.described ? 1 : (floats(gp)[0] as number);
     if (!Number.isFinite(global)) {
       throw malformed(enc.scheme, 'global_scale', 'the global scale is not finite', {
         part: 'global_scale',
@@ -134,6 +146,7 @@ function fp4(enc: Encoded, block: number, nv: boolean): PreparedDecoder {
       });
     }
   }
+  if (describingOnly()) return described(g.p);
   const slut = nv ? E4M3FN : E8M0;
   const [first, second] = pairTables(order);
   const qb = q.bytes;
