@@ -1,0 +1,93 @@
+/** Request and answer helpers: JSON bodies, the error body of the spec, and back-pressure. */
+import type * as http from 'node:http';
+import { type ErrorCode, HTTP_STATUS, TensorFSError } from '@tensorfs/format';
+import { TOKEN_RULES } from './auth.js';
+
+/** Details that may leave the hub (never paths, stacks or tokens). */
+const SAFE_DETAILS = ['rule', 'digest', 'ref', 'expected', 'actual', 'limit', 'count', 'missing', 'component'];
+
+/** `invalid_argument` for a method a route does not take. */
+export function methodNotAllowed(): TensorFSError {
+  return new TensorFSError('invalid_argument', 'method not allowed here', { details: { rule: 'hub.method' } });
+}
+
+/** A ref name from its URL path (each segment percent-decoded). */
+export function decodeRefPath(p: string): string {
+  try {
+    return p.split('/').map(decodeURIComponent).join('/');
+  } catch {
+    throw new TensorFSError('invalid_argument', 'bad ref path', { details: { rule: 'hub.bad_ref_path' } });
+  }
+}
+
+/** A JSON request body of at most `limit` bytes. */
+export async function readJson(req: http.IncomingMessage, limit: number): Promise<unknown> {
+  const parts: Buffer[] = [];
+  let n = 0;
+  for await (const c of req as AsyncIterable<Buffer>) {
+    n += c.length;
+    if (n > limit)
+      throw new TensorFSError('limit_exceeded', 'the request body is too large', {
+        details: { rule: 'hub.body_too_large', limit },
+      });
+    parts.push(c);
+  }
+  try {
+    return JSON.parse(Buffer.concat(parts).toString('utf8'));
+  } catch {
+    throw new TensorFSError('malformed', 'the request body is not JSON', { details: { rule: 'hub.bad_json' } });
+  }
+}
+
+/** Answers `value` as JSON. */
+export function sendJson(res: http.ServerResponse, status: number, value: unknown): void {
+  const body = `${JSON.stringify(value)}\n`;
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+/** The error body: code, message and only safe details. Unknown failures say nothing more. */
+export function errorBody(err: TensorFSError): {
+  error: { code: ErrorCode; message: string; details: Record<string, unknown> };
+} {
+  if (err.code === 'internal' || err.code === 'io') {
+    return {
+      error: {
+        code: err.code,
+        message: err.code === 'io' ? 'storage error' : 'internal error',
+        details: { rule: String(err.details.rule ?? 'hub.internal') },
+      },
+    };
+  }
+  const details: Record<string, unknown> = {};
+  for (const k of SAFE_DETAILS) if (err.details[k] !== undefined) details[k] = err.details[k];
+  return { error: { code: err.code, message: err.message, details } };
+}
+
+/** Answers `err` with its status (401 for a missing or unknown token) and the error body. */
+export function sendError(res: http.ServerResponse, err: TensorFSError, status?: number): void {
+  let st = status ?? HTTP_STATUS[err.code];
+  if (err.code === 'denied' && TOKEN_RULES.has(err.details.rule)) st = 401;
+  const body = `${JSON.stringify(errorBody(err))}\n`;
+  const headers: Record<string, string | number> = {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+  };
+  if (st === 401) headers['www-authenticate'] = 'Bearer realm="tensorfs"';
+  if (st === 503) headers['retry-after'] = '1';
+  res.writeHead(st, headers);
+  res.end(body);
+}
+
+/** Resolves on `drain` or `close`, removing both listeners either way. */
+export function drained(res: http.ServerResponse): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
