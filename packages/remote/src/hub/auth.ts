@@ -88,7 +88,8 @@ export class Auth {
     const h = req.headers.authorization;
     // Without a tokens file every request is anonymous, whatever it presents.
     if (h === undefined || !this.tokens) return this.anonymous;
-    const m = /^Bearer (.+)$/.exec(h);
+    // The scheme is case-insensitive (RFC 9110 §11.1): `bearer` and `BEARER` are `Bearer`.
+    const m = /^Bearer +(\S.*)$/i.exec(h);
     if (!m)
       throw new TensorFSError('denied', 'unrecognised authorization', { details: { rule: 'hub.bad_authorization' } });
     const d = digest(m[1]!);
