@@ -1,6 +1,7 @@
 import * as http from 'node:http';
 import { connect } from 'node:net';
 import type { ObjectId } from '@tensorfs/format';
+import { bytesOf, idOf } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
 import { type Origin, StoreOrigin, serveHub } from '../src/index.js';
 import { after, storeWith } from './helpers.js';
@@ -65,7 +66,7 @@ function _errorOf(answer: string): { code: string; message: string; details: { r
   return (JSON.parse(body) as { error: { code: string; message: string; details: { rule?: string } } }).error;
 }
 
-const _auth = (token: string) => ({ authorization: `Bearer ${token}` });
+const auth = (token: string) => ({ authorization: `Bearer ${token}` });
 
 describe('hub answers (issue 24 §2 items 10, 11, 12, 13)', () => {
   it('the Authorization scheme is case-insensitive', async () => {
@@ -76,6 +77,34 @@ describe('hub answers (issue 24 §2 items 10, 11, 12, 13)', () => {
     }
     const r = await fetch(`${url}/v1/refs/team/model`, { headers: { authorization: `Basic ${TOKEN}` } });
     expect(r.status).toBe(401);
+  });
+
+  it('an upload part without ?offset= or with a non-decimal one is 400 hub.bad_part', async () => {
+    const { url } = await started({ tokens: { tokens: [{ token: TOKEN, read: ['*'], write: ['*'] }] } });
+    const bytes = bytesOf(1000, 3);
+    const hex = idOf(bytes).slice(7);
+    const open = await fetch(`${url}/v1/uploads/${hex}`, {
+      method: 'POST',
+      headers: auth(TOKEN),
+      body: JSON.stringify({ length: 1000 }),
+    });
+    expect(await open.json()).toMatchObject({ offset: 0, stored: false });
+    for (const q of ['', '?offset=', '?offset=0x1f4', '?offset=1e3', '?offset=+0', '?offset=-0', '?offset= 0']) {
+      const r = await fetch(`${url}/v1/uploads/${hex}${q}`, {
+        method: 'PUT',
+        headers: auth(TOKEN),
+        body: bytes.subarray(0, 10),
+      });
+      const body = (await r.json()) as { error: { details: { rule: string } } };
+      expect([q, r.status, body.error.details.rule]).toEqual([q, 400, 'hub.bad_part']);
+    }
+    // Nothing was appended by the refused parts: the session still stands at 0.
+    const again = await fetch(`${url}/v1/uploads/${hex}`, {
+      method: 'POST',
+      headers: auth(TOKEN),
+      body: JSON.stringify({ length: 1000 }),
+    });
+    expect(await again.json()).toMatchObject({ offset: 0 });
   });
 });
 

@@ -36,14 +36,10 @@ export async function upload(c: RequestContext, hex: string, complete: boolean):
   }
   if (c.method === 'PUT') {
     const req = c.req;
-    const offset = Number(c.url.searchParams.get('offset'));
-    const len = Number(req.headers['content-length']);
-    if (
-      !Number.isSafeInteger(offset) ||
-      offset < 0 ||
-      req.headers['content-length'] === undefined ||
-      !Number.isSafeInteger(len)
-    ) {
+    // Plain decimal only: no `?offset=` is not 0, and `0x1f4`, `1e3` or `+5` are not offsets.
+    const offset = decimal(c.url.searchParams.get('offset'));
+    const len = decimal(req.headers['content-length']);
+    if (offset === undefined || len === undefined) {
       throw new TensorFSError('invalid_argument', 'a part needs ?offset= and a Content-Length', {
         details: { rule: 'hub.bad_part' },
       });
@@ -56,4 +52,11 @@ export async function upload(c: RequestContext, hex: string, complete: boolean):
     return sendJson(c.res, 200, { id });
   }
   throw methodNotAllowed();
+}
+
+/** A non-negative safe integer written in plain decimal digits, or undefined. */
+function decimal(text: string | null | undefined): number | undefined {
+  if (text == null || !/^(0|[1-9][0-9]*)$/.test(text)) return undefined;
+  const n = Number(text);
+  return Number.isSafeInteger(n) ? n : undefined;
 }
