@@ -1,9 +1,9 @@
 import * as http from 'node:http';
 import { connect } from 'node:net';
-import type { ObjectId } from '@tensorfs/format';
+import { type ObjectId, isTensorFSError } from '@tensorfs/format';
 import { bytesOf, idOf } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
-import { type Origin, StoreOrigin, serveHub } from '../src/index.js';
+import { type Origin, StoreOrigin, parseTokensConfig, serveHub } from '../src/index.js';
 import { after, storeWith } from './helpers.js';
 
 const TOKEN = 'hub-test-token-123456';
@@ -105,6 +105,38 @@ describe('hub answers (issue 24 §2 items 10, 11, 12, 13)', () => {
       body: JSON.stringify({ length: 1000 }),
     });
     expect(await again.json()).toMatchObject({ offset: 0 });
+  });
+
+  it('a tokens file naming a token twice, an unknown key or anonymous.write is refused, naming the entry', () => {
+    const refuse = (v: unknown, text: RegExp) => {
+      let err: unknown;
+      try {
+        parseTokensConfig(v);
+      } catch (e) {
+        err = e;
+      }
+      expect(isTensorFSError(err)).toBe(true);
+      expect((err as { code: string }).code).toBe('invalid_argument');
+      expect((err as { details: { rule: string } }).details.rule).toBe('hub.bad_tokens_file');
+      expect((err as Error).message).toMatch(text);
+    };
+    refuse(
+      {
+        tokens: [
+          { token: TOKEN, read: ['*'] },
+          { token: TOKEN, write: ['*'] },
+        ],
+      },
+      /tokens\[1\].*same token as tokens\[0\]/,
+    );
+    refuse({ tokens: [{ token: TOKEN, reads: ['*'] }] }, /tokens\[0\].*unknown key "reads"/);
+    refuse({ tokens: [], anonymus: { read: ['*'] } }, /unknown key "anonymus"/);
+    refuse({ tokens: [], anonymous: { read: ['*'], write: ['*'] } }, /anonymous.*"write"/);
+    refuse({ tokens: [], anonymous: { read: 'x' } }, /anonymous.*"read"/);
+    expect(parseTokensConfig({ tokens: [{ token: TOKEN, read: ['*'] }], anonymous: { read: ['p/*'] } })).toEqual({
+      tokens: [{ token: TOKEN, read: ['*'] }],
+      anonymous: { read: ['p/*'] },
+    });
   });
 });
 

@@ -44,22 +44,54 @@ function digest(s: string): Buffer {
   return createHash('sha256').update(s).digest();
 }
 
-/** Validates a parsed tokens file; `invalid_argument` otherwise. */
+const TOP_KEYS = new Set(['tokens', 'anonymous']);
+const TOKEN_KEYS = new Set(['token', 'read', 'write']);
+const ANONYMOUS_KEYS = new Set(['read']);
+
+/**
+ * Validates a parsed tokens file; `invalid_argument` (`hub.bad_tokens_file`) naming the entry
+ * otherwise. Refused: a token named twice (which entry's scopes would win is a guess), a key the
+ * file format does not have (a typo like `reads` would silently grant nothing), and
+ * `anonymous.write` (requests without a token never write).
+ */
 export function parseTokensConfig(value: unknown): TokensConfig {
   const bad = (why: string) =>
     new TensorFSError('invalid_argument', `tokens file: ${why}`, { details: { rule: 'hub.bad_tokens_file' } });
-  if (typeof value !== 'object' || value === null || !Array.isArray((value as TokensConfig).tokens))
-    throw bad('needs a "tokens" list');
-  const v = value as TokensConfig;
-  for (const t of v.tokens) {
-    if (typeof t?.token !== 'string' || t.token.length < 8)
-      throw bad('each token needs a "token" string of at least 8 characters');
-    for (const k of ['read', 'write'] as const) {
-      if (t[k] !== undefined && (!Array.isArray(t[k]) || t[k]!.some((g) => typeof g !== 'string')))
-        throw bad(`"${k}" must be a list of globs`);
-    }
+  const isObject = (x: unknown): x is Record<string, unknown> =>
+    typeof x === 'object' && x !== null && !Array.isArray(x);
+  const unknownKey = (o: Record<string, unknown>, known: ReadonlySet<string>) =>
+    Object.keys(o).find((k) => !known.has(k));
+  const globs = (o: Record<string, unknown>, k: string, where: string) => {
+    const g = o[k];
+    if (g !== undefined && (!Array.isArray(g) || g.some((x) => typeof x !== 'string')))
+      throw bad(`${where}: "${k}" must be a list of globs`);
+  };
+  if (!isObject(value) || !Array.isArray(value.tokens)) throw bad('needs a "tokens" list');
+  const top = unknownKey(value, TOP_KEYS);
+  if (top !== undefined) throw bad(`unknown key ${JSON.stringify(top)} (known: "tokens", "anonymous")`);
+  const seen = new Map<string, number>();
+  value.tokens.forEach((t: unknown, i: number) => {
+    const where = `tokens[${i}]`;
+    if (!isObject(t)) throw bad(`${where} must be an object`);
+    if (typeof t.token !== 'string' || t.token.length < 8)
+      throw bad(`${where}: each token needs a "token" string of at least 8 characters`);
+    const k = unknownKey(t, TOKEN_KEYS);
+    if (k !== undefined) throw bad(`${where}: unknown key ${JSON.stringify(k)} (known: "token", "read", "write")`);
+    globs(t, 'read', where);
+    globs(t, 'write', where);
+    const first = seen.get(t.token);
+    if (first !== undefined) throw bad(`${where} names the same token as tokens[${first}]`);
+    seen.set(t.token, i);
+  });
+  if (value.anonymous !== undefined) {
+    const a = value.anonymous;
+    if (!isObject(a)) throw bad('"anonymous" must be an object');
+    if (a.write !== undefined) throw bad('anonymous: "write" is not allowed (requests without a token never write)');
+    const k = unknownKey(a, ANONYMOUS_KEYS);
+    if (k !== undefined) throw bad(`anonymous: unknown key ${JSON.stringify(k)} (known: "read")`);
+    globs(a, 'read', 'anonymous');
   }
-  return v;
+  return value as unknown as TokensConfig;
 }
 
 /** The tokens of a hub: who a request is, and the refusal for what it may not do. */
