@@ -12,12 +12,13 @@
 import * as fsp from 'node:fs/promises';
 import * as http from 'node:http';
 import { tmpdir } from 'node:os';
+import type { Duplex } from 'node:stream';
 import { join } from 'node:path';
 import { TensorFSError, toTensorFSError } from '@tensorfs/format';
 import { Auth } from './hub/auth.js';
 import type { HubState, RequestContext } from './hub/context.js';
 import { Concurrency } from './hub/limits.js';
-import { sendError } from './hub/respond.js';
+import { rawErrorAnswer, sendError } from './hub/respond.js';
 import { route } from './hub/router.js';
 import { UploadSessions } from './hub/sessions.js';
 import { closer, listen, trackUnused } from './hub/shutdown.js';
@@ -45,6 +46,11 @@ export async function serveHub(backend: HubStore, options: HubOptions = {}): Pro
   };
 
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse, signal: AbortSignal): Promise<void> => {
+    if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
+      throw new TensorFSError('invalid_argument', 'an HTTP/1.1 request needs a Host header', {
+        details: { rule: 'hub.no_host' },
+      });
+    }
     const url = new URL(req.url ?? '/', 'http://hub');
     const path = url.pathname;
     const principal = auth.principalOf(req);
@@ -54,7 +60,8 @@ export async function serveHub(backend: HubStore, options: HubOptions = {}): Pro
     return route(c);
   };
 
-  const server = http.createServer((req, res) => {
+  // Host is checked here, so a request without it gets the error body rather than Node's empty 400.
+  const server = http.createServer({ requireHostHeader: false }, (req, res) => {
     const started = Date.now();
     const ctl = new AbortController();
     res.on('close', () => {
@@ -80,6 +87,7 @@ export async function serveHub(backend: HubStore, options: HubOptions = {}): Pro
         load.leave();
       });
   });
+  server.on('clientError', answerClientError);
   const unused = trackUnused(server);
   server.requestTimeout = options.requestTimeoutMs ?? 30 * 60_000;
   server.headersTimeout = 66_000;
@@ -95,4 +103,38 @@ export async function serveHub(backend: HubStore, options: HubOptions = {}): Pro
       if (ownUploads) await fsp.rm(uploads.dir, { recursive: true, force: true });
     }),
   };
+}
+
+/**
+ * A request Node could not parse (or that timed out before its head arrived): answered with the
+ * error body too, then the socket is closed — never Node's empty `400`.
+ */
+function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  if (!socket.writable || err.code === 'ECONNRESET') {
+    socket.destroy();
+    return;
+  }
+  const answer =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? rawErrorAnswer(
+          431,
+          'Request Header Fields Too Large',
+          new TensorFSError('limit_exceeded', 'the request head is too large', {
+            details: { rule: 'hub.head_too_large' },
+          }),
+        )
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? rawErrorAnswer(
+            408,
+            'Request Timeout',
+            new TensorFSError('unavailable', 'the request took too long', { details: { rule: 'hub.timeout' } }),
+          )
+        : rawErrorAnswer(
+            400,
+            'Bad Request',
+            new TensorFSError('invalid_argument', 'the request is not valid HTTP', {
+              details: { rule: 'hub.bad_request' },
+            }),
+          );
+  socket.end(answer);
 }

@@ -1,6 +1,6 @@
 import * as http from 'node:http';
 import { connect } from 'node:net';
-import { type ObjectId, isTensorFSError } from '@tensorfs/format';
+import { ERROR_CODES, type ObjectId, isTensorFSError } from '@tensorfs/format';
 import { bytesOf, idOf } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
 import { type Origin, StoreOrigin, parseTokensConfig, serveHub } from '../src/index.js';
@@ -41,7 +41,7 @@ function _get(
 }
 
 /** Sends `text` on a raw socket; resolves with everything the server sent until it closed (or `waitMs`). */
-function _raw(port: number, text: string | Buffer, waitMs = 5000): Promise<{ text: string; closed: boolean }> {
+function raw(port: number, text: string | Buffer, waitMs = 5000): Promise<{ text: string; closed: boolean }> {
   return new Promise((resolve, reject) => {
     const s = connect(port, '127.0.0.1');
     const got: Buffer[] = [];
@@ -61,7 +61,7 @@ function _raw(port: number, text: string | Buffer, waitMs = 5000): Promise<{ tex
 }
 
 /** The error body of a raw answer (after the blank line). */
-function _errorOf(answer: string): { code: string; message: string; details: { rule?: string } } {
+function errorOf(answer: string): { code: string; message: string; details: { rule?: string } } {
   const body = answer.slice(answer.indexOf('\r\n\r\n') + 4);
   return (JSON.parse(body) as { error: { code: string; message: string; details: { rule?: string } } }).error;
 }
@@ -69,6 +69,47 @@ function _errorOf(answer: string): { code: string; message: string; details: { r
 const auth = (token: string) => ({ authorization: `Bearer ${token}` });
 
 describe('hub answers (issue 24 §2 items 10, 11, 12, 13)', () => {
+  it('an unsatisfiable range is 416 with Content-Range and the error body', async () => {
+    const { url, obj } = await started();
+    for (const range of ['bytes=999999-', 'bytes=9-3', 'bytes=-0', 'bytes=300000-']) {
+      const r = await fetch(`${url}/v1/objects/${obj.slice(7)}`, { headers: { range } });
+      expect([range, r.status, r.headers.get('content-range')]).toEqual([range, 416, 'bytes */300000']);
+      expect(r.headers.get('cache-control') ?? '').not.toContain('immutable');
+      const body = (await r.json()) as { error: { code: string; details: { rule: string } } };
+      expect([range, body.error.code, body.error.details.rule]).toEqual([
+        range,
+        'invalid_argument',
+        'hub.range_unsatisfiable',
+      ]);
+    }
+  });
+
+  it('a request without Host and a request Node cannot parse get 400 with the error body', async () => {
+    const { port } = await started();
+    const noHost = await raw(port, 'GET /v1 HTTP/1.1\r\nConnection: close\r\n\r\n');
+    expect(noHost.text).toMatch(/^HTTP\/1\.1 400 /);
+    expect(errorOf(noHost.text)).toMatchObject({ code: 'invalid_argument', details: { rule: 'hub.no_host' } });
+    const garbage = await raw(port, 'GET /v1 HTTP/1.1\r\nHost: x\r\nBad Header Line\r\n\r\n');
+    expect(garbage.text).toMatch(/^HTTP\/1\.1 400 /);
+    expect(errorOf(garbage.text)).toMatchObject({ code: 'invalid_argument', details: { rule: 'hub.bad_request' } });
+  });
+
+  it('every non-2xx of the API carries the error body', async () => {
+    const { url, obj } = await started({ tokens: { tokens: [{ token: TOKEN, read: ['*'], write: ['*'] }] } });
+    const cases: [string, RequestInit][] = [
+      [`/v1/objects/${obj.slice(7)}`, { headers: { ...auth(TOKEN), range: 'bytes=5-1' } }],
+      [`/v1/objects/${obj.slice(7)}`, { method: 'DELETE', headers: auth(TOKEN) }],
+      [`/v1/refs`, { method: 'POST', headers: auth(TOKEN) }],
+      [`/v1/uploads/${'a'.repeat(64)}/complete`, { method: 'POST', headers: auth(TOKEN) }],
+    ];
+    for (const [path, init] of cases) {
+      const r = await fetch(`${url}${path}`, init);
+      expect(r.status).toBeGreaterThanOrEqual(400);
+      const body = (await r.json()) as { error: { code: string } };
+      expect(ERROR_CODES).toContain(body.error.code);
+    }
+  });
+
   it('the Authorization scheme is case-insensitive', async () => {
     const { url } = await started({ tokens: { tokens: [{ token: TOKEN, read: ['*'] }] } });
     for (const scheme of ['Bearer', 'bearer', 'BEARER', 'bEaReR']) {

@@ -107,9 +107,11 @@ export async function sendObject(
   };
   if (range === 'unsatisfiable') {
     probe.cancel();
-    res.writeHead(416, { ...headers, 'content-range': `bytes */${size}` });
-    res.end();
-    return;
+    // The error body like every other refusal, with the size the client can ask within.
+    res.setHeader('content-range', `bytes */${size}`);
+    throw new TensorFSError('invalid_argument', 'the range is not satisfiable', {
+      details: { rule: 'hub.range_unsatisfiable', limit: size },
+    });
   }
   const start = range?.start ?? 0;
   const end = range?.end ?? size - 1;

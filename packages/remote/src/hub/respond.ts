@@ -64,10 +64,24 @@ export function errorBody(err: TensorFSError): {
   return { error: { code: err.code, message: err.message, details } };
 }
 
-/** Answers `err` with its status (401 for a missing or unknown token) and the error body. */
+/** Rules answered with a status of their own rather than their family's. */
+const RULE_STATUS: Readonly<Record<string, number>> = { 'hub.range_unsatisfiable': 416 };
+
+/** The status of `err`: its family's ({@link HTTP_STATUS}), 401 for a missing or unknown token, or its rule's own. */
+export function statusOf(err: TensorFSError): number {
+  if (err.code === 'denied' && TOKEN_RULES.has(err.details.rule)) return 401;
+  return RULE_STATUS[String(err.details.rule)] ?? HTTP_STATUS[err.code];
+}
+
+/** The whole answer, head and body, for a socket Node's parser gave up on (no request object to answer with). */
+export function rawErrorAnswer(status: number, reason: string, err: TensorFSError): string {
+  const body = `${JSON.stringify(errorBody(err))}\n`;
+  return `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`;
+}
+
+/** Answers `err` with its status ({@link statusOf}) and the error body. */
 export function sendError(res: http.ServerResponse, err: TensorFSError, status?: number): void {
-  let st = status ?? HTTP_STATUS[err.code];
-  if (err.code === 'denied' && TOKEN_RULES.has(err.details.rule)) st = 401;
+  const st = status ?? statusOf(err);
   const body = `${JSON.stringify(errorBody(err))}\n`;
   const headers: Record<string, string | number> = {
     'content-type': 'application/json',
