@@ -1,10 +1,16 @@
+/**
+ * The hub under a hostile user (issue 24 §2): every answer an error body, ranges and headers
+ * checked, bytes verified on the way out, upload sessions owned by their token and bounded,
+ * early answers that do not leave the sender blocked.
+ */
+import { mkdirSync, rmSync } from 'node:fs';
 import * as http from 'node:http';
 import { connect } from 'node:net';
 import { ERROR_CODES, type ObjectId, isTensorFSError } from '@tensorfs/format';
-import { bytesOf, idOf } from '@tensorfs/testkit';
+import { bytesOf, idOf, objectFile } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
-import { type Origin, StoreOrigin, parseTokensConfig, serveHub } from '../src/index.js';
-import { after, storeWith } from './helpers.js';
+import { HubOrigin, type Origin, StoreOrigin, parseTokensConfig, pull, serveHub } from '../src/index.js';
+import { after, newStore, storeWith } from './helpers.js';
 
 const TOKEN = 'hub-test-token-123456';
 const OTHER = 'other-writer-token-99';
@@ -20,7 +26,7 @@ async function started(options: Parameters<typeof serveHub>[1] = {}, backend?: O
 }
 
 /** One GET/HEAD with node:http: status, headers, how many body bytes came and whether the body completed. */
-function _get(
+function get(
   url: string,
   headers: Record<string, string> = {},
   method = 'GET',
@@ -181,7 +187,25 @@ describe('hub answers (issue 24 §2 items 10, 11, 12, 13)', () => {
   });
 });
 
-describe('hub objects on damaged storage (issue 24 §2 items 2, 8)', () => {});
+describe('hub objects on damaged storage (issue 24 §2 items 2, 8)', () => {
+  it('an object file replaced by a folder is 500 io for HEAD and GET, and a pull says io', async () => {
+    const { url, store, obj } = await started();
+    const file = objectFile(store.root, obj);
+    rmSync(file, { force: true });
+    mkdirSync(file);
+    const head = await get(`${url}/v1/objects/${obj.slice(7)}`, {}, 'HEAD');
+    expect(head.status).toBe(500);
+    const r = await fetch(`${url}/v1/objects/${obj.slice(7)}`);
+    expect(r.status).toBe(500);
+    expect(((await r.json()) as { error: { code: string } }).error.code).toBe('io');
+    const local = await newStore();
+    const origin = new HubOrigin(url, { retries: 4, baseDelayMs: 1 });
+    after(() => origin.close());
+    const err = await pull(local, origin, 'team/model', { name: 'got' }).catch((e: unknown) => e);
+    expect((err as { code?: string }).code).toBe('io');
+    expect(await local.getRef('got')).toBe(null);
+  });
+});
 
 describe('hub early answers (issue 24 §2 item 9)', () => {});
 

@@ -98,6 +98,19 @@ export async function sendObject(
     probe.cancel();
     throw new TensorFSError('internal', 'the backend did not report a size', { details: { rule: 'hub.no_size' } });
   }
+  // The first piece is read before any header: storage that cannot be read at all (an object
+  // file replaced by a folder) is an error answer, not a 200 cut short.
+  const it = probe.body[Symbol.asyncIterator]();
+  let first: Uint8Array | undefined;
+  if (size > 0) {
+    try {
+      const n = await it.next();
+      first = n.done ? undefined : n.value;
+    } catch (err) {
+      probe.cancel();
+      throw err;
+    }
+  }
   const range = parseRange(req.headers.range, size);
   const headers: Record<string, string | number> = {
     'content-type': 'application/octet-stream',
@@ -125,13 +138,22 @@ export async function sendObject(
     return;
   }
   let r = probe;
+  let body: AsyncIterable<Uint8Array> = (async function* () {
+    if (first) yield first;
+    for (;;) {
+      const n = await it.next();
+      if (n.done) return;
+      yield n.value;
+    }
+  })();
   if (start > 0) {
     probe.cancel();
     r = await backend.read(id, start, { signal });
+    body = r.body;
   }
   let left = length;
   try {
-    for await (const c of r.body) {
+    for await (const c of body) {
       const piece = c.length > left ? c.subarray(0, left) : c;
       left -= piece.length;
       // The chunk's memory goes back to the backend once the socket has taken it.
