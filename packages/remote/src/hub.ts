@@ -23,11 +23,12 @@ import { route } from './hub/router.js';
 import { UploadSessions } from './hub/sessions.js';
 import { closer, listen, trackUnused } from './hub/shutdown.js';
 import type { Hub, HubOptions, HubStore } from './hub/types.js';
+import { Quarantine } from './hub/verify.js';
 
 export { parseTokensConfig, type TokenGrant, type TokensConfig } from './hub/auth.js';
 export { BATCH_ABSENT, BATCH_MAX_IDS } from './hub/objects.js';
 export { errorBody } from './hub/respond.js';
-export type { Hub, HubOptions, HubStore } from './hub/types.js';
+export type { Hub, HubOptions, HubStore, QuarantiningStore } from './hub/types.js';
 
 /** Starts a hub serving `backend`. */
 export async function serveHub(backend: HubStore, options: HubOptions = {}): Promise<Hub> {
@@ -40,6 +41,7 @@ export async function serveHub(backend: HubStore, options: HubOptions = {}): Pro
   const state: HubState = {
     store: backend,
     uploads,
+    quarantine: new Quarantine(backend),
     writable: auth.writable,
     maxJson: options.maxJsonBytes ?? 4 << 20,
     maxObject: options.maxObjectBytes ?? 64 * 1024 ** 3,

@@ -3,7 +3,7 @@
  * checked, bytes verified on the way out, upload sessions owned by their token and bounded,
  * early answers that do not leave the sender blocked.
  */
-import { mkdirSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as http from 'node:http';
 import { connect } from 'node:net';
 import { ERROR_CODES, type ObjectId, isTensorFSError } from '@tensorfs/format';
@@ -188,6 +188,85 @@ describe('hub answers (issue 24 §2 items 10, 11, 12, 13)', () => {
 });
 
 describe('hub objects on damaged storage (issue 24 §2 items 2, 8)', () => {
+  it('never completes a response whose bytes do not hash to the id; quarantines it; corrupt afterwards', async () => {
+    const { url, store, obj } = await started();
+    const hex = obj.slice(7);
+    // A good object: GET is immutable, HEAD (which verifies nothing) is not.
+    const good = await get(`${url}/v1/objects/${hex}`);
+    expect([good.status, good.complete, good.bytes.length]).toEqual([200, true, 300_000]);
+    expect(good.headers['cache-control']).toBe('public, max-age=31536000, immutable');
+    const head = await get(`${url}/v1/objects/${hex}`, {}, 'HEAD');
+    expect(head.status).toBe(200);
+    expect(head.headers['cache-control']).toBe('no-cache');
+    // Bit rot: one byte flipped in the middle of the stored file.
+    const file = objectFile(store.root, obj);
+    const bytes = readFileSync(file);
+    bytes[150_000] = (bytes[150_000] ?? 0) ^ 0x20;
+    chmodSync(file, 0o644);
+    writeFileSync(file, bytes);
+    const bad = await get(`${url}/v1/objects/${hex}`);
+    expect(bad.status).toBe(200);
+    expect(bad.headers['content-length']).toBe('300000');
+    expect(bad.complete).toBe(false);
+    expect(bad.bytes.length).toBeLessThan(300_000);
+    // Afterwards: corrupt, for GET, a range and HEAD; the store no longer has it.
+    for (const [h, m] of [
+      [{}, 'GET'],
+      [{ range: 'bytes=0-9' }, 'GET'],
+      [{}, 'HEAD'],
+    ] as const) {
+      const r = await fetch(`${url}/v1/objects/${hex}`, { method: m, headers: h });
+      expect([m, r.status]).toEqual([m, 422]);
+      expect(r.headers.get('cache-control') ?? '').not.toContain('immutable');
+      if (m === 'GET') {
+        const e = (await r.json()) as { error: { code: string; details: { rule: string; digest: string } } };
+        expect(e.error).toMatchObject({ code: 'corrupt', details: { rule: 'hub.corrupt_object', digest: obj } });
+      }
+    }
+    expect(await store.has(obj)).toBe(false);
+    expect((await store.verify({ data: true })).corrupt).toContain(obj);
+  });
+
+  it('a range of a damaged object is cut before its last byte too (the whole object is verified)', async () => {
+    const { url, store, obj } = await started();
+    const file = objectFile(store.root, obj);
+    const bytes = readFileSync(file);
+    // Damage outside the asked range.
+    bytes[299_000] = (bytes[299_000] ?? 0) ^ 1;
+    chmodSync(file, 0o644);
+    writeFileSync(file, bytes);
+    const r = await get(`${url}/v1/objects/${obj.slice(7)}`, { range: 'bytes=1000-1999' });
+    expect(r.status).toBe(206);
+    expect(r.complete).toBe(false);
+    expect(r.bytes.length).toBeLessThan(1000);
+    expect((await fetch(`${url}/v1/objects/${obj.slice(7)}`)).status).toBe(422);
+  });
+
+  it('a batch never completes a frame whose bytes do not hash to its id', async () => {
+    const { url, store, obj } = await started();
+    const file = objectFile(store.root, obj);
+    const bytes = readFileSync(file);
+    bytes[10] = (bytes[10] ?? 0) ^ 1;
+    chmodSync(file, 0o644);
+    writeFileSync(file, bytes);
+    const got = await new Promise<{ n: number; complete: boolean }>((resolve, reject) => {
+      const req = http.request(`${url}/v1/objects/batch`, { method: 'POST' }, (res) => {
+        let n = 0;
+        res.on('data', (c: Buffer) => {
+          n += c.length;
+        });
+        const done = () => resolve({ n, complete: res.complete });
+        res.on('end', done);
+        res.on('aborted', done);
+        res.on('error', done);
+      });
+      req.on('error', reject);
+      req.end(JSON.stringify({ ids: [obj] }));
+    });
+    expect(got.complete).toBe(false);
+    expect(got.n).toBeLessThan(40 + 300_000);
+  });
+
   it('an object file replaced by a folder is 500 io for HEAD and GET, and a pull says io', async () => {
     const { url, store, obj } = await started();
     const file = objectFile(store.root, obj);

@@ -3,11 +3,14 @@ import type * as http from 'node:http';
 import type { Principal } from './auth.js';
 import type { HubStore } from './types.js';
 import type { UploadSessions } from './sessions.js';
+import type { Quarantine } from './verify.js';
 
 /** The hub-wide state a handler may use. */
 export interface HubState {
   store: HubStore;
   uploads: UploadSessions;
+  /** Objects found damaged while served. */
+  quarantine: Quarantine;
   /** True when some token may write. */
   writable: boolean;
   maxJson: number;

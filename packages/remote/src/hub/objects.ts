@@ -1,10 +1,9 @@
 /** The object routes: reads (whole, ranges, HEAD), batched reads, existence, and single-request uploads. */
-import type * as http from 'node:http';
 import { type ObjectId, TensorFSError, isObjectId, isTensorFSError } from '@tensorfs/format';
 import { deny } from './auth.js';
 import type { RequestContext } from './context.js';
 import { drained, methodNotAllowed, readJson, sendJson } from './respond.js';
-import type { HubStore } from './types.js';
+import { Digest, corruptObject } from './verify.js';
 
 /** Most ids in one `POST /v1/objects/batch`. */
 export const BATCH_MAX_IDS = 1000;
@@ -15,15 +14,13 @@ export const BATCH_ABSENT = 0xffff_ffff_ffff_ffffn;
 /**
  * Answers a batch (spec/v1/remote.md "Batched reads"): for each id in the order asked, a 40-byte
  * frame head (32 raw digest bytes, u64 big-endian length, all ones when the hub does not hold it)
- * and then the object's bytes. A backend failure mid-answer cuts the response (the client
- * fetches the rest one by one).
+ * and then the object's bytes, each verified on the way: a frame whose bytes do not hash to its
+ * id is cut before its last piece (the object quarantined), as is any backend failure
+ * mid-answer (the client fetches the rest one by one).
  */
-async function sendBatch(
-  backend: HubStore,
-  ids: readonly ObjectId[],
-  res: http.ServerResponse,
-  signal: AbortSignal,
-): Promise<void> {
+async function sendBatch(c: RequestContext, ids: readonly ObjectId[]): Promise<void> {
+  const { res, signal } = c;
+  const backend = c.hub.store;
   res.writeHead(200, { 'content-type': 'application/vnd.tensorfs.batch', 'cache-control': 'no-store' });
   const write = async (b: Uint8Array) => {
     if (!res.write(b)) await drained(res);
@@ -33,10 +30,12 @@ async function sendBatch(
       if (res.destroyed || signal.aborted) return;
       const head = Buffer.alloc(40);
       Buffer.from(id.slice(7), 'hex').copy(head, 0);
-      const r = await backend.read(id, 0, { signal }).catch((err) => {
-        if (isTensorFSError(err) && err.code === 'not_found') return null;
-        throw err;
-      });
+      const r = c.hub.quarantine.has(id)
+        ? null
+        : await backend.read(id, 0, { signal }).catch((err) => {
+            if (isTensorFSError(err) && err.code === 'not_found') return null;
+            throw err;
+          });
       if (r === null || r.size === undefined) {
         r?.cancel();
         head.writeBigUInt64BE(BATCH_ABSENT, 32);
@@ -45,12 +44,16 @@ async function sendBatch(
       }
       head.writeBigUInt64BE(BigInt(r.size), 32);
       await write(head);
+      const digest = new Digest(id, r.size);
+      let held: Uint8Array | undefined;
       let left = r.size;
       try {
-        for await (const c of r.body) {
-          const piece = c.length > left ? c.subarray(0, left) : c;
+        for await (const chunk of r.body) {
+          const piece = chunk.length > left ? chunk.subarray(0, left) : chunk;
           left -= piece.length;
-          await write(piece);
+          digest.update(piece);
+          if (held) await write(held);
+          held = piece;
           if (left === 0 || res.destroyed) break;
         }
       } finally {
@@ -60,6 +63,12 @@ async function sendBatch(
         res.destroy();
         return;
       }
+      if (!digest.matches()) {
+        res.destroy();
+        await c.hub.quarantine.add(id);
+        return;
+      }
+      if (held) await write(held);
     }
     res.end();
   } catch {
@@ -84,42 +93,48 @@ function parseRange(h: string | undefined, size: number): { start: number; end: 
   return { start, end };
 }
 
-export async function sendObject(
-  backend: HubStore,
-  id: ObjectId,
-  req: http.IncomingMessage,
-  res: http.ServerResponse,
-  head: boolean,
-  signal: AbortSignal,
-): Promise<void> {
-  const probe = await backend.read(id, 0, { signal });
-  const size = probe.size;
-  if (size === undefined) {
-    probe.cancel();
+/**
+ * Answers `GET`/`HEAD` of an object. The object is read from its first byte whatever the range,
+ * hashed as it streams, and the answer's last piece is held back until the whole object matched
+ * its id: on a mismatch the connection is cut before that piece (the client sees fewer bytes than
+ * `Content-Length`), the object is quarantined and later requests are `corrupt`. So only a `GET`
+ * that completed was verified, and only `GET` says `immutable`; `HEAD` (which reads no bytes) says
+ * `no-cache`. The first piece is read before any header: storage that cannot be read at all (an
+ * object file replaced by a folder) is an error answer, not a 200 cut short.
+ */
+export async function sendObject(c: RequestContext, id: ObjectId, head: boolean): Promise<void> {
+  const { req, res, signal } = c;
+  const quarantine = c.hub.quarantine;
+  quarantine.refuse(id);
+  const r = await c.hub.store.read(id, 0, { signal });
+  const size = r.size;
+  if (size === undefined || r.offset !== 0) {
+    r.cancel();
     throw new TensorFSError('internal', 'the backend did not report a size', { details: { rule: 'hub.no_size' } });
   }
-  // The first piece is read before any header: storage that cannot be read at all (an object
-  // file replaced by a folder) is an error answer, not a 200 cut short.
-  const it = probe.body[Symbol.asyncIterator]();
+  const it = r.body[Symbol.asyncIterator]();
   let first: Uint8Array | undefined;
   if (size > 0) {
     try {
       const n = await it.next();
       first = n.done ? undefined : n.value;
     } catch (err) {
-      probe.cancel();
+      r.cancel();
       throw err;
     }
+  } else if (!new Digest(id, 0).matches()) {
+    await quarantine.add(id);
+    throw corruptObject(id);
   }
   const range = parseRange(req.headers.range, size);
   const headers: Record<string, string | number> = {
     'content-type': 'application/octet-stream',
     'accept-ranges': 'bytes',
     etag: `"${id.slice(7)}"`,
-    'cache-control': 'public, max-age=31536000, immutable',
+    'cache-control': head ? 'no-cache' : 'public, max-age=31536000, immutable',
   };
   if (range === 'unsatisfiable') {
-    probe.cancel();
+    r.cancel();
     // The error body like every other refusal, with the size the client can ask within.
     res.setHeader('content-range', `bytes */${size}`);
     throw new TensorFSError('invalid_argument', 'the range is not satisfiable', {
@@ -132,39 +147,58 @@ export async function sendObject(
   if (range) headers['content-range'] = `bytes ${start}-${end}/${size}`;
   headers['content-length'] = length;
   res.writeHead(range ? 206 : 200, headers);
+  // The head goes out now, even though the body's last piece waits for the digest.
+  res.flushHeaders();
   if (head || length === 0) {
-    probe.cancel();
+    r.cancel();
     res.end();
     return;
   }
-  let r = probe;
-  let body: AsyncIterable<Uint8Array> = (async function* () {
-    if (first) yield first;
-    for (;;) {
-      const n = await it.next();
-      if (n.done) return;
-      yield n.value;
-    }
-  })();
-  if (start > 0) {
-    probe.cancel();
-    r = await backend.read(id, start, { signal });
-    body = r.body;
-  }
-  let left = length;
+  const digest = new Digest(id, size);
+  const recycle = r.recycle?.bind(r);
+  // The piece of the answer not yet written, and the chunk whose memory it is.
+  let held: { piece: Uint8Array; chunk: Uint8Array } | undefined;
+  const send = async (h: { piece: Uint8Array; chunk: Uint8Array }) => {
+    // The chunk's memory goes back to the backend once the socket has taken it.
+    if (!res.write(h.piece, recycle && (() => recycle(h.chunk)))) await drained(res);
+  };
+  let pos = 0;
+  let fits = true;
   try {
-    for await (const c of body) {
-      const piece = c.length > left ? c.subarray(0, left) : c;
-      left -= piece.length;
-      // The chunk's memory goes back to the backend once the socket has taken it.
-      if (!res.write(piece, r.recycle && (() => r.recycle!(c)))) await drained(res);
-      if (left === 0 || res.destroyed) break;
+    let next = first;
+    while (next !== undefined && !res.destroyed) {
+      const chunk = next;
+      if (!digest.update(chunk)) {
+        fits = false;
+        break;
+      }
+      const at = pos;
+      pos += chunk.length;
+      const from = Math.max(start, at);
+      const to = Math.min(end + 1, pos);
+      if (to > from) {
+        if (held) await send(held);
+        held = { piece: chunk.subarray(from - at, to - at), chunk };
+      } else recycle?.(chunk);
+      const n = await it.next();
+      next = n.done ? undefined : n.value;
     }
+  } catch {
+    // A read failing mid-answer: the answer is cut (the client resumes with a range).
+    res.destroy();
+    return;
   } finally {
     r.cancel();
   }
-  if (left > 0) res.destroy();
-  else res.end();
+  if (res.destroyed) return;
+  // More bytes than the size, fewer, or other bytes: damage; the answer never completes.
+  if (!fits || !digest.matches()) {
+    res.destroy();
+    await quarantine.add(id);
+    return;
+  }
+  if (held) await send(held);
+  res.end();
 }
 
 /** `POST /v1/objects/lacks`: which of the ids the hub does not hold. */
@@ -177,7 +211,11 @@ export async function postLacks(c: RequestContext): Promise<void> {
       details: { rule: 'hub.bad_body' },
     });
   }
-  return sendJson(c.res, 200, { lacks: await c.hub.store.lacks(body.ids as ObjectId[], { signal: c.signal }) });
+  const ids = body.ids as ObjectId[];
+  const lacks = new Set(await c.hub.store.lacks(ids, { signal: c.signal }));
+  // An object the hub found damaged is lacking, whatever the storage says: a client sends a good copy.
+  for (const id of ids) if (c.hub.quarantine.has(id)) lacks.add(id);
+  return sendJson(c.res, 200, { lacks: ids.filter((id) => lacks.has(id)) });
 }
 
 /** `POST /v1/objects/batch`: many small objects in one framed answer. */
@@ -190,7 +228,7 @@ export async function postBatch(c: RequestContext): Promise<void> {
       details: { rule: 'hub.bad_body', limit: BATCH_MAX_IDS },
     });
   }
-  return sendBatch(c.hub.store, body.ids as ObjectId[], c.res, c.signal);
+  return sendBatch(c, body.ids as ObjectId[]);
 }
 
 /** `/v1/objects/<hex>`: GET and HEAD read it, PUT uploads it in one request. */
@@ -199,7 +237,7 @@ export async function object(c: RequestContext, hex: string): Promise<void> {
   const p = c.principal;
   if (c.method === 'GET' || c.method === 'HEAD') {
     if (!p.read) throw deny(p, 'read objects');
-    return sendObject(c.hub.store, id, c.req, c.res, c.method === 'HEAD', c.signal);
+    return sendObject(c, id, c.method === 'HEAD');
   }
   if (c.method === 'PUT') {
     if (!p.write) throw deny(p, 'upload objects');
@@ -229,6 +267,7 @@ export async function object(c: RequestContext, hex: string): Promise<void> {
       },
       { signal: c.signal },
     );
+    c.hub.quarantine.clear(id);
     return sendJson(c.res, 201, { id });
   }
   throw methodNotAllowed();

@@ -1,5 +1,6 @@
 /** The hub's public option and handle types, and the one interface its handlers take the store through. */
 import type * as http from 'node:http';
+import type { ObjectId } from '@tensorfs/format';
 import type { Origin } from '../origin.js';
 import type { TokensConfig } from './auth.js';
 
@@ -7,7 +8,16 @@ import type { TokensConfig } from './auth.js';
  * What the hub serves: one storage contract (today {@link Origin}). Every handler takes the store
  * through this one name, so serving another implementation of the contract is a one-line change.
  */
-export type HubStore = Origin;
+export type HubStore = Origin & QuarantiningStore;
+
+/** What the hub asks of a store when it finds a stored object damaged (optional: the hub remembers it too). */
+export interface QuarantiningStore {
+  /**
+   * Takes `id` out of service because its stored bytes do not hash to it: afterwards the store
+   * does not claim to have it and its verify reports it. Called by the hub after it broke an answer.
+   */
+  quarantine?(id: ObjectId): Promise<void>;
+}
 
 /** Options of `serveHub`. */
 export interface HubOptions {

@@ -13,6 +13,7 @@ export async function upload(c: RequestContext, hex: string, complete: boolean):
   const id = `sha256:${hex}` as ObjectId;
   if (complete && c.method === 'POST') {
     await uploads.complete(id, store, signal);
+    c.hub.quarantine.clear(id);
     return sendJson(c.res, 201, { id });
   }
   if (complete) throw methodNotAllowed();
