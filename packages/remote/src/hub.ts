@@ -18,7 +18,7 @@ import { TensorFSError, toTensorFSError } from '@tensorfs/format';
 import { Auth } from './hub/auth.js';
 import type { HubState, RequestContext } from './hub/context.js';
 import { Concurrency } from './hub/limits.js';
-import { rawErrorAnswer, sendError } from './hub/respond.js';
+import { finishEarly, rawErrorAnswer, sendError } from './hub/respond.js';
 import { route } from './hub/router.js';
 import { UploadSessions } from './hub/sessions.js';
 import { closer, listen, trackUnused } from './hub/shutdown.js';
@@ -72,15 +72,18 @@ export async function serveHub(backend: HubStore, options: HubOptions = {}): Pro
     if (!load.enter()) {
       res.setHeader('retry-after', '1');
       sendError(res, new TensorFSError('unavailable', 'the hub is busy', { details: { rule: 'hub.busy' } }), 503);
-      req.resume();
+      finishEarly(req, res);
       return;
     }
     handle(req, res, ctl.signal)
       .catch((err) => {
-        if (!res.headersSent) sendError(res, toTensorFSError(err));
-        else res.destroy();
-        // Drain what the client is still sending so it reads the answer.
-        req.resume();
+        // An answer before the body was read: say the connection closes, drain a bounded rest, close.
+        const early = !req.complete;
+        if (!res.headersSent) {
+          if (early) res.setHeader('connection', 'close');
+          sendError(res, toTensorFSError(err));
+        } else res.destroy();
+        finishEarly(req, res);
       })
       .finally(() => {
         options.log?.(

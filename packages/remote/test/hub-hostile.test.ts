@@ -286,7 +286,45 @@ describe('hub objects on damaged storage (issue 24 §2 items 2, 8)', () => {
   });
 });
 
-describe('hub early answers (issue 24 §2 item 9)', () => {});
+describe('hub early answers (issue 24 §2 item 9)', () => {
+  it('after a 413 for a JSON body over the limit the hub closes, so the sender is not left blocked', async () => {
+    const { port } = await started({ tokens: { tokens: [{ token: TOKEN, read: ['*'], write: ['*'] }] } });
+    const total = 64 << 20;
+    const result = await new Promise<{ text: string; closed: boolean; wrote: boolean }>((resolve) => {
+      const s = connect(port, '127.0.0.1');
+      const got: Buffer[] = [];
+      let wrote = false;
+      const t = setTimeout(() => {
+        s.destroy();
+        resolve({ text: Buffer.concat(got).toString('latin1'), closed: false, wrote });
+      }, 15_000);
+      s.on('data', (c) => got.push(c));
+      s.on('error', () => {});
+      s.on('close', () => {
+        clearTimeout(t);
+        resolve({ text: Buffer.concat(got).toString('latin1'), closed: true, wrote });
+      });
+      s.on('connect', () => {
+        s.write(
+          `POST /v1/objects/lacks HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Length: ${total}\r\n\r\n`,
+        );
+        const chunk = Buffer.alloc(1 << 20, 0x20);
+        let sent = 0;
+        const pump = () => {
+          while (sent < total) {
+            sent += chunk.length;
+            if (!s.write(chunk)) return void s.once('drain', pump);
+          }
+          wrote = true;
+        };
+        pump();
+      });
+    });
+    expect(result.text).toMatch(/^HTTP\/1\.1 413 /);
+    expect(errorOf(result.text).details.rule).toBe('hub.body_too_large');
+    expect(result.closed).toBe(true);
+  });
+});
 
 describe('hub upload sessions (issue 24 §2 items 4, 5)', () => {
   const _tokens = {

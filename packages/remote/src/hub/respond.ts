@@ -20,23 +20,80 @@ export function decodeRefPath(p: string): string {
   }
 }
 
-/** A JSON request body of at most `limit` bytes. */
-export async function readJson(req: http.IncomingMessage, limit: number): Promise<unknown> {
-  const parts: Buffer[] = [];
+/**
+ * A JSON request body of at most `limit` bytes. Past the limit it stops reading without
+ * destroying the request, so the hub can answer `413` and then drain or close (see {@link finishEarly}).
+ */
+export function readJson(req: http.IncomingMessage, limit: number): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    let n = 0;
+    const stop = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.pause();
+    };
+    const onData = (c: Buffer) => {
+      n += c.length;
+      if (n > limit) {
+        stop();
+        reject(
+          new TensorFSError('limit_exceeded', 'the request body is too large', {
+            details: { rule: 'hub.body_too_large', limit },
+          }),
+        );
+      } else parts.push(c);
+    };
+    const onEnd = () => {
+      stop();
+      try {
+        resolve(JSON.parse(Buffer.concat(parts).toString('utf8')));
+      } catch {
+        reject(new TensorFSError('malformed', 'the request body is not JSON', { details: { rule: 'hub.bad_json' } }));
+      }
+    };
+    const onError = (err: Error) => {
+      stop();
+      reject(err);
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+  });
+}
+
+/** What the hub reads of a body it no longer wants, after answering early, before it closes the connection. */
+export const DRAIN_BYTES = 1 << 20;
+/** How long it waits for that much. */
+export const DRAIN_MS = 2_000;
+
+/**
+ * After an answer sent before the request's body was read to its end (a `413`, a refused part, a
+ * failed write): reads and drops up to {@link DRAIN_BYTES} for up to {@link DRAIN_MS} — a small
+ * rest completes and the connection stays usable — then closes the connection, so a sender is
+ * never left blocked writing a body nobody reads.
+ */
+export function finishEarly(req: http.IncomingMessage, res: http.ServerResponse): void {
+  if (req.complete || req.destroyed) return;
+  const socket = req.socket;
   let n = 0;
-  for await (const c of req as AsyncIterable<Buffer>) {
+  const close = () => {
+    clearTimeout(timer);
+    socket.destroy();
+  };
+  const timer = setTimeout(close, DRAIN_MS);
+  timer.unref();
+  req.on('data', (c: Buffer) => {
     n += c.length;
-    if (n > limit)
-      throw new TensorFSError('limit_exceeded', 'the request body is too large', {
-        details: { rule: 'hub.body_too_large', limit },
-      });
-    parts.push(c);
-  }
-  try {
-    return JSON.parse(Buffer.concat(parts).toString('utf8'));
-  } catch {
-    throw new TensorFSError('malformed', 'the request body is not JSON', { details: { rule: 'hub.bad_json' } });
-  }
+    if (n > DRAIN_BYTES) close();
+  });
+  req.once('end', () => clearTimeout(timer));
+  req.once('error', close);
+  res.once('close', () => {
+    if (!req.complete) close();
+  });
+  req.resume();
 }
 
 /** Answers `value` as JSON. */
