@@ -37,6 +37,7 @@ export async function serveHub(backend: HubStore, options: HubOptions = {}): Pro
   const ownUploads = options.uploadsDir === undefined;
   const uploads = new UploadSessions(
     options.uploadsDir ?? (await fsp.mkdtemp(join(tmpdir(), 'tensorfs-hub-uploads-'))),
+    { sessions: options.maxUploadSessions ?? 16, bytes: options.maxUploadBytes ?? 256 * 1024 ** 3 },
   );
   const state: HubState = {
     store: backend,

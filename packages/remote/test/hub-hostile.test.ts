@@ -9,7 +9,7 @@ import { connect } from 'node:net';
 import { ERROR_CODES, type ObjectId, isTensorFSError } from '@tensorfs/format';
 import { bytesOf, idOf, objectFile } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
-import { HubOrigin, type Origin, StoreOrigin, parseTokensConfig, pull, serveHub } from '../src/index.js';
+import { HubOrigin, type Origin, StoreOrigin, parseTokensConfig, pull, push, serveHub } from '../src/index.js';
 import { after, newStore, storeWith } from './helpers.js';
 
 const TOKEN = 'hub-test-token-123456';
@@ -327,12 +327,76 @@ describe('hub early answers (issue 24 §2 item 9)', () => {
 });
 
 describe('hub upload sessions (issue 24 §2 items 4, 5)', () => {
-  const _tokens = {
+  const tokens = {
     tokens: [
       { token: TOKEN, read: ['*'], write: ['b/*'] },
       { token: OTHER, read: ['*'], write: ['a/*'] },
     ],
   };
+
+  it('a push by the b/* writer succeeds while the a/* writer holds a session for the same object', async () => {
+    const big = bytesOf((64 << 20) + 1000, 22);
+    const { store, id } = await storeWith('src/big', { 'big.bin': big });
+    const h = await serveHub(new StoreOrigin(await newStore()), { tokens });
+    after(() => h.close());
+    const blob = (await store.getManifest(id)).entries.find((e) => e.path === 'big.bin')!;
+    const oid = blob.kind === 'file' ? blob.records[0]!.digest : id;
+    const r = await fetch(`${h.url}/v1/uploads/${oid.slice(7)}`, {
+      method: 'POST',
+      headers: auth(OTHER),
+      body: JSON.stringify({ length: 5 }),
+    });
+    expect(r.status).toBe(200);
+    // ...and keeps re-opening it while the b/* writer pushes.
+    let pushing = true;
+    const pester = (async () => {
+      while (pushing) {
+        await fetch(`${h.url}/v1/uploads/${oid.slice(7)}`, {
+          method: 'POST',
+          headers: auth(OTHER),
+          body: JSON.stringify({ length: 5 }),
+        });
+      }
+    })();
+    const origin = new HubOrigin(h.url, { credential: TOKEN, multipart: { partBytes: 4 << 20 } });
+    after(() => origin.close());
+    const res = await push(store, origin, 'src/big', { name: 'b/model' }).finally(() => {
+      pushing = false;
+    });
+    await pester;
+    expect(res.id).toBe(id);
+    expect(await origin.getRef('b/model')).toBe(id);
+  }, 120_000);
+
+  it('open sessions and declared bytes per token are bounded (limit_exceeded with the bound)', async () => {
+    const { url } = await started({ tokens, maxUploadSessions: 3, maxUploadBytes: 1_000_000 });
+    const open = (token: string, n: number, length: number) =>
+      fetch(`${url}/v1/uploads/${idOf(bytesOf(10, 100 + n)).slice(7)}`, {
+        method: 'POST',
+        headers: auth(token),
+        body: JSON.stringify({ length }),
+      });
+    for (let i = 0; i < 3; i++) expect((await open(TOKEN, i, 10)).status).toBe(200);
+    // Re-opening one of its own sessions is not a new one.
+    expect((await open(TOKEN, 0, 10)).status).toBe(200);
+    const fourth = await open(TOKEN, 3, 10);
+    expect(fourth.status).toBe(413);
+    expect(((await fourth.json()) as { error: unknown }).error).toMatchObject({
+      code: 'limit_exceeded',
+      details: { rule: 'hub.upload_sessions', limit: 3 },
+    });
+    // The other token is not affected by the first one's sessions, but its own bytes are bounded.
+    expect((await open(OTHER, 0, 600_000)).status).toBe(200);
+    const over = await open(OTHER, 1, 600_000);
+    expect(over.status).toBe(413);
+    expect(((await over.json()) as { error: unknown }).error).toMatchObject({
+      code: 'limit_exceeded',
+      details: { rule: 'hub.upload_bytes', limit: 1_000_000 },
+    });
+    // Dropping a session frees its place.
+    await fetch(`${url}/v1/uploads/${idOf(bytesOf(10, 100)).slice(7)}`, { method: 'DELETE', headers: auth(TOKEN) });
+    expect((await open(TOKEN, 3, 10)).status).toBe(200);
+  });
 });
 
 export type { ObjectId };

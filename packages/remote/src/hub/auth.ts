@@ -25,6 +25,8 @@ export interface Principal {
   read: ((ref: string) => boolean) | null;
   write: ((ref: string) => boolean) | null;
   anonymous: boolean;
+  /** Who owns what this request opens (upload sessions): 16 hex digits of the token's SHA-256; `anonymous` without one. */
+  owner: string;
 }
 
 /** Rules of a request that brought no usable token: `401` with `WWW-Authenticate`, not `403`. */
@@ -96,7 +98,7 @@ export function parseTokensConfig(value: unknown): TokensConfig {
 
 /** The tokens of a hub: who a request is, and the refusal for what it may not do. */
 export class Auth {
-  private readonly grants: { hash: Buffer; read: Principal['read']; write: Principal['write'] }[];
+  private readonly grants: { hash: Buffer; read: Principal['read']; write: Principal['write']; owner: string }[];
   private readonly anonymous: Principal;
 
   constructor(private readonly tokens: TokensConfig | undefined) {
@@ -104,10 +106,11 @@ export class Auth {
       hash: digest(t.token),
       read: matcher(t.read),
       write: matcher(t.write),
+      owner: digest(t.token).toString('hex').slice(0, 16),
     }));
     this.anonymous = tokens
-      ? { read: matcher(tokens.anonymous?.read), write: null, anonymous: true }
-      : { read: () => true, write: null, anonymous: true };
+      ? { read: matcher(tokens.anonymous?.read), write: null, anonymous: true, owner: 'anonymous' }
+      : { read: () => true, write: null, anonymous: true, owner: 'anonymous' };
   }
 
   /** True when some token may write (the hub says `writable`). */
@@ -127,7 +130,7 @@ export class Auth {
     const d = digest(m[1]!);
     let found: Principal | undefined;
     for (const g of this.grants)
-      if (timingSafeEqual(g.hash, d)) found = { read: g.read, write: g.write, anonymous: false };
+      if (timingSafeEqual(g.hash, d)) found = { read: g.read, write: g.write, anonymous: false, owner: g.owner };
     if (!found) throw new TensorFSError('denied', 'unknown token', { details: { rule: 'hub.unknown_token' } });
     return found;
   }

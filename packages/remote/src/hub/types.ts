@@ -37,6 +37,13 @@ export interface HubOptions {
    * folder removed on close. `tfs serve --store` uses the store's `tmp/`.
    */
   uploadsDir?: string;
+  /** Upload sessions one token may hold open at once (default 16); more are `limit_exceeded` (`hub.upload_sessions`). */
+  maxUploadSessions?: number;
+  /**
+   * Sum of the declared lengths of one token's open upload sessions (default 256 GiB); more is
+   * `limit_exceeded` (`hub.upload_bytes`).
+   */
+  maxUploadBytes?: number;
   /** Requests served at once; more get 503 + Retry-After (default 64). */
   maxConcurrent?: number;
   /** Whole-request timeout (default 30 min) and idle-socket timeout (default 60 s). */

@@ -12,7 +12,7 @@ export async function upload(c: RequestContext, hex: string, complete: boolean):
   if (!p.write) throw deny(p, 'upload objects');
   const id = `sha256:${hex}` as ObjectId;
   if (complete && c.method === 'POST') {
-    await uploads.complete(id, store, signal);
+    await uploads.complete(id, p.owner, store, signal);
     c.hub.quarantine.clear(id);
     return sendJson(c.res, 201, { id });
   }
@@ -33,7 +33,7 @@ export async function upload(c: RequestContext, hex: string, complete: boolean):
     // Already stored: nothing to send.
     if ((await store.lacks([id], { signal })).length === 0)
       return sendJson(c.res, 200, { id, length, offset: length, stored: true });
-    return sendJson(c.res, 200, { id, length, offset: await uploads.open(id, length), stored: false });
+    return sendJson(c.res, 200, { id, length, offset: await uploads.open(id, length, p.owner), stored: false });
   }
   if (c.method === 'PUT') {
     const req = c.req;
@@ -45,11 +45,11 @@ export async function upload(c: RequestContext, hex: string, complete: boolean):
         details: { rule: 'hub.bad_part' },
       });
     }
-    const at = await uploads.append(id, offset, len, req, signal);
+    const at = await uploads.append(id, p.owner, offset, len, req, store, signal);
     return sendJson(c.res, 200, { id, offset: at });
   }
   if (c.method === 'DELETE') {
-    await uploads.abort(id);
+    await uploads.abort(id, p.owner);
     return sendJson(c.res, 200, { id });
   }
   throw methodNotAllowed();
