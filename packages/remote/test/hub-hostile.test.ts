@@ -210,11 +210,7 @@ describe('hub objects on damaged storage (issue 24 §2 items 2, 8)', () => {
     expect(bad.complete).toBe(false);
     expect(bad.bytes.length).toBeLessThan(300_000);
     // Afterwards: corrupt, for GET, a range and HEAD; the store no longer has it.
-    for (const [h, m] of [
-      [{}, 'GET'],
-      [{ range: 'bytes=0-9' }, 'GET'],
-      [{}, 'HEAD'],
-    ] as const) {
+    for (const [h, m] of [[{}, 'GET'], [{ range: 'bytes=0-9' }, 'GET'], [{}, 'HEAD']] as const) {
       const r = await fetch(`${url}/v1/objects/${hex}`, { method: m, headers: h });
       expect([m, r.status]).toEqual([m, 422]);
       expect(r.headers.get('cache-control') ?? '').not.toContain('immutable');
@@ -333,6 +329,73 @@ describe('hub upload sessions (issue 24 §2 items 4, 5)', () => {
       { token: OTHER, read: ['*'], write: ['a/*'] },
     ],
   };
+
+  it('three simultaneous pushes of one object over 64 MiB under different names all succeed, counts never negative', async () => {
+    const big = bytesOf((64 << 20) + 3_000_000, 21);
+    const { store, id } = await storeWith('src/big', { 'big.bin': big });
+    const h = await serveHub(new StoreOrigin(await newStore()), {
+      tokens: { tokens: [{ token: TOKEN, read: ['*'], write: ['*'] }] },
+    });
+    after(() => h.close());
+    const results = await Promise.all(
+      ['one/a', 'two/b', 'three/c'].map(async (name) => {
+        const origin = new HubOrigin(h.url, { credential: TOKEN, multipart: { partBytes: 4 << 20 } });
+        after(() => origin.close());
+        const seen: number[] = [];
+        const r = await push(store, origin, 'src/big', {
+          name,
+          onProgress: (p) => seen.push(p.bytesDone),
+        });
+        return { r, seen };
+      }),
+    );
+    for (const { r, seen } of results) {
+      expect(r.id).toBe(id);
+      expect(r.bytes.present).toBeGreaterThanOrEqual(0);
+      expect(r.bytes.sent).toBeGreaterThanOrEqual(0);
+      expect(r.bytes.sent).toBeLessThanOrEqual(r.bytes.total);
+      expect(r.bytes.sent + r.bytes.present).toBe(r.bytes.total);
+      expect(seen.every((n) => n >= 0 && n <= r.bytes.total)).toBe(true);
+    }
+    const check = new HubOrigin(h.url, { credential: TOKEN });
+    after(() => check.close());
+    for (const name of ['one/a', 'two/b', 'three/c']) expect(await check.getRef(name)).toBe(id);
+  }, 120_000);
+
+  it('a session belongs to its token: another writer cannot open, append to or complete it, nor block it', async () => {
+    const { url } = await started({ tokens });
+    const bytes = bytesOf(3000, 9);
+    const hex = idOf(bytes).slice(7);
+    const post = (token: string, length: number) =>
+      fetch(`${url}/v1/uploads/${hex}`, { method: 'POST', headers: auth(token), body: JSON.stringify({ length }) });
+    // The a/* writer opens a 5-byte session for the object first and appends to it.
+    expect(await (await post(OTHER, 5)).json()).toMatchObject({ offset: 0, stored: false });
+    expect(
+      (await fetch(`${url}/v1/uploads/${hex}?offset=0`, { method: 'PUT', headers: auth(OTHER), body: 'abcde' }))
+        .status,
+    ).toBe(200);
+    // The b/* writer's own session is untouched by it: its own length, offset 0.
+    expect(await (await post(TOKEN, 3000)).json()).toMatchObject({ offset: 0, stored: false, length: 3000 });
+    const part = await fetch(`${url}/v1/uploads/${hex}?offset=0`, {
+      method: 'PUT',
+      headers: auth(TOKEN),
+      body: bytes,
+    });
+    expect(await part.json()).toMatchObject({ offset: 3000 });
+    // The other writer cannot append to or complete the b/* writer's session: its own 5-byte
+    // session is full (a part past it is too long), and completing it is its own wrong bytes.
+    expect(
+      (await fetch(`${url}/v1/uploads/${hex}?offset=5`, { method: 'PUT', headers: auth(OTHER), body: 'x' })).status,
+    ).toBe(400);
+    expect((await fetch(`${url}/v1/uploads/${hex}/complete`, { method: 'POST', headers: auth(OTHER) })).status).toBe(
+      422,
+    );
+    expect((await fetch(`${url}/v1/uploads/${hex}/complete`, { method: 'POST', headers: auth(TOKEN) })).status).toBe(
+      201,
+    );
+    // A DELETE by the other writer drops only its own session.
+    expect((await fetch(`${url}/v1/uploads/${hex}`, { method: 'DELETE', headers: auth(OTHER) })).status).toBe(200);
+  });
 
   it('a push by the b/* writer succeeds while the a/* writer holds a session for the same object', async () => {
     const big = bytesOf((64 << 20) + 1000, 22);
