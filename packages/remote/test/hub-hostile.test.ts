@@ -6,10 +6,20 @@
 import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as http from 'node:http';
 import { connect } from 'node:net';
+import { join } from 'node:path';
 import { ERROR_CODES, type ObjectId, isTensorFSError } from '@tensorfs/format';
-import { bytesOf, idOf, objectFile } from '@tensorfs/testkit';
+import { bytesOf, idOf, objectFile, tempDir } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
-import { HubOrigin, type Origin, StoreOrigin, parseTokensConfig, pull, push, serveHub } from '../src/index.js';
+import {
+  FolderOrigin,
+  HubOrigin,
+  type Origin,
+  StoreOrigin,
+  parseTokensConfig,
+  pull,
+  push,
+  serveHub,
+} from '../src/index.js';
 import { after, newStore, storeWith } from './helpers.js';
 
 const TOKEN = 'hub-test-token-123456';
@@ -210,7 +220,11 @@ describe('hub objects on damaged storage (issue 24 §2 items 2, 8)', () => {
     expect(bad.complete).toBe(false);
     expect(bad.bytes.length).toBeLessThan(300_000);
     // Afterwards: corrupt, for GET, a range and HEAD; the store no longer has it.
-    for (const [h, m] of [[{}, 'GET'], [{ range: 'bytes=0-9' }, 'GET'], [{}, 'HEAD']] as const) {
+    for (const [h, m] of [
+      [{}, 'GET'],
+      [{ range: 'bytes=0-9' }, 'GET'],
+      [{}, 'HEAD'],
+    ] as const) {
       const r = await fetch(`${url}/v1/objects/${hex}`, { method: m, headers: h });
       expect([m, r.status]).toEqual([m, 422]);
       expect(r.headers.get('cache-control') ?? '').not.toContain('immutable');
@@ -371,8 +385,7 @@ describe('hub upload sessions (issue 24 §2 items 4, 5)', () => {
     // The a/* writer opens a 5-byte session for the object first and appends to it.
     expect(await (await post(OTHER, 5)).json()).toMatchObject({ offset: 0, stored: false });
     expect(
-      (await fetch(`${url}/v1/uploads/${hex}?offset=0`, { method: 'PUT', headers: auth(OTHER), body: 'abcde' }))
-        .status,
+      (await fetch(`${url}/v1/uploads/${hex}?offset=0`, { method: 'PUT', headers: auth(OTHER), body: 'abcde' })).status,
     ).toBe(200);
     // The b/* writer's own session is untouched by it: its own length, offset 0.
     expect(await (await post(TOKEN, 3000)).json()).toMatchObject({ offset: 0, stored: false, length: 3000 });
@@ -463,3 +476,17 @@ describe('hub upload sessions (issue 24 §2 items 4, 5)', () => {
 });
 
 export type { ObjectId };
+
+describe('a folder origin whose ref is a folder (issue 24 "Also seen")', () => {
+  it('is corrupt ref.not_regular, as the hub and the local store call it', async () => {
+    const root = join(tempDir(), 'origin');
+    mkdirSync(join(root, 'refs', 'team', 'model'), { recursive: true });
+    const origin = new FolderOrigin(root);
+    const err = await origin.getRef('team/model').catch((e: unknown) => e);
+    expect(isTensorFSError(err)).toBe(true);
+    expect([(err as { code: string }).code, (err as { details: { rule: string } }).details.rule]).toEqual([
+      'corrupt',
+      'ref.not_regular',
+    ]);
+  });
+});
