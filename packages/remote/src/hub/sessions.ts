@@ -81,12 +81,16 @@ export class UploadSessions {
     return next;
   }
 
-  /** Creates (or finds) `owner`'s session; returns the offset to send from. */
-  open(id: ObjectId, length: number, owner: string): Promise<number> {
+  /**
+   * Creates (or finds) `owner`'s session; returns the offset to send from, or null when the object
+   * is stored (another upload of it completed while this request waited for the session).
+   */
+  open(id: ObjectId, length: number, owner: string, store: HubStore, signal: AbortSignal): Promise<number | null> {
     return this.serial(`${id}:${owner}`, async () => {
       const all = await this.sessionsOf(owner);
       const cur = all.get(id.slice(7));
       if (cur && cur.length === length && cur.size <= length) return cur.size;
+      if ((await store.lacks([id], { signal })).length === 0) return null;
       all.delete(id.slice(7));
       if (all.size >= this.limits.sessions) {
         throw new TensorFSError('limit_exceeded', 'this token holds as many upload sessions as the hub allows', {
@@ -175,6 +179,8 @@ export class UploadSessions {
         });
       }
       if (cur.size !== cur.length) {
+        // A concurrent upload of the object completed it first and another began a new session.
+        if ((await store.lacks([id], { signal })).length === 0) return;
         throw new TensorFSError('conflict', 'the upload is not complete', {
           details: { rule: 'hub.upload_incomplete', expected: cur.length, actual: cur.size },
         });

@@ -33,7 +33,9 @@ export async function upload(c: RequestContext, hex: string, complete: boolean):
     // Already stored: nothing to send.
     if ((await store.lacks([id], { signal })).length === 0)
       return sendJson(c.res, 200, { id, length, offset: length, stored: true });
-    return sendJson(c.res, 200, { id, length, offset: await uploads.open(id, length, p.owner), stored: false });
+    const offset = await uploads.open(id, length, p.owner, store, signal);
+    if (offset === null) return sendJson(c.res, 200, { id, length, offset: length, stored: true });
+    return sendJson(c.res, 200, { id, length, offset, stored: false });
   }
   if (c.method === 'PUT') {
     const req = c.req;
