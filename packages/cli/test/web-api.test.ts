@@ -239,3 +239,79 @@ describe('webHandler with bad refs beside good ones', () => {
     expect([other.status, (other.body.error as { code: string }).code]).toEqual([403, 'denied']);
   });
 });
+
+describe('/api/refs at scale (issue 24 §2 item 7)', () => {
+  it('reads each distinct head once, lists at most 32 sharers, and never blocks the event loop for long', async () => {
+    const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'tensorfs-web-scale-'));
+    const store = await LocalStore.open(path.join(dir, 'store'));
+    try {
+      // Four snapshots sharing one file, named by 2,000 refs.
+      const ids: Awaited<ReturnType<LocalStore['importPath']>>['snapshot'][] = [];
+      for (let k = 0; k < 4; k++) {
+        const src = path.join(dir, `src${k}`);
+        await fsp.mkdir(src);
+        await fsp.writeFile(path.join(src, 'shared.bin'), Buffer.alloc(5000, 7));
+        await fsp.writeFile(path.join(src, 'own.bin'), Buffer.alloc(1000 + k, k));
+        ids.push((await store.importPath(src, { name: `base/${k}`, threads: 1 })).snapshot);
+      }
+      for (let i = 0; i < 1996; i++) await store.setRef(`r/${String(i).padStart(4, '0')}`, ids[i % 4]!);
+      let reads = 0;
+      const counted = new Proxy(store, {
+        get(target, prop, receiver) {
+          if (prop === 'readObject') {
+            return (...args: Parameters<LocalStore['readObject']>) => {
+              reads++;
+              return target.readObject(...args);
+            };
+          }
+          const value = Reflect.get(target, prop, receiver);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+      const handle = webHandler(counted);
+      const server = http.createServer((req, res) => {
+        void handle(req, res).then((done) => {
+          if (!done) res.writeHead(404).end();
+        });
+      });
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      try {
+        // The longest the event loop went without running a 5 ms timer while the listing ran.
+        let last = Date.now();
+        let longest = 0;
+        const tick = setInterval(() => {
+          const now = Date.now();
+          longest = Math.max(longest, now - last);
+          last = now;
+        }, 5);
+        let apiDone = 0;
+        const api = fetch(`${base}/api/refs`).then(async (r) => {
+          const v = (await r.json()) as { refs: { name: string; shared: { ref: string; bytes: number }[] }[] };
+          apiDone = Date.now();
+          return v;
+        });
+        const page = await fetch(`${base}/`);
+        const pageDone = Date.now();
+        expect(page.status).toBe(200);
+        const body = await api;
+        clearInterval(tick);
+        expect(body.refs.length).toBe(2000);
+        // One read per distinct head, not one per ref.
+        expect(reads).toBeLessThanOrEqual(4);
+        for (const r of body.refs) expect(r.shared.length).toBeLessThanOrEqual(32);
+        // base/0 shares its manifest and both files with every r/ ref naming the same snapshot, and
+        // the shared file with the others.
+        const b0 = body.refs.find((r) => r.name === 'base/0')!;
+        expect(b0.shared.find((s) => s.ref === 'base/1')?.bytes).toBe(5000);
+        expect(pageDone).toBeLessThanOrEqual(apiDone);
+        expect(longest).toBeLessThan(1000);
+      } finally {
+        await new Promise((r) => server.close(r));
+      }
+    } finally {
+      await store.close();
+      await fsp.rm(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+});

@@ -425,10 +425,26 @@ describe('the web page in headless Chromium', () => {
       const v1 = (await (await fetch(`${hub.base}v1/refs`, auth)).json()) as { refs: { name: string }[] };
       expect(v1.refs.map((r) => r.name)).toEqual(['base']);
       // In the browser: the token given once in the address is kept for the tab and sent with each request.
+      const entries = await page.evaluate('history.length');
+      // Chromium turns a navigation during load into a replacement by itself; other browsers add
+      // an entry. So the page must replace the entry itself: record that it does.
+      await page.addInitScript(`{
+        window.replaced = [];
+        const replace = history.replaceState.bind(history);
+        history.replaceState = (data, unused, url) => {
+          window.replaced.push(String(url));
+          replace(data, unused, url);
+        };
+      }`);
       await page.goto(`${hub.base}#token=base-reader-token`);
       await page.waitForSelector('[data-testid=refs]');
       expect(await page.locator('[data-testid=refs] tbody tr').count()).toBe(1);
       expect(page.url()).not.toContain('base-reader-token');
+      // Nor in the session history: the entry was replaced, not followed by a new one.
+      expect(await page.evaluate('history.length')).toBe((entries as number) + 1);
+      const replaced = (await page.evaluate('window.replaced')) as string[];
+      expect(replaced.length).toBeGreaterThan(0);
+      expect(replaced.join(' ')).not.toContain('base-reader-token');
     } finally {
       await stop(hub.server);
     }

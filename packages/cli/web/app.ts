@@ -93,7 +93,9 @@ const TOKEN_KEY = 'tensorfs.token';
   const m = /[#&]token=([^&]+)/.exec(location.hash);
   if (m) {
     sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(m[1]!));
-    location.hash = '#/';
+    // Replace the history entry rather than add one: the address with the token must not stay
+    // in the session history (Back would show it again).
+    history.replaceState(history.state, '', `${location.pathname}${location.search}#/`);
   }
 }
 async function api<T>(path: string): Promise<T> {

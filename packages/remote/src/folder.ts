@@ -66,6 +66,12 @@ export class FolderOrigin implements Origin {
     } catch (err) {
       const code = (err as { code?: string }).code;
       if (code === 'ENOENT') return null;
+      // A folder where a ref file should be: what the hub and the local store call it.
+      if (code === 'EISDIR') {
+        throw new TensorFSError('corrupt', `refs/${name} is a folder, not a ref file`, {
+          details: { rule: 'ref.not_regular', ref: name, actual: 'folder' },
+        });
+      }
       // `team/model/v2` below a ref `team/model` is absent too; a root that is a file is not.
       if (code === 'ENOTDIR' && (await fsp.stat(this.root).catch(() => null))?.isDirectory()) return null;
       if (isTensorFSError(err)) throw err;

@@ -420,8 +420,14 @@ export class HubOrigin extends StaticHttpOrigin {
       } catch (err) {
         if (options.signal?.aborted) throw err;
         const retriable = isTensorFSError(err) && (err.code === 'conflict' || err.code === 'unavailable');
-        if (!retriable || ++conflicts > 5) throw err;
-        ({ offset } = await openSession());
+        if (!retriable) throw err;
+        // Ask where the session stands. Another upload of the same object (a concurrent push
+        // with this token) moving it on, or completing it, is progress, not a failure: only
+        // attempts that found the session no further count against the bound.
+        const before = offset;
+        ({ offset, stored } = await openSession());
+        if (stored) return;
+        if (offset <= before && ++conflicts > 5) throw err;
       }
     }
     const res = await this.http.send({ method: 'POST', url: `${url}/complete`, signal: options.signal, retry: false });

@@ -136,7 +136,8 @@ export async function push(store: Store, origin: Origin, ref: string, options: P
       },
     );
     sentObjects++;
-    sentBytes += reported ?? Math.min(yielded, len);
+    // Never more than the object: parts another upload of it already sent are not counted twice.
+    sentBytes += Math.min(reported ?? yielded, len);
     objectsDone++;
     bytesDone += len;
     progress();
@@ -155,6 +156,7 @@ export async function push(store: Store, origin: Origin, ref: string, options: P
     id,
     previous,
     objects: { total: total.objects, present: total.objects - sentObjects, sent: sentObjects },
-    bytes: { total: total.bytes, present: total.bytes - sentBytes, sent: sentBytes },
+    // `present`: what the destination held or got without this push sending it; never negative.
+    bytes: { total: total.bytes, present: Math.max(0, total.bytes - sentBytes), sent: sentBytes },
   };
 }

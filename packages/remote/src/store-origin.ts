@@ -107,5 +107,20 @@ export class StoreOrigin implements Origin {
     await this.store.putStream(body(), { expected: id, expectedLength: length, signal: options.signal });
   }
 
+  /**
+   * The hub found `id` damaged while serving it: the store rehashes it and, on a mismatch,
+   * quarantines it (`has` is false and verify reports it until a good copy is admitted).
+   */
+  async quarantine(id: ObjectId): Promise<void> {
+    if (!this.store.objectStream) return;
+    try {
+      for await (const _ of this.store.objectStream(id, { verify: true })) {
+        // only the hash matters
+      }
+    } catch {
+      // `corrupt`: quarantined by the store; anything else leaves it as it is
+    }
+  }
+
   async close(): Promise<void> {}
 }

@@ -1,3 +1,5 @@
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { LocalStore } from '@tensorfs/cas';
 import { type ObjectId, isTensorFSError } from '@tensorfs/format';
 import { describe, expect, it } from 'vitest';
@@ -44,21 +46,68 @@ function tampered(
   });
 }
 
-async function* flipped(body: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array> {
-  let first = true;
-  for await (const c of body) {
-    const copy = Uint8Array.from(c);
-    if (first) copy[0]! ^= 0xff;
-    first = false;
-    yield copy;
-  }
-}
-
 async function* cut(body: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array> {
   for await (const c of body) {
     yield c.subarray(0, c.length >> 1);
     throw new Error('backend failed mid-object');
   }
+}
+
+/**
+ * A hub over `store` behind a proxy that lies about `liar`'s bytes (one byte flipped) in batch
+ * answers and single reads while `lie(n)` says so (`n`: the how-manieth answer carrying it). The hub
+ * verifies what it serves, so a lying hub is simulated on the wire between it and the client.
+ */
+async function lyingHub(
+  store: LocalStore,
+  liar: ObjectId,
+  lie: (n: number) => boolean,
+): Promise<{ origin: HubOrigin; requests: string[] }> {
+  const requests: string[] = [];
+  const hub = await serveHub(new StoreOrigin(store), {
+    log: (line) => requests.push(line.split(' ').slice(0, 2).join(' ')),
+  });
+  let n = 0;
+  const proxy = http.createServer(async (req, res) => {
+    const parts: Buffer[] = [];
+    for await (const c of req) parts.push(c as Buffer);
+    const up = await fetch(`${hub.url}${req.url}`, {
+      method: req.method,
+      headers: { 'content-type': String(req.headers['content-type'] ?? 'application/octet-stream') },
+      ...(parts.length > 0 ? { body: Buffer.concat(parts) } : {}),
+    });
+    const body = Buffer.from(await up.arrayBuffer());
+    if (req.url === '/v1/objects/batch') {
+      // Walk the frames; flip the first byte of the liar's.
+      for (let at = 0; at + 40 <= body.length; ) {
+        const id = `sha256:${body.subarray(at, at + 32).toString('hex')}`;
+        const len = body.readBigUInt64BE(at + 32);
+        if (len === 0xffff_ffff_ffff_ffffn) {
+          at += 40;
+          continue;
+        }
+        if (id === liar && lie(++n)) body[at + 40]! ^= 0xff;
+        at += 40 + Number(len);
+      }
+    } else if (req.url === `/v1/objects/${liar.slice(7)}` && up.status === 200 && lie(++n)) body[0]! ^= 0xff;
+    const headers: Record<string, string> = {};
+    up.headers.forEach((v, k) => {
+      if (k !== 'content-length' && k !== 'transfer-encoding' && k !== 'connection') headers[k] = v;
+    });
+    res.writeHead(up.status, { ...headers, 'content-length': body.length });
+    res.end(body);
+  });
+  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+  const origin = new HubOrigin(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, {
+    retries: 1,
+    baseDelayMs: 1,
+  });
+  after(async () => {
+    await origin.close();
+    await new Promise((r) => proxy.close(r));
+    await hub.close();
+  });
+  return { origin, requests };
 }
 
 const count = (requests: string[], line: string) => requests.filter((r) => r === line).length;
@@ -86,9 +135,7 @@ describe('batched reads of small objects (POST /v1/objects/batch)', () => {
     const { store: a } = await storeWith('team/small', files);
     const liar = idOf(files['shard/0013.bin']!);
     // Wrong bytes (right length) for one object, the first time it is read (inside the batch).
-    const { origin, requests } = await hubOver(
-      tampered(a, (id, body, n) => (id === liar && n === 1 ? flipped(body) : null)),
-    );
+    const { origin, requests } = await lyingHub(a, liar, (n) => n === 1);
     const { store: b } = await storeWith('other', { 'x.bin': bytesOf(10, 9) });
     const r = await pull(b, origin, 'team/small', { backoffMs: 1 });
     expect(r.objects.fetched).toBe(41);
@@ -102,7 +149,7 @@ describe('batched reads of small objects (POST /v1/objects/batch)', () => {
     const files = smallFiles(40);
     const { store: a } = await storeWith('team/small', files);
     const liar = idOf(files['shard/0021.bin']!);
-    const { origin } = await hubOver(tampered(a, (id, body) => (id === liar ? flipped(body) : null)));
+    const { origin } = await lyingHub(a, liar, () => true);
     const { store: b } = await storeWith('other', { 'x.bin': bytesOf(10, 9) });
     const err = await pull(b, origin, 'team/small', { backoffMs: 1 }).catch((e) => e);
     expect(isTensorFSError(err) && err.code).toBe('corrupt');

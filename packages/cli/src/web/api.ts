@@ -113,10 +113,27 @@ async function closure(store: Store, id: ObjectId): Promise<Loaded> {
 
 const byName = (a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
+/** Most other refs listed in one ref's `shared` (the ones sharing the most bytes). */
+export const MAX_WEB_SHARED = 32;
+
+/**
+ * Most refs an object's holders are paired through: an object held by more refs (a base every
+ * fine-tune shares) counts toward the first this many only, so the work is linear in refs.
+ */
+export const MAX_WEB_HOLDERS = 64;
+
+/** Steps of work between two yields to the event loop, so other requests are answered meanwhile. */
+const YIELD_EVERY = 4096;
+
+const yieldNow = () => new Promise<void>((r) => setImmediate(r));
+
 /**
  * Every ref of the store with its kind, logical and stored size, and what it shares with the
  * others; a ref that cannot be read or measured (its file, or the objects it names) is named in
- * `problems` instead, and never hides the others.
+ * `problems` instead, and never hides the others. Linear in refs: each distinct head is read once
+ * however many refs name it, sharing is counted through an index of who holds each object (at
+ * most {@link MAX_WEB_HOLDERS} per object, {@link MAX_WEB_SHARED} listed per ref), and the work
+ * yields to the event loop so the server answers other requests while it runs.
  */
 export async function webRefs(store: WebStore): Promise<WebRefs> {
   const listing = store.checkRefs
@@ -126,27 +143,54 @@ export async function webRefs(store: WebStore): Promise<WebRefs> {
       : { refs: await store.listRefs(), problems: [] };
   const problems: WebRefProblem[] = listing.problems.map((p) => ({ ...p }));
   const loaded: ({ name: string; id: ObjectId } & Loaded)[] = [];
+  const heads = new Map<ObjectId, Promise<Loaded>>();
   for (const r of listing.refs) {
     try {
-      loaded.push({ name: r.name, id: r.id, ...(await closure(store, r.id)) });
+      let head = heads.get(r.id);
+      if (!head) {
+        head = closure(store, r.id);
+        heads.set(r.id, head);
+      }
+      loaded.push({ name: r.name, id: r.id, ...(await head) });
     } catch (error) {
       if (!isTensorFSError(error) || error.code === 'cancelled') throw error;
       const rule = typeof error.details.rule === 'string' ? error.details.rule : 'web.ref';
       problems.push({ name: r.name, id: r.id, code: error.code, rule, message: error.message });
     }
   }
-  const refs = loaded.map((r): WebRef => {
-    let stored = 0;
-    for (const n of r.objects.values()) stored += n;
-    const shared: { ref: string; bytes: number }[] = [];
-    for (const o of loaded) {
-      if (o === r) continue;
-      let bytes = 0;
-      for (const [id, n] of r.objects) if (o.objects.has(id)) bytes += n;
-      if (bytes > 0) shared.push({ ref: o.name, bytes });
+  // Who holds each object, in listing order (at most MAX_WEB_HOLDERS kept per object).
+  const holders = new Map<ObjectId, number[]>();
+  let steps = 0;
+  const step = async () => {
+    if (++steps % YIELD_EVERY === 0) await yieldNow();
+  };
+  for (let i = 0; i < loaded.length; i++) {
+    for (const id of loaded[i]!.objects.keys()) {
+      let h = holders.get(id);
+      if (!h) holders.set(id, (h = []));
+      if (h.length < MAX_WEB_HOLDERS) h.push(i);
+      await step();
     }
-    return { name: r.name, id: r.id, kind: r.kind, files: r.files, logical: r.logical, stored, shared };
-  });
+  }
+  const refs: WebRef[] = [];
+  for (let i = 0; i < loaded.length; i++) {
+    const r = loaded[i]!;
+    let stored = 0;
+    const with_ = new Map<number, number>();
+    for (const [id, n] of r.objects) {
+      stored += n;
+      for (const j of holders.get(id)!) {
+        if (j !== i) with_.set(j, (with_.get(j) ?? 0) + n);
+        await step();
+      }
+    }
+    const shared = [...with_]
+      .sort((x, y) => y[1] - x[1] || x[0] - y[0])
+      .slice(0, MAX_WEB_SHARED)
+      .sort((x, y) => x[0] - y[0])
+      .map(([j, bytes]) => ({ ref: loaded[j]!.name, bytes }));
+    refs.push({ name: r.name, id: r.id, kind: r.kind, files: r.files, logical: r.logical, stored, shared });
+  }
   return { refs, problems: problems.sort(byName) };
 }
 
