@@ -11,5 +11,6 @@ export default packageConfig({
     codecs: 'src/codecs.ts',
     cozytensors: 'src/cozytensors/index.ts',
     encodings: 'src/encodings/index.ts',
+    store: 'src/store/index.ts',
   },
 });

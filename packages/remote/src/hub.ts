@@ -22,7 +22,9 @@ import {
   toTensorFSError,
 } from '@tensorfs/format';
 import picomatch from 'picomatch';
+import type { Store } from '@tensorfs/format/store';
 import type { Origin } from './origin.js';
+import { originOf } from './store-origin.js';
 import { referencesOf } from './references.js';
 import { sha256Id } from './verify-stream.js';
 
@@ -127,8 +129,9 @@ export function parseTokensConfig(value: unknown): TokensConfig {
   return v;
 }
 
-/** Starts a hub serving `backend`. */
-export async function serveHub(backend: Origin, options: HubOptions = {}): Promise<Hub> {
+/** Starts a hub serving `store`: any implementation of the storage contract (an origin, or a store). */
+export async function serveHub(store: Store, options: HubOptions = {}): Promise<Hub> {
+  const backend: Origin = originOf(store);
   const grants = (options.tokens?.tokens ?? []).map((t) => ({
     hash: digest(t.token),
     read: matcher(t.read),
@@ -178,9 +181,7 @@ export async function serveHub(backend: Origin, options: HubOptions = {}): Promi
     if (path === '/v1/refs' && method === 'GET') {
       if (!p.read) throw deny(p, 'list refs');
       // One ref the backend cannot read is named in `problems`, never fails the listing.
-      const listing = backend.scanRefs
-        ? await backend.scanRefs({ signal })
-        : { refs: await backend.listRefs({ signal }), problems: [] };
+      const listing = await backend.scanRefs({ signal });
       const readable = p.read;
       return sendJson(res, 200, {
         refs: listing.refs.filter((r) => readable(r.name)),
@@ -211,7 +212,7 @@ export async function serveHub(backend: Origin, options: HubOptions = {}): Promi
           });
         }
         await checkClosure(backend, body.id, signal);
-        await backend.setRef(name, body.id, expected as ObjectId | null | undefined, { signal });
+        await backend.setRef(name, body.id, { expected: expected as ObjectId | null | undefined, signal });
         return sendJson(res, 200, { name, id: body.id });
       }
       throw methodNotAllowed();

@@ -6,7 +6,6 @@
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Lease } from '@tensorfs/cas';
 import {
   type Manifest,
   type ObjectId,
@@ -20,7 +19,7 @@ import { compose, openTensors } from '@tensorfs/tensors';
 import picomatch from 'picomatch';
 import { FetchingStore } from './fetching-store.js';
 import { cancelled, sleep } from './http.js';
-import type { Store } from '@tensorfs/cas';
+import { type Lease, type Store, supports } from '@tensorfs/format/store';
 import type { Origin } from './origin.js';
 import { runPool } from './pool.js';
 import { referencesOf } from './references.js';
@@ -385,7 +384,8 @@ class Transfer {
         }
         const [id, len] = task[0]!;
         // Counted as fetched by its commit, which runs on while the next object downloads.
-        if (len !== undefined && len > limit && this.store.openPart) return this.viaStorePart(id, len, signal);
+        if (len !== undefined && len > limit && supports(this.store, 'objects.part'))
+          return this.viaStorePart(id, len, signal);
         if (len !== undefined && len > limit && this.o.partsDir) await this.viaPart(id, len, signal);
         else await this.viaMemory(id, len, signal);
         this.fetched();
@@ -472,7 +472,7 @@ class Transfer {
   private async admitMany(items: [ObjectId, Uint8Array][], signal: AbortSignal): Promise<Set<ObjectId>> {
     const ok = new Set<ObjectId>();
     if (items.length === 0) return ok;
-    if (this.store.putBatch) {
+    if (supports(this.store, 'objects.batch')) {
       const out = await this.store.putBatch(
         items.map(([id, bytes]) => ({ bytes, expected: id })),
         { lease: this.lease, signal },
@@ -500,7 +500,12 @@ class Transfer {
    * once its digest matches and its bytes are synced.
    */
   private async viaStorePart(id: ObjectId, len: number, signal: AbortSignal, round = 0): Promise<void> {
-    const part = await this.store.openPart!(`pull-${id.slice(7)}`, {
+    if (!supports(this.store, 'objects.part')) {
+      throw new TensorFSError('internal', 'a part file asked of a store without objects.part', {
+        details: { rule: 'remote.internal' },
+      });
+    }
+    const part = await this.store.openPart(`pull-${id.slice(7)}`, {
       expectedLength: len,
       signal,
       direct: this.o.directIO,
