@@ -12,5 +12,6 @@ export default packageConfig({
     cozytensors: 'src/cozytensors/index.ts',
     encodings: 'src/encodings/index.ts',
     store: 'src/store/index.ts',
+    'store-conformance': 'src/store/conformance.ts',
   },
 });
