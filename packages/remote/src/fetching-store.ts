@@ -18,7 +18,7 @@ import {
 } from '@tensorfs/format/store';
 import type { Origin } from './origin.js';
 import { originOf } from './store-origin.js';
-import { type FetchOptions, fetchObjects } from './pull.js';
+import { type FetchOptions, fetchObjects } from './transfer.js';
 
 /** Options of {@link FetchingStore}. */
 export interface FetchingStoreOptions extends Omit<FetchOptions, 'onProgress'> {
