@@ -35,7 +35,8 @@ export {
 } from './http-origin.js';
 export { S3Origin, type S3OriginOptions, type S3ErrorContext, parseS3Url, s3ConfigFromEnv } from './s3.js';
 export { LocalRefsOrigin } from './local-refs.js';
-export { StoreOrigin, type ServableStore } from './store-origin.js';
+export { StoreOrigin, originOf, type ServableStore } from './store-origin.js';
+export { OriginBase, isOrigin } from './origin.js';
 export { connectOrigin, openOrigin, type OpenOriginOptions } from './open.js';
 export { pull, type PullOptions, type PullResult } from './pull.js';
 export {

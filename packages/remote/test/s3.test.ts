@@ -245,7 +245,7 @@ describe.each(S3_KINDS)('S3 origin, the same on every service (%s)', (kind) => {
     expect(r.objects.sent).toBe(r.objects.total);
     expect(await refs.getRef('team/big')).toBe(id);
     // A second writer from a stale start loses: the local compare-and-swap.
-    expect(await code(o.setRef('team/big', id, null))).toBe('conflict');
+    expect(await code(o.setRef('team/big', id, { expected: null }))).toBe('conflict');
     const b = await newStore();
     await pull(b, o, 'team/big');
     expect((await b.verify({ data: true })).corrupt).toEqual([]);
