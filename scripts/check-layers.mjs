@@ -1,7 +1,10 @@
 #!/usr/bin/env node
 // Layer check: a package may depend on and import only packages below it, only through their
-// published entry points, and `format`/`planner` may not import Node builtins.
-//   format < planner < cas < tensors < lanes | remote < cli   (lanes and remote never import each other)
+// published entry points, and `format`/`planner`/`lanes` may not import Node builtins; no package
+// has an import cycle among its own source files.
+//   format < planner < cas < remote < cli;  format < planner < tensors < lanes | remote
+// tensors and lanes take the storage contract (`@tensorfs/format/store`), never cas, so they
+// install without a native module; their tests may still use cas (a devDependency).
 // `testkit` is test-only: it may import any package, any package's tests may import it, and no
 // package's src/ or (non-dev) dependencies may name it.
 // Usage: node scripts/check-layers.mjs [repoRoot]   — exits 1 and lists every violation.
@@ -10,16 +13,21 @@ import { builtinModules } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** What each package may depend on (transitively below it). */
+/** What each package's src/ and runtime dependencies may name (transitively below it). */
 export const ALLOWED = {
   format: [],
   planner: ['format'],
   cas: ['format', 'planner'],
-  tensors: ['format', 'planner', 'cas'],
-  lanes: ['format', 'planner', 'cas', 'tensors'],
+  tensors: ['format', 'planner'],
+  lanes: ['format', 'planner', 'tensors'],
   remote: ['format', 'planner', 'cas', 'tensors'],
   cli: ['format', 'planner', 'cas', 'tensors', 'lanes', 'remote'],
   testkit: ['format', 'planner', 'cas', 'tensors', 'lanes', 'remote', 'cli'],
+};
+/** What each package's test/ and devDependencies may name besides {@link ALLOWED}. */
+export const TEST_ALLOWED = {
+  tensors: ['cas'],
+  lanes: ['cas'],
 };
 /** Packages only tests may use (never published, never a runtime dependency). */
 export const TEST_ONLY = new Set(['testkit']);
@@ -65,6 +73,7 @@ export function checkLayers(root) {
       continue;
     }
     const allowed = new Set(ALLOWED[dir]);
+    const allowedInTests = new Set([...ALLOWED[dir], ...(TEST_ALLOWED[dir] ?? [])]);
     const pj = JSON.parse(fs.readFileSync(path.join(pkgsDir, dir, 'package.json'), 'utf8'));
     for (const field of ['dependencies', 'peerDependencies', 'optionalDependencies', 'devDependencies']) {
       for (const dep of Object.keys(pj[field] ?? {})) {
@@ -72,7 +81,7 @@ export function checkLayers(root) {
         const target = dep.slice('@tensorfs/'.length);
         if (TEST_ONLY.has(target) && field === 'devDependencies') continue;
         if (TEST_ONLY.has(target)) problems.push(`packages/${dir}/package.json: ${field} on ${dep} (test-only)`);
-        else if (!allowed.has(target))
+        else if (!(field === 'devDependencies' ? allowedInTests : allowed).has(target))
           problems.push(`packages/${dir}/package.json: ${field} on ${dep} (not below ${dir})`);
       }
     }
@@ -86,7 +95,7 @@ export function checkLayers(root) {
             if (TEST_ONLY.has(name) && name !== dir) {
               if (sub !== 'test')
                 problems.push(`${rel(file)}: imports ${spec} (test-only; tests may use it, src/ may not)`);
-            } else if (name !== dir && !allowed.has(name))
+            } else if (name !== dir && !(sub === 'test' ? allowedInTests : allowed).has(name))
               problems.push(`${rel(file)}: imports ${spec} (not below ${dir})`);
             if (rest.length && !declaredSubpath(pkgsDir, name, rest.join('/'))) {
               problems.push(`${rel(file)}: imports ${spec} (only package entry points may be imported)`);
@@ -105,8 +114,102 @@ export function checkLayers(root) {
         }
       }
     }
+    for (const cycle of importCycles(path.join(pkgsDir, dir, 'src'))) {
+      const inPkg = (f) => path.relative(path.join(pkgsDir, dir, 'src'), f);
+      problems.push(`packages/${dir}/src: import cycle ${cycle.map(inPkg).join(' -> ')}`);
+    }
   }
   return problems;
+}
+
+/** The relative imports of a source file, resolved to files of the same tree (`.js` → `.ts`). */
+function localImports(file) {
+  const out = [];
+  const src = stripComments(fs.readFileSync(file, 'utf8'));
+  for (const m of src.matchAll(IMPORT_RE)) {
+    const spec = m[2];
+    if (!spec.startsWith('.')) continue;
+    const base = path.resolve(path.dirname(file), spec);
+    const candidates = [
+      base,
+      base.replace(/\.[cm]?js$/, '.ts'),
+      base.replace(/\.[cm]?js$/, '.tsx'),
+      `${base}.ts`,
+      path.join(base, 'index.ts'),
+    ];
+    const hit = candidates.find((c) => fs.existsSync(c) && fs.statSync(c).isFile());
+    if (hit) out.push(hit);
+  }
+  return out;
+}
+
+/**
+ * Every import cycle among the files under `dir` (type-only imports included: a cycle of types
+ * is still two files that cannot be understood apart): one per strongly connected component of
+ * more than one file (or a file importing itself), shown as a closed path through it.
+ */
+export function importCycles(dir) {
+  const files = [...walk(dir)];
+  const edges = new Map(files.map((f) => [f, localImports(f)]));
+  // Tarjan's strongly connected components.
+  let index = 0;
+  const idx = new Map();
+  const low = new Map();
+  const stack = [];
+  const on = new Set();
+  const sccs = [];
+  const visit = (v) => {
+    idx.set(v, index);
+    low.set(v, index);
+    index++;
+    stack.push(v);
+    on.add(v);
+    for (const w of edges.get(v) ?? []) {
+      if (!edges.has(w)) continue;
+      if (!idx.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v), low.get(w)));
+      } else if (on.has(w)) low.set(v, Math.min(low.get(v), idx.get(w)));
+    }
+    if (low.get(v) === idx.get(v)) {
+      const scc = [];
+      let w;
+      do {
+        w = stack.pop();
+        on.delete(w);
+        scc.push(w);
+      } while (w !== v);
+      if (scc.length > 1 || (edges.get(v) ?? []).includes(v)) sccs.push(scc);
+    }
+  };
+  for (const f of files.sort()) if (!idx.has(f)) visit(f);
+  // One closed path per component: from its first file (by name), the shortest way back to it.
+  return sccs
+    .map((scc) => {
+      const inside = new Set(scc);
+      const start = [...scc].sort()[0];
+      const prev = new Map([[start, null]]);
+      const queue = [start];
+      let end = null;
+      while (queue.length && end === null) {
+        const v = queue.shift();
+        for (const w of edges.get(v) ?? []) {
+          if (!inside.has(w)) continue;
+          if (w === start) {
+            end = v;
+            break;
+          }
+          if (!prev.has(w)) {
+            prev.set(w, v);
+            queue.push(w);
+          }
+        }
+      }
+      const pathBack = [];
+      for (let v = end; v !== null; v = prev.get(v)) pathBack.unshift(v);
+      return [...pathBack, start];
+    })
+    .sort((a, b) => (a[0] < b[0] ? -1 : 1));
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -11,5 +11,7 @@ export default packageConfig({
     codecs: 'src/codecs.ts',
     cozytensors: 'src/cozytensors/index.ts',
     encodings: 'src/encodings/index.ts',
+    store: 'src/store/index.ts',
+    'store-conformance': 'src/store/conformance.ts',
   },
 });

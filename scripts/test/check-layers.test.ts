@@ -11,14 +11,17 @@ const repo = fileURLToPath(new URL('../..', import.meta.url));
 const PKGS = ['format', 'planner', 'cas', 'tensors', 'lanes', 'remote', 'cli'];
 const temps: string[] = [];
 
-/** A minimal clean tree: each package depends on the one below it and imports it by name. */
+/**
+ * A minimal clean tree: each package depends on the one below it and imports it by name (tensors
+ * on planner: it takes the storage contract, never cas; remote on tensors).
+ */
 function cleanTree(): string {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'tfs-layers-'));
   temps.push(root);
   PKGS.forEach((p, i) => {
     const dir = path.join(root, 'packages', p, 'src');
     fs.mkdirSync(dir, { recursive: true });
-    const below = i > 0 && p !== 'remote' ? PKGS[i - 1] : p === 'remote' ? 'tensors' : undefined;
+    const below = p === 'remote' ? 'tensors' : p === 'tensors' ? 'planner' : i > 0 ? PKGS[i - 1] : undefined;
     const deps = below ? { [`@tensorfs/${below}`]: 'workspace:^' } : {};
     fs.writeFileSync(
       path.join(root, 'packages', p, 'package.json'),
@@ -113,6 +116,29 @@ describe('layer check', () => {
       /packages\/format\/package.json: dependencies on @tensorfs\/testkit \(test-only\)/,
     ],
     [
+      'tensors importing cas (it takes the storage contract)',
+      (r) => plant(r, 'tensors', 'bad.ts', "import type { LocalStore } from '@tensorfs/cas';\n"),
+      /packages\/tensors\/src\/bad.ts: imports @tensorfs\/cas \(not below tensors\)/,
+    ],
+    [
+      'a runtime dependency of lanes on cas',
+      (r) =>
+        fs.writeFileSync(
+          path.join(r, 'packages', 'lanes', 'package.json'),
+          JSON.stringify({ name: '@tensorfs/lanes', dependencies: { '@tensorfs/tensors': '*', '@tensorfs/cas': '*' } }),
+        ),
+      /packages\/lanes\/package.json: dependencies on @tensorfs\/cas \(not below lanes\)/,
+    ],
+    [
+      'an import cycle inside a package',
+      (r) => {
+        plant(r, 'remote', 'a.ts', "import { b } from './b.js';\nexport const a = b;\n");
+        plant(r, 'remote', 'b.ts', "import { c } from './c.js';\nexport const b = c;\n");
+        plant(r, 'remote', 'c.ts', "import type { a } from './a.js';\nexport const c = 1;\n");
+      },
+      /packages\/remote\/src: import cycle a\.ts -> b\.ts -> c\.ts -> a\.ts(\n|$)/,
+    ],
+    [
       'Buffer in format',
       (r) => plant(r, 'format', 'bad.ts', 'export const b = Buffer.from([1]);\n'),
       /format\/src\/bad.ts: uses Buffer/,
@@ -130,6 +156,23 @@ describe('layer check', () => {
       expect(r.stderr).toMatch(expected);
     });
   }
+
+  it('lets the tests of tensors and lanes use cas (a devDependency), and allows imports without a cycle', () => {
+    const root = cleanTree();
+    for (const pkg of ['tensors', 'lanes']) {
+      fs.mkdirSync(path.join(root, 'packages', pkg, 'test'));
+      fs.writeFileSync(
+        path.join(root, 'packages', pkg, 'test', 'a.test.ts'),
+        "import { openStore } from '@tensorfs/cas';\n",
+      );
+      const f = path.join(root, 'packages', pkg, 'package.json');
+      const pj = JSON.parse(fs.readFileSync(f, 'utf8'));
+      fs.writeFileSync(f, JSON.stringify({ ...pj, devDependencies: { '@tensorfs/cas': 'workspace:^' } }));
+    }
+    plant(root, 'remote', 'a.ts', "import { b } from './b.js';\nexport const a = b;\n");
+    plant(root, 'remote', 'b.ts', 'export const b = 1;\n');
+    expect(checkLayers(root)).toEqual([]);
+  });
 
   it('allows Node builtins in cas and in tests of format', () => {
     const root = cleanTree();

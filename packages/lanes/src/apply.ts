@@ -28,7 +28,7 @@ import {
   type T4Target,
 } from './t4.js';
 
-/** The store type the tensor layer opens (from `@tensorfs/cas`). */
+/** The store type the tensor layer opens (the storage contract of `@tensorfs/format/store`). */
 type Store = Parameters<typeof openTensors>[0];
 type Lease = Awaited<ReturnType<Store['lease']>>;
 

@@ -3,10 +3,22 @@
  * needs (and only those) is fetched, verified and admitted to the local store before a byte of it
  * is returned, so one tensor of a remote model costs that tensor's records plus the headers.
  */
-import type { FileSource, Lease, Store } from '@tensorfs/cas';
-import { type ObjectId, type RecordRef, TensorFSError, isObjectId } from '@tensorfs/format';
+import { type ObjectId, type RecordRef, TensorFSError, isObjectId, throwIfAborted } from '@tensorfs/format';
+import {
+  type BatchItem,
+  type BatchOutcome,
+  type CallOptions,
+  type Capability,
+  type FileSource,
+  type Lease,
+  type ObjectReadOptions,
+  type Store,
+  supports,
+  unsupportedCapability,
+} from '@tensorfs/format/store';
 import type { Origin } from './origin.js';
-import { type FetchOptions, fetchObjects } from './pull.js';
+import { originOf } from './store-origin.js';
+import { type FetchOptions, fetchObjects } from './transfer.js';
 
 /** Options of {@link FetchingStore}. */
 export interface FetchingStoreOptions extends Omit<FetchOptions, 'onProgress'> {
@@ -16,8 +28,16 @@ export interface FetchingStoreOptions extends Omit<FetchOptions, 'onProgress'> {
   onFetch?: (totals: { objects: number; bytes: number }) => void;
 }
 
-/** A local store backed by an origin: misses are fetched, verified and admitted. */
+/**
+ * A store backed by another: misses are fetched from `remote`, verified and admitted to `local`.
+ * Both are any implementation of the storage contract (an origin, the local store, the in-memory
+ * store…); what it can do beyond reading is what `local` can.
+ */
 export class FetchingStore implements Store {
+  /** The remote side as an origin (itself when it is one). */
+  readonly origin: Origin;
+  readonly capabilities: ReadonlySet<Capability>;
+  readonly display: string;
   private ownLease: Promise<Lease> | undefined;
   private readonly inflight = new Map<ObjectId, Promise<void>>();
   /** Objects and bytes fetched so far. */
@@ -25,9 +45,15 @@ export class FetchingStore implements Store {
 
   constructor(
     readonly local: Store,
-    readonly origin: Origin,
+    remote: Store,
     private readonly options: FetchingStoreOptions = {},
-  ) {}
+  ) {
+    this.origin = originOf(remote);
+    // What it forwards to the local side: every capability but parts and streams (a part or a
+    // stream of an object that is not here yet would skip the fetch).
+    this.capabilities = new Set([...local.capabilities].filter((c) => c !== 'objects.part' && c !== 'objects.stream'));
+    this.display = `${(local as { display?: string }).display ?? 'store'} fetching from ${this.origin.display}`;
+  }
 
   private theLease(): Promise<Lease> {
     this.ownLease ??= this.options.lease
@@ -66,29 +92,46 @@ export class FetchingStore implements Store {
   }
 
   /** Present locally, or held by the origin (fetched when first read). */
-  async has(id: ObjectId): Promise<boolean> {
-    if (await this.local.has(id)) return true;
-    return (await this.origin.lacks([id], { signal: this.options.signal })).length === 0;
+  async has(id: ObjectId, options: CallOptions = {}): Promise<boolean> {
+    if (await this.local.has(id, options)) return true;
+    return (await this.origin.lacks([id], { signal: options.signal ?? this.options.signal })).length === 0;
+  }
+
+  /** The ids neither here nor at the origin. */
+  async lacks(ids: readonly ObjectId[], options: CallOptions = {}): Promise<ObjectId[]> {
+    const here = await this.local.lacks(ids, options);
+    return here.length === 0 ? here : this.origin.lacks(here, { signal: options.signal ?? this.options.signal });
   }
 
   /** Size of an object (fetched first if need be). */
-  async objectSize(id: ObjectId): Promise<number> {
+  async objectSize(id: ObjectId, options: CallOptions = {}): Promise<number> {
+    throwIfAborted(options.signal);
     await this.one(id);
-    const local = this.local as Store & { objectSize?: (id: ObjectId) => Promise<number> };
-    return local.objectSize ? local.objectSize(id) : (await this.local.readObject(id)).length;
+    return this.local.objectSize(id, options);
   }
 
   put: Store['put'] = (bytes, options) => this.local.put(bytes, options);
+
+  /** The local store's batch (`unsupported` when it has none: see {@link capabilities}). */
+  async putBatch(
+    items: readonly BatchItem[],
+    options: { lease?: Lease; signal?: AbortSignal } = {},
+  ): Promise<BatchOutcome[]> {
+    if (!supports(this.local, 'objects.batch')) throw unsupportedCapability('objects.batch', this.display);
+    return this.local.putBatch(items, options);
+  }
   putStream: Store['putStream'] = (chunks, options) => this.local.putStream(chunks, options);
 
-  async readObject(id: ObjectId, options?: { verify?: boolean }): Promise<Uint8Array> {
+  async readObject(id: ObjectId, options: ObjectReadOptions = {}): Promise<Uint8Array> {
+    throwIfAborted(options.signal);
     await this.one(id);
     return this.local.readObject(id, options);
   }
 
-  async readObjectRange(id: ObjectId, offset: number, length: number): Promise<Uint8Array> {
+  async readObjectRange(id: ObjectId, offset: number, length: number, options: CallOptions = {}): Promise<Uint8Array> {
+    throwIfAborted(options.signal);
     await this.one(id);
-    return this.local.readObjectRange(id, offset, length);
+    return this.local.readObjectRange(id, offset, length, options);
   }
 
   /** A record list whose reads first fetch the records they overlap. */
@@ -148,7 +191,10 @@ export class FetchingStore implements Store {
     return id;
   }
 
-  getRef: Store['getRef'] = (name) => this.local.getRef(name);
+  getRef: Store['getRef'] = (name, options) => this.local.getRef(name, options);
+  deleteRef: Store['deleteRef'] = (name, options) => this.local.deleteRef(name, options);
+  /** The local store's refs (the origin's are read by name, through {@link resolve}). */
+  scanRefs: Store['scanRefs'] = (options) => this.local.scanRefs(options);
   setRef: Store['setRef'] = (name, id, options) => this.local.setRef(name, id, options);
   lease: Store['lease'] = (options) => this.local.lease(options);
 

@@ -6,10 +6,24 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { validateRefName } from '@tensorfs/cas';
-import { type ObjectId, TensorFSError, isObjectId, isTensorFSError, parseObjectId } from '@tensorfs/format';
+import {
+  type ObjectId,
+  TensorFSError,
+  isObjectId,
+  isTensorFSError,
+  parseObjectId,
+  throwIfAborted,
+} from '@tensorfs/format';
+import {
+  type Capability,
+  casConflict,
+  type DeleteRefOptions,
+  type RefListing,
+  type SetRefOptions,
+  validateRefName,
+} from '@tensorfs/format/store';
 import { cancelled, sleep } from './http.js';
-import type { CallOptions, ObjectRead, Origin, OriginRef } from './origin.js';
+import { type CallOptions, type ObjectRead, OriginBase } from './origin.js';
 import { verified } from './verify-stream.js';
 
 const LOCK_STALE_MS = 30_000;
@@ -42,12 +56,19 @@ export function parseRefText(text: string): ObjectId {
 }
 
 /** The folder origin at `root`. */
-export class FolderOrigin implements Origin {
+export class FolderOrigin extends OriginBase {
   readonly kind = 'folder' as const;
   readonly writable = true;
   readonly display: string;
+  readonly capabilities: ReadonlySet<Capability> = new Set<Capability>([
+    'objects.write',
+    'refs.write',
+    'refs.delete',
+    'refs.list',
+  ]);
 
   constructor(readonly root: string) {
+    super();
     this.display = 'folder origin';
   }
 
@@ -60,7 +81,8 @@ export class FolderOrigin implements Origin {
     return join(this.root, 'refs', ...name.split('/'));
   }
 
-  async getRef(name: string): Promise<ObjectId | null> {
+  async getRef(name: string, options: CallOptions = {}): Promise<ObjectId | null> {
+    throwIfAborted(options.signal);
     try {
       return parseRefText(await fsp.readFile(this.refPath(name), 'utf8'));
     } catch (err) {
@@ -79,8 +101,14 @@ export class FolderOrigin implements Origin {
     }
   }
 
-  async listRefs(): Promise<OriginRef[]> {
-    const out: OriginRef[] = [];
+  /**
+   * Every ref under `refs/`, sorted by name, and every entry there that is not a readable ref (a
+   * symlink, a FIFO, a file not holding one id) named with why: one bad entry never fails the
+   * listing. Lock files and upload temps are not refs and are skipped.
+   */
+  override async scanRefs(options: CallOptions = {}): Promise<RefListing> {
+    throwIfAborted(options.signal);
+    const out: RefListing = { refs: [], problems: [] };
     const base = join(this.root, 'refs');
     const walk = async (dir: string, prefix: string) => {
       let names: fs.Dirent[];
@@ -91,51 +119,46 @@ export class FolderOrigin implements Origin {
         throw ioErr(err, 'list refs');
       }
       for (const d of names) {
+        throwIfAborted(options.signal);
         if (d.name.endsWith('.lock') || d.name.includes('.tmp-')) continue;
-        if (d.isDirectory()) await walk(join(dir, d.name), `${prefix}${d.name}/`);
-        else if (d.isFile()) {
-          const id = await this.getRef(`${prefix}${d.name}`).catch(() => null);
-          if (id) out.push({ name: `${prefix}${d.name}`, id });
+        const name = `${prefix}${d.name}`;
+        if (d.isDirectory()) await walk(join(dir, d.name), `${name}/`);
+        else if (!d.isFile()) {
+          out.problems.push({ name, code: 'corrupt', rule: 'ref.not_regular', message: 'not a regular file' });
+        } else {
+          try {
+            const id = await this.getRef(name);
+            if (id) out.refs.push({ name, id });
+          } catch (err) {
+            const e = isTensorFSError(err) ? err : ioErr(err, 'read ref');
+            out.problems.push({
+              name,
+              code: e.code,
+              rule: String(e.details?.rule ?? 'ref.unreadable'),
+              message: e.message,
+            });
+          }
         }
       }
     };
     await walk(base, '');
-    return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const byName = (a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+    out.refs.sort(byName);
+    out.problems.sort(byName);
+    return out;
   }
 
-  async setRef(
-    name: string,
-    id: ObjectId,
-    expected: ObjectId | null | undefined,
-    options: CallOptions = {},
-  ): Promise<void> {
+  /** Every ref whose file reads (the refs of {@link scanRefs}). */
+  async listRefs(options: CallOptions = {}): Promise<RefListing['refs']> {
+    return (await this.scanRefs(options)).refs;
+  }
+
+  async setRef(name: string, id: ObjectId, options: SetRefOptions = {}): Promise<void> {
     parseObjectId(id);
-    const path = this.refPath(name);
-    const lock = `${path}.lock`;
-    await fsp.mkdir(dirname(path), { recursive: true }).catch((err) => {
-      throw ioErr(err, 'create refs folder');
-    });
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      if (options.signal?.aborted) throw cancelled();
-      try {
-        await (await fsp.open(lock, 'wx')).close();
-        break;
-      } catch (err) {
-        if ((err as { code?: string }).code !== 'EEXIST') throw ioErr(err, 'lock ref');
-        const st = await fsp.stat(lock).catch(() => null);
-        if (st && Date.now() - st.mtimeMs > LOCK_STALE_MS) {
-          await fsp.rm(lock, { force: true });
-          continue;
-        }
-        if (Date.now() > deadline)
-          throw new TensorFSError('unavailable', 'the ref is locked by another writer', {
-            details: { rule: 'folder.ref_locked', ref: name },
-          });
-        await sleep(20, options.signal);
-      }
-    }
-    try {
+    const expected = options.expected;
+    if (expected !== undefined && expected !== null) parseObjectId(expected);
+    throwIfAborted(options.signal);
+    await this.locked(name, options.signal, async (path) => {
       const current = await this.getRef(name);
       if (expected !== undefined && current !== expected) {
         throw new TensorFSError('conflict', 'the remote ref moved', {
@@ -153,14 +176,69 @@ export class FolderOrigin implements Origin {
         await fsp.rm(tmp, { force: true });
         throw ioErr(err, 'write ref');
       }
+    });
+  }
+
+  /** Removes a ref under its lock (`not_found` if absent, `conflict` if it does not hold `expected`). */
+  override async deleteRef(name: string, options: DeleteRefOptions = {}): Promise<void> {
+    if (options.expected !== undefined) parseObjectId(options.expected);
+    throwIfAborted(options.signal);
+    await this.locked(name, options.signal, async (path) => {
+      const current = await this.getRef(name);
+      if (current === null) {
+        throw new TensorFSError('not_found', 'no such ref', { details: { rule: 'remote.no_ref', ref: name } });
+      }
+      if (options.expected !== undefined && current !== options.expected) {
+        throw casConflict(name, options.expected, current);
+      }
+      await fsp.rm(path).catch((err) => {
+        throw ioErr(err, 'remove ref');
+      });
+    });
+  }
+
+  /** Runs `fn` holding `refs/<name>.lock` (taken over when stale, `unavailable` after 10 s). */
+  private async locked(
+    name: string,
+    signal: AbortSignal | undefined,
+    fn: (path: string) => Promise<void>,
+  ): Promise<void> {
+    const path = this.refPath(name);
+    const lock = `${path}.lock`;
+    await fsp.mkdir(dirname(path), { recursive: true }).catch((err) => {
+      throw ioErr(err, 'create refs folder');
+    });
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      if (signal?.aborted) throw cancelled();
+      try {
+        await (await fsp.open(lock, 'wx')).close();
+        break;
+      } catch (err) {
+        if ((err as { code?: string }).code !== 'EEXIST') throw ioErr(err, 'lock ref');
+        const st = await fsp.stat(lock).catch(() => null);
+        if (st && Date.now() - st.mtimeMs > LOCK_STALE_MS) {
+          await fsp.rm(lock, { force: true });
+          continue;
+        }
+        if (Date.now() > deadline)
+          throw new TensorFSError('unavailable', 'the ref is locked by another writer', {
+            details: { rule: 'folder.ref_locked', ref: name },
+          });
+        await sleep(20, signal);
+      }
+    }
+    try {
+      await fn(path);
     } finally {
       await fsp.rm(lock, { force: true });
     }
   }
 
-  async lacks(ids: readonly ObjectId[]): Promise<ObjectId[]> {
+  async lacks(ids: readonly ObjectId[], options: CallOptions = {}): Promise<ObjectId[]> {
     const out: ObjectId[] = [];
     for (const id of ids) {
+      throwIfAborted(options.signal);
       try {
         await fsp.access(this.chunk(id));
       } catch {
@@ -170,7 +248,24 @@ export class FolderOrigin implements Origin {
     return out;
   }
 
-  async read(id: ObjectId, offset: number): Promise<ObjectRead> {
+  /** The chunk file's size (`not_found` when absent). */
+  override async objectSize(id: ObjectId, options: CallOptions = {}): Promise<number> {
+    throwIfAborted(options.signal);
+    const path = this.chunk(id);
+    try {
+      return (await fsp.stat(path)).size;
+    } catch (err) {
+      if ((err as { code?: string }).code === 'ENOENT') {
+        throw new TensorFSError('not_found', 'the origin does not hold this object', {
+          details: { rule: 'remote.no_object', digest: id },
+        });
+      }
+      throw ioErr(err, 'stat object');
+    }
+  }
+
+  async read(id: ObjectId, offset: number, options: CallOptions = {}): Promise<ObjectRead> {
+    throwIfAborted(options.signal);
     let fh: fsp.FileHandle;
     try {
       fh = await fsp.open(this.chunk(id), 'r');

@@ -2,19 +2,26 @@
  * HTTP origins: a static web server over the portable folder layout (read-only), and the
  * TensorFS hub (the `/v1/` API of spec/v1/remote.md).
  */
-import { validateRefName } from '@tensorfs/cas';
-import { type ObjectId, TensorFSError, isErrorCode, isTensorFSError, parseObjectId } from '@tensorfs/format';
+import {
+  type ObjectId,
+  TensorFSError,
+  isErrorCode,
+  isTensorFSError,
+  parseObjectId,
+  throwIfAborted,
+} from '@tensorfs/format';
+import { type Capability, type SetRefOptions, validateRefName } from '@tensorfs/format/store';
 import { parseRefText } from './folder.js';
 import { HttpClient, type HttpOptions, type HttpResponse, displayUrl, readText } from './http.js';
-import type {
-  BatchRead,
-  CallOptions,
-  ObjectRead,
-  Origin,
-  OriginRef,
-  OriginRefListing,
-  ReadOptions,
-  WriteOptions,
+import {
+  type BatchRead,
+  type CallOptions,
+  type ObjectRead,
+  OriginBase,
+  type OriginRef,
+  type OriginRefListing,
+  type ReadOptions,
+  type WriteOptions,
 } from './origin.js';
 
 /** Most ids asked about in one `lacks` request. */
@@ -35,7 +42,9 @@ function toRead(res: HttpResponse, id: ObjectId, offset: number): ObjectRead {
     res.body.destroy();
   };
   if (res.status === 404) {
-    cancel();
+    // Read the (small) error body off rather than destroying it: a destroyed unread body fails
+    // later with an AbortError nobody listens to.
+    res.body.dump().catch(() => {});
     throw new TensorFSError('not_found', 'the origin does not hold this object', {
       details: { rule: 'remote.no_object', digest: id },
     });
@@ -85,15 +94,18 @@ export const MULTIPART_PART = 16 << 20;
 export type HttpOriginOptions = HttpOptions & { multipart?: MultipartOptions };
 
 /** A static HTTP origin: `GET <base>/refs/<name>` and `GET <base>/chunks/<hex>` (with `Range`). */
-export class StaticHttpOrigin implements Origin {
+export class StaticHttpOrigin extends OriginBase {
   readonly kind: 'http' | 'hub' = 'http';
   readonly writable: boolean = false;
   readonly display: string;
+  /** Read-only: no capability beyond reading objects and refs. */
+  readonly capabilities: ReadonlySet<Capability> = new Set<Capability>();
   protected readonly http: HttpClient;
   protected readonly base: string;
   protected readonly multipart: Required<MultipartOptions>;
 
   constructor(base: string, options: HttpOriginOptions = {}) {
+    super();
     this.base = base.replace(/\/+$/, '');
     this.display = displayUrl(this.base);
     this.http = new HttpClient(options);
@@ -104,6 +116,7 @@ export class StaticHttpOrigin implements Origin {
   }
 
   async getRef(name: string, options: CallOptions = {}): Promise<ObjectId | null> {
+    throwIfAborted(options.signal);
     const res = await this.http.send({
       method: 'GET',
       url: `${this.base}/refs/${encodeRef(name)}`,
@@ -115,24 +128,28 @@ export class StaticHttpOrigin implements Origin {
     return parseRefText(text);
   }
 
-  async listRefs(): Promise<OriginRef[]> {
+  /** `unsupported`: a static web server has no listing (no `refs.list` capability). */
+  override async scanRefs(options: CallOptions = {}): Promise<OriginRefListing> {
+    throwIfAborted(options.signal);
     throw new TensorFSError('unsupported', 'a static HTTP origin cannot list its refs', {
-      details: { rule: 'remote.no_listing' },
+      details: { rule: 'remote.no_listing', capability: 'refs.list' },
     });
   }
 
-  async setRef(
-    _name: string,
-    _id: ObjectId,
-    _expected: ObjectId | null | undefined,
-    _options?: CallOptions,
-  ): Promise<void> {
+  /** The refs of {@link scanRefs}. */
+  async listRefs(options: CallOptions = {}): Promise<OriginRef[]> {
+    return (await this.scanRefs(options)).refs;
+  }
+
+  async setRef(_name: string, _id: ObjectId, options: SetRefOptions = {}): Promise<void> {
+    throwIfAborted(options.signal);
     throw new TensorFSError('unsupported', 'a static HTTP origin is read-only', {
       details: { rule: 'remote.read_only' },
     });
   }
 
   async lacks(ids: readonly ObjectId[], options: CallOptions = {}): Promise<ObjectId[]> {
+    throwIfAborted(options.signal);
     const out: ObjectId[] = [];
     let next = 0;
     const worker = async () => {
@@ -153,6 +170,7 @@ export class StaticHttpOrigin implements Origin {
   }
 
   async read(id: ObjectId, offset: number, options: ReadOptions = {}): Promise<ObjectRead> {
+    throwIfAborted(options.signal);
     const res = await this.http.send({
       method: 'GET',
       url: this.objectUrl(id),
@@ -162,6 +180,30 @@ export class StaticHttpOrigin implements Origin {
       large: options.large,
     });
     return toRead(res, id, offset);
+  }
+
+  /** The object's length from a `HEAD` (`not_found` on 404). */
+  override async objectSize(id: ObjectId, options: CallOptions = {}): Promise<number> {
+    throwIfAborted(options.signal);
+    const res = await this.http.send({
+      method: 'HEAD',
+      url: this.objectUrl(id),
+      accept: [404],
+      signal: options.signal,
+    });
+    await res.body.dump().catch(() => {});
+    if (res.status === 404) {
+      throw new TensorFSError('not_found', 'the origin does not hold this object', {
+        details: { rule: 'remote.no_object', digest: id },
+      });
+    }
+    const len = Number(res.headers['content-length']);
+    if (!Number.isSafeInteger(len) || len < 0) {
+      throw new TensorFSError('malformed', "the origin did not say the object's length", {
+        details: { rule: 'http.no_length', digest: id },
+      });
+    }
+    return len;
   }
 
   protected objectUrl(id: ObjectId): string {
@@ -186,12 +228,20 @@ export class StaticHttpOrigin implements Origin {
 export class HubOrigin extends StaticHttpOrigin {
   override readonly kind = 'hub' as const;
   override readonly writable = true;
+  /** The hub checks a ref's closure before it moves; it has no ref deletion in its API. */
+  override readonly capabilities: ReadonlySet<Capability> = new Set<Capability>([
+    'objects.write',
+    'refs.write',
+    'refs.list',
+    'refs.closure',
+  ]);
 
   protected override objectUrl(id: ObjectId): string {
     return `${this.base}/v1/objects/${hexOf(id)}`;
   }
 
   override async getRef(name: string, options: CallOptions = {}): Promise<ObjectId | null> {
+    throwIfAborted(options.signal);
     const { status, value } = await this.http.json<{ id?: string }>({
       method: 'GET',
       url: `${this.base}/v1/refs/${encodeRef(name)}`,
@@ -202,12 +252,9 @@ export class HubOrigin extends StaticHttpOrigin {
     return parseRefText(String(value?.id ?? ''));
   }
 
-  override async listRefs(options: CallOptions = {}): Promise<OriginRef[]> {
-    return (await this.scanRefs(options)).refs;
-  }
-
   /** The hub's listing: the refs it could read, and the ones it names as unreadable (`problems`). */
-  async scanRefs(options: CallOptions = {}): Promise<OriginRefListing> {
+  override async scanRefs(options: CallOptions = {}): Promise<OriginRefListing> {
+    throwIfAborted(options.signal);
     const { value } = await this.http.json<{
       refs?: { name: string; id: string }[];
       problems?: { name?: unknown; code?: unknown; rule?: unknown }[];
@@ -228,12 +275,10 @@ export class HubOrigin extends StaticHttpOrigin {
     };
   }
 
-  override async setRef(
-    name: string,
-    id: ObjectId,
-    expected: ObjectId | null | undefined,
-    options: CallOptions = {},
-  ): Promise<void> {
+  override async setRef(name: string, id: ObjectId, options: SetRefOptions = {}): Promise<void> {
+    throwIfAborted(options.signal);
+    parseObjectId(id);
+    const expected = options.expected;
     const body = JSON.stringify(expected === undefined ? { id } : { id, expected });
     const res = await this.http.send({
       method: 'PUT',
@@ -248,6 +293,7 @@ export class HubOrigin extends StaticHttpOrigin {
   }
 
   override async lacks(ids: readonly ObjectId[], options: CallOptions = {}): Promise<ObjectId[]> {
+    throwIfAborted(options.signal);
     const out: ObjectId[] = [];
     for (let i = 0; i < ids.length; i += LACKS_BATCH) {
       const batch = ids.slice(i, i + LACKS_BATCH);

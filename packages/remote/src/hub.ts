@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import type { Duplex } from 'node:stream';
 import { join } from 'node:path';
 import { TensorFSError, toTensorFSError } from '@tensorfs/format';
+import type { Store } from '@tensorfs/format/store';
 import { Auth } from './hub/auth.js';
 import type { HubState, RequestContext } from './hub/context.js';
 import { Concurrency } from './hub/limits.js';
@@ -24,14 +25,16 @@ import { UploadSessions } from './hub/sessions.js';
 import { closer, listen, trackUnused } from './hub/shutdown.js';
 import type { Hub, HubOptions, HubStore } from './hub/types.js';
 import { Quarantine } from './hub/verify.js';
+import { originOf } from './store-origin.js';
 
 export { parseTokensConfig, type TokenGrant, type TokensConfig } from './hub/auth.js';
 export { BATCH_ABSENT, BATCH_MAX_IDS } from './hub/objects.js';
 export { errorBody } from './hub/respond.js';
 export type { Hub, HubOptions, HubStore, QuarantiningStore } from './hub/types.js';
 
-/** Starts a hub serving `backend`. */
-export async function serveHub(backend: HubStore, options: HubOptions = {}): Promise<Hub> {
+/** Starts a hub serving `store`: any implementation of the storage contract (an origin, or a store). */
+export async function serveHub(store: Store, options: HubOptions = {}): Promise<Hub> {
+  const backend: HubStore = originOf(store);
   const auth = new Auth(options.tokens);
   const load = new Concurrency(options.maxConcurrent ?? 64);
   const ownUploads = options.uploadsDir === undefined;

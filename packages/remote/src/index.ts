@@ -35,17 +35,17 @@ export {
 } from './http-origin.js';
 export { S3Origin, type S3OriginOptions, type S3ErrorContext, parseS3Url, s3ConfigFromEnv } from './s3.js';
 export { LocalRefsOrigin } from './local-refs.js';
-export { StoreOrigin, type ServableStore } from './store-origin.js';
+export { StoreOrigin, originOf, type ServableStore } from './store-origin.js';
+export { OriginBase, isOrigin } from './origin.js';
 export { connectOrigin, openOrigin, type OpenOriginOptions } from './open.js';
+export { pull, type PullOptions, type PullResult } from './pull.js';
 export {
-  pull,
   fetchObjects,
   BATCH_OBJECT_BYTES,
   type FetchOptions,
-  type PullOptions,
   type PullProgress,
-  type PullResult,
-} from './pull.js';
+  type TransferCounts,
+} from './transfer.js';
 export { FetchingStore, type FetchingStoreOptions } from './fetching-store.js';
 export { push, type PushOptions, type PushProgress, type PushResult } from './push.js';
 export {

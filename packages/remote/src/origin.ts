@@ -1,10 +1,29 @@
-/** The interface every origin (folder, static HTTP, hub, S3) implements; see spec/v1/remote.md. */
-import type { ErrorCode, ObjectId } from '@tensorfs/format';
+/**
+ * Origins (folder, static HTTP, hub, S3): the storage contract of `@tensorfs/format/store`, plus
+ * what a transfer engine needs on top (streamed reads from an offset, batched reads, verified
+ * writes of a known id). See spec/v1/remote.md and docs/architecture.md "The storage contract".
+ */
+import { checkRange, type ObjectId, parseObjectId, TensorFSError, throwIfAborted } from '@tensorfs/format';
+import {
+  type CallOptions,
+  type Chunks,
+  chunkList,
+  concatChunks,
+  type DeleteRefOptions,
+  digestMismatch,
+  type ObjectReadOptions,
+  type PutOptions,
+  type PutResult,
+  type RefEntry,
+  type RefListing,
+  type RefProblem,
+  type Store,
+  StoreBase,
+  sha256Id,
+  unsupportedCapability,
+} from '@tensorfs/format/store';
 
-/** Per-call options. */
-export interface CallOptions {
-  signal?: AbortSignal;
-}
+export type { CallOptions } from '@tensorfs/format/store';
 
 /** Options of {@link Origin.write}. */
 export interface WriteOptions extends CallOptions {
@@ -50,48 +69,27 @@ export interface BatchRead {
   bytes: Uint8Array | null;
 }
 
-/** A ref as listed by an origin. */
-export interface OriginRef {
-  name: string;
-  id: ObjectId;
-}
+/** A ref as listed by an origin (the contract's {@link RefEntry}). */
+export type OriginRef = RefEntry;
 
-/** A ref an origin could not read: its name, and why (the family and `details.rule` of the failure). */
-export interface OriginRefProblem {
-  name: string;
-  code: ErrorCode;
-  rule: string;
-}
+/** A ref an origin could not read (the contract's {@link RefProblem}). */
+export type OriginRefProblem = RefProblem;
 
-/** The refs an origin could read, and the ones it could not (see {@link Origin.scanRefs}). */
-export interface OriginRefListing {
-  refs: OriginRef[];
-  problems: OriginRefProblem[];
-}
+/** The refs an origin could read, and the ones it could not (the contract's {@link RefListing}). */
+export type OriginRefListing = RefListing;
 
-/** A place objects and refs can be pulled from (and, when writable, pushed to). */
-export interface Origin {
+/**
+ * A place objects and refs can be pulled from (and, when writable, pushed to): a {@link Store}
+ * (the one contract: `has`, `objectSize`, `readObject`, `readObjectRange`, `put`, `getRef`,
+ * compare-and-swap `setRef`, `deleteRef`, `scanRefs`…) with the transfer members below.
+ */
+export interface Origin extends Store {
   /** `folder`, `http`, `hub` or `s3`. */
   readonly kind: 'folder' | 'http' | 'hub' | 's3';
   /** A description safe to print: no credentials, no query string. */
   readonly display: string;
   /** False for read-only origins (static HTTP): pushes are `unsupported`. */
   readonly writable: boolean;
-  /** The id a ref names, or null when it does not exist. */
-  getRef(name: string, options?: CallOptions): Promise<ObjectId | null>;
-  /** Every ref (`unsupported` where the origin cannot list, e.g. static HTTP). */
-  listRefs(options?: CallOptions): Promise<OriginRef[]>;
-  /**
-   * Every ref the origin can read, sorted by name, and every ref it cannot with why, so one bad ref
-   * neither fails the listing nor vanishes unexplained (what the hub's `GET /v1/refs` answers).
-   * Optional: without it a listing has only {@link listRefs}.
-   */
-  scanRefs?(options?: CallOptions): Promise<OriginRefListing>;
-  /**
-   * Moves a ref by compare-and-swap: `expected` an id → it must hold it; null → it must not
-   * exist; undefined → unconditional. `conflict` otherwise.
-   */
-  setRef(name: string, id: ObjectId, expected: ObjectId | null | undefined, options?: CallOptions): Promise<void>;
   /** The subset of `ids` the origin does not hold (one batched question where it can). */
   lacks(ids: readonly ObjectId[], options?: CallOptions): Promise<ObjectId[]>;
   /** Reads an object from `offset` (`not_found` when absent). */
@@ -117,4 +115,137 @@ export interface Origin {
   ): Promise<void>;
   /** Releases connections. */
   close(): Promise<void>;
+}
+
+/**
+ * What every origin derives from its transfer members, once: `has` from `lacks`, `readObject`
+ * and `readObjectRange` from streamed `read`, `put` from a verified `write`; and
+ * what an origin without a capability answers (`unsupported`). An origin extends it and
+ * implements `lacks`, `objectSize`, `read`, `write`, the ref members it has, and `capabilities`.
+ */
+export abstract class OriginBase extends StoreBase implements Origin {
+  abstract readonly kind: Origin['kind'];
+  abstract readonly writable: boolean;
+  abstract override lacks(ids: readonly ObjectId[], options?: CallOptions): Promise<ObjectId[]>;
+  abstract read(id: ObjectId, offset: number, options?: ReadOptions): Promise<ObjectRead>;
+  abstract write(
+    id: ObjectId,
+    length: number,
+    body: (offset?: number, end?: number) => AsyncIterable<Uint8Array>,
+    options?: WriteOptions,
+  ): Promise<void>;
+  abstract close(): Promise<void>;
+
+  async has(id: ObjectId, options: CallOptions = {}): Promise<boolean> {
+    parseObjectId(id);
+    throwIfAborted(options.signal);
+    return (await this.lacks([id], options)).length === 0;
+  }
+
+  /** The object's length without reading it (`not_found` when absent): a stat, a `HEAD`. */
+  abstract override objectSize(id: ObjectId, options?: CallOptions): Promise<number>;
+
+  override async readObject(id: ObjectId, options: ObjectReadOptions = {}): Promise<Uint8Array> {
+    parseObjectId(id);
+    throwIfAborted(options.signal);
+    const r = await this.read(id, 0, options);
+    const chunks: Uint8Array[] = [];
+    try {
+      for await (const c of r.body) {
+        throwIfAborted(options.signal);
+        chunks.push(r.owned ? c : c.slice());
+      }
+    } finally {
+      r.cancel();
+    }
+    const bytes = concatChunks(chunks);
+    if (r.size !== undefined && bytes.length !== r.size) {
+      throw new TensorFSError('unavailable', 'the origin ended the object early', {
+        details: { rule: 'remote.short_read', digest: id, expected: r.size, actual: bytes.length },
+      });
+    }
+    if (options.verify) {
+      const actual = await sha256Id(bytes);
+      if (actual !== id) {
+        throw new TensorFSError('corrupt', 'object does not hash to its id', {
+          details: { rule: 'store.digest', digest: id, actual },
+        });
+      }
+    }
+    return bytes;
+  }
+
+  async readObjectRange(id: ObjectId, offset: number, length: number, options: CallOptions = {}): Promise<Uint8Array> {
+    parseObjectId(id);
+    throwIfAborted(options.signal);
+    const size = await this.objectSize(id, options);
+    checkRange(offset, length, size);
+    const out = new Uint8Array(length);
+    if (length === 0) return out;
+    const r = await this.read(id, offset, options);
+    let skip = offset - r.offset;
+    let got = 0;
+    try {
+      for await (const c of r.body) {
+        throwIfAborted(options.signal);
+        let piece = c;
+        if (skip > 0) {
+          const s = Math.min(skip, piece.length);
+          piece = piece.subarray(s);
+          skip -= s;
+        }
+        const n = Math.min(piece.length, length - got);
+        out.set(piece.subarray(0, n), got);
+        got += n;
+        if (got === length) break;
+      }
+    } finally {
+      r.cancel();
+    }
+    if (got !== length) {
+      throw new TensorFSError('unavailable', 'the origin ended the object early', {
+        details: { rule: 'remote.short_read', digest: id, expected: length, actual: got },
+      });
+    }
+    return out;
+  }
+
+  /** Hashes the bytes, refuses a mismatch before sending anything, then a verified `write`. */
+  async put(bytes: Chunks, options: PutOptions = {}): Promise<PutResult> {
+    throwIfAborted(options.signal);
+    if (!this.capabilities.has('objects.write')) throw unsupportedCapability('objects.write', this.display);
+    const whole = concatChunks(chunkList(bytes));
+    const id = await sha256Id(whole);
+    if (options.expected !== undefined && parseObjectId(options.expected) !== id) {
+      throw digestMismatch(options.expected, id);
+    }
+    options.lease?.add([id]);
+    if (await this.has(id, options)) return { id, length: whole.length, written: false };
+    await this.write(id, whole.length, (start = 0, end = whole.length) => single(whole.subarray(start, end)), {
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    return { id, length: whole.length, written: true };
+  }
+
+  /** Without `refs.delete`: `unsupported`. */
+  async deleteRef(_name: string, options: DeleteRefOptions = {}): Promise<void> {
+    throwIfAborted(options.signal);
+    throw unsupportedCapability('refs.delete', this.display);
+  }
+
+  /** Without `refs.list`: `unsupported`. */
+  async scanRefs(options: CallOptions = {}): Promise<RefListing> {
+    throwIfAborted(options.signal);
+    throw unsupportedCapability('refs.list', this.display);
+  }
+}
+
+async function* single(bytes: Uint8Array): AsyncIterable<Uint8Array> {
+  yield bytes;
+}
+
+/** Is this store an origin already (has the transfer members)? */
+export function isOrigin(store: Store): store is Origin {
+  const s = store as Partial<Origin>;
+  return typeof s.read === 'function' && typeof s.write === 'function' && typeof s.kind === 'string';
 }

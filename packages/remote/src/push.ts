@@ -4,7 +4,7 @@
  */
 import { type ObjectId, TensorFSError, isObjectId } from '@tensorfs/format';
 import { cancelled } from './http.js';
-import type { Store } from '@tensorfs/cas';
+import type { Store } from '@tensorfs/format/store';
 import type { Origin } from './origin.js';
 import { runPool } from './pool.js';
 import { referencesOf } from './references.js';
@@ -149,7 +149,7 @@ export async function push(store: Store, origin: Origin, ref: string, options: P
     if (lacking.has(r.id)) await send(r.id, r.length, signal ?? new AbortController().signal);
   }
   if (signal?.aborted) throw cancelled();
-  await origin.setRef(name, id, expected, { signal });
+  await origin.setRef(name, id, { expected, signal });
   return {
     ref,
     name,

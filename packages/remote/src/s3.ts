@@ -26,12 +26,19 @@ function loadSdk(): Promise<Sdk> {
   sdkModule ??= import('@aws-sdk/client-s3');
   return sdkModule;
 }
-import { validateRefName } from '@tensorfs/cas';
-import { type ErrorCode, type ObjectId, TensorFSError, isTensorFSError, parseObjectId } from '@tensorfs/format';
+import {
+  type ErrorCode,
+  type ObjectId,
+  TensorFSError,
+  isTensorFSError,
+  parseObjectId,
+  throwIfAborted,
+} from '@tensorfs/format';
+import { type Capability, type RefListing, type SetRefOptions, validateRefName } from '@tensorfs/format/store';
 import { parseRefText } from './folder.js';
 import { cancelled } from './http.js';
 import { MULTIPART_PART, MULTIPART_THRESHOLD, type MultipartOptions } from './http-origin.js';
-import type { CallOptions, ObjectRead, Origin, OriginRef, WriteOptions } from './origin.js';
+import { type CallOptions, type ObjectRead, OriginBase, type OriginRef, type WriteOptions } from './origin.js';
 import { idBase64, verified } from './verify-stream.js';
 
 /** Objects up to this size are verified in memory before they are sent. */
@@ -225,10 +232,12 @@ function remedy(url: string): string {
 }
 
 /** An origin in an S3-compatible bucket. */
-export class S3Origin implements Origin {
+export class S3Origin extends OriginBase {
   readonly kind = 's3' as const;
   readonly writable = true;
   readonly display: string;
+  /** Refs move by conditional writes (probed first); deleting one is not offered. */
+  readonly capabilities: ReadonlySet<Capability> = new Set<Capability>(['objects.write', 'refs.write', 'refs.list']);
   readonly bucket: string;
   readonly prefix: string;
   private readonly given: S3Client | undefined;
@@ -242,6 +251,7 @@ export class S3Origin implements Origin {
   private learnedOwn: Learned | undefined;
 
   constructor(url: string, options: S3OriginOptions = {}) {
+    super();
     this.multipart = {
       thresholdBytes: options.multipart?.thresholdBytes ?? MULTIPART_THRESHOLD,
       partBytes: Math.max(S3_MIN_PART, options.multipart?.partBytes ?? MULTIPART_PART),
@@ -363,12 +373,21 @@ export class S3Origin implements Origin {
   }
 
   async getRef(name: string, options: CallOptions = {}): Promise<ObjectId | null> {
+    throwIfAborted(options.signal);
     return (await this.getRefWithEtag(name, options.signal))?.id ?? null;
   }
 
+  /** The refs of {@link scanRefs}. */
   async listRefs(options: CallOptions = {}): Promise<OriginRef[]> {
+    return (await this.scanRefs(options)).refs;
+  }
+
+  /** Every key under `refs/` that holds an id, sorted; the others named with why. */
+  override async scanRefs(options: CallOptions = {}): Promise<RefListing> {
+    throwIfAborted(options.signal);
     const { sdk } = await this.c();
     const out: OriginRef[] = [];
+    const problems: RefListing['problems'] = [];
     let token: string | undefined;
     do {
       const page = await this.send<ListObjectsV2CommandOutput>(
@@ -378,12 +397,19 @@ export class S3Origin implements Origin {
       );
       for (const c of page.Contents ?? []) {
         const name = (c.Key ?? '').slice(`${this.prefix}refs/`.length);
-        const id = await this.getRef(name, options).catch(() => null);
-        if (id) out.push({ name, id });
+        try {
+          const id = await this.getRef(name, options);
+          if (id) out.push({ name, id });
+        } catch (err) {
+          if (isTensorFSError(err) && err.code === 'cancelled') throw err;
+          const e = isTensorFSError(err) ? err : s3Error(err, 'read ref', this.context);
+          problems.push({ name, code: e.code, rule: String(e.details?.rule ?? 'ref.unreadable'), message: e.message });
+        }
       }
       token = page.NextContinuationToken;
     } while (token);
-    return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const byName = (a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+    return { refs: out.sort(byName), problems: problems.sort(byName) };
   }
 
   /**
@@ -468,12 +494,9 @@ export class S3Origin implements Origin {
     }
   }
 
-  async setRef(
-    name: string,
-    id: ObjectId,
-    expected: ObjectId | null | undefined,
-    options: CallOptions = {},
-  ): Promise<void> {
+  async setRef(name: string, id: ObjectId, options: SetRefOptions = {}): Promise<void> {
+    throwIfAborted(options.signal);
+    const expected = options.expected;
     const { sdk } = await this.c();
     parseObjectId(id);
     await this.ensureConditionalWrites(options.signal);
@@ -514,6 +537,7 @@ export class S3Origin implements Origin {
   }
 
   async lacks(ids: readonly ObjectId[], options: CallOptions = {}): Promise<ObjectId[]> {
+    throwIfAborted(options.signal);
     const { sdk } = await this.c();
     const out: ObjectId[] = [];
     let next = 0;
@@ -537,7 +561,30 @@ export class S3Origin implements Origin {
     return out;
   }
 
+  /** The object's length from a `HeadObject` (`not_found` on 404). */
+  override async objectSize(id: ObjectId, options: CallOptions = {}): Promise<number> {
+    throwIfAborted(options.signal);
+    const { sdk } = await this.c();
+    try {
+      const r = await this.send<{ ContentLength?: number }>(
+        new sdk.HeadObjectCommand({ Bucket: this.bucket, Key: this.key(id) }),
+        options.signal,
+        'stat object',
+        true,
+      );
+      return Number(r.ContentLength);
+    } catch (err) {
+      if (statusOf(err) === 404) {
+        throw new TensorFSError('not_found', 'the origin does not hold this object', {
+          details: { rule: 'remote.no_object', digest: id },
+        });
+      }
+      throw s3Error(err, 'stat object', this.context);
+    }
+  }
+
   async read(id: ObjectId, offset: number, options: CallOptions = {}): Promise<ObjectRead> {
+    throwIfAborted(options.signal);
     const { sdk, client } = await this.c();
     // The request's signal stays live until its body ends: aborting the caller's stops the body too.
     const { ctl, done } = requestSignal(options.signal);

@@ -1,10 +1,16 @@
-/** A local store seen as an {@link Origin}: what `tfs serve --store` serves, and a push/pull peer. */
-import type { LocalStore, Store } from '@tensorfs/cas';
-import { type ObjectId, TensorFSError } from '@tensorfs/format';
-import type { CallOptions, ObjectRead, Origin, OriginRef, OriginRefListing } from './origin.js';
+/**
+ * Any implementation of the storage contract as an {@link Origin}: what the hub serves and what
+ * the transfer engine reads from when its peer is not an origin already (the local store, the
+ * in-memory store, a store that fetches on a miss). Every contract member is the store's own;
+ * only the transfer members (streamed `read`, verified `write`) are added, from the contract's
+ * `objects.stream` capability when the store has it and from `readObjectRange` otherwise.
+ */
+import type { ObjectId } from '@tensorfs/format';
+import { type Capability, type Store, supports } from '@tensorfs/format/store';
+import { type CallOptions, isOrigin, type ObjectRead, type Origin } from './origin.js';
 
-/** A store (the port), with the local store's listings, sizes and streams when it has them. */
-export type ServableStore = Store & Partial<Pick<LocalStore, 'listRefs' | 'scanRefs' | 'objectSize' | 'objectStream'>>;
+/** Any store of the contract (the hub serves it; kept as a name for existing callers). */
+export type ServableStore = Store;
 
 /** Reads are served in pieces of this size. */
 const PIECE = 1 << 20;
@@ -12,56 +18,53 @@ const PIECE = 1 << 20;
 /** Buffers a read keeps for reuse (given back by {@link ObjectRead.recycle}). */
 const SPARE = 4;
 
-/** An origin over a local store. Writes go through `putStream` with `expected`, so they are verified before visible. */
+/** An origin over a store. Writes go through `putStream` with `expected`, so they are verified before visible. */
 export class StoreOrigin implements Origin {
   readonly kind = 'folder' as const;
-  readonly writable = true;
-  readonly display = 'local store';
+  readonly display: string;
+  readonly capabilities: ReadonlySet<Capability>;
+  readonly writable: boolean;
 
-  constructor(private readonly store: ServableStore) {}
-
-  getRef(name: string): Promise<ObjectId | null> {
-    return this.store.getRef(name);
+  constructor(private readonly store: Store) {
+    this.capabilities = store.capabilities;
+    this.writable = store.capabilities.has('objects.write');
+    this.display = (store as { display?: string }).display ?? 'store';
   }
 
-  /** Every ref whose file reads (one that cannot be read is left out: see {@link scanRefs}). */
-  async listRefs(): Promise<OriginRef[]> {
-    return (await this.scanRefs()).refs;
-  }
+  has: Store['has'] = (id, options) => this.store.has(id, options);
+  lacks: Store['lacks'] = (ids, options) => this.store.lacks(ids, options);
+  objectSize: Store['objectSize'] = (id, options) => this.store.objectSize(id, options);
+  readObject: Store['readObject'] = (id, options) => this.store.readObject(id, options);
+  readObjectRange: Store['readObjectRange'] = (id, offset, length, options) =>
+    this.store.readObjectRange(id, offset, length, options);
+  put: Store['put'] = (bytes, options) => this.store.put(bytes, options);
+  putStream: Store['putStream'] = (chunks, options) => this.store.putStream(chunks, options);
+  recordsSource: Store['recordsSource'] = (records, options) => this.store.recordsSource(records, options);
+  putManifest: Store['putManifest'] = (m, options) => this.store.putManifest(m, options);
+  getManifest: Store['getManifest'] = (id) => this.store.getManifest(id);
+  resolve: Store['resolve'] = (refOrId) => this.store.resolve(refOrId);
+  getRef: Store['getRef'] = (name, options) => this.store.getRef(name, options);
+  setRef: Store['setRef'] = (name, id, options) => this.store.setRef(name, id, options);
+  deleteRef: Store['deleteRef'] = (name, options) => this.store.deleteRef(name, options);
+  lease: Store['lease'] = (options) => this.store.lease(options);
 
   /**
-   * The refs whose file reads, and every entry of the store's `refs/` that is not a readable ref
-   * (a symlink, garbage, a failed read) with its code and rule. No object is read: a ref naming a
-   * missing or damaged object is listed, and a pull of it fails on that object.
+   * The refs whose file reads, and every entry that is not a readable ref with its code and rule
+   * (the store's one listing). No object is read: a ref naming a missing or damaged object is
+   * listed, and a pull of it fails on that object.
    */
-  async scanRefs(): Promise<OriginRefListing> {
-    if (this.store.scanRefs) {
-      const { refs, problems } = await this.store.scanRefs();
-      return {
-        refs: refs.map((r) => ({ name: r.name, id: r.id })),
-        problems: problems.map((p) => ({ name: p.name, code: p.code, rule: p.rule })),
-      };
-    }
-    if (!this.store.listRefs) {
-      throw new TensorFSError('unsupported', 'this store cannot list refs', { details: { rule: 'remote.no_listing' } });
-    }
-    return { refs: (await this.store.listRefs()).map((r) => ({ name: r.name, id: r.id })), problems: [] };
-  }
-
-  setRef(name: string, id: ObjectId, expected: ObjectId | null | undefined): Promise<void> {
-    return this.store.setRef(name, id, { expected });
-  }
-
-  async lacks(ids: readonly ObjectId[]): Promise<ObjectId[]> {
-    const out: ObjectId[] = [];
-    for (const id of ids) if (!(await this.store.has(id))) out.push(id);
-    return out;
-  }
+  scanRefs: Store['scanRefs'] = async (options) => {
+    const { refs, problems } = await this.store.scanRefs(options);
+    return {
+      refs: refs.map((r) => ({ name: r.name, id: r.id })),
+      problems: problems.map((p) => ({ name: p.name, code: p.code, rule: p.rule, message: p.message })),
+    };
+  };
 
   async read(id: ObjectId, offset: number, options: CallOptions = {}): Promise<ObjectRead> {
-    const size = this.store.objectSize ? await this.store.objectSize(id) : (await this.store.readObject(id)).length;
+    const size = await this.store.objectSize(id, options);
     const store = this.store;
-    if (store.objectStream) {
+    if (supports(store, 'objects.stream')) {
       // One open file for the whole read, and the buffers the consumer gives back read into again:
       // a hub serving gigabytes neither reopens the file per piece nor allocates (and collects) a
       // fresh buffer per piece.
@@ -112,9 +115,10 @@ export class StoreOrigin implements Origin {
    * quarantines it (`has` is false and verify reports it until a good copy is admitted).
    */
   async quarantine(id: ObjectId): Promise<void> {
-    if (!this.store.objectStream) return;
+    const store = this.store;
+    if (!supports(store, 'objects.stream')) return;
     try {
-      for await (const _ of this.store.objectStream(id, { verify: true })) {
+      for await (const _ of store.objectStream(id, { verify: true })) {
         // only the hash matters
       }
     } catch {
@@ -123,4 +127,9 @@ export class StoreOrigin implements Origin {
   }
 
   async close(): Promise<void> {}
+}
+
+/** `store` itself when it is an origin already, else a {@link StoreOrigin} over it. */
+export function originOf(store: Store): Origin {
+  return isOrigin(store) ? store : new StoreOrigin(store);
 }

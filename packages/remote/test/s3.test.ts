@@ -73,13 +73,13 @@ describe('S3 origin (moto_server)', () => {
     await push(a, o, 'team/model');
     const other = (await a.importPath(folderOf({ 'x.bin': bytesOf(999, 4) }), { name: 'x' })).snapshot;
     await push(a, o, 'x');
-    expect(await code(o.setRef('team/model', other, null))).toBe('conflict');
-    expect(await code(o.setRef('team/model', other, other))).toBe('conflict');
-    await o.setRef('team/model', other, id);
+    expect(await code(o.setRef('team/model', other, { expected: null }))).toBe('conflict');
+    expect(await code(o.setRef('team/model', other, { expected: other }))).toBe('conflict');
+    await o.setRef('team/model', other, { expected: id });
     expect(await o.getRef('team/model')).toBe(other);
     // Racing writers from the same starting point: exactly one wins.
     const results = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => code(o.setRef('race', i % 2 ? id : other, null))),
+      Array.from({ length: 6 }, (_, i) => code(o.setRef('race', i % 2 ? id : other, { expected: null }))),
     );
     expect(results.filter((c) => c === 'ok')).toHaveLength(1);
     expect(results.filter((c) => c === 'conflict')).toHaveLength(5);
@@ -109,10 +109,10 @@ describe('S3 origin (moto_server)', () => {
     const other = (await a.importPath(folderOf({ 'y.bin': bytesOf(1234, 5) }), { name: 'team/y' })).snapshot;
     await push(a, o1, 'team/y');
     const race = await Promise.all([
-      code(o1.setRef('team/model', other, id)),
-      code(o2.setRef('team/model', other, id)),
-      code(o1.setRef('team/model', other, id)),
-      code(o2.setRef('team/model', other, id)),
+      code(o1.setRef('team/model', other, { expected: id })),
+      code(o2.setRef('team/model', other, { expected: id })),
+      code(o1.setRef('team/model', other, { expected: id })),
+      code(o2.setRef('team/model', other, { expected: id })),
     ]);
     expect(race.filter((r) => r === 'ok')).toHaveLength(1);
     expect(race.filter((r) => r === 'conflict')).toHaveLength(3);
@@ -245,7 +245,7 @@ describe.each(S3_KINDS)('S3 origin, the same on every service (%s)', (kind) => {
     expect(r.objects.sent).toBe(r.objects.total);
     expect(await refs.getRef('team/big')).toBe(id);
     // A second writer from a stale start loses: the local compare-and-swap.
-    expect(await code(o.setRef('team/big', id, null))).toBe('conflict');
+    expect(await code(o.setRef('team/big', id, { expected: null }))).toBe('conflict');
     const b = await newStore();
     await pull(b, o, 'team/big');
     expect((await b.verify({ data: true })).corrupt).toEqual([]);

@@ -6,10 +6,23 @@
 import { checkCheckpoint, checkOptions, checkStore, checkString } from './args.js';
 import * as fsp from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
-import type { LocalStore, Store } from '@tensorfs/cas';
+import type { ObjectId as SnapshotId } from '@tensorfs/format';
+import type { Store } from '@tensorfs/format/store';
+
+/**
+ * A store that can also rebuild a snapshot as files in a folder (the local store's
+ * `exportSnapshot`): what exporting a checkpoint needs beyond the storage contract.
+ */
+export interface SnapshotExporter {
+  exportSnapshot(
+    snapshot: SnapshotId,
+    destDir: string,
+    options?: { verify?: boolean; signal?: AbortSignal },
+  ): Promise<{ files: number; bytes: number }>;
+}
 
 /** A store that can also rebuild snapshots as files (the local store). */
-export type ExportingStore = Store & Pick<LocalStore, 'exportSnapshot'>;
+export type ExportingStore = Store & SnapshotExporter;
 import {
   type ManifestEntry,
   type ObjectId,

@@ -4,7 +4,7 @@
  */
 import { checkObject, checkOptions, checkString, checkView } from './args.js';
 import * as fsp from 'node:fs/promises';
-import type { Lease, Store } from '@tensorfs/cas';
+import type { Lease, Store } from '@tensorfs/format/store';
 import {
   type CheckpointAsset,
   type CheckpointEncoding,

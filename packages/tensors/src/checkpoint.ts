@@ -4,7 +4,7 @@
  */
 import { checkOptions, checkStore, checkString } from './args.js';
 import { createHash } from 'node:crypto';
-import type { Store } from '@tensorfs/cas';
+import type { Store } from '@tensorfs/format/store';
 import {
   type CheckpointComponent,
   type CheckpointHeader,

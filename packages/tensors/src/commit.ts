@@ -1,5 +1,5 @@
 import { checkObject, checkObjects, checkOptions, checkStore, checkString } from './args.js';
-import type { Lease, Store } from '@tensorfs/cas';
+import type { Lease, Store } from '@tensorfs/format/store';
 import {
   type Manifest,
   type ManifestEntry,

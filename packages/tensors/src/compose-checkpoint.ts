@@ -2,7 +2,7 @@
  * Composing checkpoints: the checkpoint side of `compose` (rekey, trim). A new header that
  * references the same objects: no tensor byte is read or written.
  */
-import type { Lease, Store } from '@tensorfs/cas';
+import type { Lease, Store } from '@tensorfs/format/store';
 import { type ObjectId, TensorFSError, throwIfAborted } from '@tensorfs/format';
 import { checkObject, checkOptions, checkStore, checkString } from './args.js';
 import { openCheckpoint } from './checkpoint.js';

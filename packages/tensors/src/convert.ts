@@ -5,7 +5,20 @@
  * snapshot, so export gives the original files back byte for byte.
  */
 import { checkObject, checkOptions, checkStore, checkString } from './args.js';
-import type { LocalStore, Store } from '@tensorfs/cas';
+import type { ObjectId as ImportedId } from '@tensorfs/format';
+import type { Store } from '@tensorfs/format/store';
+
+/**
+ * A store that imports a file or folder from a path as a snapshot (the local store's `importPath`):
+ * what {@link convertPath} needs beyond the storage contract. Named by what it does, not cut from
+ * one implementation.
+ */
+export interface PathImporter {
+  importPath(
+    path: string,
+    options?: { signal?: AbortSignal; threads?: number },
+  ): Promise<{ snapshot: ImportedId; bytesWritten: number }>;
+}
 import {
   type JsonValue,
   type ManifestFileEntry,
@@ -89,7 +102,7 @@ export interface ConvertResult {
  * converts the snapshot. See {@link convertSnapshot}.
  */
 export async function convertPath(
-  store: Store & Pick<LocalStore, 'importPath'>,
+  store: Store & PathImporter,
   path: string,
   options: ConvertOptions = {},
 ): Promise<ConvertResult> {

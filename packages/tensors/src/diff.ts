@@ -7,7 +7,7 @@ import {
   checkString,
   checkTensorSet,
 } from './args.js';
-import type { Store } from '@tensorfs/cas';
+import type { Store } from '@tensorfs/format/store';
 import {
   comparePaths,
   encodeManifest,

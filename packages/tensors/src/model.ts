@@ -4,7 +4,7 @@
  * both behind one {@link TensorView} type, named as the model names its tensors and grouped in
  * components (a checkpoint's; a snapshot's top folders, `model` at the root).
  */
-import type { Store } from '@tensorfs/cas';
+import type { Store } from '@tensorfs/format/store';
 import { isCheckpointHeader, type ObjectId, TensorFSError, throwIfAborted } from '@tensorfs/format';
 import { checkOptions, checkStore, checkString } from './args.js';
 import { type Checkpoint, openOpenedCheckpoint, StrictTensorMap, type TensorMap } from './checkpoint.js';

@@ -1,5 +1,5 @@
 import { checkOptions, checkStore, checkString } from './args.js';
-import type { Store } from '@tensorfs/cas';
+import type { Store } from '@tensorfs/format/store';
 import {
   type AnyContainerCodec,
   bytesSource,

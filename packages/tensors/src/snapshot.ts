@@ -1,4 +1,4 @@
-import type { Store } from '@tensorfs/cas';
+import type { Store } from '@tensorfs/format/store';
 import {
   type Manifest,
   type ManifestEntry,

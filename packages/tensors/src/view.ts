@@ -1,4 +1,4 @@
-import type { Store } from '@tensorfs/cas';
+import type { Store } from '@tensorfs/format/store';
 import { checkBytes, checkCount, checkOptions } from './args.js';
 import {
   type ByteSource,

@@ -1,4 +1,4 @@
-import type { Lease, Store } from '@tensorfs/cas';
+import type { Lease, Store } from '@tensorfs/format/store';
 import { checkObject, checkOptions, checkView } from './args.js';
 import {
   type ContainerCodec,

@@ -42,3 +42,5 @@ export {
   wrongNonString,
   inTempWorkingDir,
 } from './arguments.js';
+export { expectConformant, outcomes } from './conformance.js';
+export { startNginx, type RunningNginx } from './nginx.js';

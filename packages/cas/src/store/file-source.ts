@@ -1,13 +1,11 @@
 import * as fs from 'node:fs';
 import fsp from 'node:fs/promises';
-import { type ByteSource, checkRange, TensorFSError } from '@tensorfs/format';
+import { checkRange, TensorFSError } from '@tensorfs/format';
 import { errnoOf, ioError, readFully, shrank } from './fsutil.js';
 
-/** A {@link ByteSource} over a file that can also read straight into a caller's buffer. */
-export interface FileSource extends ByteSource {
-  /** Fills `target` with the bytes at `offset` (the planner reads into its own buffers this way). */
-  readInto(offset: number, target: Uint8Array): Promise<void>;
-}
+import type { FileSource } from '@tensorfs/format/store';
+
+export type { FileSource } from '@tensorfs/format/store';
 
 /** A {@link FileSource} over an open handle of a file of `size` bytes (the handle stays the caller's). */
 export function fileHandleSource(fh: fsp.FileHandle, size: number): FileSource {

@@ -9,30 +9,9 @@ import { type ObjectId, TensorFSError, parseObjectId } from '@tensorfs/format';
 import { type Db, immediate } from './db.js';
 import { HOST, pidAlive } from './fsutil.js';
 
-/** Default lease lifetime without renewal. */
-export const DEFAULT_LEASE_TTL_MS = 10 * 60_000;
+import type { Lease } from '@tensorfs/format/store';
 
-/** Options of {@link Store.lease} (the port). */
-export interface LeaseOptions {
-  /** Lifetime without renewal (default 10 minutes). */
-  ttlMs?: number;
-  /** Free text shown by tooling (e.g. `import model/`). */
-  purpose?: string;
-  /** Renew automatically every ttl/3 while the process lives (default true). */
-  keepAlive?: boolean;
-}
-
-/** A writer's claim on objects it has admitted but not yet rooted. */
-export interface Lease {
-  /** Random id (32 hex digits). */
-  readonly id: string;
-  /** Protects more objects; `conflict` if the lease has expired or was released. */
-  add(ids: readonly ObjectId[]): void;
-  /** Extends the lease by its TTL from now; `conflict` if it has already expired. */
-  renew(): Promise<void>;
-  /** Drops the lease and its claims (idempotent). */
-  release(): Promise<void>;
-}
+export { DEFAULT_LEASE_TTL_MS, type Lease, type LeaseOptions } from '@tensorfs/format/store';
 
 /** Throws `conflict` unless lease `id` exists and has not expired (call inside a transaction). */
 export function assertLeaseLive(db: Db, id: string): void {

@@ -31,15 +31,9 @@ import {
 } from './fsutil.js';
 import { type Layout, objectDir, objectPath, objectRel } from './layout.js';
 
-/** Result of an admission. `written` is true when this call published the object. */
-export interface PutResult {
-  id: ObjectId;
-  length: number;
-  written: boolean;
-}
+import type { Chunks, PutResult } from '@tensorfs/format/store';
 
-/** Bytes in one buffer or several (concatenated). */
-export type Chunks = Uint8Array | readonly Uint8Array[];
+export type { Chunks, PutResult } from '@tensorfs/format/store';
 
 /** Flattens {@link Chunks} to a list. */
 export function chunkList(bytes: Chunks): readonly Uint8Array[] {

@@ -2,9 +2,9 @@
  * Reading stored files: a random-access {@link ByteSource} over a record list, and the byte-exact,
  * atomic rebuild of a file from its records (temp in the destination directory, fsync, rename,
  * directory fsync). Every piece is length-checked against its record; with `verify` every object
- * is rehashed before any of its bytes is returned or written.
+ * is rehashed before any of its bytes is returned or written. The record-offset walk itself is
+ * the storage contract's (`recordsSourceOf`, `@tensorfs/format/store`).
  */
-import { checkObject, checkObjects } from './args.js';
 import { createHash } from 'node:crypto';
 import * as fsp from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
@@ -12,12 +12,11 @@ import {
   type ObjectId,
   type RecordRef,
   TensorFSError,
-  checkRange,
   parseObjectId,
   RecordOffsets,
   throwIfAborted,
 } from '@tensorfs/format';
-import type { FileSource } from './file-source.js';
+import { type FileSource, type ReadOptions, recordsSourceOf } from '@tensorfs/format/store';
 import {
   CHUNK_BYTES,
   HOST,
@@ -32,58 +31,7 @@ import {
 import { objectRel } from './layout.js';
 import { type Objects, readExactlyInto } from './objects.js';
 
-/** Options for reads over records. */
-export interface ReadOptions {
-  /** Rehash each object (once per source) before returning any of its bytes. */
-  verify?: boolean;
-}
-
-/**
- * Fills `target` with the bytes at `start` of record `record`'s object. It checks what the
- * implementation can (the object's length against the record: `corrupt`; with verification, its
- * digest) and fails `not_found` for an absent object.
- */
-export type PieceReader = (record: RecordRef, start: number, target: Uint8Array, signal?: AbortSignal) => Promise<void>;
-
-/**
- * A random-access {@link FileSource} over a record list, reading each piece through `readPiece`:
- * the one record-offset walk every store implementation shares (the list is validated first:
- * `invalid_argument` for a bad id or length; reads outside the file are `invalid_argument`).
- */
-export function recordsSourceOf(
-  records: readonly RecordRef[],
-  readPiece: PieceReader,
-): FileSource & { readInto(offset: number, target: Uint8Array, signal?: AbortSignal): Promise<void> } {
-  checkObjects(records, 'records');
-  if (typeof readPiece !== 'function') checkObject(null, 'readPiece (a function)');
-  for (const r of records) parseObjectId(r.digest);
-  const table = new RecordOffsets(records);
-  const size = table.size;
-  const readInto = async (offset: number, target: Uint8Array, signal?: AbortSignal): Promise<void> => {
-    const length = target.length;
-    checkRange(offset, length, size);
-    let done = 0;
-    for (let i = length === 0 ? records.length : table.indexAt(offset); done < length; i++) {
-      throwIfAborted(signal);
-      const r = records[i]!;
-      const start = offset + done - table.start(i);
-      const n = Math.min(r.length - start, length - done);
-      if (n <= 0) continue;
-      await readPiece(r, start, target.subarray(done, done + n), signal);
-      done += n;
-    }
-  };
-  return {
-    size,
-    readInto,
-    async read(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
-      checkRange(offset, length, size);
-      const out = new Uint8Array(length);
-      await readInto(offset, out, signal);
-      return out;
-    },
-  };
-}
+export { type PieceReader, type ReadOptions, recordsSourceOf } from '@tensorfs/format/store';
 
 /**
  * A random-access byte source over a record list of the local store. Besides `read`, it has

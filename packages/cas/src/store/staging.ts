@@ -19,16 +19,8 @@ import { type FileFollower, followFile } from '../hash/follow.js';
 import { DIRECT_ALIGN, O_DIRECT } from './direct.js';
 import { HOST, errnoOf, fsyncDir, ioError, pidAlive } from './fsutil.js';
 import { objectDir } from './layout.js';
-import type { Lease } from './leases.js';
-import {
-  type Chunks,
-  type Objects,
-  type OpenTemp,
-  type PutResult,
-  chunkList,
-  hashChunks,
-  writeAllv,
-} from './objects.js';
+import type { BatchItem, BatchOutcome, Lease, ObjectPart } from '@tensorfs/format/store';
+import { type Objects, type OpenTemp, type PutResult, chunkList, hashChunks, writeAllv } from './objects.js';
 
 /** Part names: what callers pass as `key` (the file is `tmp/<key>.<host>-<pid>.part`). */
 const PART_KEY = /^[a-z0-9][a-z0-9_-]{0,119}$/;
@@ -39,37 +31,7 @@ const STAGE_BYTES = 4 << 20;
 /** Appends in flight per part: one collecting while the others are hashed and written. */
 const STAGES = 2;
 
-/**
- * A partial object in the store's `tmp/`, kept across runs so a transfer can resume where it
- * stopped. The store hashes the bytes on a hashing thread as they are written (a resumed part's
- * prefix is read back from the file), so {@link commit} waits only for the tail and the caller's
- * thread never hashes. Not for concurrent use by two writers.
- */
-export interface ObjectPart {
-  /** Bytes held so far (written or buffered). */
-  readonly length: number;
-  /**
-   * Appends bytes; `corrupt` past `expectedLength`. With `handOver` the caller gives the chunk's
-   * memory up (it never reads or writes it again, nor does anything else it came from): the part
-   * may move it to its writing thread instead of copying it, which detaches the caller's views of
-   * an `ArrayBuffer` the chunk fills entirely. `done` is called once the part no longer reads the
-   * chunk (copied, or written and hashed), so the caller may reuse its memory (a chunk of a
-   * `SharedArrayBuffer` is shared with the writing thread, never moved).
-   */
-  write(chunk: Uint8Array, options?: { handOver?: boolean; done?: () => void }): Promise<void>;
-  /** Empties the part (the origin restarted from byte 0, or sent wrong bytes). */
-  reset(): Promise<void>;
-  /** Writes what is buffered and closes the file, keeping it for a later resume. */
-  close(): Promise<void>;
-  /**
-   * Verifies the part (`expectedLength` bytes hashing to `expected`: `corrupt` otherwise, and the
-   * part is removed), fdatasyncs it and publishes it as the object by link/rename — an existing
-   * good copy wins. With a lease the object is claimed first. The part is gone afterwards.
-   */
-  commit(options: { expected: ObjectId; lease?: Lease; signal?: AbortSignal }): Promise<PutResult>;
-  /** Closes and removes the part. */
-  discard(): Promise<void>;
-}
+export type { ObjectPart } from '@tensorfs/format/store';
 
 /**
  * Opens (or resumes) the part `tmp/<key>.<host>-<pid>.part` of an object of `expectedLength` bytes. A part
@@ -385,15 +347,7 @@ function movable(chunks: readonly Uint8Array[]): ArrayBuffer[] {
   return [...out];
 }
 
-/** One object of a {@link putBatch}. */
-export interface BatchItem {
-  bytes: Chunks;
-  /** The id the bytes must hash to (`corrupt` for that item otherwise). */
-  expected?: ObjectId;
-}
-
-/** The outcome of one item: its result, or the error that refused it. */
-export type BatchOutcome = { ok: true; result: PutResult } | { ok: false; error: TensorFSError };
+export type { BatchItem, BatchOutcome } from '@tensorfs/format/store';
 
 /**
  * Admits many in-memory objects with batched durability: each is hashed (an item whose bytes do

@@ -42,7 +42,15 @@ import {
   checkString,
 } from './args.js';
 import type { FileSource } from './file-source.js';
-import type { Store } from './port.js';
+import type {
+  CallOptions,
+  Capability,
+  DeleteRefOptions,
+  ObjectReadOptions,
+  PutOptions,
+  SetRefOptions,
+  Store,
+} from '@tensorfs/format/store';
 import { type ReadOptions, recordsSource, writeRecordsFile } from './read.js';
 import { type RefEntry, listRefs, readRef, removeRef, scanRefs, writeRef } from './refs.js';
 import { type VerifyOptions, type VerifyResult, verifyStore } from './verify.js';
@@ -175,6 +183,13 @@ export class LocalStore implements Store {
   private readonly readOnly: boolean;
   private readonly graceMs: number;
   private closed = false;
+  /**
+   * Every capability of the contract; opened read-only, none that writes (`put`, `setRef`… are
+   * then refused as before, `invalid_argument` rule `store.read_only`).
+   */
+  readonly capabilities: ReadonlySet<Capability>;
+  /** A description safe to print (never the local path). */
+  readonly display = 'local store';
 
   private constructor(layout: Layout, db: Db, options: StoreOptions) {
     this.root = layout.root;
@@ -183,6 +198,21 @@ export class LocalStore implements Store {
     this.readOnly = options.readOnly ?? false;
     this.graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
     this.objects = new Objects(layout, db, this.readOnly, options.directIO ?? process.env.TENSORFS_DIRECT_IO === '1');
+    this.capabilities = new Set<Capability>(
+      this.readOnly
+        ? ['refs.list', 'objects.stream']
+        : [
+            'objects.write',
+            'refs.write',
+            'refs.delete',
+            'refs.list',
+            'refs.closure',
+            'leases',
+            'objects.batch',
+            'objects.part',
+            'objects.stream',
+          ],
+    );
   }
 
   /** `TENSORFS_HOME`, else `~/.cache/tensorfs`. */
@@ -259,10 +289,26 @@ export class LocalStore implements Store {
   // Objects
 
   /** True if the object is stored (and not quarantined as corrupt). */
-  async has(id: ObjectId): Promise<boolean> {
+  async has(id: ObjectId, options: CallOptions = {}): Promise<boolean> {
     checkString(id, 'id');
+    checkOptions(options);
     this.live();
+    throwIfAborted(options.signal);
     return this.objects.has(id);
+  }
+
+  /** The subset of `ids` not stored, in the order given. */
+  async lacks(ids: readonly ObjectId[], options: CallOptions = {}): Promise<ObjectId[]> {
+    if (!Array.isArray(ids)) checkObjects(ids, 'ids');
+    checkOptions(options);
+    this.live();
+    const out: ObjectId[] = [];
+    for (const id of ids) {
+      throwIfAborted(options.signal);
+      checkString(id, 'ids[]');
+      if (!(await this.objects.has(id))) out.push(id);
+    }
+    return out;
   }
 
   /**
@@ -270,10 +316,11 @@ export class LocalStore implements Store {
    * mismatch); a present object costs that hash and no write. With a lease, the object is claimed
    * before the existence check, so GC cannot take it until the lease ends.
    */
-  async put(bytes: Chunks, options: { expected?: ObjectId; lease?: Lease } = {}): Promise<PutResult> {
+  async put(bytes: Chunks, options: PutOptions = {}): Promise<PutResult> {
     checkChunks(bytes, 'bytes');
     checkOptions(options);
     this.live();
+    throwIfAborted(options.signal);
     return this.objects.put(bytes, { expected: options.expected, lease: options.lease?.id });
   }
 
@@ -328,17 +375,20 @@ export class LocalStore implements Store {
   }
 
   /** Size in bytes of a stored object; `not_found` if absent. */
-  async objectSize(id: ObjectId): Promise<number> {
+  async objectSize(id: ObjectId, options: CallOptions = {}): Promise<number> {
     checkString(id, 'id');
+    checkOptions(options);
     this.live();
+    throwIfAborted(options.signal);
     return this.objects.size(id);
   }
 
   /** A whole object. `verify` rehashes it: a mismatch is quarantined and `corrupt`. */
-  async readObject(id: ObjectId, options: { verify?: boolean } = {}): Promise<Uint8Array> {
+  async readObject(id: ObjectId, options: ObjectReadOptions = {}): Promise<Uint8Array> {
     checkString(id, 'id');
     checkOptions(options);
     this.live();
+    throwIfAborted(options.signal);
     return this.objects.read(id, options.verify ?? false);
   }
 
@@ -358,9 +408,11 @@ export class LocalStore implements Store {
   }
 
   /** `length` bytes at `offset` of an object. */
-  async readObjectRange(id: ObjectId, offset: number, length: number): Promise<Uint8Array> {
+  async readObjectRange(id: ObjectId, offset: number, length: number, options: CallOptions = {}): Promise<Uint8Array> {
     checkString(id, 'id');
+    checkOptions(options);
     this.live();
+    throwIfAborted(options.signal);
     return this.objects.readRange(id, offset, length);
   }
 
@@ -456,9 +508,11 @@ export class LocalStore implements Store {
   }
 
   /** The id a ref names, or null. */
-  async getRef(name: string): Promise<ObjectId | null> {
+  async getRef(name: string, options: CallOptions = {}): Promise<ObjectId | null> {
     checkString(name, 'name');
+    checkOptions(options);
     this.live();
+    throwIfAborted(options.signal);
     return readRef(this.layout, name);
   }
 
@@ -468,11 +522,12 @@ export class LocalStore implements Store {
    * everything it reaches must be stored (`not_found`), and `lease` (if given) must be live, so
    * a ref never names anything GC may have taken.
    */
-  async setRef(name: string, id: ObjectId, options: { expected?: ObjectId | null; lease?: Lease } = {}): Promise<void> {
+  async setRef(name: string, id: ObjectId, options: SetRefOptions = {}): Promise<void> {
     checkString(name, 'name');
     checkString(id, 'id');
     checkOptions(options);
     this.live();
+    throwIfAborted(options.signal);
     this.objects.assertWritable();
     parseObjectId(id);
     if (options.expected !== undefined && options.expected !== null) parseObjectId(options.expected);
@@ -484,10 +539,11 @@ export class LocalStore implements Store {
   }
 
   /** Deletes a ref (compare-and-swap with `expected`); `not_found` if absent. */
-  async deleteRef(name: string, options: { expected?: ObjectId } = {}): Promise<void> {
+  async deleteRef(name: string, options: DeleteRefOptions = {}): Promise<void> {
     checkString(name, 'name');
     checkOptions(options);
     this.live();
+    throwIfAborted(options.signal);
     this.objects.assertWritable();
     removeRef(this.db, this.layout, name, options.expected);
   }
@@ -507,8 +563,10 @@ export class LocalStore implements Store {
    * the others. No object is read, so a ref naming a missing or damaged object is listed here
    * ({@link checkRefs} checks targets). What the hub's `GET /v1/refs` and the web page resolve from.
    */
-  async scanRefs(): Promise<RefFileListing> {
+  async scanRefs(options: CallOptions = {}): Promise<RefFileListing> {
+    checkOptions(options);
     this.live();
+    throwIfAborted(options.signal);
     const scan = await scanRefs(this.layout);
     return { refs: scan.refs, problems: scan.bad.map((b) => refProblem(b.name, undefined, b.error)) };
   }

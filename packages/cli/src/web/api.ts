@@ -20,8 +20,7 @@ import { diffSnapshots, openTensors, type SnapshotDiff } from '@tensorfs/tensors
 export interface WebStore extends Store {
   /** Every ref; may fail as a whole on one bad ref (used only when the two below are absent). */
   listRefs(): Promise<readonly { name: string; id: ObjectId }[]>;
-  /** Refs whose file reads, and the other entries of `refs/` as problems (no object read). */
-  scanRefs?(): Promise<{ refs: readonly { name: string; id: ObjectId }[]; problems: readonly RefProblem[] }>;
+  // `scanRefs` (refs whose file reads, the other entries as problems; no object read) is the contract's.
   /** As `scanRefs`, with each target read and decoded: a missing or damaged one is a problem too. */
   checkRefs?(): Promise<{ refs: readonly { name: string; id: ObjectId }[]; problems: readonly RefProblem[] }>;
 }
@@ -141,7 +140,7 @@ export async function webRefs(store: WebStore): Promise<WebRefs> {
     : store.scanRefs
       ? await store.scanRefs()
       : { refs: await store.listRefs(), problems: [] };
-  const problems: WebRefProblem[] = listing.problems.map((p) => ({ ...p }));
+  const problems: WebRefProblem[] = listing.problems.map((p) => ({ ...p, message: p.message ?? p.rule }));
   const loaded: ({ name: string; id: ObjectId } & Loaded)[] = [];
   const heads = new Map<ObjectId, Promise<Loaded>>();
   for (const r of listing.refs) {

@@ -14,54 +14,19 @@ import { type ErrorCode, TensorFSError } from '../errors.js';
 import { digestInto, isObjectId, type ObjectId, objectIdFromDigest } from '../ids.js';
 import { comparePaths } from '../order.js';
 import { checkPath, checkSymlinkTarget, manifestRule } from './paths.js';
-import { isPlanProfile, MAX_PLAN_RECORDS, type PlanProfile, RECORD_GRID_BYTES } from './profiles.js';
+import { isPlanProfile, MAX_PLAN_RECORDS, RECORD_GRID_BYTES } from './profiles.js';
 import { decodeManifestFast, encodeManifestFast } from './tfm1-fast.js';
 
-/** One record of a stored file: an object and its exact length. The file is the concatenation. */
-export interface RecordRef {
-  /** The object id. */
-  digest: ObjectId;
-  /** The object's exact length in bytes (≥ 1). */
-  length: number;
-}
-
-/** The two file modes of v1: an ordinary file and an executable one. */
-export const FILE_MODES = [0o644, 0o755] as const;
-
-/** A file's mode: `0o644` (420) or `0o755` (493). */
-export type FileMode = (typeof FILE_MODES)[number];
-
-/** A regular file of a snapshot. */
-export interface ManifestFileEntry {
-  /** Tree-relative path (see {@link validatePath}). */
-  path: string;
-  kind: 'file';
-  /** `0o644` or `0o755`; no other mode exists in v1. */
-  mode: number;
-  /** The file size: exactly the sum of the record lengths. */
-  size: number;
-  /** The planner profile that cut the file. */
-  profile: PlanProfile;
-  /** The records in file order (none for an empty file). */
-  records: RecordRef[];
-}
-
-/** A symbolic link of a snapshot; its target is relative and stays inside the tree. */
-export interface ManifestSymlinkEntry {
-  /** Tree-relative path (see {@link validatePath}). */
-  path: string;
-  kind: 'symlink';
-  /** Relative target (see `validateSymlinkTarget`). */
-  target: string;
-}
-
-/** One entry of a snapshot. */
-export type ManifestEntry = ManifestFileEntry | ManifestSymlinkEntry;
-
-/** A snapshot: entries sorted by the UTF-8 bytes of their paths, unique. Directories are implied. */
-export interface Manifest {
-  entries: ManifestEntry[];
-}
+export {
+  FILE_MODES,
+  type FileMode,
+  type Manifest,
+  type ManifestEntry,
+  type ManifestFileEntry,
+  type ManifestSymlinkEntry,
+  type RecordRef,
+} from './types.js';
+import { FILE_MODES, type Manifest, type ManifestEntry, type ManifestFileEntry, type RecordRef } from './types.js';
 
 /** The four magic bytes that open every TFM1 manifest: ASCII `TFM1`. */
 export const TFM1_MAGIC: Uint8Array = /* @__PURE__ */ new Uint8Array([0x54, 0x46, 0x4d, 0x31]);

@@ -19,7 +19,7 @@
  * — the single-pass equivalent of decoding and re-encoding.
  */
 import type { ObjectId } from '../ids.js';
-import type { Manifest, ManifestEntry, RecordRef } from './manifest.js';
+import type { Manifest, ManifestEntry, RecordRef } from './types.js';
 import { PLAN_PROFILES, type PlanProfile } from './profiles.js';
 import { TensorFSError } from '../errors.js';
 import { putHead } from './head.js';

@@ -13,9 +13,7 @@ export async function listRefs(c: RequestContext): Promise<void> {
   const backend = c.hub.store;
   if (!p.read) throw deny(p, 'list refs');
   // One ref the backend cannot read is named in `problems`, never fails the listing.
-  const listing = backend.scanRefs
-    ? await backend.scanRefs({ signal: c.signal })
-    : { refs: await backend.listRefs({ signal: c.signal }), problems: [] };
+  const listing = await backend.scanRefs({ signal: c.signal });
   const readable = p.read;
   return sendJson(c.res, 200, {
     refs: listing.refs.filter((r) => readable(r.name)),
@@ -49,7 +47,7 @@ export async function ref(c: RequestContext, path: string): Promise<void> {
       });
     }
     await checkClosure(backend, body.id, signal);
-    await backend.setRef(name, body.id, expected as ObjectId | null | undefined, { signal });
+    await backend.setRef(name, body.id, { expected: expected as ObjectId | null | undefined, signal });
     return sendJson(c.res, 200, { name, id: body.id });
   }
   throw methodNotAllowed();
