@@ -14,6 +14,7 @@ import {
   toTensorFSError,
 } from '@tensorfs/format';
 import { readDecoded, readDecodedInto } from './decoded.js';
+import { readViewSlice, type SliceRange } from './slice.js';
 
 /** The container a tensor lives in: a format of `@tensorfs/format`'s codec table. */
 export type TensorFormat = ContainerFormat;
@@ -83,6 +84,16 @@ export interface TensorView {
    * @throws {TensorFSError} `invalid_argument` if the buffer is too small.
    */
   readInto(buffer: Uint8Array, offset?: number, options?: ReadOptions): Promise<Uint8Array>;
+  /**
+   * The bytes of a slice, row-major: `ranges` holds one `[start, end)` pair per leading axis
+   * given, the axes not given whole. Reads only the objects and bytes the slice touches (see
+   * `planSlice`); a block-quantized tensor slices its last axis on whole blocks. With `decode`,
+   * the whole tensor is decoded, then sliced.
+   * @throws {TensorFSError} `invalid_argument` (rule `tensors.slice_range`, `details.axis`),
+   *   `unsupported` (`tensors.slice_block`: a cut inside a block; `tensors.slice_encoded`: an
+   *   encoded checkpoint tensor, see `readEncodedSlice`), and what a read throws.
+   */
+  readSlice(ranges: readonly SliceRange[], options?: ReadOptions): Promise<Uint8Array>;
 }
 
 /** The largest piece a tensor that is not record-aligned is read in (the planner's grid). */
@@ -204,6 +215,12 @@ export class StoredTensorView implements TensorView {
     return buffer.subarray(offset, offset + done);
   }
 
+  readSlice(ranges: readonly SliceRange[], options: ReadOptions = {}): Promise<Uint8Array> {
+    return readViewSlice(this, ranges, options, (at, target, signal) =>
+      this.wrap(() => readInto(this.owner.source(options.verify ?? false), this.byteOffset + at, target, signal)),
+    );
+  }
+
   /** One piece per record, reading one record ahead of the consumer. */
   private async *objectPieces(options: ReadOptions): AsyncGenerator<Uint8Array> {
     const { records } = this;
@@ -280,7 +297,7 @@ export function retyped(
 ): TensorView {
   if (dtype === view.dtype && shape.length === view.shape.length && shape.every((d, i) => BigInt(d) === view.shape[i]))
     return view;
-  return {
+  const out: TensorView = {
     name: view.name,
     file: view.file,
     format: view.format,
@@ -296,5 +313,7 @@ export function retyped(
     pieces: view.pieces.bind(view),
     read: view.read.bind(view),
     readInto: view.readInto.bind(view),
+    readSlice: (ranges, options) => readViewSlice(out, ranges, options),
   };
+  return out;
 }
