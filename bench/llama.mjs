@@ -1,7 +1,7 @@
-// A Llama-shaped BF16 safetensors model for the load and slice benches: embed and lm_head
+// A Llama-shaped F16 safetensors model for the load and slice benches: embed and lm_head
 // [vocab, hidden], per layer q/k/v/o [hidden, hidden], gate/up [inter, hidden], down
 // [hidden, inter] and two norms [hidden]; random bytes, every tensor distinct. The defaults
-// (hidden 2048, inter 5632, vocab 32000, 8 layers) make 1.01 GiB in 75 tensors.
+// (hidden 2048, inter 5632, vocab 32000, 8 layers) make 1.01 GiB in 75 tensors. F16, not BF16: numpy (the safetensors baseline's framework) has no bfloat16.
 import { randomFillSync } from 'node:crypto';
 import * as fsp from 'node:fs/promises';
 import { writeSafetensorsHeader } from '@tensorfs/format';
@@ -29,13 +29,13 @@ export function llamaTensors({ hidden = 2048, inter = 5632, vocab = 32000, layer
 }
 
 /**
- * Writes the model to `file` (BF16); returns the header's tensor infos (name, byteOffset,
+ * Writes the model to `file` (F16); returns the header's tensor infos (name, byteOffset,
  * byteLength, shape) with each tensor's `tp` kind.
  */
 export async function writeLlama(file, options) {
   const tensors = llamaTensors(options);
   const { bytes: header, tensors: infos } = writeSafetensorsHeader(
-    tensors.map((t) => ({ name: t.name, dtype: 'BF16', shape: t.shape.map(BigInt) })),
+    tensors.map((t) => ({ name: t.name, dtype: 'F16', shape: t.shape.map(BigInt) })),
     { metadata: new Map([['format', 'pt']]), order: 'given' },
   );
   const largest = Math.max(...infos.map((i) => i.byteLength));

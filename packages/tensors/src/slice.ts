@@ -39,8 +39,14 @@ export interface SliceOptions extends ReadOptions {}
 
 /** Gaps up to this many bytes between two runs of a slice are read through (one read, not two). */
 export const SLICE_GAP_BYTES = 64 * 1024;
-/** The largest single read a slice makes (a merged read past it is cut). */
-const MAX_READ = 8 * 1024 * 1024;
+/** The largest merged read (runs and gaps, into a scratch buffer that stays in cache). */
+const MAX_READ = 2 * 1024 * 1024;
+/** A long run is read in pieces of this size, several at once. */
+const READ_PIECE = 4 * 1024 * 1024;
+/** Reads of one slice in flight at once (libuv's thread pool has 4 threads). */
+const SLICE_CONCURRENCY = 4;
+/** Scratch buffers of merged reads, reused across slices (they never leave this module). */
+const spareScratch: Uint8Array[] = [];
 
 /** How a slice is read: its shape and byte length, and the runs of the tensor's bytes it copies. */
 export interface SlicePlan {
@@ -223,27 +229,53 @@ export async function readSliceWith(
 ): Promise<Uint8Array> {
   const plan = planSlice(t, ranges);
   const out = new Uint8Array(plan.byteLength);
-  const groups = groupRuns(t, plan.runs);
-  let scratch: Uint8Array | null = null;
+  const { signal } = options;
+  const tasks: Array<() => Promise<void>> = [];
   let done = 0;
-  for (const g of groups) {
-    throwIfAborted(options.signal);
+  for (const g of groupRuns(t, plan.runs)) {
+    const len = g.end - g.at;
+    const dst = done;
+    done += plan.runs.slice(g.first, g.last + 1).reduce((n, r) => n + r[1], 0);
     if (g.first === g.last) {
-      const len = g.end - g.at;
-      await readRange(g.at, out.subarray(done, done + len), options.signal);
-      done += len;
+      // One run: straight into the result, long ones in pieces read at once.
+      for (let o = 0; o < len; o += READ_PIECE) {
+        const n = Math.min(READ_PIECE, len - o);
+        tasks.push(() => readRange(g.at + o, out.subarray(dst + o, dst + o + n), signal));
+      }
       continue;
     }
-    const len = g.end - g.at;
-    if (scratch === null || scratch.length < len) scratch = new Uint8Array(Math.max(len, 1 << 20));
-    const buf = scratch.subarray(0, len);
-    await readRange(g.at, buf, options.signal);
-    for (let i = g.first; i <= g.last; i++) {
-      const [at, n] = plan.runs[i]!;
-      out.set(buf.subarray(at - g.at, at - g.at + n), done);
-      done += n;
-    }
+    tasks.push(async () => {
+      const scratch = spareScratch.pop() ?? new Uint8Array(MAX_READ);
+      try {
+        const buf = scratch.subarray(0, len);
+        await readRange(g.at, buf, signal);
+        let at = dst;
+        for (let i = g.first; i <= g.last; i++) {
+          const [from, n] = plan.runs[i]!;
+          out.set(buf.subarray(from - g.at, from - g.at + n), at);
+          at += n;
+        }
+      } finally {
+        if (spareScratch.length < SLICE_CONCURRENCY) spareScratch.push(scratch);
+      }
+    });
   }
+  let next = 0;
+  let failure: unknown;
+  const worker = async (): Promise<void> => {
+    while (failure === undefined && next < tasks.length) {
+      const task = tasks[next++]!;
+      try {
+        throwIfAborted(signal);
+        await task();
+      } catch (error) {
+        failure ??= error;
+      }
+    }
+  };
+  // Every read settles before the slice does.
+  await Promise.all(Array.from({ length: Math.min(SLICE_CONCURRENCY, tasks.length) }, worker));
+  if (failure !== undefined) throw failure;
   return out;
 }
 
@@ -292,11 +324,13 @@ export interface EncodedSliceable {
     readonly scheme: string;
     readonly params: JsonValue;
     readonly parts: Readonly<Record<string, { readonly dtype: string; readonly shape: readonly bigint[] }>>;
-  };
+  } | null;
   part(role: string): unknown;
 }
 
-function unsupportedSlice(t: EncodedSliceable, why: string): TensorFSError {
+type Encoding = NonNullable<EncodedSliceable['encoding']>;
+
+function unsupportedSlice(t: EncodedSliceable & { encoding: Encoding }, why: string): TensorFSError {
   return new TensorFSError(
     'unsupported',
     `tensor ${JSON.stringify(t.name)} (${t.encoding.scheme}) cannot be sliced in its stored form: ${why}; read it with { decode: true } (decodes the whole tensor, then slices)`,
@@ -325,7 +359,13 @@ export async function readEncodedSlice(
   ranges: readonly SliceRange[],
   options: SliceOptions = {},
 ): Promise<Encoded> {
-  const { scheme, params } = t.encoding;
+  if (t.encoding === null || typeof t.encoding !== 'object') {
+    throw new TensorFSError('invalid_argument', 'not an encoded tensor: read its slice with view.readSlice', {
+      details: { rule: 'tensors.slice_encoded', tensor: t.name },
+    });
+  }
+  const et = t as EncodedSliceable & { encoding: Encoding };
+  const { scheme, params } = et.encoding;
   const p = params as Record<string, JsonValue>;
   const part = (role: string) => t.part(role) as PartView;
   const logical: SliceableTensor = {
@@ -342,8 +382,8 @@ export async function readEncodedSlice(
   if (scheme === 'int8' || scheme === 'fp8_e4m3fn' || scheme === 'fp8_e5m2') {
     const gran = p.granularity as string;
     if (rank > 2 && gran !== 'tensor' && gran !== 'none')
-      throw unsupportedSlice(t, 'row or column scales of a tensor of more than 2 axes');
-    if (gran === 'block') throw unsupportedSlice(t, '2-D block scales');
+      throw unsupportedSlice(et, 'row or column scales of a tensor of more than 2 axes');
+    if (gran === 'block') throw unsupportedSlice(et, '2-D block scales');
     const q = part('q');
     const parts: Record<string, EncodedPart> = { q: asPart(q, await q.readSlice(ranges, read), plan.shape) };
     if (gran !== 'none') {
@@ -361,13 +401,13 @@ export async function readEncodedSlice(
     return { scheme, params: withShape(params, plan.shape), parts };
   }
   if (scheme === 'bnb_nf4' || scheme === 'bnb_fp4') {
-    if (p.nested === true) throw unsupportedSlice(t, 'nested (quantized) absmax');
+    if (p.nested === true) throw unsupportedSlice(et, 'nested (quantized) absmax');
     const bs = Number(p.blocksize);
     // Only a run of whole rows is one contiguous run of the flattened elements.
     for (let axis = 1; axis < rank; axis++) {
       const r = ranges[axis];
       if (r !== undefined && (BigInt(r[0]) !== 0n || BigInt(r[1]) !== t.shape[axis])) {
-        throw unsupportedSlice(t, 'only leading-axis ranges (whole rows of the flattened elements)');
+        throw unsupportedSlice(et, 'only leading-axis ranges (whole rows of the flattened elements)');
       }
     }
     const [first, end] = plan.runs.length === 0 ? [0, 0] : [plan.runs[0]![0], plan.runs[0]![0] + plan.runs[0]![1]];
@@ -378,7 +418,7 @@ export async function readEncodedSlice(
       end % 2 !== 0
     ) {
       throw unsupportedSlice(
-        t,
+        et,
         `the slice's elements [${first}, ${end}) do not start and end on whole ${bs}-element blocks`,
       );
     }
@@ -394,7 +434,7 @@ export async function readEncodedSlice(
     const a = first / 2;
     const b = end === count ? codes.byteLength : end / 2;
     if (!Number.isInteger(rowBytes) || rowBytes === 0 || a % rowBytes !== 0 || b % rowBytes !== 0) {
-      throw unsupportedSlice(t, 'its codes part is not cut on whole storage elements');
+      throw unsupportedSlice(et, 'its codes part is not cut on whole storage elements');
     }
     const codeCut: SliceRange[] = [[a / rowBytes, b / rowBytes]];
     return {
@@ -407,7 +447,7 @@ export async function readEncodedSlice(
       },
     };
   }
-  throw unsupportedSlice(t, `no slicing rule for the ${scheme} scheme`);
+  throw unsupportedSlice(et, `no slicing rule for the ${scheme} scheme`);
 }
 
 const DECODED_WIDTH: Readonly<Record<string, number>> = { F32: 4, F16: 2, BF16: 2 };
