@@ -35,7 +35,14 @@ export type RangeReader = (offset: number, target: Uint8Array, signal?: AbortSig
  * Options of `readSlice`: `verify` and `signal` as for reads; with `decode` (and `dtype`) the
  * whole tensor is read and decoded, then sliced (the cost of a whole decoded read).
  */
-export interface SliceOptions extends ReadOptions {}
+export interface SliceOptions extends ReadOptions {
+  /**
+   * Fill this buffer (from its start) instead of a new one; the result is its subarray. At least
+   * the slice's `byteLength` (`planSlice`) bytes: `invalid_argument` (rule `tensors.slice_into`)
+   * otherwise. Not with `decode`.
+   */
+  into?: Uint8Array;
+}
 
 /** Gaps up to this many bytes between two runs of a slice are read through (one read, not two). */
 export const SLICE_GAP_BYTES = 64 * 1024;
@@ -228,8 +235,17 @@ export async function readSliceWith(
   options: SliceOptions = {},
 ): Promise<Uint8Array> {
   const plan = planSlice(t, ranges);
-  const out = new Uint8Array(plan.byteLength);
-  const { signal } = options;
+  const { signal, into } = options;
+  if (into !== undefined && (!(into instanceof Uint8Array) || into.length < plan.byteLength)) {
+    throw new TensorFSError('invalid_argument', 'the `into` buffer is too small for the slice', {
+      details: {
+        rule: 'tensors.slice_into',
+        limit: into instanceof Uint8Array ? into.length : null,
+        actual: plan.byteLength,
+      },
+    });
+  }
+  const out = into !== undefined ? into.subarray(0, plan.byteLength) : new Uint8Array(plan.byteLength);
   const tasks: Array<() => Promise<void>> = [];
   let done = 0;
   for (const g of groupRuns(t, plan.runs)) {
@@ -466,6 +482,11 @@ export async function readViewSlice(
 ): Promise<Uint8Array> {
   checkOptions(options);
   if (options.decode) {
+    if (options.into !== undefined) {
+      throw new TensorFSError('invalid_argument', '`into` is not taken with `decode`', {
+        details: { rule: 'tensors.slice_into', tensor: view.name },
+      });
+    }
     const dtype = options.dtype ?? decodedDtypeOf(view);
     const width = DECODED_WIDTH[dtype]!;
     const values = { name: view.name, dtype, shape: view.shape, blockSize: 1, typeSize: width, byteLength: 0 };

@@ -14,7 +14,7 @@ import {
   toTensorFSError,
 } from '@tensorfs/format';
 import { readDecoded, readDecodedInto } from './decoded.js';
-import { readViewSlice, type SliceRange } from './slice.js';
+import { readViewSlice, type SliceOptions, type SliceRange } from './slice.js';
 
 /** The container a tensor lives in: a format of `@tensorfs/format`'s codec table. */
 export type TensorFormat = ContainerFormat;
@@ -88,12 +88,12 @@ export interface TensorView {
    * The bytes of a slice, row-major: `ranges` holds one `[start, end)` pair per leading axis
    * given, the axes not given whole. Reads only the objects and bytes the slice touches (see
    * `planSlice`); a block-quantized tensor slices its last axis on whole blocks. With `decode`,
-   * the whole tensor is decoded, then sliced.
+   * the whole tensor is decoded, then sliced. With `into`, the slice fills that buffer.
    * @throws {TensorFSError} `invalid_argument` (rule `tensors.slice_range`, `details.axis`),
    *   `unsupported` (`tensors.slice_block`: a cut inside a block; `tensors.slice_encoded`: an
    *   encoded checkpoint tensor, see `readEncodedSlice`), and what a read throws.
    */
-  readSlice(ranges: readonly SliceRange[], options?: ReadOptions): Promise<Uint8Array>;
+  readSlice(ranges: readonly SliceRange[], options?: SliceOptions): Promise<Uint8Array>;
 }
 
 /** The largest piece a tensor that is not record-aligned is read in (the planner's grid). */
@@ -215,7 +215,7 @@ export class StoredTensorView implements TensorView {
     return buffer.subarray(offset, offset + done);
   }
 
-  readSlice(ranges: readonly SliceRange[], options: ReadOptions = {}): Promise<Uint8Array> {
+  readSlice(ranges: readonly SliceRange[], options: SliceOptions = {}): Promise<Uint8Array> {
     return readViewSlice(this, ranges, options, (at, target, signal) =>
       this.wrap(() => readInto(this.owner.source(options.verify ?? false), this.byteOffset + at, target, signal)),
     );

@@ -222,6 +222,22 @@ describe('readSlice', () => {
     }
     // bigint ranges are the same as numbers
     expect(hex(await set.get('mat').readSlice([[4n, 8n]]))).toBe(expected[6]);
+    // into: the slice fills the caller's buffer from its start
+    const into = new Uint8Array(200).fill(7);
+    const got = await set.get('mat').readSlice(
+      [
+        [0, 16],
+        [3, 9],
+      ],
+      { into },
+    );
+    expect(got.buffer).toBe(into.buffer);
+    expect(hex(got)).toBe(expected[7]);
+    expect(into[got.length]).toBe(7);
+    expect(await rejection(set.get('mat').readSlice([[0, 16]], { into }))).toEqual({
+      code: 'invalid_argument',
+      rule: 'tensors.slice_into',
+    });
   });
 
   it('rejects bad ranges with invalid_argument naming the axis', async () => {
