@@ -116,16 +116,25 @@ function collect(model: LoadableModel, component: string | undefined): Array<[st
     const many = component === undefined && components.size > 1;
     for (const [name, c] of components) {
       if (component !== undefined && name !== component) continue;
+      if (typeof c !== 'object' || c === null || !isMap(c.tensors))
+        wrongValue('model.components[]', 'a component with a tensors Map', c);
       for (const [tn, t] of c.tensors) out.push([many ? `${name}/${tn}` : tn, t]);
     }
     return out;
   }
   const list = m.tensors !== undefined ? m.tensors : model;
+  if (
+    !isMap(list) &&
+    (typeof list !== 'object' || list === null || typeof (list as Iterable<unknown>)[Symbol.iterator] !== 'function')
+  ) {
+    wrongValue('model.tensors', 'a Map or an iterable of tensor views', list);
+  }
   const tensors = isMap(list)
     ? (list as ReadonlyMap<string, LoadableTensor>).values()
     : (list as Iterable<LoadableTensor>);
   let seen = false;
   for (const t of tensors) {
+    checkTensor(t, 'model tensor');
     if (component !== undefined && t.component !== component && t.file !== component) continue;
     seen = true;
     out.push([t.name, t]);
@@ -138,11 +147,27 @@ function collect(model: LoadableModel, component: string | undefined): Array<[st
   return out;
 }
 
+function checkTensor(t: unknown, what: string): asserts t is LoadableTensor {
+  const v = t as Partial<LoadableTensor> | null;
+  if (typeof v !== 'object' || v === null || typeof v.name !== 'string' || typeof v.readInto !== 'function') {
+    wrongValue(what, 'a tensor view (name, byteLength, records, readInto)', t);
+  }
+  if (!Number.isSafeInteger(v.byteLength) || v.byteLength! < 0)
+    wrongValue(`${what}.byteLength`, 'an integer ≥ 0', v.byteLength);
+}
+
 /** Encoded checkpoint tensors become their parts (`name#role`), stored as they are. */
 function expand(key: string, tensor: LoadableTensor, into: Array<[string, LoadableTensor]>): void {
+  checkTensor(tensor, 'model tensor');
   const enc = tensor.encoding;
   if (enc !== null && enc !== undefined && typeof tensor.part === 'function') {
-    for (const role of Object.keys(enc.parts)) into.push([`${key}#${role}`, tensor.part(role)]);
+    if (typeof enc.parts !== 'object' || enc.parts === null)
+      wrongValue('model tensor.encoding.parts', 'an object', enc.parts);
+    for (const role of Object.keys(enc.parts)) {
+      const part = tensor.part(role);
+      checkTensor(part, 'model tensor part');
+      into.push([`${key}#${role}`, part]);
+    }
   } else {
     into.push([key, tensor]);
   }

@@ -7,7 +7,7 @@
  */
 import { type JsonValue, TensorFSError, throwIfAborted, wrongArgument } from '@tensorfs/format';
 import type { Encoded, EncodedPart } from '@tensorfs/format/encodings';
-import { checkOptions } from './args.js';
+import { checkOptions, checkView } from './args.js';
 import { decodedDtypeOf } from './decoded.js';
 import type { ReadOptions, TensorView } from './view.js';
 
@@ -65,6 +65,22 @@ export interface SlicePlan {
   readonly runs: readonly (readonly [number, number])[];
 }
 
+/** `invalid_argument` (rule `tensors.argument`) unless `t` has what a slice reads of a tensor. */
+function checkSliceable(t: unknown, what = 'tensor'): asserts t is SliceableTensor {
+  const v = t as Partial<SliceableTensor> | null;
+  if (typeof v !== 'object' || v === null) wrongArgument('tensors', what, 'a tensor view', t);
+  if (!Array.isArray(v.shape) || !v.shape.every((d) => typeof d === 'bigint' && d >= 0n)) {
+    wrongArgument('tensors', `${what}.shape`, 'an array of bigints ≥ 0', v.shape);
+  }
+  for (const k of ['blockSize', 'typeSize', 'byteLength'] as const) {
+    if (typeof v[k] !== 'number' || !(v[k] >= 0)) wrongArgument('tensors', `${what}.${k}`, 'a number ≥ 0', v[k]);
+  }
+  if (!(v.blockSize! >= 1) || !Number.isInteger(v.blockSize) || !(v.typeSize! > 0)) {
+    wrongArgument('tensors', `${what}.blockSize`, 'an integer ≥ 1 (with typeSize > 0)', v.blockSize);
+  }
+  if (typeof v.name !== 'string') wrongArgument('tensors', `${what}.name`, 'a string', v.name);
+}
+
 function bad(message: string, details: Record<string, unknown>): TensorFSError {
   return new TensorFSError('invalid_argument', message, { details: { rule: 'tensors.slice_range', ...details } });
 }
@@ -94,6 +110,7 @@ function unitOf(t: SliceableTensor): { elements: number; bytes: number } {
  *   cut inside a block.
  */
 export function planSlice(t: SliceableTensor, ranges: readonly SliceRange[]): SlicePlan {
+  checkSliceable(t);
   if (!Array.isArray(ranges)) wrongArgument('tensors', 'ranges', 'an array of [start, end) pairs', ranges);
   const rank = t.shape.length;
   if (ranges.length > rank) {
@@ -234,6 +251,8 @@ export async function readSliceWith(
   readRange: RangeReader,
   options: SliceOptions = {},
 ): Promise<Uint8Array> {
+  if (typeof readRange !== 'function') wrongArgument('tensors', 'readRange', 'a function', readRange);
+  checkOptions(options);
   const plan = planSlice(t, ranges);
   const { signal, into } = options;
   if (into !== undefined && (!(into instanceof Uint8Array) || into.length < plan.byteLength)) {
@@ -308,6 +327,10 @@ export function sliceBytes(
   ranges: readonly SliceRange[],
   name = '',
 ): { bytes: Uint8Array; shape: readonly bigint[] } {
+  if (!(bytes instanceof Uint8Array)) wrongArgument('tensors', 'bytes', 'a Uint8Array', bytes);
+  if (typeof elementBytes !== 'number' || !(elementBytes > 0)) {
+    wrongArgument('tensors', 'elementBytes', 'a number > 0', elementBytes);
+  }
   const t: SliceableTensor = {
     name,
     dtype: 'bytes',
@@ -375,6 +398,10 @@ export async function readEncodedSlice(
   ranges: readonly SliceRange[],
   options: SliceOptions = {},
 ): Promise<Encoded> {
+  if (typeof t !== 'object' || t === null || typeof (t as { part?: unknown }).part !== 'function') {
+    wrongArgument('tensors', 'view', 'an encoded checkpoint tensor view', t);
+  }
+  checkOptions(options);
   if (t.encoding === null || typeof t.encoding !== 'object') {
     throw new TensorFSError('invalid_argument', 'not an encoded tensor: read its slice with view.readSlice', {
       details: { rule: 'tensors.slice_encoded', tensor: t.name },
@@ -480,6 +507,7 @@ export async function readViewSlice(
   options: SliceOptions = {},
   readRange?: RangeReader,
 ): Promise<Uint8Array> {
+  checkView(view);
   checkOptions(options);
   if (options.decode) {
     if (options.into !== undefined) {
