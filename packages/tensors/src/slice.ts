@@ -226,11 +226,18 @@ function groupRuns(
     const [at, len] = runs[i]!;
     const g = groups[groups.length - 1];
     if (g !== undefined && at - g.end <= SLICE_GAP_BYTES && at + len - g.at <= MAX_READ) {
-      // Does an object lie wholly inside the gap [g.end, at)?
+      // Does an object lie wholly inside the gap [g.end, at)? Object k spans [ends[k-1], ends[k]).
       while (b < ends.length && ends[b]! <= g.end) b++;
-      const objectStart = b < ends.length ? ends[b]! : Number.POSITIVE_INFINITY;
-      const nextEnd = b + 1 < ends.length ? ends[b + 1]! : Number.POSITIVE_INFINITY;
-      if (!(objectStart < at && nextEnd <= at)) {
+      let inGap = false;
+      for (let k = b; k < ends.length; k++) {
+        const start = k === 0 ? 0 : ends[k - 1]!;
+        if (start >= at) break;
+        if (start >= g.end && ends[k]! <= at) {
+          inGap = true;
+          break;
+        }
+      }
+      if (!inGap) {
         g.end = at + len;
         g.last = i;
         continue;

@@ -331,6 +331,38 @@ describe('readSlice', () => {
     ).toBe(15 * 24 + 12);
   });
 
+  it('never reads through a gap that holds a whole object', async () => {
+    // 'box' [4, 4, 6] F32: 24 bytes a row, 96 an outer block. One object is exactly rows 1..3 of
+    // block 1 (bytes 120..192): the gap between the runs of box[:, 0:1] at 96 and at 192.
+    const { bytes } = safetensors([{ name: 'box', dtype: 'F32', shape: [4, 4, 6] }]);
+    await fsp.writeFile(path.join(t.scratch, 'b.safetensors'), bytes);
+    await t.local!.importPath(path.join(t.scratch, 'b.safetensors'), {
+      name: 'b',
+      threads: 1,
+      seams: { 'b.safetensors': { box: [120, 192] } },
+    });
+    const counting = countingStore(t.store);
+    const box = (await openTensors(counting.store, 'b')).get('box');
+    expect(box.records.map((r) => r.length)).toEqual([120, 72, 192]);
+    const whole = await box.read();
+    counting.reset();
+    const got = await box.readSlice([
+      [0, 4],
+      [0, 1],
+    ]);
+    expect([...counting.touched].sort()).toEqual([box.records[0]!.digest, box.records[2]!.digest].sort());
+    const expected = new Uint8Array(96);
+    for (let i = 0; i < 4; i++) expected.set(whole.subarray(i * 96, i * 96 + 24), i * 24);
+    expect(got).toEqual(expected);
+    // Two reads: 0..120 (the runs at 0 and 96) and 192..312 (at 192 and 288); 120..192 is not read.
+    expect(
+      sliceReadBytes(box, [
+        [0, 4],
+        [0, 1],
+      ]),
+    ).toBe(120 + 120);
+  });
+
   it('slices GGUF block types on whole blocks, and says why not inside one', async () => {
     const dir = path.join(t.scratch, 'g');
     await fsp.mkdir(dir);
