@@ -8,7 +8,16 @@
  * @packageDocumentation
  */
 import { type ObjectId, type RecordRef, TensorFSError, throwIfAborted } from '@tensorfs/format';
-import { type ComposeResult, commit, compose, openTensors, TensorWriter, type TensorView } from '@tensorfs/tensors';
+import {
+  type ComposeResult,
+  commit,
+  compose,
+  openTensors,
+  readSliceOf,
+  type SliceRange,
+  TensorWriter,
+  type TensorView,
+} from '@tensorfs/tensors';
 import { type BindOptions, type BindResult, type BindStep, bind, type CandidateHeaders } from './bind.js';
 import type { Catalog, LaneRef } from './catalog.js';
 import type { DocRef } from './documents.js';
@@ -591,5 +600,8 @@ class RecordsView implements TensorView {
       at += p.length;
     }
     return buffer.subarray(offset, at);
+  }
+  readSlice(ranges: readonly SliceRange[]): Promise<Uint8Array> {
+    return readSliceOf(this, ranges);
   }
 }

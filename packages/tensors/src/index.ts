@@ -65,6 +65,30 @@ export {
   type OpenModelOptions,
   openModel,
 } from './model.js';
+export {
+  ARENA_ALIGN,
+  type LoadableModel,
+  type LoadableTensor,
+  type LoadOptions,
+  type LoadProgress,
+  loadedByteLength,
+  loadTensors,
+} from './load.js';
+export {
+  type EncodedSliceable,
+  planSlice,
+  readEncodedSlice,
+  readSliceOf,
+  type RangeReader,
+  readSliceWith,
+  SLICE_GAP_BYTES,
+  type SliceableTensor,
+  type SliceOptions,
+  type SlicePlan,
+  type SliceRange,
+  sliceBytes,
+  sliceReadBytes,
+} from './slice.js';
 export { type InheritOptions, type TensorData, TensorWriter, type TensorWriterOptions } from './writer.js';
 export {
   type Checkpoint,

@@ -131,4 +131,27 @@ export interface TensorView {
    * @throws {TensorFSError} `invalid_argument` if the buffer is too small.
    */
   readInto(buffer: Uint8Array, offset?: number, options?: ReadOptions): Promise<Uint8Array>;
+  /**
+   * The bytes of a slice, row-major: `ranges` holds one `[start, end)` pair per leading axis
+   * given, the axes not given whole. Reads only the objects and bytes the slice touches (see
+   * `planSlice`); a block-quantized tensor slices its last axis on whole blocks. With `decode`,
+   * the whole tensor is decoded, then sliced. With `into`, the slice fills that buffer.
+   * @throws {TensorFSError} `invalid_argument` (rule `tensors.slice_range`, `details.axis`),
+   *   `unsupported` (`tensors.slice_block`: a cut inside a block; `tensors.slice_encoded`: an
+   *   encoded checkpoint tensor, see `readEncodedSlice`), and what a read throws.
+   */
+  readSlice(ranges: readonly SliceRange[], options?: SliceOptions): Promise<Uint8Array>;
+}
+
+/** One `[start, end)` pair of a slice, numbers or bigints. */
+export type SliceRange = readonly [number | bigint, number | bigint];
+
+/** Options of {@link TensorView.readSlice}. */
+export interface SliceOptions extends ReadOptions {
+  /**
+   * Fill this buffer (from its start) instead of a new one; the result is its subarray. At least
+   * the slice's `byteLength` (`planSlice`) bytes: `invalid_argument` (rule `tensors.slice_into`)
+   * otherwise. Not with `decode`.
+   */
+  into?: Uint8Array;
 }

@@ -16,6 +16,7 @@ import { readDecoded, readDecodedInto } from './decoded.js';
 import type { ReadOptions, TensorEncoding, TensorFormat, TensorPart, TensorStorage, TensorView } from './tensor.js';
 
 export type { ReadOptions, TensorEncoding, TensorFormat, TensorPart, TensorStorage, TensorView } from './tensor.js';
+import { readViewSlice, type SliceOptions, type SliceRange } from './slice.js';
 
 /** The largest piece a tensor that is not record-aligned is read in (the planner's grid). */
 export const RANGE_PIECE_BYTES = RECORD_GRID_BYTES;
@@ -160,6 +161,12 @@ export class StoredTensorView implements TensorView {
     return buffer.subarray(offset, offset + done);
   }
 
+  readSlice(ranges: readonly SliceRange[], options: SliceOptions = {}): Promise<Uint8Array> {
+    return readViewSlice(this, ranges, options, (at, target, signal) =>
+      this.wrap(() => readInto(this.owner.source(options.verify ?? false), this.byteOffset + at, target, signal)),
+    );
+  }
+
   /** One piece per record, reading one record ahead of the consumer. */
   private async *objectPieces(options: ReadOptions): AsyncGenerator<Uint8Array> {
     const { records } = this;
@@ -236,7 +243,7 @@ export function retyped(
 ): TensorView {
   if (dtype === view.dtype && shape.length === view.shape.length && shape.every((d, i) => BigInt(d) === view.shape[i]))
     return view;
-  return {
+  const out: TensorView = {
     storage: view.storage,
     component: view.component,
     encoding: view.encoding,
@@ -257,5 +264,7 @@ export function retyped(
     pieces: view.pieces.bind(view),
     read: view.read.bind(view),
     readInto: view.readInto.bind(view),
+    readSlice: (ranges, options) => readViewSlice(out, ranges, options),
   };
+  return out;
 }

@@ -105,6 +105,7 @@ function view(t: { name: string; dtype: string; shape: number[]; bytes: Uint8Arr
     pieces: () => (async function* () {})(),
     read: async () => t.bytes,
     readInto: async (b) => b,
+    readSlice: async () => t.bytes,
   };
 }
 

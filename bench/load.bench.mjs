@@ -1,0 +1,216 @@
+// Whole-model loads: `openTensors` + `loadTensors` of a 1.01 GiB Llama-shaped F16 model stored in
+// a TensorFS store, whole and one layer (prefix `model.layers.0.`, 98 MiB), warm and cold, against
+// Python safetensors on the same file in the same run (`safe_open` + `get_tensor` for each tensor,
+// and `load_file`; numpy; in-process times from a long-lived worker, so interpreter start-up is not
+// counted, as ours is not) and against a plain `fs.read` of the same bytes into one fresh buffer.
+// Cold: posix_fadvise(DONTNEED) on every object file of the store and on the model file before
+// each sample (both sides). Samples are interleaved round-robin; medians of TENSORFS_BENCH_RUNS
+// (default 5). Also prints the allocation and concurrency variants the default was chosen from.
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as fsp from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { LocalStore } from '@tensorfs/cas';
+import { loadedByteLength, loadTensors, openTensors } from '@tensorfs/tensors';
+import { compare } from './cpu.mjs';
+import { median } from './lib.mjs';
+import { writeLlama } from './llama.mjs';
+import { startWorker } from './safetensors-py.mjs';
+
+const here = path.dirname(new URL(import.meta.url).pathname);
+
+const runs = Number(process.env.TENSORFS_BENCH_RUNS ?? 5);
+const PREFIX = 'model.layers.0.';
+
+async function listFiles(dir) {
+  const out = [];
+  for (const e of await fsp.readdir(dir, { withFileTypes: true })) {
+    const full = path.join(dir, e.name);
+    if (e.isDirectory()) out.push(...(await listFiles(full)));
+    else out.push(full);
+  }
+  return out;
+}
+
+/** Reads byte ranges of the plain file into one fresh buffer (64 MiB reads, one after another). */
+async function fsRead(file, ranges) {
+  const total = ranges.reduce((n, [, len]) => n + len, 0);
+  const out = new Uint8Array(total);
+  const fh = await fsp.open(file, 'r');
+  try {
+    let done = 0;
+    for (const [at, len] of ranges) {
+      for (let o = 0; o < len; ) {
+        const n = Math.min(64 << 20, len - o);
+        const { bytesRead } = await fh.read(out, done + o, n, at + o);
+        if (bytesRead === 0) throw new Error('short read');
+        o += bytesRead;
+      }
+      done += len;
+    }
+  } finally {
+    await fh.close();
+  }
+  return out;
+}
+
+const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'tensorfs-bench-load-'));
+const py = startWorker();
+const kept = { value: null }; // what the last case loaded, kept until the next one (as a loader keeps it)
+try {
+  const file = path.join(dir, 'model.safetensors');
+  const infos = await writeLlama(file);
+  const fd = fs.openSync(file, 'r+');
+  fs.fsyncSync(fd);
+  fs.closeSync(fd);
+  const store = await LocalStore.open(path.join(dir, 'store'));
+  await store.importPath(file, { name: 'bench/llama' });
+  const objects = await listFiles(path.join(dir, 'store', 'objects'));
+  const evictable = [...objects, file];
+  const layer = infos.filter((i) => i.name.startsWith(PREFIX));
+  const wholeBytes = infos.reduce((n, i) => n + i.byteLength, 0);
+  const layerBytes = layer.reduce((n, i) => n + i.byteLength, 0);
+  console.log(
+    `model: ${infos.length} tensors, ${(wholeBytes / 2 ** 30).toFixed(2)} GiB (F16); layer 0: ${layer.length} tensors, ${(layerBytes / 2 ** 20).toFixed(0)} MiB; safetensors ${py.version}; ${os.cpus().length} cores, shared`,
+  );
+  const fullRanges = [[infos[0].byteOffset, wholeBytes]];
+  const layerRanges = [[layer[0].byteOffset, layerBytes]];
+
+  const timed = async (fn) => {
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    await fn();
+    const wall = performance.now() - t0;
+    const c = process.cpuUsage(c0);
+    return { wall, cpu: (c.user + c.system) / 1000 };
+  };
+  const ours = (options) => () =>
+    timed(async () => {
+      const set = await openTensors(store, 'bench/llama');
+      kept.value = await loadTensors(set, options);
+    });
+  const python = (cmd) => async () => {
+    const r = await py.call({ ...cmd, file });
+    return { wall: r.ms, cpu: r.cpu };
+  };
+  // The pooled arena: one buffer the caller keeps and passes as `into` on every load (touched
+  // once by the warm-up round), as a serving process reloading weights would.
+  const pools = new Map();
+  const pooled = (options) => () =>
+    timed(async () => {
+      const set = await openTensors(store, 'bench/llama');
+      const key = options.prefix ?? '';
+      let into = pools.get(key);
+      if (into === undefined) pools.set(key, (into = new Uint8Array(loadedByteLength(set, options))));
+      kept.value = await loadTensors(set, { ...options, into });
+    });
+  // A fresh process per sample, each side: the first load of a process, nothing to reuse.
+  const freshOurs = (prefix) => async () => {
+    const out = execFileSync(
+      process.execPath,
+      [path.join(here, 'load-once.mjs'), path.join(dir, 'store'), 'bench/llama', ...(prefix ? [prefix] : [])],
+      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const r = JSON.parse(out);
+    return { wall: r.ms, cpu: r.cpu };
+  };
+  const freshPython = (cmd) => async () => {
+    const worker = startWorker();
+    try {
+      const r = await worker.call({ ...cmd, file });
+      return { wall: r.ms, cpu: r.cpu };
+    } finally {
+      await worker.close();
+    }
+  };
+  const plain = (ranges) => () =>
+    timed(async () => {
+      kept.value = await fsRead(file, ranges);
+    });
+
+  const suites = [
+    {
+      name: 'whole model',
+      cases: {
+        ours: ours({}),
+        get_tensor: python({ op: 'get_tensor', names: null }),
+        load_file: python({ op: 'load_file' }),
+        'fs.read': plain(fullRanges),
+        'ours each': ours({ allocation: 'each' }),
+        'ours pooled': pooled({}),
+        'ours c=1': ours({ concurrency: 1 }),
+        'ours c=2': ours({ concurrency: 2 }),
+        'ours verify': ours({ verify: true }),
+      },
+    },
+    {
+      name: 'layer 0 (prefix)',
+      cases: {
+        ours: ours({ prefix: PREFIX }),
+        get_tensor: python({ op: 'get_tensor', names: layer.map((i) => i.name) }),
+        'fs.read': plain(layerRanges),
+        'ours each': ours({ prefix: PREFIX, allocation: 'each' }),
+        'ours pooled': pooled({ prefix: PREFIX }),
+      },
+    },
+    {
+      name: 'whole model, fresh process',
+      cases: {
+        ours: freshOurs(),
+        get_tensor: freshPython({ op: 'get_tensor', names: null }),
+        load_file: freshPython({ op: 'load_file' }),
+        'fs.read': plain(fullRanges),
+      },
+    },
+    {
+      name: 'layer 0, fresh process',
+      cases: {
+        ours: freshOurs(PREFIX),
+        get_tensor: freshPython({ op: 'get_tensor', names: layer.map((i) => i.name) }),
+        'fs.read': plain(layerRanges),
+      },
+    },
+  ];
+  for (const cold of [false, true]) {
+    for (const suite of suites) {
+      const names = Object.keys(suite.cases);
+      const samples = Object.fromEntries(names.map((n) => [n, []]));
+      for (let r = 0; r <= runs; r++) {
+        for (const n of r % 2 ? [...names].reverse() : names) {
+          kept.value = null;
+          globalThis.gc?.();
+          if (cold) await py.call({ op: 'evict', files: evictable });
+          const ms = await suite.cases[n]();
+          if (r > 0 || cold) samples[n].push(ms);
+        }
+      }
+      const m = Object.fromEntries(
+        names.map((n) => [
+          n,
+          { wall: median(samples[n].map((x) => x.wall)), cpu: median(samples[n].map((x) => x.cpu)) },
+        ]),
+      );
+      const label = `${suite.name}, ${cold ? 'cold' : 'warm'}`;
+      const bytes = suite.name.startsWith('whole') ? wholeBytes : layerBytes;
+      const gibps = (x) => `${(bytes / 2 ** 30 / (x.wall / 1000)).toFixed(2)} GiB/s`;
+      compare(`load ${label}`, m.ours, 'get_tensor', m.get_tensor, gibps(m.ours));
+      if (m.load_file) compare(`load ${label}`, m.ours, 'load_file', m.load_file);
+      compare(`load ${label}`, m.ours, 'fs.read', m['fs.read'], `fs.read ${gibps(m['fs.read'])}`);
+      if (m['ours pooled']) {
+        compare(`load ${label}, pooled arena`, m['ours pooled'], 'get_tensor', m.get_tensor, gibps(m['ours pooled']));
+        compare(`load ${label}, pooled arena`, m['ours pooled'], 'fs.read', m['fs.read']);
+      }
+      if (m['ours each']) compare(`  arena vs a buffer a tensor, ${label}`, m.ours, 'each', m['ours each']);
+      for (const v of ['ours c=1', 'ours c=2'])
+        if (m[v]) compare(`  concurrency 4 vs ${v.slice(5)}, ${label}`, m.ours, v.slice(5), m[v]);
+      if (m['ours verify']) compare(`  verify cost, ${label}`, m['ours verify'], 'unverified', m.ours);
+    }
+  }
+  await store.close();
+} finally {
+  kept.value = null;
+  await py.close();
+  await fsp.rm(dir, { recursive: true, force: true });
+}
