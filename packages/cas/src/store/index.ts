@@ -12,6 +12,7 @@ export { recordsSourceOf } from './read.js';
 export type { RefEntry } from './refs.js';
 export { validateRefName, MAX_REF_NAME } from './layout.js';
 export type { GcOptions, GcResult } from './gc.js';
+export type { RemoveOptions, RemoveResult } from './remove.js';
 export type { VerifyOptions, VerifyResult } from './verify.js';
 export type { ImportOptions, ImportResult, Progress } from './import.js';
 export { type FileSource, fileHandleSource, openFileSource } from './file-source.js';

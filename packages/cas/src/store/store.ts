@@ -26,6 +26,7 @@ import {
 import { type Db, bumpEpoch, damagedMetadata, durably, openDb } from './db.js';
 import { errnoOf, fsyncDir, ioError, mkdirDurable, siblingTemp } from './fsutil.js';
 import { type GcOptions, type GcResult, collect } from './gc.js';
+import { type RemoveOptions, type RemoveResult, removeAndFree } from './remove.js';
 import { childrenOf, reach } from './graph.js';
 import { type ImportOptions, type ImportResult, importTree } from './import.js';
 import { type Layout, layoutOf, validateRefName } from './layout.js';
@@ -769,6 +770,36 @@ export class LocalStore implements Store {
     if (!options.dryRun) this.objects.assertWritable();
     return collect(
       { db: this.db, layout: this.layout, objects: this.objects, tops: () => this.tops() },
+      options.graceMs ?? this.graceMs,
+      options,
+    );
+  }
+
+  /**
+   * Removes ref `name` and, at once, the objects only it reached (see {@link RemoveOptions}):
+   * GC's mark (every other ref, every root, every live lease) and sweep (write-lock batches, the
+   * ref log, lease and grace-period re-checks) with the ref's closure as the candidates. Objects
+   * younger than the grace period stay for a later GC (`left`). `not_found` if there is no such
+   * ref, `conflict` if `expected` differs, `corrupt` (nothing removed) if another ref or root
+   * cannot be walked.
+   */
+  async remove(name: string, options: RemoveOptions = {}): Promise<RemoveResult> {
+    checkString(name, 'name');
+    checkOptions(options);
+    this.live();
+    this.objects.assertWritable();
+    validateRefName(name);
+    if (options.expected !== undefined) parseObjectId(options.expected);
+    return removeAndFree(
+      {
+        db: this.db,
+        layout: this.layout,
+        objects: this.objects,
+        tops: () => this.tops(),
+        refs: () => listRefs(this.layout),
+        roots: () => this.db.prepare('SELECT id FROM roots').pluck().all() as ObjectId[],
+      },
+      name,
       options.graceMs ?? this.graceMs,
       options,
     );
