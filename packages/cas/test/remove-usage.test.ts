@@ -1,7 +1,7 @@
 /**
- * `LocalStore.remove` (a ref and, at once, what only it reached): exact bytes, the same
- * protections as GC (other refs, roots, live leases, the grace period), and a concurrent importer
- * of the same bytes racing removals.
+ * `LocalStore.remove` (a ref and, at once, what only it reached) and the exclusive/shared figures
+ * of `usage`: exact bytes, the same protections as GC (other refs, roots, live leases, the grace
+ * period), and a concurrent importer of the same bytes racing removals.
  */
 import { mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -51,9 +51,74 @@ async function setup(graceMs = 0) {
   return { root, t, s, a, b, aManifest, bManifest };
 }
 
+describe('usage: exclusive and shared bytes', () => {
+  it('splits each ref into what only it keeps and what others keep too; totals add up to the files', async () => {
+    const { root, s, a, b, aManifest, bManifest } = await setup();
+    const orphan = (await s.put(bytesOf(777, 9))).id;
+    const u = await s.usage();
+    expect(u.storedBytes).toBe(objectFolderBytes(root));
+    expect(u.storedBytes).toBe(SHARED + ONLY_A + ONLY_B + aManifest + bManifest + 777);
+    expect(u.objects).toBe(6);
+    expect(u.unreferencedBytes).toBe(777);
+    expect(u.refs).toEqual([
+      {
+        name: 'a',
+        id: a,
+        logicalBytes: SHARED + ONLY_A,
+        storedBytes: SHARED + ONLY_A + aManifest,
+        objects: 3,
+        exclusiveBytes: ONLY_A + aManifest,
+        sharedBytes: SHARED,
+      },
+      {
+        name: 'b',
+        id: b,
+        logicalBytes: SHARED + ONLY_B,
+        storedBytes: SHARED + ONLY_B + bManifest,
+        objects: 3,
+        exclusiveBytes: ONLY_B + bManifest,
+        sharedBytes: SHARED,
+      },
+    ]);
+    // Another ref naming the same snapshot: nothing of it is either ref's alone.
+    await s.setRef('a2', a);
+    const v = await s.usage();
+    expect(v.refs.find((r) => r.name === 'a')).toMatchObject({
+      exclusiveBytes: 0,
+      sharedBytes: v.refs[0]!.storedBytes,
+    });
+    expect(v.refs.find((r) => r.name === 'a2')).toMatchObject({ exclusiveBytes: 0 });
+    expect(v.refs.find((r) => r.name === 'b')).toMatchObject({ exclusiveBytes: ONLY_B + bManifest });
+    await s.deleteRef('a2');
+    expect(await s.has(orphan)).toBe(true);
+    await s.close();
+  });
+
+  it('counts what a root or a live lease holds as shared', async () => {
+    const { s, a, b } = await setup();
+    const aBin = (await s.getManifest(a)).entries.find((e) => e.path === 'a.bin');
+    if (aBin?.kind !== 'file') throw new Error('a.bin missing');
+    await s.addRoot(aBin.records[0]!.digest, 'keep a.bin');
+    const lease = await s.lease();
+    lease.add([a]);
+    const ref = (await s.usage()).refs.find((r) => r.name === 'a')!;
+    expect(ref.exclusiveBytes).toBe(0);
+    expect(ref.sharedBytes).toBe(ref.storedBytes);
+    await lease.release();
+    const after = (await s.usage()).refs.find((r) => r.name === 'a')!;
+    expect(after.exclusiveBytes).toBe(await s.objectSize(a));
+    // A root naming a ref's own snapshot: nothing of that ref is its alone.
+    expect((await s.usage()).refs.find((r) => r.name === 'b')!.exclusiveBytes).toBeGreaterThan(0);
+    await s.addRoot(b, 'keep b');
+    expect((await s.usage()).refs.find((r) => r.name === 'b')!.exclusiveBytes).toBe(0);
+    await s.close();
+  });
+});
+
 describe('remove', () => {
   it('deletes the ref and frees exactly its exclusive bytes; what another ref reaches stays', async () => {
     const { root, t, s, a, b, aManifest } = await setup();
+    const exclusive = (await s.usage()).refs.find((r) => r.name === 'a')!.exclusiveBytes;
     const r = await s.remove('a');
     expect(r).toEqual({
       name: 'a',
@@ -66,11 +131,15 @@ describe('remove', () => {
       leftBytes: 0,
       keptObjects: false,
     });
+    expect(r.bytes).toBe(exclusive);
     expect(await s.getRef('a')).toBeNull();
     expect(await s.has(a)).toBe(false);
     expect(await s.verify({ data: true })).toMatchObject({ missing: [], corrupt: [] });
     expect(await s.has(b)).toBe(true);
-    expect(objectFolderBytes(root)).toBe(SHARED + ONLY_B + (await s.objectSize(b)));
+    const u = await s.usage();
+    expect(u.storedBytes).toBe(objectFolderBytes(root));
+    expect(u.refs.map((x) => x.name)).toEqual(['b']);
+    expect(u.refs[0]!.exclusiveBytes).toBe(u.storedBytes);
     // Importing it again writes just what went.
     const again = await s.importPath(t.a, { name: 'a' });
     expect(again).toMatchObject({ snapshot: a, bytesWritten: ONLY_A });

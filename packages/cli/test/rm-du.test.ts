@@ -48,6 +48,38 @@ async function setup() {
   return { store, base, u, aManifest: manifest('a', ONLY_A), bManifest: manifest('b', ONLY_B) };
 }
 
+describe('tfs du', () => {
+  it('per ref: logical, stored, exclusive and shared bytes; stored equals the object files', async () => {
+    const { store, u, aManifest, bManifest } = await setup();
+    expect(aManifest).toBeGreaterThan(0);
+    expect(u.storedBytes).toBe(objectFolderBytes(store));
+    expect(u.storedBytes).toBe(SHARED + ONLY_A + ONLY_B + aManifest + bManifest);
+    expect(u.unreferencedBytes).toBe(0);
+    expect(u.refs.map(({ id: _, ...r }: { id: string }) => r)).toEqual([
+      {
+        name: 'a',
+        logicalBytes: SHARED + ONLY_A,
+        storedBytes: SHARED + ONLY_A + aManifest,
+        objects: 3,
+        exclusiveBytes: ONLY_A + aManifest,
+        sharedBytes: SHARED,
+      },
+      {
+        name: 'b',
+        logicalBytes: SHARED + ONLY_B,
+        storedBytes: SHARED + ONLY_B + bManifest,
+        objects: 3,
+        exclusiveBytes: ONLY_B + bManifest,
+        sharedBytes: SHARED,
+      },
+    ]);
+    const human = await tfs(store, 'du');
+    expect(human.code).toBe(0);
+    expect(human.out.split('\n')[0]).toContain('per ref: logical, stored, exclusive, shared');
+    expect(human.out.split('\n')[1]!.trim().split(/\s+/).pop()).toBe('a');
+  });
+});
+
 describe('tfs rm', () => {
   it('frees exactly the exclusive bytes at once, keeps what the other ref shares; exit codes', async () => {
     const { store, aManifest } = await setup();
@@ -73,7 +105,7 @@ describe('tfs rm', () => {
     expect(await json(store, 'verify', '--data')).toMatchObject({ missing: [], corrupt: [] });
     const u = await json(store, 'du');
     expect(u.refs.map((x: { name: string }) => x.name)).toEqual(['b']);
-    expect(u.storedBytes).toBe(objectFolderBytes(store));
+    expect(u.refs[0].exclusiveBytes).toBe(u.storedBytes);
   });
 
   it('within the grace period leaves objects for gc; --keep-objects deletes just the ref', async () => {

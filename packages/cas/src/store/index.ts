@@ -2,7 +2,16 @@
 export type { Store } from './port.js';
 export { LocalStore, openStore, DEFAULT_GRACE_MS } from './store.js';
 export { RefFolder, type RefFolderProblem } from './ref-folder.js';
-export type { StoreOptions, RootEntry, Usage, ExportOptions, RefProblem, RefListing, RefFileListing } from './store.js';
+export type {
+  StoreOptions,
+  RootEntry,
+  Usage,
+  RefUsage,
+  ExportOptions,
+  RefProblem,
+  RefListing,
+  RefFileListing,
+} from './store.js';
 export type { Lease, LeaseOptions } from './leases.js';
 export { DEFAULT_LEASE_TTL_MS } from './leases.js';
 export type { PutResult, Chunks, ObjectStreamOptions } from './objects.js';

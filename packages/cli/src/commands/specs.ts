@@ -51,7 +51,7 @@ export const SPECS = {
   },
   du: {
     command: 'du',
-    describe: 'Show logical and stored bytes, the dedup ratio and per-ref figures',
+    describe: 'Show logical and stored bytes, the dedup ratio and per-ref logical, stored, exclusive and shared bytes',
   },
   tensors: {
     command: 'tensors <ref>',

@@ -458,10 +458,11 @@ export const duCommand = defineCommand({
   ...SPECS.du,
   handler: async (_args, ctx) => {
     const u = await withStore(ctx, true, (s) => s.usage({ signal: ctx.signal }));
+    const col = (n: number) => formatBytes(n).padStart(10);
     ctx.result(u, () => [
-      `logical ${formatBytes(u.logicalBytes)}, stored ${formatBytes(u.storedBytes)} in ${u.objects} objects, dedup ${u.dedupRatio.toFixed(2)}x`,
+      `logical ${formatBytes(u.logicalBytes)}, stored ${formatBytes(u.storedBytes)} in ${u.objects} objects, dedup ${u.dedupRatio.toFixed(2)}x, unreferenced ${formatBytes(u.unreferencedBytes)}; per ref: logical, stored, exclusive, shared`,
       ...u.refs.map(
-        (r) => `${formatBytes(r.logicalBytes).padStart(10)} ${formatBytes(r.storedBytes).padStart(10)}  ${r.name}`,
+        (r) => `${col(r.logicalBytes)} ${col(r.storedBytes)} ${col(r.exclusiveBytes)} ${col(r.sharedBytes)}  ${r.name}`,
       ),
     ]);
     failOnProblems(ctx, u.problems, u.refs.length);
