@@ -45,7 +45,7 @@ export interface GcResult {
 /** Objects swept per write-lock hold: short holds keep concurrent writers moving. */
 const BATCH = 128;
 /** Ref-log rows are kept this long: a GC running longer could miss a ref set meanwhile. */
-const REF_LOG_MAX_AGE_MS = 24 * 3600_000;
+export const REF_LOG_MAX_AGE_MS = 24 * 3600_000;
 /** A temp of a live process (or another host) is removed only after this long. */
 export const TEMP_MAX_AGE_MS = 24 * 3600_000;
 
@@ -59,7 +59,7 @@ export interface GcContext {
 
 /** Runs one GC. */
 export async function collect(ctx: GcContext, graceMs: number, options: GcOptions): Promise<GcResult> {
-  const { db, objects, layout } = ctx;
+  const { db, layout } = ctx;
   const { dryRun = false, signal } = options;
   if (!Number.isSafeInteger(graceMs) || graceMs < 0) {
     throw new TensorFSError('invalid_argument', 'graceMs must be a non-negative integer', {
@@ -71,6 +71,106 @@ export async function collect(ctx: GcContext, graceMs: number, options: GcOption
     immediate(db, () => pruneRefLog(db, REF_LOG_MAX_AGE_MS));
   }
   const result: GcResult = { removed: 0, bytes: 0, kept: 0, temps: 0, remarks: 0, dryRun };
+  const state = await markLive(ctx, () => ctx.tops(), signal);
+  const cutoff = Date.now() - graceMs;
+  const candidates: { id: ObjectId; size: number }[] = [];
+  let total = 0;
+  for await (const o of listObjects(layout, signal)) {
+    total++;
+    if (!state.marked.has(o.id) && o.mtimeMs < cutoff) candidates.push({ id: o.id, size: o.size });
+  }
+  if (dryRun) {
+    result.removed = candidates.length;
+    result.bytes = candidates.reduce((n, c) => n + c.size, 0);
+  } else {
+    const swept = sweep(ctx, state, candidates, graceMs, signal);
+    result.removed = swept.removed;
+    result.bytes = swept.bytes;
+    result.remarks = swept.remarks;
+  }
+  result.kept = total - result.removed;
+  result.temps = await sweepTemps(layout, dryRun);
+  if (!dryRun) {
+    immediate(db, () => {
+      db.prepare("INSERT OR REPLACE INTO gc_state(key, value) VALUES ('last_gc', ?)").run(
+        JSON.stringify({ at: Date.now(), removed: result.removed, bytes: result.bytes }),
+      );
+    });
+  }
+  return result;
+}
+
+/** What {@link markLive} found live, and the GC epoch read before it looked. */
+export interface MarkState {
+  /** Everything the tops reach, plus every object a live lease claims. */
+  marked: Set<ObjectId>;
+  /** The epoch before the mark: a sweep adds what a ref or root set since then reaches. */
+  epoch: number;
+  /** When the mark started (a sweep stops once the ref log may have lost rows since). */
+  started: number;
+}
+
+/**
+ * The mark of GC: reads the epoch, then lists `tops()` (refs and roots) and walks from them, adding every
+ * object claimed by a live lease. Refuses (`corrupt`) when a top names, or reaches through, an object
+ * that is missing or does not decode: what it keeps alive is unknown.
+ */
+export async function markLive(
+  ctx: GcContext,
+  tops: () => Promise<readonly ObjectId[]>,
+  signal?: AbortSignal,
+): Promise<MarkState> {
+  const started = Date.now();
+  // The epoch is read before the tops are listed: whatever is set after, the sweep adds.
+  const epoch = readEpoch(ctx.db);
+  const r = await reach(ctx.objects, await tops(), signal);
+  if (r.corrupt.length > 0) {
+    throw new TensorFSError('corrupt', 'GC refuses to run: a ref or root names an object that does not decode', {
+      details: { corrupt: r.corrupt },
+    });
+  }
+  // A ref or root (or an object one of them reaches through) whose own object is absent: what it
+  // keeps alive is unknown (it may come back from a backup or a partial restore), so nothing that
+  // might be its may go. Only referencing objects are opened by the walk, so `missing` lists
+  // exactly those; absent leaves need no protection.
+  if (r.missing.length > 0) {
+    throw new TensorFSError('corrupt', 'GC refuses to run: a ref or root names an object that is missing', {
+      details: { rule: 'gc.missing_root', missing: r.missing },
+    });
+  }
+  const marked = new Set(r.objects.keys());
+  for (const id of leasedObjects(ctx.db)) marked.add(id);
+  return { marked, epoch, started };
+}
+
+/** What one {@link sweep} removed. */
+export interface SweepResult {
+  /** Objects unlinked. */
+  removed: number;
+  /** Their bytes. */
+  bytes: number;
+  /** Times refs or roots changed mid-sweep and the mark was extended. */
+  remarks: number;
+}
+
+/**
+ * The sweep of GC over `candidates` (objects the mark in `state` did not reach): in batches, each
+ * under the store's write lock, it first extends the mark with what every ref or root set since
+ * the mark reaches (the ref log), then unlinks each candidate that is still unmarked, claimed by
+ * no live lease and older than `graceMs`, deleting the rows that name it first. `state` is
+ * updated (mark, epoch). GC sweeps every unmarked old object; `tfs rm` sweeps the closure of the
+ * ref it removed.
+ */
+export function sweep(
+  ctx: GcContext,
+  state: MarkState,
+  candidates: readonly { id: ObjectId }[],
+  graceMs: number,
+  signal?: AbortSignal,
+): SweepResult {
+  const { db, objects } = ctx;
+  const { marked } = state;
+  const out: SweepResult = { removed: 0, bytes: 0, remarks: 0 };
   const liveLease = db
     .prepare(
       'SELECT 1 FROM lease_objects lo JOIN leases l ON l.id = lo.lease_id WHERE lo.object_id = ? AND l.expires_ms > ? LIMIT 1',
@@ -80,38 +180,21 @@ export async function collect(ctx: GcContext, graceMs: number, options: GcOption
     db.prepare('DELETE FROM cache_entries WHERE id = ?'),
     db.prepare('DELETE FROM corrupt_objects WHERE id = ?'),
   ];
-  const started = Date.now();
-  let epoch = readEpoch(db);
-  const marked = await mark(ctx, signal);
-  const cutoff = Date.now() - graceMs;
-  const candidates: { id: ObjectId; size: number }[] = [];
-  let total = 0;
-  for await (const o of listObjects(layout, signal)) {
-    total++;
-    if (!marked.has(o.id) && o.mtimeMs < cutoff) candidates.push({ id: o.id, size: o.size });
-  }
-  if (dryRun) {
-    result.removed = candidates.length;
-    result.bytes = candidates.reduce((n, c) => n + c.size, 0);
-  }
-  for (let i = 0; i < candidates.length && !dryRun; i += BATCH) {
+  for (let i = 0; i < candidates.length; i += BATCH) {
     throwIfAborted(signal);
     const batch = candidates.slice(i, i + BATCH);
     immediate(db, () => {
-      if (Date.now() - started > REF_LOG_MAX_AGE_MS) {
+      if (Date.now() - state.started > REF_LOG_MAX_AGE_MS) {
         throw new TensorFSError('unavailable', 'GC ran longer than the ref log is kept; run it again', {
-          details: { limit: REF_LOG_MAX_AGE_MS, removed: result.removed },
+          details: { limit: REF_LOG_MAX_AGE_MS, removed: out.removed },
         });
       }
       // Refs or roots set since the mark: add what they reach before unlinking anything.
       const now = readEpoch(db);
-      if (now !== epoch) {
-        for (const top of reachableSince(db, epoch) as ObjectId[]) {
-          marked.add(top);
-          for (const c of childrenOfSync(objects, top)) marked.add(c.id);
-        }
-        epoch = now;
-        result.remarks++;
+      if (now !== state.epoch) {
+        for (const top of reachableSince(db, state.epoch) as ObjectId[]) markSync(objects, top, marked);
+        state.epoch = now;
+        out.remarks++;
       }
       const at = Date.now();
       for (const c of batch) {
@@ -131,43 +214,31 @@ export async function collect(ctx: GcContext, graceMs: number, options: GcOption
         } catch (err) {
           if (errnoOf(err) !== 'ENOENT') throw ioError(err, 'unlink', 'objects/');
         }
-        result.removed++;
-        result.bytes += st.size;
+        out.removed++;
+        out.bytes += st.size;
       }
     });
   }
-  result.kept = total - result.removed;
-  result.temps = await sweepTemps(layout, dryRun);
-  if (!dryRun) {
-    immediate(db, () => {
-      db.prepare("INSERT OR REPLACE INTO gc_state(key, value) VALUES ('last_gc', ?)").run(
-        JSON.stringify({ at: Date.now(), removed: result.removed, bytes: result.bytes }),
-      );
-    });
-  }
-  return result;
+  return out;
 }
 
-/** Everything reachable from refs and roots, plus every object claimed by a live lease. */
-async function mark(ctx: GcContext, signal?: AbortSignal): Promise<Set<ObjectId>> {
-  const r = await reach(ctx.objects, await ctx.tops(), signal);
-  if (r.corrupt.length > 0) {
-    throw new TensorFSError('corrupt', 'GC refuses to run: a ref or root names an object that does not decode', {
-      details: { corrupt: r.corrupt },
-    });
+/**
+ * Under the lock: adds `top` and what it reaches to `marked`, following `follow` children (a
+ * checkpoint's source snapshot) as the mark's walk does.
+ */
+function markSync(objects: Objects, top: ObjectId, marked: Set<ObjectId>): void {
+  const queue = [top];
+  const followed = new Set<ObjectId>(queue);
+  marked.add(top);
+  while (queue.length > 0) {
+    for (const c of childrenOfSync(objects, queue.pop()!)) {
+      marked.add(c.id);
+      if (c.follow && !followed.has(c.id)) {
+        followed.add(c.id);
+        queue.push(c.id);
+      }
+    }
   }
-  // A ref or root (or an object one of them reaches through) whose own object is absent: what it
-  // keeps alive is unknown (it may come back from a backup or a partial restore), so nothing that
-  // might be its may go. Only referencing objects are opened by the walk, so `missing` lists
-  // exactly those; absent leaves need no protection.
-  if (r.missing.length > 0) {
-    throw new TensorFSError('corrupt', 'GC refuses to run: a ref or root names an object that is missing', {
-      details: { rule: 'gc.missing_root', missing: r.missing },
-    });
-  }
-  const marked = new Set(r.objects.keys());
-  for (const id of leasedObjects(ctx.db)) marked.add(id);
-  return marked;
 }
 
 /** Removes temps of dead writers on this host, and any temp older than a day. */

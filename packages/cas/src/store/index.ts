@@ -2,7 +2,16 @@
 export type { Store } from './port.js';
 export { LocalStore, openStore, DEFAULT_GRACE_MS } from './store.js';
 export { RefFolder, type RefFolderProblem } from './ref-folder.js';
-export type { StoreOptions, RootEntry, Usage, ExportOptions, RefProblem, RefListing, RefFileListing } from './store.js';
+export type {
+  StoreOptions,
+  RootEntry,
+  Usage,
+  RefUsage,
+  ExportOptions,
+  RefProblem,
+  RefListing,
+  RefFileListing,
+} from './store.js';
 export type { Lease, LeaseOptions } from './leases.js';
 export { DEFAULT_LEASE_TTL_MS } from './leases.js';
 export type { PutResult, Chunks, ObjectStreamOptions } from './objects.js';
@@ -12,6 +21,7 @@ export { recordsSourceOf } from './read.js';
 export type { RefEntry } from './refs.js';
 export { validateRefName, MAX_REF_NAME } from './layout.js';
 export type { GcOptions, GcResult } from './gc.js';
+export type { RemoveOptions, RemoveResult } from './remove.js';
 export type { VerifyOptions, VerifyResult } from './verify.js';
 export type { ImportOptions, ImportResult, Progress } from './import.js';
 export { type FileSource, fileHandleSource, openFileSource } from './file-source.js';

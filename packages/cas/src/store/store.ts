@@ -26,10 +26,18 @@ import {
 import { type Db, bumpEpoch, damagedMetadata, durably, openDb } from './db.js';
 import { errnoOf, fsyncDir, ioError, mkdirDurable, siblingTemp } from './fsutil.js';
 import { type GcOptions, type GcResult, collect } from './gc.js';
+import { type RemoveOptions, type RemoveResult, removeAndFree } from './remove.js';
 import { childrenOf, reach } from './graph.js';
 import { type ImportOptions, type ImportResult, importTree } from './import.js';
 import { type Layout, layoutOf, validateRefName } from './layout.js';
-import { DEFAULT_LEASE_TTL_MS, DbLease, type Lease, type LeaseOptions, assertLeaseLive } from './leases.js';
+import {
+  DEFAULT_LEASE_TTL_MS,
+  DbLease,
+  type Lease,
+  type LeaseOptions,
+  assertLeaseLive,
+  leasedObjects,
+} from './leases.js';
 import { type Chunks, type ObjectStreamOptions, Objects, type PutResult } from './objects.js';
 import { type BatchItem, type BatchOutcome, type ObjectPart, openPart, putBatch } from './staging.js';
 import {
@@ -146,13 +154,37 @@ export interface Usage {
   objects: number;
   /** logicalBytes / bytes of the objects those snapshots reach (1 when nothing is stored). */
   dedupRatio: number;
-  /** Per ref: its snapshot's logical size and the bytes of the distinct objects it reaches. */
-  refs: { name: string; id: ObjectId; logicalBytes: number; storedBytes: number; objects: number }[];
+  /**
+   * Bytes of the objects no ref, root or live lease reaches (what a GC past the grace period
+   * would take): `storedBytes` minus the bytes of every reached object.
+   */
+  unreferencedBytes: number;
+  /** Per ref: see {@link RefUsage}. */
+  refs: RefUsage[];
   /**
    * Refs left out of every figure: their file cannot be read, or what they name (or a snapshot a
    * checkpoint names) is missing or does not decode. See {@link RefProblem}.
    */
   problems: RefProblem[];
+}
+
+/** One ref's figures in {@link Usage}. */
+export interface RefUsage {
+  name: string;
+  id: ObjectId;
+  /** Its snapshot's file sizes (a checkpoint: its tensors, parts and assets). */
+  logicalBytes: number;
+  /** Bytes of the distinct stored objects it reaches. */
+  storedBytes: number;
+  /** Those objects. */
+  objects: number;
+  /**
+   * Bytes of the objects only it reaches (no other ref, no root, no live lease): what removing
+   * just it would free (`tfs rm`, once they are older than the grace period).
+   */
+  exclusiveBytes: number;
+  /** `storedBytes - exclusiveBytes`: its bytes that something else also keeps. */
+  sharedBytes: number;
 }
 
 /** Options of {@link LocalStore.exportSnapshot} and {@link LocalStore.exportFile}. */
@@ -832,6 +864,36 @@ export class LocalStore implements Store {
     );
   }
 
+  /**
+   * Removes ref `name` and, at once, the objects only it reached (see {@link RemoveOptions}):
+   * GC's mark (every other ref, every root, every live lease) and sweep (write-lock batches, the
+   * ref log, lease and grace-period re-checks) with the ref's closure as the candidates. Objects
+   * younger than the grace period stay for a later GC (`left`). `not_found` if there is no such
+   * ref, `conflict` if `expected` differs, `corrupt` (nothing removed) if another ref or root
+   * cannot be walked.
+   */
+  async remove(name: string, options: RemoveOptions = {}): Promise<RemoveResult> {
+    checkString(name, 'name');
+    checkOptions(options);
+    this.live();
+    this.objects.assertWritable();
+    validateRefName(name);
+    if (options.expected !== undefined) parseObjectId(options.expected);
+    return removeAndFree(
+      {
+        db: this.db,
+        layout: this.layout,
+        objects: this.objects,
+        tops: () => this.tops(),
+        refs: () => listRefs(this.layout),
+        roots: () => this.db.prepare('SELECT id FROM roots').pluck().all() as ObjectId[],
+      },
+      name,
+      options.graceMs ?? this.graceMs,
+      options,
+    );
+  }
+
   /** Logical vs stored bytes, overall and per ref. Abort `signal` to stop (`cancelled`). */
   async usage(options: { signal?: AbortSignal } = {}): Promise<Usage> {
     checkOptions(options);
@@ -847,12 +909,22 @@ export class LocalStore implements Store {
     }
     const refs: Usage['refs'] = [];
     const logical = new Map<ObjectId, number>();
-    const reached = new Set<ObjectId>();
+    // Who keeps each reached object: the index of the only ref that reaches it, or SHARED (two
+    // refs, a root, a live lease). One entry per object and one visit per (ref, object it
+    // reaches): linear in what the refs reach, never in pairs of refs.
+    const SHARED = -1;
+    /** Held by a live lease alone (kept, but not reached by a ref or root). */
+    const LEASED = -2;
+    const holder = new Map<ObjectId, number>();
+    const hold = (o: ObjectId, who: number) => {
+      const prev = holder.get(o);
+      holder.set(o, prev === undefined || prev === who ? who : SHARED);
+    };
+    for (const o of leasedObjects(this.db)) holder.set(o, LEASED);
     const problems: RefProblem[] = [];
     // Each head object is read once: the check, the walk from it and its logical size share it.
-    const measure = async (name: string, id: ObjectId, head: Head | undefined): Promise<void> => {
+    const measure = async (name: string, id: ObjectId, head: Head | undefined, isRef: boolean): Promise<void> => {
       const r = await reach(this.objects, [id], signal, head && new Map([[id, head.bytes]]));
-      const isRef = !name.startsWith('root:');
       // A checkpoint whose source snapshot is missing or does not decode: its figures would be wrong.
       const broken = r.missing[0] ?? r.corrupt[0];
       if (isRef && broken !== undefined) {
@@ -861,37 +933,63 @@ export class LocalStore implements Store {
         problems.push(targetProblem(name, id, missing ? 'missing' : 'malformed', what));
         return;
       }
+      const who = isRef ? refs.length : SHARED;
       let own = 0;
       for (const o of r.objects.keys()) {
         own += sizes.get(o) ?? 0;
-        reached.add(o);
+        hold(o, who);
       }
-      // A root that is not a snapshot or checkpoint counts its raw size.
-      const lb = head?.logical ?? (await this.objects.rawSize(id)) ?? 0;
-      logical.set(id, lb);
-      if (isRef) refs.push({ name, id, logicalBytes: lb, storedBytes: own, objects: r.objects.size });
+      if (!logical.has(id)) {
+        // A root that is not a snapshot or checkpoint counts its raw size.
+        logical.set(id, head?.logical ?? (await this.objects.rawSize(id)) ?? 0);
+      }
+      const lb = logical.get(id)!;
+      if (isRef) {
+        refs.push({
+          name,
+          id,
+          logicalBytes: lb,
+          storedBytes: own,
+          objects: r.objects.size,
+          exclusiveBytes: 0,
+          sharedBytes: 0,
+        });
+      }
     };
     for await (const r of this.refHeads(signal)) {
       if ('problem' in r) problems.push(r.problem);
-      else await measure(r.ref.name, r.ref.id, r.head);
+      else await measure(r.ref.name, r.ref.id, r.head, true);
     }
+    // A root a ref names reaches exactly what that ref does: not walked again (its head was read
+    // once), its ref's objects just count as shared below.
+    const rootedRefIds = new Set<ObjectId>();
     for (const root of await this.listRoots()) {
-      // A root a ref names was measured with it: walking it again would add nothing.
-      if (logical.has(root.id)) continue;
+      if (logical.has(root.id)) {
+        rootedRefIds.add(root.id);
+        continue;
+      }
       let head: Head | undefined;
       try {
         head = await this.readHead(root.id);
       } catch (err) {
         if (isTensorFSError(err) && err.code === 'cancelled') throw err;
       }
-      await measure(`root:${root.reason}`, root.id, head);
+      await measure(`root:${root.reason}`, root.id, head, false);
     }
     problems.sort(byName);
     const logicalBytes = [...logical.values()].reduce((a, b) => a + b, 0);
     let reachedBytes = 0;
-    for (const o of reached) reachedBytes += sizes.get(o) ?? 0;
+    let keptBytes = 0;
+    for (const [o, who] of holder) {
+      const size = sizes.get(o) ?? 0;
+      keptBytes += size;
+      if (who !== LEASED) reachedBytes += size;
+      if (who >= 0 && !rootedRefIds.has(refs[who]!.id)) refs[who]!.exclusiveBytes += size;
+    }
+    for (const r of refs) r.sharedBytes = r.storedBytes - r.exclusiveBytes;
     const dedupRatio = reachedBytes > 0 ? logicalBytes / reachedBytes : 1;
-    return { logicalBytes, storedBytes, objects, dedupRatio, refs, problems };
+    const unreferencedBytes = storedBytes - keptBytes;
+    return { logicalBytes, storedBytes, objects, dedupRatio, unreferencedBytes, refs, problems };
   }
 }
 

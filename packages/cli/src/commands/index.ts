@@ -16,6 +16,7 @@ export const commands: LazyCommand[] = [
   lazyCommand(SPECS.export, async () => (await import('./store.js')).exportCommand),
   lazyCommand(SPECS.verify, async () => (await import('./store.js')).verifyCommand),
   lazyCommand(SPECS.gc, async () => (await import('./store.js')).gcCommand),
+  lazyCommand(SPECS.rm, async () => (await import('./store.js')).rmCommand),
   lazyCommand(SPECS.du, async () => (await import('./store.js')).duCommand),
   lazyCommand(SPECS.tensors, async () => (await import('./tensors.js')).tensorsCommand),
   lazyCommand(SPECS.cat, async () => (await import('./tensors.js')).catCommand),

@@ -44,9 +44,14 @@ export const SPECS = {
     command: 'gc',
     describe: 'Remove objects no ref, root or live lease reaches',
   },
+  rm: {
+    command: 'rm <ref>',
+    describe:
+      'Delete a ref and, at once, the objects only it reached (past the GC grace period); print the bytes freed',
+  },
   du: {
     command: 'du',
-    describe: 'Show logical and stored bytes, the dedup ratio and per-ref figures',
+    describe: 'Show logical and stored bytes, the dedup ratio and per-ref logical, stored, exclusive and shared bytes',
   },
   tensors: {
     command: 'tensors <ref>',

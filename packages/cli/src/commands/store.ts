@@ -1,5 +1,5 @@
 /**
- * LocalStore commands: `tfs import`, `ls`, `ref get|set|rm`, `export`, `verify`, `gc`, `du`.
+ * LocalStore commands: `tfs import`, `ls`, `ref get|set|rm`, `export`, `verify`, `gc`, `rm`, `du`.
  * Each opens the store at `--store` (read-only where it only reads) and closes it afterwards.
  */
 import { createHash } from 'node:crypto';
@@ -391,14 +391,78 @@ export const gcCommand = defineCommand<{ dryRun: boolean; grace?: number }>({
   },
 });
 
+interface RmArgs {
+  ref: string;
+  keepObjects: boolean;
+  grace?: number;
+  expected?: string;
+}
+
+export const rmCommand = defineCommand<RmArgs>({
+  ...SPECS.rm,
+  builder: (y) =>
+    y
+      .positional('ref', { type: 'string', demandOption: true, describe: 'ref to delete, e.g. local/example' })
+      .option('keep-objects', {
+        type: 'boolean',
+        default: false,
+        describe: 'delete just the ref; leave its objects to tfs gc',
+      })
+      .option('grace', {
+        type: 'number',
+        describe: 'keep objects younger than this many seconds, as tfs gc does (default 3600)',
+      })
+      .option('expected', {
+        type: 'string',
+        describe: 'id the ref must hold now; else exit 7 (conflict) and nothing is removed',
+      }) as unknown as Argv<RmArgs & GlobalArgs>,
+  handler: async (args, ctx) => {
+    const expected = parseExpected(args.expected);
+    if (expected === null) {
+      throw new TensorFSError('invalid_argument', 'rm --expected takes the id the ref must hold, not none', {
+        details: { ref: args.ref },
+      });
+    }
+    const r = await withStore(ctx, false, (s) =>
+      s.remove(args.ref, {
+        keepObjects: args.keepObjects,
+        signal: ctx.signal,
+        ...(expected !== undefined ? { expected } : {}),
+        ...(args.grace !== undefined ? { graceMs: graceMs(args.grace) } : {}),
+      }),
+    );
+    ctx.result(r, () => {
+      if (r.keptObjects) return `deleted ${r.name}; its objects are left to tfs gc`;
+      const lines = [
+        `deleted ${r.name}: freed ${formatBytes(r.bytes)} (${r.removed} objects); ${formatBytes(r.sharedBytes)} kept (${r.shared} objects something else reaches)`,
+      ];
+      if (r.left > 0) {
+        lines.push(`${formatBytes(r.leftBytes)} (${r.left} objects) younger than the grace period are left for tfs gc`);
+      }
+      return lines;
+    });
+  },
+});
+
+/** `--grace SECONDS` as milliseconds; `invalid_argument` unless a non-negative number. */
+function graceMs(seconds: number): number {
+  if (!Number.isFinite(seconds) || seconds < 0) {
+    throw new TensorFSError('invalid_argument', '--grace takes a non-negative number of seconds', {
+      details: { rule: 'cli.grace', actual: String(seconds) },
+    });
+  }
+  return Math.round(seconds * 1000);
+}
+
 export const duCommand = defineCommand({
   ...SPECS.du,
   handler: async (_args, ctx) => {
     const u = await withStore(ctx, true, (s) => s.usage({ signal: ctx.signal }));
+    const col = (n: number) => formatBytes(n).padStart(10);
     ctx.result(u, () => [
-      `logical ${formatBytes(u.logicalBytes)}, stored ${formatBytes(u.storedBytes)} in ${u.objects} objects, dedup ${u.dedupRatio.toFixed(2)}x`,
+      `logical ${formatBytes(u.logicalBytes)}, stored ${formatBytes(u.storedBytes)} in ${u.objects} objects, dedup ${u.dedupRatio.toFixed(2)}x, unreferenced ${formatBytes(u.unreferencedBytes)}; per ref: logical, stored, exclusive, shared`,
       ...u.refs.map(
-        (r) => `${formatBytes(r.logicalBytes).padStart(10)} ${formatBytes(r.storedBytes).padStart(10)}  ${r.name}`,
+        (r) => `${col(r.logicalBytes)} ${col(r.storedBytes)} ${col(r.exclusiveBytes)} ${col(r.sharedBytes)}  ${r.name}`,
       ),
     ]);
     failOnProblems(ctx, u.problems, u.refs.length);
