@@ -24,10 +24,11 @@ import {
 } from '@tensorfs/format';
 import { planAndHash, type ReadRecord, type Seams } from '@tensorfs/planner';
 import { createNodeHasher } from '../hash/index.js';
-import { DIRECT_ALIGN } from './direct.js';
+import { DIRECT_ALIGN, DIRECT_MIN_BYTES } from './direct.js';
 import { fileHandleSource } from './file-source.js';
 import { CHUNK_BYTES, errnoOf, ioError, readFully } from './fsutil.js';
 import type { Lease } from './leases.js';
+import { admitGroup, type GroupItem } from './group.js';
 import { hashChunks, type Objects, type OpenTemp, type PutResult, type Temp } from './objects.js';
 
 /** Progress of an import. */
@@ -330,6 +331,7 @@ export async function importTree(
   };
   const flushes = new Flushes();
   const early = new EarlyTemps(objects, lease.id);
+  const group = new SmallGroup(objects, lease.id, signal, counted);
   try {
     for (const f of found) {
       throwIfAborted(signal);
@@ -384,6 +386,10 @@ export async function importTree(
                     throw err;
                   });
                 counted(put);
+              } else if (record.length <= SMALL_RECORD) {
+                // Small: copied and admitted with its group (one decision, one durability point).
+                if (temp) await flushes.add(() => early.discard(temp));
+                await group.add(record.digest, bytes, record.length);
               } else if (objects.present(record.digest, lease.id, record.length) >= 0) {
                 early.decided(false);
                 if (temp) await flushes.add(() => early.discard(temp));
@@ -435,6 +441,7 @@ export async function importTree(
       progress.files++;
       onProgress?.({ ...progress });
     }
+    await group.flush();
     await flushes.drain();
   } finally {
     await flushes.settle();
@@ -448,6 +455,52 @@ export async function importTree(
     bytesWritten: progress.bytesWritten,
     objectsWritten,
   };
+}
+
+/**
+ * Records at most this long are admitted in groups ({@link admitGroup}): copied out of the
+ * planner's buffers, decided together in one transaction, written to temps closed at once, made
+ * durable together. Larger ones (those `directIO` writes with O_DIRECT) keep the overlapped path:
+ * a temp written while the record hashes, fdatasynced on its own.
+ */
+export const SMALL_RECORD = DIRECT_MIN_BYTES - 1;
+
+/** A group is admitted once it holds this many objects or {@link GROUP_BYTES} bytes. */
+const GROUP_OBJECTS = 16384;
+const GROUP_BYTES = 64 << 20;
+
+/** The small records of an import waiting for their group commit. */
+class SmallGroup {
+  private items: GroupItem[] = [];
+  private bytes = 0;
+
+  constructor(
+    private readonly objects: Objects,
+    private readonly lease: string,
+    private readonly signal: AbortSignal | undefined,
+    private readonly counted: (r: PutResult) => void,
+  ) {}
+
+  /** Copies the record's bytes (the planner reuses its buffers) and admits the group when full. */
+  async add(id: ObjectId, chunks: readonly Uint8Array[], length: number): Promise<void> {
+    const copy = new Uint8Array(length);
+    let at = 0;
+    for (const c of chunks) {
+      copy.set(c, at);
+      at += c.length;
+    }
+    this.items.push({ id, chunks: [copy], length });
+    this.bytes += length;
+    if (this.items.length >= GROUP_OBJECTS || this.bytes >= GROUP_BYTES) await this.flush();
+  }
+
+  /** Admits what is collected; its objects and names are durable when this resolves. */
+  async flush(): Promise<void> {
+    const items = this.items;
+    this.items = [];
+    this.bytes = 0;
+    for (const r of await admitGroup(this.objects, items, { lease: this.lease, signal: this.signal })) this.counted(r);
+  }
 }
 
 /** Temps being synced and published in the background, at most {@link Flushes.MAX} at once. */
@@ -487,8 +540,8 @@ class Flushes {
 
 /** A temp written from a record's bytes before its digest was known. */
 interface Early {
-  /** Settles when the bytes are in the temp (the planner may then reuse its buffer). */
-  written: Promise<OpenTemp>;
+  /** Settles when the bytes are in the temp, closed (the planner may then reuse its buffer). */
+  written: Promise<Temp>;
   /** The synced temp, or null once it was discarded before its sync started. */
   synced: Promise<Temp | null>;
   discarded: boolean;
@@ -534,11 +587,12 @@ class EarlyTemps {
       const { id } = hashChunks(bytes);
       this.lastNew = this.objects.present(id, this.lease, record.length) < 0;
     }
-    if (!this.lastNew) return undefined;
-    const written = this.objects.fillTempFrom(bytes, record.length);
+    if (!this.lastNew || record.length <= SMALL_RECORD) return undefined;
+    // Closed once written (re-opened for its sync): the temps waiting for a sync hold no descriptor.
+    const written = this.objects.fillTempFrom(bytes, record.length).then((tmp) => this.objects.closeTemp(tmp));
     const early: Early = { written, synced: Promise.resolve(null), discarded: false };
     early.synced = written.then((tmp) =>
-      this.limited(() => (early.discarded ? this.drop(tmp) : this.objects.syncTemp(tmp))),
+      this.limited(() => (early.discarded ? this.drop(tmp) : this.objects.syncClosed(tmp))),
     );
     early.synced.catch(() => {});
     this.open.set(record.index, early);
@@ -585,8 +639,7 @@ class EarlyTemps {
     await Promise.all([...this.all].map((early) => this.discard(early)));
   }
 
-  private async drop(tmp: OpenTemp): Promise<null> {
-    await tmp.fh.close().catch(() => {});
+  private async drop(tmp: Temp): Promise<null> {
     await fsp.rm(tmp.path, { force: true });
     return null;
   }

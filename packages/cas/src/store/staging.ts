@@ -5,9 +5,9 @@
  *   writes it; {@link ObjectPart.commit} checks length and digest, fdatasyncs and ADOPTS the file
  *   as the object by link()/rename() — the bytes are written once, and never published before
  *   they are verified and durable.
- * - {@link putBatch}: many in-memory objects admitted with their temps written first, synced in
- *   parallel, then published, with one fsync per object directory for the whole batch (instead
- *   of two syncs per object, one after another).
+ * - {@link putBatch}: many in-memory objects admitted as one group (`group.ts`): one decision,
+ *   temps closed once written, one durability point for the bytes and one for the names
+ *   (instead of two syncs per object, one after another).
  * Both keep the admission rules of {@link Objects}: the dedup decision under the write lock, the
  * lease claimed before the object is looked for, an existing good object never touched.
  */
@@ -17,10 +17,10 @@ import { basename, join } from 'node:path';
 import { type ObjectId, TensorFSError, objectIdFromDigest, parseObjectId, throwIfAborted } from '@tensorfs/format';
 import { type FileFollower, followFile } from '../hash/follow.js';
 import { DIRECT_ALIGN, O_DIRECT } from './direct.js';
-import { HOST, errnoOf, fsyncDir, ioError, pidAlive } from './fsutil.js';
-import { objectDir } from './layout.js';
+import { HOST, errnoOf, ioError, pidAlive } from './fsutil.js';
+import { admitGroup, type GroupItem } from './group.js';
 import type { BatchItem, BatchOutcome, Lease, ObjectPart } from '@tensorfs/format/store';
-import { type Objects, type OpenTemp, type PutResult, chunkList, hashChunks, writeAllv } from './objects.js';
+import { type Objects, type PutResult, chunkList, hashChunks } from './objects.js';
 
 /** Part names: what callers pass as `key` (the file is `tmp/<key>.<host>-<pid>.part`). */
 const PART_KEY = /^[a-z0-9][a-z0-9_-]{0,119}$/;
@@ -351,10 +351,12 @@ export type { BatchItem, BatchOutcome } from '@tensorfs/format/store';
 
 /**
  * Admits many in-memory objects with batched durability: each is hashed (an item whose bytes do
- * not match `expected` is refused `corrupt`, the others go on), present ones are claimed and
- * skipped, the rest are written to temps, fdatasynced in parallel, published by link(), and
- * each object directory touched is fsynced once. An object is visible only after its bytes are
- * durable; the directory entries are durable when this resolves.
+ * not match `expected` is refused `corrupt`, the others go on), then the rest are admitted as one
+ * group ({@link admitGroup}): decided in one transaction (present ones claimed and skipped), the
+ * absent ones written to temps that are closed at once, made durable together, published by
+ * link(), and the new names made durable together. An object is visible only after its bytes are
+ * durable; the names are durable when this resolves. A few descriptors at a time, whatever the
+ * number of items.
  */
 export async function putBatch(
   objects: Objects,
@@ -363,7 +365,8 @@ export async function putBatch(
 ): Promise<BatchOutcome[]> {
   objects.assertWritable();
   const out: BatchOutcome[] = new Array(items.length);
-  const toWrite: { i: number; id: ObjectId; chunks: readonly Uint8Array[]; length: number }[] = [];
+  const group: GroupItem[] = [];
+  const at: number[] = [];
   for (const [i, item] of items.entries()) {
     const chunks = chunkList(item.bytes);
     const { id, length } = hashChunks(chunks);
@@ -376,72 +379,13 @@ export async function putBatch(
       };
       continue;
     }
-    if (objects.present(id, options.lease?.id, length) >= 0) {
-      out[i] = { ok: true, result: { id, length, written: false } };
-      continue;
-    }
-    // Two items of one batch with the same bytes: write once.
-    if (toWrite.some((w) => w.id === id)) {
-      out[i] = { ok: true, result: { id, length, written: false } };
-      continue;
-    }
-    toWrite.push({ i, id, chunks, length });
+    group.push({ id, chunks, length });
+    at.push(i);
   }
-  const temps: (OpenTemp | undefined)[] = [];
-  try {
-    for (const w of toWrite) {
-      throwIfAborted(options.signal);
-      temps.push(
-        await objects.fillTemp(async (fh) => {
-          await writeAllv(fh, w.chunks);
-          return w.length;
-        }),
-      );
-    }
-    // Durability of the bytes, all at once (the thread pool runs the syncs side by side).
-    await Promise.all(
-      temps.map(async (t) => {
-        try {
-          await t!.fh.datasync();
-          await t!.fh.close();
-        } catch (err) {
-          throw ioError(err, 'sync temp', 'tmp/');
-        }
-      }),
-    );
-  } catch (err) {
-    await Promise.all(
-      temps.map(async (t) => {
-        await t?.fh.close().catch(() => {});
-        if (t) await fsp.rm(t.path, { force: true });
-      }),
-    );
-    throw err;
-  }
-  const dirs = new Set<string>();
-  let failure: unknown;
-  for (const [k, w] of toWrite.entries()) {
-    const t = temps[k]!;
-    if (failure !== undefined) {
-      await fsp.rm(t.path, { force: true });
-      continue;
-    }
-    try {
-      const written = await objects.publish({ path: t.path, length: t.length }, w.id, { syncDir: false });
-      if (written) dirs.add(objectDir(objects.layout, w.id));
-      out[w.i] = { ok: true, result: { id: w.id, length: w.length, written } };
-    } catch (err) {
-      failure = err;
-    }
-  }
-  // One directory sync per folder for the whole batch, then the links are durable.
-  await Promise.all(
-    [...dirs].map((d) =>
-      fsyncDir(d).catch((err) => {
-        failure ??= ioError(err, 'fsync', 'objects/');
-      }),
-    ),
-  );
-  if (failure !== undefined) throw ioError(failure, 'publish', 'objects/');
+  const results = await admitGroup(objects, group, {
+    ...(options.lease ? { lease: options.lease.id } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
+  for (const [k, r] of results.entries()) out[at[k]!] = { ok: true, result: r };
   return out;
 }

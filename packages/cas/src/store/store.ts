@@ -392,8 +392,9 @@ export class LocalStore implements Store {
   }
 
   /**
-   * Admits many in-memory objects with batched durability (temps synced in parallel, one fsync
-   * per object folder); an item that does not hash to its `expected` is refused alone (`corrupt`).
+   * Admits many in-memory objects with batched durability (one group commit: temps closed once
+   * written, made durable together, then the names); an item that does not hash to its
+   * `expected` is refused alone (`corrupt`).
    */
   async putBatch(
     items: readonly BatchItem[],

@@ -39,6 +39,9 @@ export interface VerifyResult {
   tops: number;
 }
 
+/** Objects checked at once (descriptors a verify holds, at most). */
+const VERIFY_CONCURRENCY = 4;
+
 /** Runs a verify over `tops` (ref and root targets). */
 export async function verifyStore(objects: Objects, tops: ObjectId[], options: VerifyOptions): Promise<VerifyResult> {
   const { data = false, sample = 1, all = false, signal, onProgress } = options;
@@ -61,13 +64,13 @@ export async function verifyStore(objects: Objects, tops: ObjectId[], options: V
     unreadable: [],
     tops: tops.length,
   };
-  for (const [id, declared] of targets) {
+  const check = async (id: ObjectId, declared: number | undefined): Promise<void> => {
     throwIfAborted(signal);
-    if (missing.has(id) || corrupt.has(id)) continue;
+    if (missing.has(id) || corrupt.has(id)) return;
     const size = await objects.rawSize(id);
     if (size === null) {
       missing.add(id);
-      continue;
+      return;
     }
     out.objects++;
     out.bytes += size;
@@ -84,7 +87,7 @@ export async function verifyStore(objects: Objects, tops: ObjectId[], options: V
         if (!isTensorFSError(err) || (err.code !== 'io' && err.code !== 'denied')) throw err;
         unreadable.add(id);
         onProgress?.({ objects: out.objects, bytes: out.bytes });
-        continue;
+        return;
       }
       if (actual !== id) {
         objects.quarantine(id, 'digest');
@@ -96,7 +99,16 @@ export async function verifyStore(objects: Objects, tops: ObjectId[], options: V
       corrupt.add(id);
     }
     onProgress?.({ objects: out.objects, bytes: out.bytes });
-  }
+  };
+  // A few objects at a time (each holds one descriptor while it is hashed): the thread pool
+  // overlaps the stats, opens and reads that one at a time left it waiting on.
+  const queue = targets.entries();
+  const worker = async (): Promise<void> => {
+    for (let next = queue.next(); !next.done; next = queue.next()) await check(next.value[0], next.value[1]);
+  };
+  await Promise.all(Array.from({ length: VERIFY_CONCURRENCY }, worker));
+  // Aborted while the last objects were in flight: still cancelled, not a partial answer.
+  throwIfAborted(signal);
   out.missing = [...missing].sort();
   out.corrupt = [...corrupt].sort();
   out.unreadable = [...unreadable].sort();

@@ -1,0 +1,135 @@
+/**
+ * Bounded descriptors (issue 24 §1): every command works under a low open-file limit whatever the
+ * number of tensors or objects. Each command runs as a child of `bash -c 'ulimit -n N; …'` (the
+ * built CLI), and the result is checked exactly.
+ */
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { LocalStore } from '@tensorfs/cas';
+import { tempDir } from '@tensorfs/testkit';
+import { describe, expect, it } from 'vitest';
+
+const BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
+const SIZE = 16;
+
+/** `tfs ARGS` under `ulimit -n limit`; stdout, stderr and the exit status. */
+function tfsLimited(limit: number, args: string[]): { code: number; stdout: string; stderr: string } {
+  const quoted = [process.execPath, BIN, ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
+  const r = spawnSync('bash', ['-c', `ulimit -n ${limit} && exec ${quoted}`], {
+    encoding: 'utf8',
+    env: { ...process.env, TENSORFS_HOME: undefined, NO_COLOR: '1' },
+    maxBuffer: 256 << 20,
+  });
+  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** The data of tensor `i`: SIZE bytes, distinct for every i. */
+function tensorBytes(i: number): Uint8Array {
+  const b = Buffer.alloc(SIZE);
+  b.writeUInt32LE(i, 0);
+  b.writeUInt32LE((0x9e3779b9 ^ i) >>> 0, 4);
+  b.writeUInt32LE((i * 2654435761) >>> 0, 8);
+  b.writeUInt32LE(0xfeedbeef, 12);
+  return b;
+}
+
+/** A safetensors file of `n` U8 tensors `t.<i>` (written here by hand, not by the code under test). */
+function manyTensors(file: string, n: number): void {
+  const header: Record<string, unknown> = {};
+  for (let i = 0; i < n; i++)
+    header[`t.${i}`] = { dtype: 'U8', shape: [SIZE], data_offsets: [i * SIZE, (i + 1) * SIZE] };
+  let json = JSON.stringify(header);
+  while ((json.length + 8) % 8) json += ' ';
+  const jb = Buffer.from(json);
+  const out = Buffer.alloc(8 + jb.length + n * SIZE);
+  out.writeBigUInt64LE(BigInt(jb.length), 0);
+  jb.copy(out, 8);
+  for (let i = 0; i < n; i++) out.set(tensorBytes(i), 8 + jb.length + i * SIZE);
+  writeFileSync(file, out);
+}
+
+const sha = (b: Uint8Array) => `sha256:${createHash('sha256').update(b).digest('hex')}`;
+
+describe('under a low open-file limit', () => {
+  it('imports a 100,000-tensor file under ulimit -n 256, exactly', { timeout: 600_000 }, async () => {
+    const dir = tempDir();
+    const file = join(dir, 'many.safetensors');
+    const N = 100_000;
+    manyTensors(file, N);
+    const store = join(dir, 'store');
+    const imp = tfsLimited(256, ['--store', store, 'import', file, '--name', 'many', '--json']);
+    expect(imp.stderr).toBe('');
+    expect(imp.code).toBe(0);
+    const result = JSON.parse(imp.stdout);
+    // The header object and one object per tensor, all new.
+    expect(result.objectsWritten).toBe(N + 1);
+
+    const refs = JSON.parse(tfsLimited(256, ['--store', store, 'ls', '--json']).stdout);
+    expect(refs.refs).toEqual([{ name: 'many', id: result.snapshot, kind: 'snapshot' }]);
+    const tensors = JSON.parse(tfsLimited(256, ['--store', store, 'tensors', 'many', '--json']).stdout);
+    expect(tensors.files[0].tensors.length).toBe(N);
+    expect(tensors.files[0].tensors.slice(0, 3)).toEqual(['t.0', 't.1', 't.2']);
+
+    const s = await LocalStore.open(store, { readOnly: true });
+    try {
+      const manifest = await s.getManifest(result.snapshot);
+      const records = (manifest.entries[0] as { records: { digest: string; length: number }[] }).records;
+      expect(records.length).toBe(N + 1);
+      // Record 0 is the header; record 1 + i is tensor i.
+      for (const i of [0, 1, 4_095, 16_383, 16_384, 65_536, 99_999]) {
+        expect(records[1 + i]).toEqual({ digest: sha(tensorBytes(i)), length: SIZE });
+        expect(Buffer.from(await s.readObject(records[1 + i]!.digest as never, { verify: true }))).toEqual(
+          Buffer.from(tensorBytes(i)),
+        );
+      }
+    } finally {
+      await s.close();
+    }
+    // Nothing left in tmp/, and verify rehashes every object clean under the same limit.
+    expect(readdirSync(join(store, 'tmp'))).toEqual([]);
+    const v = tfsLimited(256, ['--store', store, 'verify', '--data', '--json']);
+    expect(v.stderr).toBe('');
+    expect(v.code).toBe(0);
+    expect(JSON.parse(v.stdout)).toMatchObject({ objects: N + 2, missing: [], corrupt: [], unreadable: [] });
+
+    // Export rebuilds the file byte for byte; gc of an unchanged store removes nothing.
+    const out = join(dir, 'out');
+    const ex = tfsLimited(256, ['--store', store, 'export', 'many', out]);
+    expect(ex.stderr).toBe('');
+    expect(ex.code).toBe(0);
+    expect(Buffer.compare(readFileSync(join(out, 'many.safetensors')), readFileSync(file))).toBe(0);
+    const gc = tfsLimited(256, ['--store', store, 'gc', '--json']);
+    expect(gc.stderr).toBe('');
+    expect(gc.code).toBe(0);
+    expect(JSON.parse(gc.stdout)).toMatchObject({ removed: 0 });
+  });
+
+  it('pushes and pulls a many-object snapshot through a folder origin under ulimit -n 256', {
+    timeout: 600_000,
+  }, () => {
+    const dir = tempDir();
+    const file = join(dir, 'many.safetensors');
+    const N = 3_000;
+    manyTensors(file, N);
+    const store = join(dir, 'store');
+    expect(tfsLimited(256, ['--store', store, 'import', file, '--name', 'many']).code).toBe(0);
+    const origin = join(dir, 'origin');
+    mkdirSync(origin);
+    const push = tfsLimited(256, ['--store', store, 'push', origin, 'many']);
+    expect(push.stderr).toBe('');
+    expect(push.code).toBe(0);
+    const other = join(dir, 'other');
+    const pull = tfsLimited(256, ['--store', other, 'pull', origin, 'many']);
+    expect(pull.stderr).toBe('');
+    expect(pull.code).toBe(0);
+    const v = tfsLimited(256, ['--store', other, 'verify', '--data', '--json']);
+    expect(v.code).toBe(0);
+    expect(JSON.parse(v.stdout)).toMatchObject({ objects: N + 2, missing: [], corrupt: [], unreadable: [] });
+    const out = join(dir, 'out');
+    expect(tfsLimited(256, ['--store', other, 'export', 'many', out]).code).toBe(0);
+    expect(Buffer.compare(readFileSync(join(out, 'many.safetensors')), readFileSync(file))).toBe(0);
+  });
+});
