@@ -7,7 +7,7 @@ import { type ObjectId, TensorFSError, throwIfAborted } from '@tensorfs/format';
 import { checkObject, checkOptions, checkStore, checkString } from './args.js';
 import { openCheckpoint } from './checkpoint.js';
 import { CheckpointWriter } from './checkpoint-writer.js';
-import { type ComposeChanges, selector } from './compose.js';
+import { type ComposeChanges, renameMap, selector } from './compose.js';
 
 /** Options of {@link composeCheckpoint}. */
 export interface ComposeCheckpointOptions {
@@ -58,12 +58,7 @@ export async function composeCheckpoint(
   const where = options.component ?? 'the checkpoint';
   const present = new Set(scope.flatMap((c) => [...c.tensors.keys()]));
   const drop = selector(changes.drop, present, where);
-  const renames: ReadonlyMap<string, string> =
-    changes.rename === undefined
-      ? new Map()
-      : changes.rename instanceof Map
-        ? changes.rename
-        : new Map(Object.entries(changes.rename));
+  const renames = renameMap(changes.rename);
   for (const from of renames.keys()) {
     if (!present.has(from)) {
       throw new TensorFSError('not_found', 'a tensor to rename is not in the checkpoint', {

@@ -82,12 +82,7 @@ export async function compose(
   return composeWith(store, snapshot, file, options, (views) => {
     const present = new Set(views.map((v) => v.name));
     const drop = selector(changes.drop, present, file);
-    const renames: ReadonlyMap<string, string> =
-      changes.rename === undefined
-        ? new Map()
-        : changes.rename instanceof Map
-          ? changes.rename
-          : new Map(Object.entries(changes.rename));
+    const renames = renameMap(changes.rename);
     for (const from of renames.keys()) {
       if (!present.has(from)) {
         throw new TensorFSError('not_found', 'a tensor to rename is not in the file', {
@@ -148,6 +143,12 @@ export function trim(
   if (typeof select !== 'function') checkObject(select, 'select', 'a TensorSelection');
   checkOptions(options);
   return compose(store, snapshot, file, { drop: select }, options);
+}
+
+/** A compose's renames as a map, whether given as a `Map` or as a record. */
+export function renameMap(rename: ComposeChanges['rename']): ReadonlyMap<string, string> {
+  if (rename === undefined) return new Map();
+  return rename instanceof Map ? rename : new Map(Object.entries(rename));
 }
 
 /** A predicate for a selection; listed names must all be present. @internal */
