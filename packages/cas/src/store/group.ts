@@ -67,6 +67,9 @@ export function groupStrategy(tmp: string): Promise<'syncfs' | 'files'> {
       return (await runSyncfs(tmp)) === 'unsupported' ? 'files' : 'syncfs';
     })();
     strategies.set(tmp, s);
+    // A probe that failed (a writeback error, a `sync` that could not run) fails its caller only:
+    // the next batch probes again instead of failing every batch of a long-lived process.
+    s.catch(() => strategies.delete(tmp));
   }
   return s;
 }
