@@ -102,3 +102,14 @@ export async function writeLayersModel(file, tensors, rows) {
   }
   return infos;
 }
+
+/** Every file below `dir` (paths), depth first. */
+export async function listFiles(dir) {
+  const out = [];
+  for (const e of await fsp.readdir(dir, { withFileTypes: true })) {
+    const full = `${dir}/${e.name}`;
+    if (e.isDirectory()) out.push(...(await listFiles(full)));
+    else out.push(full);
+  }
+  return out;
+}

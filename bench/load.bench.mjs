@@ -15,7 +15,7 @@ import { performance } from 'node:perf_hooks';
 import { LocalStore } from '@tensorfs/cas';
 import { loadedByteLength, loadTensors, openTensors } from '@tensorfs/tensors';
 import { compare } from './cpu.mjs';
-import { median } from './lib.mjs';
+import { listFiles, median } from './lib.mjs';
 import { writeLlama } from './llama.mjs';
 import { startWorker } from './safetensors-py.mjs';
 
@@ -23,16 +23,6 @@ const here = path.dirname(new URL(import.meta.url).pathname);
 
 const runs = Number(process.env.TENSORFS_BENCH_RUNS ?? 5);
 const PREFIX = 'model.layers.0.';
-
-async function listFiles(dir) {
-  const out = [];
-  for (const e of await fsp.readdir(dir, { withFileTypes: true })) {
-    const full = path.join(dir, e.name);
-    if (e.isDirectory()) out.push(...(await listFiles(full)));
-    else out.push(full);
-  }
-  return out;
-}
 
 /** Reads byte ranges of the plain file into one fresh buffer (64 MiB reads, one after another). */
 async function fsRead(file, ranges) {

@@ -14,22 +14,12 @@ import { performance } from 'node:perf_hooks';
 import { LocalStore } from '@tensorfs/cas';
 import { openTensors, sliceReadBytes } from '@tensorfs/tensors';
 import { compare } from './cpu.mjs';
-import { median } from './lib.mjs';
+import { listFiles, median } from './lib.mjs';
 import { writeLlama } from './llama.mjs';
 import { startWorker } from './safetensors-py.mjs';
 
 const runs = Number(process.env.TENSORFS_BENCH_RUNS ?? 5);
 const RANKS = 8;
-
-async function listFiles(dir) {
-  const out = [];
-  for (const e of await fsp.readdir(dir, { withFileTypes: true })) {
-    const full = path.join(dir, e.name);
-    if (e.isDirectory()) out.push(...(await listFiles(full)));
-    else out.push(full);
-  }
-  return out;
-}
 
 const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'tensorfs-bench-slice-'));
 const py = startWorker();
