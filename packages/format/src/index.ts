@@ -14,3 +14,4 @@ export * from './references.js';
 export * from './codecs.js';
 export * from './records.js';
 export * from './cozytensors/index.js';
+export * from './repository/index.js';

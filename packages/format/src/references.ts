@@ -11,6 +11,8 @@ import { COZYTENSORS_MAGIC, decodeCheckpoint } from './cozytensors/header.js';
 import { requireBytes } from './args.js';
 import type { ObjectId } from './ids.js';
 import { decodeManifest, TFM1_MAGIC } from './manifest/manifest.js';
+import { COZYTENSORS_SUFFIX } from './repository/variants.js';
+import { decodeRevision, REVISION_MAGIC } from './repository/revision.js';
 
 /** One reference from an object to another. */
 export interface ObjectReference {
@@ -39,7 +41,12 @@ export const REFERENCE_KINDS: readonly ReferenceKind[] = Object.freeze([
     children(bytes: Uint8Array): ObjectReference[] {
       const out: ObjectReference[] = [];
       for (const e of decodeManifest(bytes).entries) {
-        if (e.kind === 'file') for (const r of e.records) out.push({ id: r.digest, length: r.length });
+        if (e.kind !== 'file') continue;
+        // A `.cozytensors` file of one record is a checkpoint header in a repository tree: its
+        // tensors are the tree's too (spec/v1/repository.md). Other bytes under that name are a leaf.
+        const header = e.records.length === 1 && e.path.endsWith(COZYTENSORS_SUFFIX);
+        for (const r of e.records)
+          out.push(header ? { id: r.digest, length: r.length, follow: true } : { id: r.digest, length: r.length });
       }
       return out;
     },
@@ -63,6 +70,16 @@ export const REFERENCE_KINDS: readonly ReferenceKind[] = Object.freeze([
         for (const a of c.assets) add(a.records);
       }
       return out;
+    },
+  },
+  {
+    // A revision document (spec/v1/repository.md): a branch head references its target, walked
+    // in turn. Its parent and history are a record, not references: old trees stay only while
+    // something else reaches them.
+    name: 'revision',
+    magic: REVISION_MAGIC,
+    children(bytes: Uint8Array): ObjectReference[] {
+      return [{ id: decodeRevision(bytes).target, follow: true }];
     },
   },
 ]);
