@@ -1,6 +1,7 @@
 /**
  * Topologies from headers, and layouts: `quant(topology)`, always computed, never stored.
  */
+import picomatch from 'picomatch/posix.js';
 import { TensorFSError } from '@tensorfs/format';
 import { documentDigest } from './canonical.js';
 import type { DocRef, RuleDoc, TopologyComponent, TopologyDoc } from './documents.js';
@@ -96,26 +97,23 @@ export interface Layout {
   components: Record<string, LayoutComponent>;
 }
 
-const globCache = new Map<string, RegExp>();
-function glob(pattern: string): RegExp {
-  let re = globCache.get(pattern);
-  if (!re) {
-    re = new RegExp(
-      `^${pattern
-        .split('*')
-        .map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
-        .join('.*')}$`,
-    );
-    globCache.set(pattern, re);
+// Rule globs are picomatch patterns, the one dialect of every pattern a user types (`--tensors`,
+// `--include`, token scopes); tensor keys hold no `/`, so `*` spans any run of a key.
+const globCache = new Map<string, (key: string) => boolean>();
+function glob(pattern: string): (key: string) => boolean {
+  let match = globCache.get(pattern);
+  if (!match) {
+    match = picomatch(pattern, { dot: true });
+    globCache.set(pattern, match);
   }
-  return re;
+  return match;
 }
 
 /** True when `rule` quantizes a tensor with this key and logical shape. */
 export function isEligible(rule: RuleDoc, key: string, shape: readonly number[]): boolean {
   const e = rule.eligible;
   if (!e || shape.length !== e.rank) return false;
-  if (!e.include.some((g) => glob(g).test(key)) || e.exclude.some((g) => glob(g).test(key))) return false;
+  if (!e.include.some((g) => glob(g)(key)) || e.exclude.some((g) => glob(g)(key))) return false;
   const vars = dimVars(shape);
   return e.divisible.every(({ dim, by }) => {
     const v = vars[dim];
