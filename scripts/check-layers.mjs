@@ -33,6 +33,13 @@ export const TEST_ALLOWED = {
 export const TEST_ONLY = new Set(['testkit']);
 /** Packages that must run anywhere: no Node builtins. */
 export const PORTABLE = new Set(['format', 'planner', 'lanes']);
+// Entries of other packages that must run anywhere too: nothing they reach (relative imports,
+// followed) imports a Node builtin, uses Buffer, or imports an entry that is not portable.
+export const PORTABLE_ENTRIES = { tensors: ['src/read.ts'] };
+const portableSpec = (spec) => {
+  const [, name, ...rest] = spec.split('/');
+  return PORTABLE.has(name) || (PORTABLE_ENTRIES[name] ?? []).includes(`src/${rest.join('/')}.ts`);
+};
 
 const BUILTINS = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
 const SOURCE_RE = /\.(?:[cm]?[jt]sx?)$/;
@@ -112,6 +119,28 @@ export function checkLayers(root) {
         if (sub === 'src' && PORTABLE.has(dir) && /\bBuffer\s*[.(]/.test(src)) {
           problems.push(`${rel(file)}: uses Buffer (packages/${dir} must run anywhere; use Uint8Array)`);
         }
+      }
+    }
+    for (const entry of PORTABLE_ENTRIES[dir] ?? []) {
+      const seen = new Set();
+      const queue = [path.join(pkgsDir, dir, entry)].filter((f) => fs.existsSync(f));
+      while (queue.length) {
+        const file = queue.pop();
+        if (seen.has(file)) continue;
+        seen.add(file);
+        queue.push(...localImports(file));
+        const src = stripComments(fs.readFileSync(file, 'utf8'));
+        for (const m of src.matchAll(IMPORT_RE)) {
+          const spec = m[2];
+          if (BUILTINS.has(spec))
+            problems.push(
+              `${rel(file)}: imports Node builtin ${spec} (reached from the portable entry ${dir}/${entry})`,
+            );
+          else if (spec.startsWith('@tensorfs/') && !portableSpec(spec))
+            problems.push(`${rel(file)}: imports ${spec}, which is not portable (reached from ${dir}/${entry})`);
+        }
+        if (/\bBuffer\s*[.(]/.test(src))
+          problems.push(`${rel(file)}: uses Buffer (reached from the portable entry ${dir}/${entry})`);
       }
     }
     for (const cycle of importCycles(path.join(pkgsDir, dir, 'src'))) {

@@ -139,6 +139,19 @@ describe('layer check', () => {
       /packages\/remote\/src: import cycle a\.ts -> b\.ts -> c\.ts -> a\.ts(\n|$)/,
     ],
     [
+      'a Node builtin reached from the portable entry @tensorfs/tensors/read',
+      (r) => {
+        plant(r, 'tensors', 'read.ts', "export { w } from './writer.js';\n");
+        plant(r, 'tensors', 'writer.ts', "import * as fsp from 'node:fs/promises';\nexport const w = fsp;\n");
+      },
+      /packages\/tensors\/src\/writer.ts: imports Node builtin node:fs\/promises \(reached from the portable entry tensors\/src\/read.ts\)/,
+    ],
+    [
+      'a non-portable entry reached from @tensorfs/tensors/read',
+      (r) => plant(r, 'tensors', 'read.ts', "export { t } from '@tensorfs/tensors';\n"),
+      /packages\/tensors\/src\/read.ts: imports @tensorfs\/tensors, which is not portable/,
+    ],
+    [
       'Buffer in format',
       (r) => plant(r, 'format', 'bad.ts', 'export const b = Buffer.from([1]);\n'),
       /format\/src\/bad.ts: uses Buffer/,

@@ -3,8 +3,7 @@
  * construction order (class, config, tensor views, assets) and the exports loaders need.
  */
 import { checkOptions, checkStore, checkString } from './args.js';
-import { createHash } from 'node:crypto';
-import type { Store } from '@tensorfs/format/store';
+import { type Store, sha256Id } from '@tensorfs/format/store';
 import {
   type CheckpointComponent,
   type CheckpointHeader,
@@ -14,7 +13,6 @@ import {
   isCheckpointHeader,
   type JsonValue,
   type ObjectId,
-  objectIdFromDigest,
   type RecordRef,
   safetensorsDtype,
   TensorFSError,
@@ -152,7 +150,8 @@ export async function openCheckpoint(
     }
   } else {
     bytes = source;
-    id = objectIdFromDigest(createHash('sha256').update(bytes).digest());
+    // WebCrypto (the storage contract's hasher): native in Node and in browsers' secure contexts.
+    id = await sha256Id(bytes);
   }
   const header = decodeCheckpoint(bytes);
   const checkpoint = new OpenedCheckpoint(store, id, bytes, header);
