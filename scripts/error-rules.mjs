@@ -70,6 +70,13 @@ export function collect(root) {
   return { rules, unnamed, sites };
 }
 
+/** A Markdown table with padded columns, as the repository's formatter writes tables. */
+function table(header, rows) {
+  const widths = header.map((h, i) => Math.max(3, h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells) => `| ${cells.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
+  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)];
+}
+
 /** The generated Markdown. */
 export function render({ rules, unnamed, sites }) {
   const named = sites - [...unnamed.values()].reduce((a, b) => a + b, 0);
@@ -87,26 +94,26 @@ export function render({ rules, unnamed, sites }) {
     '',
   ];
   for (const [area, list] of byArea) {
-    out.push(`### \`${area}\``, '', '| rule | codes | thrown in |', '| --- | --- | --- |');
-    for (const [rule, e] of list) {
-      out.push(
-        `| \`${rule}\` | ${[...e.codes].sort().join(', ')} | ${[...e.files]
-          .sort()
-          .map((f) => `\`${f}\``)
-          .join(', ')} |`,
-      );
-    }
-    out.push('');
+    const rows = list.map(([rule, e]) => [
+      `\`${rule}\``,
+      [...e.codes].sort().join(', '),
+      [...e.files]
+        .sort()
+        .map((f) => `\`${f}\``)
+        .join(', '),
+    ]);
+    out.push(`### \`${area}\``, '', ...table(['rule', 'codes', 'thrown in'], rows), '');
   }
   out.push(
     '### Throw sites that name no rule in place',
     '',
     'Most build their rule in a helper or pass a caught error on; each is still a `TensorFSError` with its code.',
     '',
-    '| file | sites |',
-    '| --- | --- |',
+    ...table(
+      ['file', 'sites'],
+      [...unnamed].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([file, n]) => [`\`${file}\``, String(n)]),
+    ),
   );
-  for (const [file, n] of [...unnamed].sort((a, b) => (a[0] < b[0] ? -1 : 1))) out.push(`| \`${file}\` | ${n} |`);
   out.push('', END);
   return out.join('\n');
 }

@@ -48,6 +48,6 @@ describe('the error rule table', () => {
     expect(md).toContain(
       '5 throw sites of `new TensorFSError` in `packages/*/src`; 3 name their rule there, 2 distinct rules',
     );
-    expect(md).toContain('| `packages/a/src/x.ts` | 2 |');
+    expect(md).toContain('| `packages/a/src/x.ts` | 2     |');
   });
 });
