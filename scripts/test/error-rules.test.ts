@@ -31,6 +31,7 @@ describe('the error rule table', () => {
       'packages/a/src/x.ts': [
         "throw new TensorFSError('malformed', 'm', { details: { rule: 'a.bad_header', offset: 1 } });",
         "throw new TensorFSError('corrupt', 'm', { details: { rule: 'a.bad_header' } });",
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: the source text of a template rule, on purpose
         'throw new TensorFSError(`not_found`, `m`, { details: { rule: `a.${why}` } });',
         "throw new TensorFSError('io', 'no rule here');",
         "throw new TensorFSError('io', 'no rule', { details: { path } });",
