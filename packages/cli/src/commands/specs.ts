@@ -4,6 +4,11 @@
  * remote) loads only when that command runs, so `tfs inspect` never loads the store.
  */
 export const SPECS = {
+  init: {
+    command: 'init',
+    describe:
+      'Create the store (or adopt the one there); --shared makes it one that the users of a group can all read and write at once',
+  },
   inspect: {
     command: 'inspect <file>',
     describe:
