@@ -46,8 +46,9 @@ export const SPECS = {
     describe: 'Check that everything refs and roots reach is present and intact (exit 4 if not)',
   },
   gc: {
-    command: 'gc',
-    describe: 'Remove objects no ref, root or live lease reaches',
+    command: 'gc [origin]',
+    describe:
+      'Remove objects no ref, root or live lease reaches; with an origin (folder, S3, hub with an admin token), its unreachable objects older than --grace',
   },
   rm: {
     command: 'rm <ref>',

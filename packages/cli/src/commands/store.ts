@@ -393,16 +393,36 @@ export const verifyCommand = defineCommand<{
   },
 });
 
-export const gcCommand = defineCommand<{ dryRun: boolean; grace?: number }>({
+interface GcArgs {
+  origin?: string;
+  dryRun: boolean;
+  grace?: number;
+  'token-file'?: string;
+}
+
+export const gcCommand = defineCommand<GcArgs>({
   ...SPECS.gc,
   builder: (y) =>
     y
+      .positional('origin', {
+        type: 'string',
+        describe: 'collect on this origin instead (a remote name, folder, s3:// bucket or hub URL with an admin token)',
+      })
       .option('dry-run', { type: 'boolean', default: false, describe: 'report what would go, remove nothing' })
       .option('grace', {
         type: 'number',
         describe: 'keep unreachable objects younger than this many seconds (default 3600)',
-      }) as unknown as Argv<{ dryRun: boolean; grace?: number } & GlobalArgs>,
+      })
+      .option('token-file', {
+        type: 'string',
+        describe: 'with an origin: file holding the token (read per request); default $TENSORFS_TOKEN',
+      }) as unknown as Argv<GcArgs & GlobalArgs>,
   handler: async (args, ctx) => {
+    if (args.grace !== undefined) graceMs(args.grace);
+    if (args.origin !== undefined) {
+      const { gcRemote } = await import('./remote.js');
+      return gcRemote({ ...args, origin: args.origin }, ctx);
+    }
     const r = await withStore(ctx, args.dryRun, (s) =>
       s.gc({
         dryRun: args.dryRun,
