@@ -53,7 +53,12 @@ async function startMoto(bucket) {
   await fetch(`${endpoint}/${bucket}`, { method: 'PUT' });
   return {
     bucket,
-    env: { AWS_ENDPOINT_URL: endpoint, AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'testing', AWS_SECRET_ACCESS_KEY: 'testing' },
+    env: {
+      AWS_ENDPOINT_URL: endpoint,
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: 'testing',
+      AWS_SECRET_ACCESS_KEY: 'testing',
+    },
     stop: () => proc.kill('SIGTERM'),
   };
 }
@@ -84,13 +89,24 @@ try {
   await push(store, origin, 'bench/many');
   console.log(`pushed in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   // The unreachable half, straight into the bucket (as a removed ref would leave them).
-  const client = new S3Client({ endpoint: moto.env.AWS_ENDPOINT_URL, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'testing', secretAccessKey: 'testing' } });
+  const client = new S3Client({
+    endpoint: moto.env.AWS_ENDPOINT_URL,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: 'testing', secretAccessKey: 'testing' },
+  });
   let next = N / 2;
   await Promise.all(
     Array.from({ length: 16 }, async () => {
       while (next < N) {
         const k = next++;
-        await client.send(new PutObjectCommand({ Bucket: moto.bucket, Key: `gc/chunks/${records[k].digest.slice(7)}`, Body: items[k].bytes }));
+        await client.send(
+          new PutObjectCommand({
+            Bucket: moto.bucket,
+            Key: `gc/chunks/${records[k].digest.slice(7)}`,
+            Body: items[k].bytes,
+          }),
+        );
       }
     }),
   );
@@ -100,7 +116,9 @@ try {
     let token;
     let n = 0;
     do {
-      const page = await client.send(new ListObjectsV2Command({ Bucket: moto.bucket, Prefix: 'gc/chunks/', ContinuationToken: token }));
+      const page = await client.send(
+        new ListObjectsV2Command({ Bucket: moto.bucket, Prefix: 'gc/chunks/', ContinuationToken: token }),
+      );
       n += page.Contents?.length ?? 0;
       token = page.NextContinuationToken;
     } while (token);
@@ -126,7 +144,13 @@ try {
   const left = await list();
   const after = performance.now() - t;
   if (real.removed !== N / 2 || left !== N / 2 + 1) throw new Error(`sweep: ${JSON.stringify(real)} left ${left}`);
-  report('remote gc (sweeps 5k of 10k objects, moto)', sweep, 'SDK listing of 10k', median(base), `listing after: ${after.toFixed(0)} ms`);
+  report(
+    'remote gc (sweeps 5k of 10k objects, moto)',
+    sweep,
+    'SDK listing of 10k',
+    median(base),
+    `listing after: ${after.toFixed(0)} ms`,
+  );
   client.destroy();
   await origin.close();
   await store.close();
