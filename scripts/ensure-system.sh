@@ -12,6 +12,8 @@ for s in proxy account container object; do
 done
 [ -x /usr/bin/swift-proxy-server ] || need_apt+=(swift)
 command -v memcached >/dev/null 2>&1 || [ -x /usr/bin/memcached ] || need_apt+=(memcached)
+# strace: packages/cas/test/durability.test.ts checks admission's syscalls (each temp synced through the descriptor that wrote it).
+command -v strace >/dev/null 2>&1 || need_apt+=(strace)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing ${need_apt[*]} (apt-get)"

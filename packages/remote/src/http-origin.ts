@@ -240,6 +240,19 @@ export class HubOrigin extends StaticHttpOrigin {
     return `${this.base}/v1/objects/${hexOf(id)}`;
   }
 
+  /** Asks the hub to collect garbage in its own store (`POST /v1/admin/gc`; a token with the `admin` scope). */
+  async adminGc(body: { graceMs: number; dryRun: boolean }, signal?: AbortSignal): Promise<unknown> {
+    const { value } = await this.http.json<unknown>({
+      method: 'POST',
+      url: `${this.base}/v1/admin/gc`,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal,
+      retry: false,
+    });
+    return value;
+  }
+
   override async getRef(name: string, options: CallOptions = {}): Promise<ObjectId | null> {
     throwIfAborted(options.signal);
     const { status, value } = await this.http.json<{ id?: string }>({

@@ -26,6 +26,7 @@ import { closer, listen, trackUnused } from './hub/shutdown.js';
 import type { Hub, HubOptions, HubStore } from './hub/types.js';
 import { Quarantine } from './hub/verify.js';
 import { originOf } from './store-origin.js';
+import { gcBacking } from './gc.js';
 
 export { parseTokensConfig, type TokenGrant, type TokensConfig } from './hub/auth.js';
 export { BATCH_ABSENT, BATCH_MAX_IDS } from './hub/objects.js';
@@ -49,6 +50,7 @@ export async function serveHub(store: Store, options: HubOptions = {}): Promise<
     writable: auth.writable,
     maxJson: options.maxJsonBytes ?? 4 << 20,
     maxObject: options.maxObjectBytes ?? 64 * 1024 ** 3,
+    gc: options.gc ?? ((o) => gcBacking(store, o)),
   };
 
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse, signal: AbortSignal): Promise<void> => {

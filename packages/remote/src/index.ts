@@ -71,3 +71,15 @@ export {
   type HfProvenance,
   type HfRepoSpec,
 } from './hf.js';
+export {
+  DEFAULT_REMOTE_GRACE_MS,
+  gcBacking,
+  gcOrigin,
+  markReachable,
+  sweepStore,
+  sweeperOf,
+  type RemoteGcOptions,
+  type RemoteGcResult,
+  type SweepableObject,
+  type Sweeper,
+} from './gc.js';

@@ -382,6 +382,48 @@ export class S3Origin extends OriginBase {
     return (await this.scanRefs(options)).refs;
   }
 
+  /**
+   * Every object under `chunks/` with its size and `LastModified` (retention, `tfs gc`; keys that
+   * are not an object's are skipped).
+   */
+  async *listChunks(signal?: AbortSignal): AsyncIterable<{ id: ObjectId; size: number; modifiedMs: number }> {
+    const { sdk } = await this.c();
+    const base = `${this.prefix}chunks/`;
+    let token: string | undefined;
+    do {
+      const page = await this.send<ListObjectsV2CommandOutput>(
+        new sdk.ListObjectsV2Command({ Bucket: this.bucket, Prefix: base, ContinuationToken: token }),
+        signal,
+        'list objects',
+      );
+      for (const c of page.Contents ?? []) {
+        const hex = (c.Key ?? '').slice(base.length);
+        if (!/^[0-9a-f]{64}$/.test(hex)) continue;
+        yield { id: `sha256:${hex}` as ObjectId, size: c.Size ?? 0, modifiedMs: c.LastModified?.getTime() ?? 0 };
+      }
+      token = page.NextContinuationToken;
+    } while (token);
+  }
+
+  /** Deletes objects (at most 1,000 per request; absent ones are no error): retention, `tfs gc`. */
+  async deleteChunks(ids: readonly ObjectId[], signal?: AbortSignal): Promise<void> {
+    const { sdk } = await this.c();
+    for (let i = 0; i < ids.length; i += 1000) {
+      const Objects = ids.slice(i, i + 1000).map((id) => ({ Key: this.key(id) }));
+      const out = await this.send<{ Errors?: { Key?: string; Code?: string; Message?: string }[] }>(
+        new sdk.DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects, Quiet: true } }),
+        signal,
+        'delete objects',
+      );
+      const failed = (out.Errors ?? []).filter((e) => e.Code !== 'NoSuchKey');
+      if (failed.length > 0) {
+        throw new TensorFSError('io', `the bucket refused to delete ${failed.length} objects (${failed[0]!.Code})`, {
+          details: { rule: 's3.delete_failed', bucket: this.bucket, code: failed[0]!.Code ?? '' },
+        });
+      }
+    }
+  }
+
   /** Every key under `refs/` that holds an id, sorted; the others named with why. */
   override async scanRefs(options: CallOptions = {}): Promise<RefListing> {
     throwIfAborted(options.signal);

@@ -31,6 +31,11 @@ export class StoreOrigin implements Origin {
     this.display = (store as { display?: string }).display ?? 'store';
   }
 
+  /** The store this origin serves (a hub's admin GC runs the store's own). */
+  get inner(): Store {
+    return this.store;
+  }
+
   has: Store['has'] = (id, options) => this.store.has(id, options);
   lacks: Store['lacks'] = (ids, options) => this.store.lacks(ids, options);
   objectSize: Store['objectSize'] = (id, options) => this.store.objectSize(id, options);

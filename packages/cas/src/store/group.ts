@@ -10,10 +10,20 @@
  *   filesystem is a local one known to implement it (ext4, XFS, btrfs, F2FS, ZFS, tmpfs) and the
  *   kernel (Linux ≥ 5.8) reports writeback errors through it. Node has no `syncfs`, so it is the
  *   `sync -f <tmp/>` of coreutils (one process per group, not per object).
- * - otherwise each temp is re-opened and fdatasynced, a few at a time, and each object folder
- *   touched is fsynced once.
+ * - otherwise each temp is fdatasynced through the descriptor that wrote it, before it is closed
+ *   ({@link FILE_SYNCS} temps open at a time), and each object folder touched is fsynced once.
+ *   A temp is never closed and re-opened to be synced: Linux keeps a writeback error with the
+ *   in-memory inode, and an inode with no open descriptor whose pages were written back (failed
+ *   or not) may be evicted, taking the error with it, so a later open and fdatasync can succeed
+ *   over bytes that never reached the disk. (syncfs does not have this hole: the filesystem's
+ *   superblock keeps the error while it is mounted.)
  * Either way no object name exists before its bytes are durable, and the caller's ref is written
  * only after this resolves.
+ *
+ * Objects found present count as durable only once their names are: the bytes are durable by the
+ * protocol (every writer syncs before link()), but another process may have linked one and not
+ * fsynced its folder yet. So the folders of present objects are fsynced too (each once per
+ * group; covered by the names' syncfs when the group wrote anything on that path).
  */
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -21,8 +31,8 @@ import * as fsp from 'node:fs/promises';
 import { release } from 'node:os';
 import { join } from 'node:path';
 import { type ObjectId, TensorFSError, throwIfAborted } from '@tensorfs/format';
-import { errnoOf, fsyncDir, ioError, tempName } from './fsutil.js';
-import type { Objects, PutResult } from './objects.js';
+import { errnoOf, ioError, tempName } from './fsutil.js';
+import { type Objects, type PutResult, syncDir, syncSeam } from './objects.js';
 
 /** One object of a group: bytes whose digest the caller computed over exactly these buffers. */
 export interface GroupItem {
@@ -86,6 +96,11 @@ function kernelAtLeast(major: number, minor: number): boolean {
  * program or it has no `-f`; an `io` error (EIO) when the kernel reported a writeback error.
  */
 function runSyncfs(dir: string): Promise<'ok' | 'unsupported'> {
+  try {
+    syncSeam.before?.('syncfs', dir);
+  } catch (err) {
+    return Promise.reject(ioError(err, 'syncfs', 'tmp/'));
+  }
   return new Promise((resolve, reject) => {
     execFile('sync', ['-f', dir], { timeout: 600_000 }, (err, _stdout, stderr) => {
       if (!err) return resolve('ok');
@@ -103,8 +118,8 @@ function runSyncfs(dir: string): Promise<'ok' | 'unsupported'> {
   });
 }
 
-/** Writes `chunks` to a new exclusive temp (mode 0444) and closes it: one descriptor, briefly. */
-function writeClosedTemp(tmpDir: string, chunks: readonly Uint8Array[]): string {
+/** Writes `chunks` to a new exclusive temp (mode 0444); returns its path and its still open descriptor. */
+function writeTemp(tmpDir: string, chunks: readonly Uint8Array[]): { path: string; fd: number } {
   const path = join(tmpDir, tempName());
   const fd = fs.openSync(path, 'wx', 0o444);
   try {
@@ -135,6 +150,27 @@ function writeClosedTemp(tmpDir: string, chunks: readonly Uint8Array[]): string 
     fs.closeSync(fd);
     fs.rmSync(path, { force: true });
     throw err;
+  }
+  return { path, fd };
+}
+
+/** Writes `chunks` to a new exclusive temp and closes it at once (the syncfs way: one descriptor, briefly). */
+function writeClosedTemp(tmpDir: string, chunks: readonly Uint8Array[]): string {
+  const { path, fd } = writeTemp(tmpDir, chunks);
+  fs.closeSync(fd);
+  return path;
+}
+
+/** Writes `chunks` to a new exclusive temp, fdatasyncs it through that descriptor, then closes it. */
+async function writeSyncedTemp(tmpDir: string, chunks: readonly Uint8Array[]): Promise<string> {
+  const { path, fd } = writeTemp(tmpDir, chunks);
+  try {
+    syncSeam.before?.('fdatasync', path);
+    await new Promise<void>((resolve, reject) => fs.fdatasync(fd, (err) => (err ? reject(err) : resolve())));
+  } catch (err) {
+    fs.closeSync(fd);
+    fs.rmSync(path, { force: true });
+    throw ioError(err, 'sync temp', 'tmp/');
   }
   fs.closeSync(fd);
   return path;
@@ -167,24 +203,49 @@ export async function admitGroup(
   const removeTemps = () => {
     for (const w of toWrite) if (w.path) fs.rmSync(w.path, { force: true });
   };
+  // Present objects count only once their names are durable (another process may have linked
+  // one and not fsynced its folder yet).
+  const presentIds = new Set<ObjectId>();
+  for (const [k, item] of items.entries()) if (have[k]! >= 0) presentIds.add(item.id);
+  let strategy: 'syncfs' | 'files';
   try {
-    for (const w of toWrite) {
-      throwIfAborted(options.signal);
-      try {
-        w.path = writeClosedTemp(objects.layout.tmp, w.item.chunks);
-      } catch (err) {
-        throw errnoOf(err) === undefined ? err : ioError(err, 'write temp', 'tmp/');
+    strategy = await groupStrategy(objects.layout.tmp);
+    if (strategy === 'syncfs') {
+      for (const w of toWrite) {
+        throwIfAborted(options.signal);
+        try {
+          w.path = writeClosedTemp(objects.layout.tmp, w.item.chunks);
+        } catch (err) {
+          throw errnoOf(err) === undefined ? err : ioError(err, 'write temp', 'tmp/');
+        }
       }
+      if (toWrite.length > 0) await runSyncfs(objects.layout.tmp);
+    } else {
+      // Each temp synced before it is closed, FILE_SYNCS at a time.
+      let next = 0;
+      const one = async (): Promise<void> => {
+        while (next < toWrite.length) {
+          const w = toWrite[next++]!;
+          throwIfAborted(options.signal);
+          try {
+            w.path = await writeSyncedTemp(objects.layout.tmp, w.item.chunks);
+          } catch (err) {
+            throw errnoOf(err) === undefined ? err : ioError(err, 'write temp', 'tmp/');
+          }
+        }
+      };
+      const workers = Array.from({ length: Math.min(FILE_SYNCS, toWrite.length) }, one);
+      const settled = await Promise.allSettled(workers);
+      const bad = settled.find((r) => r.status === 'rejected');
+      if (bad) throw (bad as PromiseRejectedResult).reason;
     }
-    const strategy = await groupStrategy(objects.layout.tmp);
-    if (strategy === 'syncfs') await runSyncfs(objects.layout.tmp);
-    else await syncFiles(toWrite.map((w) => w.path!));
   } catch (err) {
     removeTemps();
     throw err;
   }
   // Every byte is durable: publish. The names become durable below, before this resolves.
   const dirs = new Set<string>();
+  const ready = new Set<string>();
   let failure: unknown;
   for (const w of toWrite) {
     if (failure !== undefined) {
@@ -192,16 +253,22 @@ export async function admitGroup(
       continue;
     }
     try {
-      const written = objects.publishSync({ path: w.path!, length: w.item.length }, w.item.id, dirs);
+      const written = objects.publishSync({ path: w.path!, length: w.item.length }, w.item.id, dirs, ready);
       out[w.k] = { id: w.item.id, length: w.item.length, written };
     } catch (err) {
       failure = err;
     }
   }
   try {
-    if ((await groupStrategy(objects.layout.tmp)) === 'syncfs') {
-      if (dirs.size > 0) await runSyncfs(objects.layout.tmp);
-    } else await syncDirs(dirs);
+    if (strategy === 'syncfs' && dirs.size > 0) {
+      // One syncfs covers every name, the present objects' too.
+      await runSyncfs(objects.layout.tmp);
+      objects.presentNames(presentIds, new Set(), ready);
+    } else {
+      objects.presentNames(presentIds, dirs, ready);
+      await syncDirs(dirs);
+    }
+    if (failure === undefined) objects.markReady(ready);
   } catch (err) {
     failure ??= ioError(err, 'fsync', 'objects/');
   }
@@ -209,36 +276,12 @@ export async function admitGroup(
   return out;
 }
 
-/** Re-opens and fdatasyncs each closed temp, {@link FILE_SYNCS} at a time. */
-async function syncFiles(paths: readonly string[]): Promise<void> {
-  let next = 0;
-  const one = async (): Promise<void> => {
-    while (next < paths.length) {
-      const p = paths[next++]!;
-      let fh: fsp.FileHandle;
-      try {
-        fh = await fsp.open(p, 'r');
-      } catch (err) {
-        throw ioError(err, 'sync temp', 'tmp/');
-      }
-      try {
-        await fh.datasync();
-      } catch (err) {
-        throw ioError(err, 'sync temp', 'tmp/');
-      } finally {
-        await fh.close().catch(() => {});
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(FILE_SYNCS, paths.length) }, one));
-}
-
 /** fsyncs each folder once, {@link FILE_SYNCS} at a time (parents of new folders first: `dirs` is in creation order). */
 async function syncDirs(dirs: ReadonlySet<string>): Promise<void> {
   const list = [...dirs];
   let next = 0;
   const one = async (): Promise<void> => {
-    while (next < list.length) await fsyncDir(list[next++]!);
+    while (next < list.length) await syncDir(list[next++]!);
   };
   await Promise.all(Array.from({ length: Math.min(FILE_SYNCS, list.length) }, one));
 }

@@ -540,8 +540,8 @@ class Flushes {
 
 /** A temp written from a record's bytes before its digest was known. */
 interface Early {
-  /** Settles when the bytes are in the temp, closed (the planner may then reuse its buffer). */
-  written: Promise<Temp>;
+  /** Settles when the bytes are in the temp, still open until its sync (the planner may then reuse its buffer). */
+  written: Promise<OpenTemp>;
   /** The synced temp, or null once it was discarded before its sync started. */
   synced: Promise<Temp | null>;
   discarded: boolean;
@@ -568,6 +568,8 @@ class EarlyTemps {
   static readonly SYNCS = 3;
   /** Records at most this long are hashed here to decide whether a file looks new. */
   static readonly PROBE_BYTES = 1 << 20;
+  /** Early temps (each an open descriptor until its sync) at most at once. */
+  static readonly OPEN = 16;
   private readonly open = new Map<number, Early>();
   private readonly all = new Set<Early>();
   private lastNew: boolean;
@@ -587,12 +589,13 @@ class EarlyTemps {
       const { id } = hashChunks(bytes);
       this.lastNew = this.objects.present(id, this.lease, record.length) < 0;
     }
-    if (!this.lastNew || record.length <= SMALL_RECORD) return undefined;
-    // Closed once written (re-opened for its sync): the temps waiting for a sync hold no descriptor.
-    const written = this.objects.fillTempFrom(bytes, record.length).then((tmp) => this.objects.closeTemp(tmp));
+    if (!this.lastNew || record.length <= SMALL_RECORD || this.all.size >= EarlyTemps.OPEN) return undefined;
+    // Left open until its sync (a temp closed and re-opened to sync can lose a writeback error):
+    // at most OPEN early temps at a time, later records take the path without one.
+    const written = this.objects.fillTempFrom(bytes, record.length);
     const early: Early = { written, synced: Promise.resolve(null), discarded: false };
     early.synced = written.then((tmp) =>
-      this.limited(() => (early.discarded ? this.drop(tmp) : this.objects.syncClosed(tmp))),
+      this.limited(() => (early.discarded ? this.drop(tmp) : this.objects.syncTemp(tmp))),
     );
     early.synced.catch(() => {});
     this.open.set(record.index, early);
@@ -639,7 +642,8 @@ class EarlyTemps {
     await Promise.all([...this.all].map((early) => this.discard(early)));
   }
 
-  private async drop(tmp: Temp): Promise<null> {
+  private async drop(tmp: OpenTemp): Promise<null> {
+    await tmp.fh.close().catch(() => {});
     await fsp.rm(tmp.path, { force: true });
     return null;
   }

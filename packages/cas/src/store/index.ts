@@ -1,6 +1,7 @@
 /** The store port ({@link Store}) and the local store ({@link LocalStore}) implementing it. */
 export type { Store } from './port.js';
 export { LocalStore, openStore, DEFAULT_GRACE_MS } from './store.js';
+export type { InitOptions, InitResult } from './store.js';
 export { RefFolder, type RefFolderProblem } from './ref-folder.js';
 export type {
   StoreOptions,

@@ -23,13 +23,14 @@ import {
   WRITE_PIECE,
   errnoOf,
   fsyncDir,
+  fsyncDirSync,
   ioError,
-  mkdirDurable,
   readFully,
   tempName,
   writeFully,
 } from './fsutil.js';
 import { type Layout, objectDir, objectPath, objectRel } from './layout.js';
+import { SHARED_DIR_MODE } from './shared.js';
 
 import type { Chunks, PutResult } from '@tensorfs/format/store';
 
@@ -62,8 +63,42 @@ export interface OpenTemp extends Temp {
   fh: fsp.FileHandle;
 }
 
+/** A sync the object path makes: a temp's fdatasync, a folder's fsync, a filesystem's syncfs. */
+export type SyncOp = 'fdatasync' | 'fsync-dir' | 'syncfs';
+
+/**
+ * Fault-injection seam for tests (not part of the package's entry point): `before` runs before
+ * every sync the object path makes, with the operation and the absolute path; a throw there is
+ * that sync failing (as EIO would).
+ */
+export const syncSeam: { before?: (op: SyncOp, path: string) => void } = {};
+
+/** fsync of a folder through {@link syncSeam}. */
+export async function syncDir(dir: string): Promise<void> {
+  syncSeam.before?.('fsync-dir', dir);
+  await fsyncDir(dir);
+}
+
+/** Sync twin of {@link syncDir}. */
+export function syncDirSync(dir: string): void {
+  syncSeam.before?.('fsync-dir', dir);
+  fsyncDirSync(dir);
+}
+
+/** fdatasync of an open temp through {@link syncSeam}. */
+export async function datasync(fh: fsp.FileHandle, path: string): Promise<void> {
+  syncSeam.before?.('fdatasync', path);
+  await fh.datasync();
+}
+
 /** Objects of one store: admission, existence, reads, quarantine. */
 export class Objects {
+  /**
+   * Object folders (`xx` and `xx/yy`) whose own entry this process has seen durable: it created
+   * them and fsynced their parent, or found them and fsynced their parent after (another process
+   * may have created one and not synced its parent yet). A folder joins only after that fsync
+   * succeeded.
+   */
   private readonly dirsReady = new Set<string>();
   /** The filesystem refused O_DIRECT (or the OS has none): nothing is written with it, whatever a caller asks. */
   private refused = O_DIRECT === 0;
@@ -77,6 +112,20 @@ export class Objects {
     private readonly wantsDirect = false,
   ) {
     this.isQuarantinedStmt = db.prepare('SELECT 1 FROM corrupt_objects WHERE id = ?').pluck();
+  }
+
+  /** Folders this store creates get {@link SHARED_DIR_MODE} explicitly (a shared store). */
+  private shared = false;
+
+  /** Marks the store shared: every object folder it creates is group-writable and setgid, whatever the umask. */
+  shareFolders(): void {
+    this.shared = true;
+  }
+
+  /** Gives folders just created the shared mode (a shared store only). */
+  private shareNew(created: Iterable<string>): void {
+    if (!this.shared) return;
+    for (const d of created) fs.chmodSync(d, SHARED_DIR_MODE);
   }
 
   /** True while large temps are written with O_DIRECT (asked for, and not refused). */
@@ -157,7 +206,7 @@ export class Objects {
    */
   present(id: ObjectId, leaseId: string | undefined, length?: number): number {
     const file = this.path(id);
-    return immediate(this.db, () => {
+    const found = immediate(this.db, () => {
       if (leaseId !== undefined) this.leaseObjectStmt(leaseId, id);
       let st: fs.Stats;
       try {
@@ -179,6 +228,73 @@ export class Objects {
       }
       return st.size;
     });
+    if (found >= 0) this.presentDurableSync(id);
+    return found;
+  }
+
+  /**
+   * Makes the name of an object found present durable before anyone counts on it (a ref naming
+   * it): its bytes are durable by the protocol (every writer syncs them before link()), but the
+   * writer may be another process that linked it and has not fsynced its folder yet, or crashed
+   * in between. So its folder is fsynced (every time: cheap when nothing is dirty), and the
+   * folders above it once per process. An `io` error if that fails.
+   */
+  presentDurableSync(id: ObjectId): void {
+    const dir = objectDir(this.layout, id);
+    try {
+      this.readyChainSync(dir);
+      syncDirSync(dir);
+    } catch (err) {
+      throw ioError(err, 'fsync', objectRel(id));
+    }
+  }
+
+  /** Folders to fsync so the names of these present objects are durable (see {@link presentDurableSync}); `ready` gets the folders to mark ready once they were. */
+  presentNames(ids: Iterable<ObjectId>, dirs: Set<string>, ready: Set<string>): void {
+    for (const id of ids) {
+      const dir = objectDir(this.layout, id);
+      this.chainToSync(dir, dirs, ready);
+      dirs.add(dir);
+    }
+  }
+
+  /** Marks folders ready whose parents were fsynced (see {@link chainToSync}). */
+  markReady(ready: Iterable<string>): void {
+    for (const d of ready) this.dirsReady.add(d);
+  }
+
+  /** Adds to `dirs` the parents to fsync for `dir`'s chain (`xx`, `xx/yy`) not yet ready, and those folders to `ready`. */
+  private chainToSync(dir: string, dirs: Set<string>, ready: Set<string>): void {
+    if (this.dirsReady.has(dir)) return;
+    const xx = dirname(dir);
+    if (!this.dirsReady.has(xx)) {
+      dirs.add(dirname(xx));
+      ready.add(xx);
+    }
+    dirs.add(xx);
+    ready.add(dir);
+  }
+
+  /** fsyncs the parents of `dir`'s chain not yet ready, then marks them ready. */
+  private readyChainSync(dir: string): void {
+    const dirs = new Set<string>();
+    const ready = new Set<string>();
+    this.chainToSync(dir, dirs, ready);
+    for (const d of dirs) syncDirSync(d);
+    this.markReady(ready);
+  }
+
+  /** Async {@link readyChainSync}, after creating `dir` if needed. */
+  private async readyChain(dir: string): Promise<void> {
+    if (this.dirsReady.has(dir)) return;
+    const first = fs.mkdirSync(dir, { recursive: true });
+    if (first !== undefined)
+      this.shareNew(first === dir ? [dir] : [dirname(dir), dir].filter((d) => d.length >= first.length));
+    const dirs = new Set<string>();
+    const ready = new Set<string>();
+    this.chainToSync(dir, dirs, ready);
+    for (const d of dirs) await syncDir(d);
+    this.markReady(ready);
   }
 
   /**
@@ -404,39 +520,13 @@ export class Objects {
     }
   }
 
-  /** Closes a written temp without syncing it (finish it with {@link syncClosed}); on failure removes it (`io`). */
-  async closeTemp(tmp: OpenTemp): Promise<Temp> {
-    try {
-      await tmp.fh.close();
-      return { path: tmp.path, length: tmp.length };
-    } catch (err) {
-      await fsp.rm(tmp.path, { force: true });
-      throw ioError(err, 'write temp', 'tmp/');
-    }
-  }
-
-  /**
-   * Re-opens a closed temp and fdatasyncs it (Linux reports a writeback error of the file to the
-   * first descriptor that syncs it, opened before or after the error); on failure removes it (`io`).
-   */
-  async syncClosed(tmp: Temp): Promise<Temp> {
-    let fh: fsp.FileHandle | undefined;
-    try {
-      fh = await fsp.open(tmp.path, 'r');
-      await fh.datasync();
-      await fh.close();
-      return tmp;
-    } catch (err) {
-      await fh?.close().catch(() => {});
-      await fsp.rm(tmp.path, { force: true });
-      throw ioError(err, 'sync temp', 'tmp/');
-    }
-  }
-
   /** fdatasyncs and closes an open temp; on failure removes it (`io`). */
   async syncTemp(tmp: OpenTemp): Promise<Temp> {
     try {
-      await tmp.fh.datasync();
+      // Synced through the descriptor that wrote it, before closing: a temp closed first and
+      // re-opened to sync can lose a writeback error (the kernel keeps it with the in-memory
+      // inode, which may be evicted once its pages were written back, failed or not).
+      await datasync(tmp.fh, tmp.path);
       await tmp.fh.close();
       return { path: tmp.path, length: tmp.length };
     } catch (err) {
@@ -458,10 +548,7 @@ export class Objects {
     const final = this.path(id);
     let published = true;
     try {
-      if (!this.dirsReady.has(dir)) {
-        await mkdirDurable(dir);
-        this.dirsReady.add(dir);
-      }
+      await this.readyChain(dir);
       try {
         await linkOrRename(tmp.path, final);
       } catch (err) {
@@ -475,7 +562,8 @@ export class Objects {
         }
       }
       await fsp.rm(tmp.path, { force: true });
-      if (published && options.syncDir !== false) await fsyncDir(dir);
+      // Also when another writer won: it may not have fsynced the folder yet.
+      if (options.syncDir !== false) await syncDir(dir);
       return published;
     } catch (err) {
       await fsp.rm(tmp.path, { force: true });
@@ -490,14 +578,19 @@ export class Objects {
    * folder whose entries changed (parents of new folders first). Returns true if this call
    * published the bytes.
    */
-  publishSync(tmp: Temp, id: ObjectId, dirs: Set<string>): boolean {
+  publishSync(tmp: Temp, id: ObjectId, dirs: Set<string>, ready: Set<string>): boolean {
     const dir = objectDir(this.layout, id);
     const final = this.path(id);
     let published = true;
     try {
       if (!this.dirsReady.has(dir)) {
-        for (const d of mkdirsNew(dir)) dirs.add(d);
-        this.dirsReady.add(dir);
+        // Ready (its entry known durable) only once the caller's sync of `dirs` succeeded: a
+        // later publish must not skip the parent fsync because this one created the folder.
+        const changed = mkdirsNew(dir);
+        for (const d of changed) dirs.add(d);
+        // The folders created are the children of the changed ones along the path.
+        this.shareNew(changed.length === 0 ? [] : changed.slice(1).concat(dir));
+        this.chainToSync(dir, dirs, ready);
       }
       try {
         linkOrRenameSync(tmp.path, final);
@@ -512,7 +605,8 @@ export class Objects {
         }
       }
       fs.rmSync(tmp.path, { force: true });
-      if (published) dirs.add(dir);
+      // Also when another writer won: it may not have fsynced the folder yet.
+      dirs.add(dir);
       return published;
     } catch (err) {
       fs.rmSync(tmp.path, { force: true });

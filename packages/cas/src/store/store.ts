@@ -25,6 +25,7 @@ import {
 } from '@tensorfs/format';
 import { type Db, bumpEpoch, damagedMetadata, durably, openDb } from './db.js';
 import { errnoOf, fsyncDir, ioError, mkdirDurable, siblingTemp } from './fsutil.js';
+import { isSharedRoot, resolveGroup, SHARED_DIR_MODE, shareEntry, shareLayout, sharedUmask } from './shared.js';
 import { type GcOptions, type GcResult, collect } from './gc.js';
 import { type RemoveOptions, type RemoveResult, removeAndFree } from './remove.js';
 import { childrenOf, reach } from './graph.js';
@@ -63,6 +64,26 @@ import { type ReadOptions, recordsSource, writeRecordsFile } from './read.js';
 import { type RefEntry, listRefs, readRef, removeRef, scanRefs, writeRef } from './refs.js';
 import { type VerifyOptions, type VerifyResult, verifyStore } from './verify.js';
 import { listObjects } from './walk.js';
+
+/** Options of {@link LocalStore.init}. */
+export interface InitOptions {
+  /** A store the users of a group can all read and write at once (docs/store.md "Shared stores"). */
+  shared?: boolean;
+  /** The group (a name or a gid) that shares it (default: the root folder's group). Needs `shared`. */
+  group?: string | number;
+}
+
+/** What {@link LocalStore.init} did. */
+export interface InitResult {
+  /** The store's root folder (absolute). */
+  root: string;
+  /** False when a store was there already (then adopted: made shared if asked). */
+  created: boolean;
+  /** True when the store is shared. */
+  shared: boolean;
+  /** The root folder's group. */
+  gid: number;
+}
 
 /** Options of {@link openStore} and {@link LocalStore.open}. */
 export interface StoreOptions {
@@ -230,6 +251,7 @@ export class LocalStore implements Store {
     this.readOnly = options.readOnly ?? false;
     this.graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
     this.objects = new Objects(layout, db, this.readOnly, options.directIO ?? process.env.TENSORFS_DIRECT_IO === '1');
+    if (!this.readOnly && isSharedRoot(layout.root)) this.objects.shareFolders();
     this.capabilities = new Set<Capability>(
       this.readOnly
         ? ['refs.list', 'objects.stream']
@@ -266,6 +288,8 @@ export class LocalStore implements Store {
       });
     }
     const layout = layoutOf(resolve(root));
+    // A shared store (docs/store.md "Shared stores"): what this process creates keeps its group bits.
+    if (!options.readOnly && isSharedRoot(layout.root)) sharedUmask();
     if (options.readOnly) {
       await refuseLostMetadata(layout);
       try {
@@ -299,6 +323,40 @@ export class LocalStore implements Store {
         throw e;
       }
     }
+  }
+
+  /**
+   * Creates a store at `root` (or adopts the one there) and, with `shared`, makes it one that the
+   * users of a group can all read and write at once: every folder group-writable and setgid (in
+   * group `group` when given, a name or a gid), the metadata database group-writable. Idempotent.
+   * `denied` `store.shared_permission` when this user may not give an entry to the group.
+   */
+  static async init(root: string, options: InitOptions = {}): Promise<InitResult> {
+    checkString(root, 'root');
+    checkOptions(options);
+    const layout = layoutOf(resolve(root));
+    const gid = options.group === undefined ? undefined : resolveGroup(options.group);
+    if (gid !== undefined && !options.shared) {
+      throw new TensorFSError('invalid_argument', '--group needs --shared', {
+        details: { rule: 'store.group_needs_shared' },
+      });
+    }
+    const existed = fs.existsSync(layout.db);
+    if (options.shared) {
+      sharedUmask();
+      try {
+        fs.mkdirSync(layout.root, { recursive: true });
+      } catch (err) {
+        throw ioError(err, 'create store layout');
+      }
+      // The root first: the layout created below inherits its group and setgid.
+      shareEntry(layout.root, SHARED_DIR_MODE, gid, '.');
+    }
+    const store = await LocalStore.open(layout.root);
+    await store.close();
+    if (options.shared) shareLayout(layout, gid);
+    const st = fs.statSync(layout.root);
+    return { root: layout.root, created: !existed, shared: isSharedRoot(layout.root), gid: st.gid };
   }
 
   /** Closes the metadata database. Idempotent. */

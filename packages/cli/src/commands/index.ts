@@ -7,6 +7,7 @@ import { SPECS } from './specs.js';
  * tensors or lanes packages that other commands import.
  */
 export const commands: LazyCommand[] = [
+  lazyCommand(SPECS.init, async () => (await import('./store.js')).initCommand),
   lazyCommand(SPECS.inspect, async () => (await import('./inspect.js')).inspectCommand),
   lazyCommand(SPECS.plan, async () => (await import('./plan.js')).planCommand),
   lazyCommand(SPECS.import, async () => (await import('./store.js')).importCommand),

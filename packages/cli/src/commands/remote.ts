@@ -142,6 +142,31 @@ function tokenOption<T>(y: Argv<T>): Argv<T & TokenArgs> {
   }) as Argv<T & TokenArgs>;
 }
 
+/**
+ * `tfs gc <origin>`: retention on a remote (folder, S3, or a hub with an admin token): mark from
+ * every ref there, sweep unreachable objects older than `--grace` seconds (default 3600).
+ */
+export async function gcRemote(
+  args: TokenArgs & { origin: string; dryRun: boolean; grace?: number },
+  ctx: CommandContext,
+): Promise<void> {
+  const origin = await originOf(ctx, args.origin, args);
+  try {
+    const { gcOrigin } = await loadRemote();
+    const r = await gcOrigin(origin, {
+      dryRun: args.dryRun,
+      signal: ctx.signal,
+      ...(args.grace !== undefined ? { graceMs: Math.round(args.grace * 1000) } : {}),
+    });
+    ctx.result(r, () => [
+      `${r.dryRun ? 'would remove' : 'removed'} ${r.removed} objects (${formatBytes(r.bytes)}, ${r.bytes} B) from ${r.origin}; kept ${r.kept}${r.young === null ? '' : ` (${r.young} unreachable but younger than the grace period)`}; ${r.refs} refs`,
+      ...(r.dryRun ? r.ids.map((id) => `would remove ${id}`) : []),
+    ]);
+  } finally {
+    await origin.close();
+  }
+}
+
 interface PullArgs extends TokenArgs {
   origin: string;
   ref: string;

@@ -4,6 +4,11 @@
  * remote) loads only when that command runs, so `tfs inspect` never loads the store.
  */
 export const SPECS = {
+  init: {
+    command: 'init',
+    describe:
+      'Create the store (or adopt the one there); --shared makes it one that the users of a group can all read and write at once',
+  },
   inspect: {
     command: 'inspect <file>',
     describe:
@@ -41,8 +46,9 @@ export const SPECS = {
     describe: 'Check that everything refs and roots reach is present and intact (exit 4 if not)',
   },
   gc: {
-    command: 'gc',
-    describe: 'Remove objects no ref, root or live lease reaches',
+    command: 'gc [origin]',
+    describe:
+      'Remove objects no ref, root or live lease reaches; with an origin (folder, S3, hub with an admin token), its unreachable objects older than --grace',
   },
   rm: {
     command: 'rm <ref>',

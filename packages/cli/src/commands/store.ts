@@ -1,5 +1,5 @@
 /**
- * LocalStore commands: `tfs import`, `ls`, `ref get|set|rm`, `export`, `verify`, `gc`, `rm`, `du`.
+ * LocalStore commands: `tfs init`, `import`, `ls`, `ref get|set|rm`, `export`, `verify`, `gc`, `rm`, `du`.
  * Each opens the store at `--store` (read-only where it only reads) and closes it afterwards.
  */
 import { createHash } from 'node:crypto';
@@ -47,6 +47,32 @@ export function defaultRefName(file: string): string {
   }
   return `local/${(base.replace(/\.(lock|tmp)$/, '_$1') || 'import').slice(0, 150)}`;
 }
+
+export const initCommand = defineCommand<{ shared: boolean; group?: string }>({
+  ...SPECS.init,
+  builder: (y) =>
+    y
+      .option('shared', {
+        type: 'boolean',
+        default: false,
+        describe: 'group-writable setgid folders and metadata, for several Unix users at once',
+      })
+      .option('group', {
+        type: 'string',
+        describe: 'the group (name or gid) that shares the store (default: the folder group); needs --shared',
+      }) as unknown as Argv<{ shared: boolean; group?: string } & GlobalArgs>,
+  handler: async (args, ctx) => {
+    const r = await LocalStore.init(ctx.storeDir, {
+      shared: args.shared,
+      ...(args.group !== undefined ? { group: args.group } : {}),
+    });
+    ctx.result(
+      r,
+      () =>
+        `${r.created ? 'created' : 'adopted'} ${r.shared ? 'shared ' : ''}store ${r.root}${r.shared ? ` (group ${r.gid})` : ''}`,
+    );
+  },
+});
 
 interface ImportArgs {
   path: string;
@@ -367,16 +393,36 @@ export const verifyCommand = defineCommand<{
   },
 });
 
-export const gcCommand = defineCommand<{ dryRun: boolean; grace?: number }>({
+interface GcArgs {
+  origin?: string;
+  dryRun: boolean;
+  grace?: number;
+  'token-file'?: string;
+}
+
+export const gcCommand = defineCommand<GcArgs>({
   ...SPECS.gc,
   builder: (y) =>
     y
+      .positional('origin', {
+        type: 'string',
+        describe: 'collect on this origin instead (a remote name, folder, s3:// bucket or hub URL with an admin token)',
+      })
       .option('dry-run', { type: 'boolean', default: false, describe: 'report what would go, remove nothing' })
       .option('grace', {
         type: 'number',
         describe: 'keep unreachable objects younger than this many seconds (default 3600)',
-      }) as unknown as Argv<{ dryRun: boolean; grace?: number } & GlobalArgs>,
+      })
+      .option('token-file', {
+        type: 'string',
+        describe: 'with an origin: file holding the token (read per request); default $TENSORFS_TOKEN',
+      }) as unknown as Argv<GcArgs & GlobalArgs>,
   handler: async (args, ctx) => {
+    if (args.grace !== undefined) graceMs(args.grace);
+    if (args.origin !== undefined) {
+      const { gcRemote } = await import('./remote.js');
+      return gcRemote({ ...args, origin: args.origin }, ctx);
+    }
     const r = await withStore(ctx, args.dryRun, (s) =>
       s.gc({
         dryRun: args.dryRun,

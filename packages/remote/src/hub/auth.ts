@@ -11,6 +11,8 @@ export interface TokenGrant {
   read?: string[];
   /** Ref globs this token may move (`*` alone: every ref). */
   write?: string[];
+  /** Hub administration (`POST /v1/admin/gc`): `true` grants it (default false). */
+  admin?: boolean;
 }
 
 /** The tokens file: `{"tokens":[{"token","read":["*"],"write":["team/*"]}], "anonymous":{"read":[…]}}`. */
@@ -25,6 +27,8 @@ export interface Principal {
   read: ((ref: string) => boolean) | null;
   write: ((ref: string) => boolean) | null;
   anonymous: boolean;
+  /** May administer the hub (its GC): a token whose entry says `"admin": true`. */
+  admin?: boolean;
   /** Who owns what this request opens (upload sessions): 16 hex digits of the token's SHA-256; `anonymous` without one. */
   owner: string;
 }
@@ -47,7 +51,7 @@ function digest(s: string): Buffer {
 }
 
 const TOP_KEYS = new Set(['tokens', 'anonymous']);
-const TOKEN_KEYS = new Set(['token', 'read', 'write']);
+const TOKEN_KEYS = new Set(['token', 'read', 'write', 'admin']);
 const ANONYMOUS_KEYS = new Set(['read']);
 
 /**
@@ -78,9 +82,11 @@ export function parseTokensConfig(value: unknown): TokensConfig {
     if (typeof t.token !== 'string' || t.token.length < 8)
       throw bad(`${where}: each token needs a "token" string of at least 8 characters`);
     const k = unknownKey(t, TOKEN_KEYS);
-    if (k !== undefined) throw bad(`${where}: unknown key ${JSON.stringify(k)} (known: "token", "read", "write")`);
+    if (k !== undefined)
+      throw bad(`${where}: unknown key ${JSON.stringify(k)} (known: "token", "read", "write", "admin")`);
     globs(t, 'read', where);
     globs(t, 'write', where);
+    if (t.admin !== undefined && typeof t.admin !== 'boolean') throw bad(`${where}: "admin" must be true or false`);
     const first = seen.get(t.token);
     if (first !== undefined) throw bad(`${where} names the same token as tokens[${first}]`);
     seen.set(t.token, i);
@@ -98,7 +104,13 @@ export function parseTokensConfig(value: unknown): TokensConfig {
 
 /** The tokens of a hub: who a request is, and the refusal for what it may not do. */
 export class Auth {
-  private readonly grants: { hash: Buffer; read: Principal['read']; write: Principal['write']; owner: string }[];
+  private readonly grants: {
+    hash: Buffer;
+    read: Principal['read'];
+    write: Principal['write'];
+    owner: string;
+    admin: boolean;
+  }[];
   private readonly anonymous: Principal;
 
   constructor(private readonly tokens: TokensConfig | undefined) {
@@ -107,6 +119,7 @@ export class Auth {
       read: matcher(t.read),
       write: matcher(t.write),
       owner: digest(t.token).toString('hex').slice(0, 16),
+      admin: t.admin === true,
     }));
     this.anonymous = tokens
       ? { read: matcher(tokens.anonymous?.read), write: null, anonymous: true, owner: 'anonymous' }
@@ -130,7 +143,8 @@ export class Auth {
     const d = digest(m[1]!);
     let found: Principal | undefined;
     for (const g of this.grants)
-      if (timingSafeEqual(g.hash, d)) found = { read: g.read, write: g.write, anonymous: false, owner: g.owner };
+      if (timingSafeEqual(g.hash, d))
+        found = { read: g.read, write: g.write, anonymous: false, owner: g.owner, admin: g.admin };
     if (!found) throw new TensorFSError('denied', 'unknown token', { details: { rule: 'hub.unknown_token' } });
     return found;
   }

@@ -15,7 +15,12 @@ export interface HubState {
   writable: boolean;
   maxJson: number;
   maxObject: number;
+  /** The admin sweep of the hub's store (`POST /v1/admin/gc`); absent: `unsupported`. */
+  gc?: HubGc;
 }
+
+/** Runs GC on the hub's own store (see `gcBacking`). */
+export type HubGc = (options: { graceMs: number; dryRun: boolean; signal: AbortSignal }) => Promise<unknown>;
 
 /** One request as a handler sees it. */
 export interface RequestContext {

@@ -1,5 +1,6 @@
 /** The route table: a path (and method) to its handler; everything else is `hub.no_route`. */
 import { TensorFSError } from '@tensorfs/format';
+import { adminGc } from './admin.js';
 import type { RequestContext } from './context.js';
 import { object, postBatch, postLacks } from './objects.js';
 import { listRefs, ref } from './refs.js';
@@ -19,6 +20,7 @@ const ROUTES: readonly Route[] = [
     handle: async (c) => sendJson(c.res, 200, { api: 'tensorfs-hub', version: 1, writable: c.hub.writable }),
   },
   { pattern: /^\/v1\/refs$/, method: 'GET', handle: listRefs },
+  { pattern: /^\/v1\/admin\/gc$/, method: 'POST', handle: adminGc },
   { pattern: /^\/v1\/refs\/(.*)$/, handle: (c, m) => ref(c, m[1]!) },
   { pattern: /^\/v1\/objects\/lacks$/, method: 'POST', handle: postLacks },
   { pattern: /^\/v1\/objects\/batch$/, method: 'POST', handle: postBatch },

@@ -44,6 +44,11 @@ export interface HubOptions {
    * `limit_exceeded` (`hub.upload_bytes`).
    */
   maxUploadBytes?: number;
+  /**
+   * The admin sweep (`POST /v1/admin/gc`, tokens with `"admin": true`): default `gcBacking` of the
+   * store served (its own GC for a local store; mark and sweep for a folder or S3 backend).
+   */
+  gc?: (options: { graceMs: number; dryRun: boolean; signal: AbortSignal }) => Promise<unknown>;
   /** Requests served at once; more get 503 + Retry-After (default 64). */
   maxConcurrent?: number;
   /** Whole-request timeout (default 30 min) and idle-socket timeout (default 60 s). */
