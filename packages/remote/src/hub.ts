@@ -25,12 +25,15 @@ import { UploadSessions } from './hub/sessions.js';
 import { closer, listen, trackUnused } from './hub/shutdown.js';
 import type { Hub, HubOptions, HubStore } from './hub/types.js';
 import { Quarantine } from './hub/verify.js';
+import { HfApi } from './hub/hf-api.js';
+import { checkpointLayout } from './hub/hf-layout.js';
+import { PullThrough } from './hub/upstream.js';
 import { originOf } from './store-origin.js';
 
 export { parseTokensConfig, type TokenGrant, type TokensConfig } from './hub/auth.js';
 export { BATCH_ABSENT, BATCH_MAX_IDS } from './hub/objects.js';
 export { errorBody } from './hub/respond.js';
-export type { Hub, HubOptions, HubStore, QuarantiningStore } from './hub/types.js';
+export type { Hub, HubOptions, HubStore, QuarantiningStore, UpstreamOptions } from './hub/types.js';
 
 /** Starts a hub serving `store`: any implementation of the storage contract (an origin, or a store). */
 export async function serveHub(store: Store, options: HubOptions = {}): Promise<Hub> {
@@ -50,6 +53,14 @@ export async function serveHub(store: Store, options: HubOptions = {}): Promise<
     maxJson: options.maxJsonBytes ?? 4 << 20,
     maxObject: options.maxObjectBytes ?? 64 * 1024 ** 3,
   };
+  if (options.huggingFace !== false) {
+    const upstream = options.huggingFace?.upstream;
+    state.hf = new HfApi(backend, state.quarantine, {
+      layout: checkpointLayout,
+      ...(options.huggingFace?.pageSize !== undefined ? { pageSize: options.huggingFace.pageSize } : {}),
+      ...(upstream ? { source: new PullThrough({ ...(options.log ? { log: options.log } : {}), ...upstream }) } : {}),
+    });
+  }
 
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse, signal: AbortSignal): Promise<void> => {
     if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
@@ -60,9 +71,10 @@ export async function serveHub(store: Store, options: HubOptions = {}): Promise<
     const url = new URL(req.url ?? '/', 'http://hub');
     const path = url.pathname;
     const principal = auth.principalOf(req);
-    if (options.pages && path !== '/v1' && !path.startsWith('/v1/') && (await options.pages(req, res, principal.read)))
-      return;
     const c: RequestContext = { req, res, url, method: req.method ?? 'GET', principal, signal, hub: state };
+    const outside = path !== '/v1' && !path.startsWith('/v1/');
+    if (outside && state.hf && (await state.hf.route(c))) return;
+    if (options.pages && outside && (await options.pages(req, res, principal.read))) return;
     return route(c);
   };
 

@@ -15,6 +15,8 @@ export interface HubState {
   writable: boolean;
   maxJson: number;
   maxObject: number;
+  /** The Hugging Face download API (absent: turned off): answers its routes, false for others. */
+  hf?: { route(c: RequestContext): Promise<boolean> };
 }
 
 /** One request as a handler sees it. */
