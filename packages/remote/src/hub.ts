@@ -53,9 +53,10 @@ export async function serveHub(store: Store, options: HubOptions = {}): Promise<
     maxJson: options.maxJsonBytes ?? 4 << 20,
     maxObject: options.maxObjectBytes ?? 64 * 1024 ** 3,
   };
+  let hf: HfApi | undefined;
   if (options.huggingFace !== false) {
     const upstream = options.huggingFace?.upstream;
-    state.hf = new HfApi(backend, state.quarantine, {
+    state.hf = hf = new HfApi(backend, state.quarantine, {
       layout: checkpointLayout,
       ...(options.huggingFace?.pageSize !== undefined ? { pageSize: options.huggingFace.pageSize } : {}),
       ...(upstream ? { source: new PullThrough({ ...(options.log ? { log: options.log } : {}), ...upstream }) } : {}),
@@ -116,11 +117,14 @@ export async function serveHub(store: Store, options: HubOptions = {}): Promise<
   server.keepAliveTimeout = 65_000;
   server.timeout = options.idleTimeoutMs ?? 60_000;
   const addr = await listen(server, options.port ?? 0, options.host ?? '127.0.0.1');
+  // Over a writable store the digests computed now are kept, so files are known before their first HEAD.
+  if (hf && backend.capabilities.has('objects.write') && backend.capabilities.has('refs.write')) void hf.warmAll();
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   return {
     url: `http://${host}:${addr.port}`,
     port: addr.port,
     close: closer(server, unused, load, async () => {
+      hf?.stop();
       if (ownUploads) await fsp.rm(uploads.dir, { recursive: true, force: true });
     }),
   };

@@ -364,6 +364,13 @@ describe('pull-through', () => {
     });
     const otherTree = await store.getManifest(otherRev.target);
     expect(otherTree.entries.map((e) => e.path)).toEqual(['config.json']);
+    // Listing that revision completes it first (snapshot_download asks for the info, then every file).
+    const otherInfo = (await (await fetch(`${url}/api/models/team/other`)).json()) as {
+      sha: string;
+      siblings: { rfilename: string }[];
+    };
+    expect(otherInfo.siblings.map((s) => s.rfilename)).toEqual(['config.json', 'model.safetensors', 'sub/notes.txt']);
+    expect(otherInfo.sha).toBe(otherRev.document?.upstream?.revision);
 
     // Concurrent requests for a whole repository: one import.
     const answers = await Promise.all(

@@ -99,5 +99,5 @@ describe('huggingface_hub, transformers and peft against the hub', () => {
       adapter_equal: true,
       snapshot_llama: llamaFiles,
     });
-  }, 240_000);
+  }, 420_000);
 });

@@ -16,7 +16,7 @@
  * `RevisionNotFound`, `EntryNotFound`, `GatedRepo` for a token without read scope).
  */
 import type * as http from 'node:http';
-import { type ObjectId, TensorFSError, isTensorFSError, toTensorFSError } from '@tensorfs/format';
+import { type ObjectId, TensorFSError, isTensorFSError, listRepositories, toTensorFSError } from '@tensorfs/format';
 import type { RequestContext } from './context.js';
 import {
   type CheckpointLayout,
@@ -143,6 +143,7 @@ export class HfApi {
   readonly revisions: HfRevisions;
   readonly digests: FileDigests;
   private readonly trees = new Map<ObjectId, Promise<ServedTree>>();
+  private readonly stopped = new AbortController();
 
   constructor(
     readonly store: HubStore,
@@ -168,8 +169,20 @@ export class HfApi {
       this.authorize(c, r.repo);
       if (r.kind === 'resolve') checkFilePath(r.path);
       if (r.kind === 'tree' && r.path !== '') checkFilePath(r.path);
+      // `HEAD` is the default branch (`@huggingface/hub` asks for it).
+      if (r.revision === 'HEAD') r.revision = 'main';
       let rev = await this.revision(r.repo, r.revision, r.kind === 'resolve' ? r.path : undefined);
       commit = rev.sha;
+      const source = this.options.source;
+      if (r.kind !== 'resolve' && source && rev.document?.upstream) {
+        // A revision fetched file by file is completed before it is listed; with the upstream
+        // unreachable, what is present is listed.
+        const full = await source.fetch(this, { repo: r.repo, revision: r.revision, local: rev }).catch(() => null);
+        if (full) {
+          rev = full;
+          commit = rev.sha;
+        }
+      }
       let tree = await this.tree(rev);
       if (r.kind === 'info') {
         await this.info(c, r, rev, tree);
@@ -180,8 +193,8 @@ export class HfApi {
         return true;
       }
       let file = tree.byPath.get(r.path);
-      if (file === undefined && this.options.source && rev.document?.upstream) {
-        const more = await this.options.source.fetch(this, {
+      if (file === undefined && source && rev.document?.upstream) {
+        const more = await source.fetch(this, {
           repo: r.repo,
           revision: r.revision,
           path: r.path,
@@ -221,9 +234,7 @@ export class HfApi {
   }
 
   /** The revision to serve: local, or fetched from the upstream when the store lacks it. */
-  async revision(repo: string, asked: string, path?: string): Promise<HfRevision> {
-    // `HEAD` is the default branch (`@huggingface/hub` asks for it).
-    const revision = asked === 'HEAD' ? 'main' : asked;
+  async revision(repo: string, revision: string, path?: string): Promise<HfRevision> {
     try {
       return await this.revisions.resolve(repo, revision);
     } catch (err) {
@@ -251,10 +262,42 @@ export class HfApi {
   private warm(tree: ServedTree): void {
     const todo = tree.files.filter((f) => this.digests.peek(f) === undefined);
     if (todo.length === 0) return;
-    const never = new AbortController().signal;
     void (async () => {
-      for (const f of todo) await this.digests.of(tree, f, never).catch(() => {});
+      for (const f of todo) {
+        if (this.stopped.signal.aborted) return;
+        await this.digests.of(tree, f, this.stopped.signal).catch(() => {});
+      }
     })();
+  }
+
+  /**
+   * Computes, one file after another, the digests of every branch and tag head's files not yet
+   * kept (a hub over a writable store starts it, so a file imported before the hub started is
+   * known before its first `HEAD`). Stops at {@link HfApi.stop}.
+   */
+  async warmAll(): Promise<void> {
+    try {
+      for (const listing of await listRepositories(this.store)) {
+        for (const name of [...listing.branches, ...listing.tags].map((b) => b.name)) {
+          if (this.stopped.signal.aborted) return;
+          const rev = await this.revisions.resolve(listing.repo, name).catch(() => null);
+          const tree = rev && (await this.tree(rev).catch(() => null));
+          for (const f of tree?.files ?? []) {
+            if (this.stopped.signal.aborted) return;
+            if (this.digests.peek(f) === undefined)
+              await this.digests.of(tree!, f, this.stopped.signal).catch(() => {});
+          }
+        }
+      }
+    } catch {
+      // A store that cannot list refs: digests are computed on first use.
+    }
+  }
+
+  /** Stops background digest computations. */
+  stop(): void {
+    this.stopped.abort();
+    this.digests.stopped.abort();
   }
 
   private async info(

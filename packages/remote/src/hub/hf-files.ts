@@ -172,6 +172,8 @@ export async function openObject(
 export class FileDigests {
   private readonly known = new Map<string, string>();
   private readonly running = new Map<string, Promise<string>>();
+  /** Aborted when the hub closes: computations in flight stop reading. */
+  readonly stopped = new AbortController();
 
   constructor(
     private readonly store: HubStore,
@@ -202,6 +204,7 @@ export class FileDigests {
     if (p === undefined) {
       // Not tied to one request: another request may be waiting for the same digest.
       p = this.load(tree, file, key).finally(() => this.running.delete(key));
+      p.catch(() => {});
       this.running.set(key, p);
     }
     if (signal.aborted) throw signal.reason;
@@ -250,10 +253,11 @@ export class FileDigests {
   /** Hashes the file from its objects, each verified (a damaged one is quarantined: `corrupt`). */
   private async compute(tree: ServedTree, file: ServedFile): Promise<string> {
     const whole = createHash('sha256');
-    const ctl = new AbortController();
+    const signal = this.stopped.signal;
     for (const rec of file.records) {
+      if (signal.aborted) throw signal.reason;
       this.quarantine.refuse(rec.digest);
-      const r = await openObject(this.store, tree, rec.digest, ctl.signal);
+      const r = await openObject(this.store, tree, rec.digest, signal);
       const digest = new Digest(rec.digest, rec.length);
       let fits = r.size === rec.length;
       try {

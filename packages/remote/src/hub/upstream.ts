@@ -23,6 +23,9 @@ import type { HfApi, HfSource } from './hf-api.js';
 import { COMMIT_RE, type HfRevision } from './hf-revisions.js';
 import type { UpstreamOptions } from './types.js';
 
+/** How long a failed upstream listing is remembered. */
+const FAILURE_MS = 30_000;
+
 /** Glob characters escaped, so an include pattern matches exactly one path. */
 function exactGlob(path: string): string {
   return path.replace(/[\\*?[\]{}()!+@|^$]/g, (ch) => `\\${ch}`);
@@ -75,7 +78,8 @@ export class PullThrough implements HfSource {
     let p = this.listings.get(key);
     if (p === undefined) {
       p = hf.listFiles(commit);
-      p.catch(() => this.listings.delete(key));
+      // A failure is remembered for a while, so an unreachable upstream is not asked on every request.
+      p.catch(() => setTimeout(() => this.listings.delete(key), FAILURE_MS).unref());
       if (this.listings.size > 1000) this.listings.delete(this.listings.keys().next().value as string);
       this.listings.set(key, p);
     }
@@ -101,7 +105,7 @@ export class PullThrough implements HfSource {
       throw err;
     }
     const all = await this.files(hf, repo, commit);
-    const have = new Set(local && path !== undefined ? (await api.tree(local)).byPath.keys() : []);
+    const have = new Set(local ? (await api.tree(local)).byPath.keys() : []);
     const wanted = path !== undefined ? all.filter((f) => f.path === path) : all.filter((f) => !have.has(f.path));
     if (wanted.length === 0) return path !== undefined ? null : (local ?? null);
     const onBranch = local?.kind === 'branch' && local.name !== null ? local.name : undefined;
