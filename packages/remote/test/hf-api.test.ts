@@ -393,6 +393,10 @@ describe('pull-through', () => {
       const r = await fetch(`${url}/team/tiny/resolve/${upSha}/${path}`);
       expect(Buffer.from(await r.arrayBuffer()).equals(Buffer.from(bytes))).toBe(true);
     }
+    // A file the upstream commit does not have: not asked upstream again (the tree is complete).
+    const absent = await fetch(`${url}/team/tiny/resolve/main/none.json`);
+    expect([absent.status, absent.headers.get('x-error-code')]).toEqual([404, 'EntryNotFound']);
+    expect((await store.scanRefs()).refs.filter((r) => r.name.startsWith('_hf/complete/')).length).toBe(2);
     // What was never fetched is not found (the upstream is down: answered from the store).
     expect((await fetch(`${url}/team/gone/resolve/main/config.json`)).status).toBeGreaterThanOrEqual(404);
     // A token without read scope on a fetched repository is refused.

@@ -144,6 +144,7 @@ export class HfApi {
   readonly digests: FileDigests;
   private readonly trees = new Map<ObjectId, Promise<ServedTree>>();
   private readonly stopped = new AbortController();
+  private readonly complete = new Set<ObjectId>();
 
   constructor(
     readonly store: HubStore,
@@ -174,7 +175,7 @@ export class HfApi {
       let rev = await this.revision(r.repo, r.revision, r.kind === 'resolve' ? r.path : undefined);
       commit = rev.sha;
       const source = this.options.source;
-      if (r.kind !== 'resolve' && source && rev.document?.upstream) {
+      if (r.kind !== 'resolve' && source && rev.document?.upstream && !(await this.isComplete(rev.target))) {
         // A revision fetched file by file is completed before it is listed; with the upstream
         // unreachable, what is present is listed.
         const full = await source.fetch(this, { repo: r.repo, revision: r.revision, local: rev }).catch(() => null);
@@ -193,7 +194,7 @@ export class HfApi {
         return true;
       }
       let file = tree.byPath.get(r.path);
-      if (file === undefined && source && rev.document?.upstream) {
+      if (file === undefined && source && rev.document?.upstream && !(await this.isComplete(rev.target))) {
         const more = await source.fetch(this, {
           repo: r.repo,
           revision: r.revision,
@@ -291,6 +292,31 @@ export class HfApi {
       }
     } catch {
       // A store that cannot list refs: digests are computed on first use.
+    }
+  }
+
+  /**
+   * True when the tree `target` (of a pull-through revision) holds every file its upstream commit
+   * has: a file it lacks is then absent upstream too, and nothing is asked there. Kept in memory
+   * and as the side ref `_hf/complete/<tree hex>` (naming a small object, so it keeps no tree).
+   */
+  async isComplete(target: ObjectId): Promise<boolean> {
+    if (this.complete.has(target)) return true;
+    const id = await this.store.getRef(`_hf/complete/${target.slice(7)}`).catch(() => null);
+    if (id === null) return false;
+    this.complete.add(target);
+    return true;
+  }
+
+  /** Records that `target` holds every file of its upstream commit (see {@link HfApi.isComplete}). */
+  async markComplete(target: ObjectId): Promise<void> {
+    this.complete.add(target);
+    if (!this.store.capabilities.has('objects.write') || !this.store.capabilities.has('refs.write')) return;
+    try {
+      const { id } = await this.store.put([new TextEncoder().encode(`complete ${target}\n`)]);
+      await this.store.setRef(`_hf/complete/${target.slice(7)}`, id);
+    } catch {
+      // Memory only.
     }
   }
 

@@ -107,7 +107,11 @@ export class PullThrough implements HfSource {
     const all = await this.files(hf, repo, commit);
     const have = new Set(local ? (await api.tree(local)).byPath.keys() : []);
     const wanted = path !== undefined ? all.filter((f) => f.path === path) : all.filter((f) => !have.has(f.path));
-    if (wanted.length === 0) return path !== undefined ? null : (local ?? null);
+    if (wanted.length === 0) {
+      if (path !== undefined) return null;
+      if (local) await api.markComplete(local.target);
+      return local ?? null;
+    }
     const onBranch = local?.kind === 'branch' && local.name !== null ? local.name : undefined;
     const branch = onBranch ?? (COMMIT_RE.test(revision) ? upstreamBranch(revision) : revision);
     const result = await importHuggingFace(api.store, `hf://${repo}@${commit}`, {
@@ -129,6 +133,8 @@ export class PullThrough implements HfSource {
     const names = new Set(imported.map((e) => e.path));
     const entries = sortManifestEntries([...previous.filter((e) => !names.has(e.path)), ...imported]);
     const target = await api.store.putManifest({ entries });
+    const held = new Set(entries.map((e) => e.path));
+    if (all.every((f) => held.has(f.path))) await api.markComplete(target);
     const source = `${this.endpoint}/${repo}`;
     try {
       await moveBranch(api.store, {
