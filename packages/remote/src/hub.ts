@@ -25,13 +25,16 @@ import { UploadSessions } from './hub/sessions.js';
 import { closer, listen, trackUnused } from './hub/shutdown.js';
 import type { Hub, HubOptions, HubStore } from './hub/types.js';
 import { Quarantine } from './hub/verify.js';
+import { HfApi } from './hub/hf-api.js';
+import { checkpointLayout } from './hub/hf-layout.js';
+import { PullThrough } from './hub/upstream.js';
 import { originOf } from './store-origin.js';
 import { gcBacking } from './gc.js';
 
 export { parseTokensConfig, type TokenGrant, type TokensConfig } from './hub/auth.js';
 export { BATCH_ABSENT, BATCH_MAX_IDS } from './hub/objects.js';
 export { errorBody } from './hub/respond.js';
-export type { Hub, HubOptions, HubStore, QuarantiningStore } from './hub/types.js';
+export type { Hub, HubOptions, HubStore, QuarantiningStore, UpstreamOptions } from './hub/types.js';
 
 /** Starts a hub serving `store`: any implementation of the storage contract (an origin, or a store). */
 export async function serveHub(store: Store, options: HubOptions = {}): Promise<Hub> {
@@ -52,6 +55,15 @@ export async function serveHub(store: Store, options: HubOptions = {}): Promise<
     maxObject: options.maxObjectBytes ?? 64 * 1024 ** 3,
     gc: options.gc ?? ((o) => gcBacking(store, o)),
   };
+  let hf: HfApi | undefined;
+  if (options.huggingFace !== false) {
+    const upstream = options.huggingFace?.upstream;
+    state.hf = hf = new HfApi(backend, state.quarantine, {
+      layout: checkpointLayout,
+      ...(options.huggingFace?.pageSize !== undefined ? { pageSize: options.huggingFace.pageSize } : {}),
+      ...(upstream ? { source: new PullThrough({ ...(options.log ? { log: options.log } : {}), ...upstream }) } : {}),
+    });
+  }
 
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse, signal: AbortSignal): Promise<void> => {
     if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
@@ -62,9 +74,10 @@ export async function serveHub(store: Store, options: HubOptions = {}): Promise<
     const url = new URL(req.url ?? '/', 'http://hub');
     const path = url.pathname;
     const principal = auth.principalOf(req);
-    if (options.pages && path !== '/v1' && !path.startsWith('/v1/') && (await options.pages(req, res, principal.read)))
-      return;
     const c: RequestContext = { req, res, url, method: req.method ?? 'GET', principal, signal, hub: state };
+    const outside = path !== '/v1' && !path.startsWith('/v1/');
+    if (outside && state.hf && (await state.hf.route(c))) return;
+    if (options.pages && outside && (await options.pages(req, res, principal.read))) return;
     return route(c);
   };
 
@@ -106,11 +119,14 @@ export async function serveHub(store: Store, options: HubOptions = {}): Promise<
   server.keepAliveTimeout = 65_000;
   server.timeout = options.idleTimeoutMs ?? 60_000;
   const addr = await listen(server, options.port ?? 0, options.host ?? '127.0.0.1');
+  // Over a writable store the digests computed now are kept, so files are known before their first HEAD.
+  if (hf && backend.capabilities.has('objects.write') && backend.capabilities.has('refs.write')) void hf.warmAll();
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   return {
     url: `http://${host}:${addr.port}`,
     port: addr.port,
     close: closer(server, unused, load, async () => {
+      hf?.stop();
       if (ownUploads) await fsp.rm(uploads.dir, { recursive: true, force: true });
     }),
   };

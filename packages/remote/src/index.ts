@@ -56,6 +56,7 @@ export {
   type HubOptions,
   type TokenGrant,
   type TokensConfig,
+  type UpstreamOptions,
 } from './hub.js';
 export { referencesOf, type Reference } from './references.js';
 export {

@@ -215,6 +215,18 @@ async function closure(store: Store, checkpoint: Checkpoint): Promise<ObjectId[]
 }
 
 /** A snapshot laying a checkpoint out as Hugging Face files (for checkpoints with no source). */
+/**
+ * The snapshot a `--safetensors` export of `checkpoint` writes: its source snapshot when the store
+ * holds it, else the layout of its components (the few objects that takes — a safetensors header,
+ * a `config.json` — are put into `store`). What the hub serves a checkpoint as.
+ */
+export async function safetensorsExportTree(store: Store, checkpoint: Checkpoint): Promise<ObjectId> {
+  checkStore(store);
+  checkCheckpoint(checkpoint);
+  if (checkpoint.source !== null && (await store.has(checkpoint.source))) return checkpoint.source;
+  return layoutSnapshot(store, checkpoint);
+}
+
 async function layoutSnapshot(store: Store, checkpoint: Checkpoint): Promise<ObjectId> {
   const entries: ManifestEntry[] = [];
   const nested = checkpoint.pipeline !== null || checkpoint.components.size > 1;

@@ -26,6 +26,7 @@ export {
   exportCheckpoint,
   exportComponentFiles,
   importPortable,
+  safetensorsExportTree,
 } from './checkpoint-export.js';
 export {
   CONVERTERS,

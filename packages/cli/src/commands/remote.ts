@@ -289,6 +289,9 @@ interface ServeArgs {
   port: number;
   tokens?: string;
   'max-concurrent': number;
+  upstream?: string;
+  'upstream-token-file'?: string;
+  offline?: boolean;
 }
 
 export const serveCommand = defineCommand<ServeArgs>({
@@ -311,6 +314,19 @@ export const serveCommand = defineCommand<ServeArgs>({
         type: 'number',
         default: 64,
         describe: 'requests served at once',
+      })
+      .option('upstream', {
+        type: 'string',
+        describe:
+          'pull-through: a Hugging Face compatible endpoint (the Hub, a mirror, another tfs serve); what a client asks for and the store lacks is imported from it, verified, then served',
+      })
+      .option('upstream-token-file', {
+        type: 'string',
+        describe: "the hub's own token for the upstream (re-read per request); clients' tokens are never sent upstream",
+      })
+      .option('offline', {
+        type: 'boolean',
+        describe: 'with --upstream: never ask it; serve only what the store holds',
       }) as unknown as Argv<ServeArgs & GlobalArgs>,
   handler: async (args, ctx) => {
     const { LocalRefsOrigin, S3Origin, StoreOrigin, parseTokensConfig, serveHub } = await loadRemote();
@@ -338,7 +354,24 @@ export const serveCommand = defineCommand<ServeArgs>({
         throw err;
       }
     }
-    const store = args.objects ? undefined : await LocalStore.open(ctx.storeDir, { readOnly: tokens === undefined });
+    if ((args['upstream-token-file'] !== undefined || args.offline) && args.upstream === undefined) {
+      throw new TensorFSError('invalid_argument', '--upstream-token-file and --offline need --upstream URL', {
+        details: { rule: 'cli.upstream_required' },
+      });
+    }
+    const tokenFile = args['upstream-token-file'];
+    if (tokenFile !== undefined) {
+      await fsp.access(tokenFile).catch(() => {
+        throw new TensorFSError('not_found', 'cannot read the upstream token file', {
+          details: { rule: 'cli.upstream_token_file' },
+        });
+      });
+    }
+    // Pull-through writes what it fetches into the store.
+    const pulls = args.upstream !== undefined && !args.offline;
+    const store = args.objects
+      ? undefined
+      : await LocalStore.open(ctx.storeDir, { readOnly: tokens === undefined && !pulls });
     // Over a bucket: its credentials and the bucket are checked now (`denied`, `not_found`), not
     // on the first request. With --refs the refs live on this disk and the bucket holds objects.
     const bucket = args.objects
@@ -359,10 +392,23 @@ export const serveCommand = defineCommand<ServeArgs>({
         ...(store && tokens ? { uploadsDir: path.join(store.root, 'tmp') } : {}),
         ...(refs && tokens ? { uploadsDir: path.join(refs.root, 'tmp') } : {}),
         ...(web ? { pages: (req, res, read) => web(req, res, read ?? false) } : {}),
+        ...(pulls
+          ? {
+              huggingFace: {
+                upstream: {
+                  endpoint: args.upstream!,
+                  ...(tokenFile !== undefined
+                    ? { token: async () => (await fsp.readFile(tokenFile, 'utf8')).trim() || undefined }
+                    : {}),
+                },
+              },
+            }
+          : {}),
       });
       ctx.result(
         { url: hub.url, writable: tokens !== undefined },
-        () => `serving ${hub.url}${tokens ? '' : ' (read-only, anonymous)'}`,
+        () =>
+          `serving ${hub.url}${tokens ? '' : ' (read-only, anonymous)'}${pulls ? `, pulling through from ${args.upstream}` : args.upstream ? ' (offline)' : ''}`,
       );
       await new Promise<void>((resolve) => {
         const stop = () => resolve();

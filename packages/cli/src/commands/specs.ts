@@ -89,7 +89,8 @@ export const SPECS = {
   },
   serve: {
     command: 'serve',
-    describe: 'Serve the store (or an S3 bucket) as a TensorFS hub over HTTP until SIGTERM or Ctrl-C',
+    describe:
+      'Serve the store (or an S3 bucket) over HTTP as a TensorFS hub and a Hugging Face download API (a pull-through cache with --upstream) until SIGTERM or Ctrl-C',
   },
   remote: {
     command: 'remote <action> [name] [url]',

@@ -17,6 +17,8 @@ export interface HubState {
   maxObject: number;
   /** The admin sweep of the hub's store (`POST /v1/admin/gc`); absent: `unsupported`. */
   gc?: HubGc;
+  /** The Hugging Face download API (absent: turned off): answers its routes, false for others. */
+  hf?: { route(c: RequestContext): Promise<boolean> };
 }
 
 /** Runs GC on the hub's own store (see `gcBacking`). */

@@ -76,7 +76,11 @@ async function sendBatch(c: RequestContext, ids: readonly ObjectId[]): Promise<v
   }
 }
 
-function parseRange(h: string | undefined, size: number): { start: number; end: number } | 'unsatisfiable' | null {
+/** A `Range: bytes=…` header against `size`: null (none or not understood), unsatisfiable, or the inclusive bounds. */
+export function parseRange(
+  h: string | undefined,
+  size: number,
+): { start: number; end: number } | 'unsatisfiable' | null {
   if (!h) return null;
   const m = /^bytes=(\d*)-(\d*)$/.exec(h.trim());
   if (!m || (m[1] === '' && m[2] === '')) return null;

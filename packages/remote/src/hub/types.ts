@@ -3,6 +3,8 @@ import type * as http from 'node:http';
 import type { ObjectId } from '@tensorfs/format';
 import type { Origin } from '../origin.js';
 import type { TokensConfig } from './auth.js';
+import type { Credential } from '../credentials.js';
+import type { HttpOptions } from '../http.js';
 
 /**
  * What the hub serves: one storage contract (today {@link Origin}). Every handler takes the store
@@ -17,6 +19,18 @@ export interface QuarantiningStore {
    * does not claim to have it and its verify reports it. Called by the hub after it broke an answer.
    */
   quarantine?(id: ObjectId): Promise<void>;
+}
+
+/** The pull-through upstream of the Hugging Face API (`HubOptions.huggingFace.upstream`). */
+export interface UpstreamOptions {
+  /** The upstream's base URL (`HF_ENDPOINT` form: `https://huggingface.co`, `http://hub:8080`). */
+  endpoint: string;
+  /** The hub's own token for the upstream (re-read per request when a function). */
+  token?: Credential;
+  /** Retries and timeouts of the upstream client. */
+  http?: Omit<HttpOptions, 'credential'>;
+  /** Told what was imported (for the access log). */
+  log?: (line: string) => void;
 }
 
 /** Options of `serveHub`. */
@@ -54,6 +68,12 @@ export interface HubOptions {
   /** Whole-request timeout (default 30 min) and idle-socket timeout (default 60 s). */
   requestTimeoutMs?: number;
   idleTimeoutMs?: number;
+  /**
+   * The Hugging Face download API on the same port (on by default; `false` turns it off), and
+   * its pull-through upstream: a missing repository or revision is imported from there
+   * (docs/remote.md "The Hugging Face API").
+   */
+  huggingFace?: false | { upstream?: UpstreamOptions /** Tree entries per page (default 1000). */; pageSize?: number };
   /** Access log line per request (method, path, status, ms) — never headers or tokens. */
   log?: (line: string) => void;
   /**
