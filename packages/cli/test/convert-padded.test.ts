@@ -10,6 +10,7 @@ import { execFileSync } from 'node:child_process';
 import * as fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { safetensorsBytes } from '@tensorfs/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tfs as run } from './helpers.js';
 
@@ -114,5 +115,38 @@ describe('tfs convert --shapes-from (ComfyUI padded NVFP4 / MXFP8)', () => {
     const lane = await convert(['--shapes-from', 'lane:no-such-topology']);
     expect(lane.code, lane.stderr).toBe(6);
     expect(JSON.parse(lane.stderr).error.details.rule).toBe('lanes.unknown_document');
+  });
+
+  it('takes logical shapes from a lane topology', async () => {
+    // an NVFP4 layer named as the bundled CLIP text topology names [77, 768]: stored [80, 768 / 2]
+    const layer = 'embeddings.position_embedding';
+    const file = safetensorsBytes([
+      { name: `${layer}.weight`, dtype: 'U8', shape: [80, 384], data: new Uint8Array(80 * 384).fill(0x12) },
+      { name: `${layer}.weight_scale`, dtype: 'F8_E4M3', shape: [128, 48], data: new Uint8Array(128 * 48).fill(0x38) },
+      {
+        name: `${layer}.weight_scale_2`,
+        dtype: 'F32',
+        shape: [],
+        data: new Uint8Array(new Float32Array([0.5]).buffer),
+      },
+      { name: `${layer}.comfy_quant`, dtype: 'U8', data: new TextEncoder().encode('{"format": "nvfp4"}') },
+    ]);
+    const src = path.join(dir, 'clip');
+    await fsp.mkdir(src);
+    await fsp.writeFile(path.join(src, 'te.safetensors'), file);
+    const args = ['convert', src, '--name', 'comfy/clip', '--dtype', 'F16', '--json'];
+    const r = await tfs([...args, '--shapes-from', 'lane:clip-vit-large-patch14-text']);
+    expect(r.code, r.stderr).toBe(0);
+    const t = JSON.parse((await tfs(['inspect', 'comfy/clip', '--json'])).stdout).components[0].tensors[0];
+    expect(t).toMatchObject({ name: `${layer}.weight`, shape: [77, 768] });
+    expect(t.encoding.params).toMatchObject({ shape: [77, 768], padded_shape: [80, 768] });
+    // a decode of it: every code 1 (0.5) hi and 2 (1.0) lo, times scale 1.0 × 0.5
+    const out = path.join(dir, 'clip.f32');
+    expect((await tfs(['cat', 'comfy/clip', `${layer}.weight`, '--decode', '--dtype', 'F32', '-o', out])).code).toBe(0);
+    const v = new Float32Array((await fsp.readFile(out)).buffer.slice(0));
+    expect(v.length).toBe(77 * 768);
+    expect(v[0]).toBe(0.25);
+    expect(v[1]).toBe(0.5);
+    expect(v[77 * 768 - 1]).toBe(0.5);
   });
 });
