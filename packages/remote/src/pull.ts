@@ -19,6 +19,7 @@ import { selectCheckpoint } from '@tensorfs/tensors';
 import picomatch from 'picomatch';
 import { cancelled } from './http.js';
 import type { Origin } from './origin.js';
+import { referencesOf } from './references.js';
 import { selectComponents, selectTensors } from './select.js';
 import { type FetchOptions, Transfer } from './transfer.js';
 
@@ -104,13 +105,24 @@ export async function pull(store: Store, origin: Origin, ref: string, options: P
       localId = await store.putManifest(m, { lease });
       topBytes = await store.readObject(localId);
     }
+    // What the selection fetched to read headers counts as fetched (not as already present), and
+    // the headers it wrote here (trimmed files) as neither: they came from no origin.
+    const selectionFetched = new Set<ObjectId>();
+    let made: Set<ObjectId> | undefined;
     if (options.tensors && options.tensors.length > 0 && !isCheckpointHeader(topBytes)) {
-      localId = await selectTensors(store, origin, lease, localId, options.tensors, options);
+      const before = new Set(referencesOf(topBytes).map((r) => r.id));
+      localId = await selectTensors(store, origin, lease, localId, options.tensors, options, selectionFetched);
       topBytes = await store.readObject(localId);
+      made = new Set(
+        referencesOf(topBytes)
+          .filter((r) => !before.has(r.id))
+          .map((r) => r.id),
+      );
     }
     await t.walk(topBytes, leaves);
     leaves = new Map([...leaves].filter(([id]) => !t.referencingIds.has(id)));
-    await t.fetchAll(leaves);
+    await t.fetchAll(leaves, { fetchedEarlier: selectionFetched, ...(made ? { made } : {}) });
+    for (const id of selectionFetched) if (!leaves.has(id)) await t.countFetched(id);
     await store.setRef(name, localId, { expected: options.expected, lease });
     return {
       ref,

@@ -14,7 +14,8 @@ import type { FetchOptions } from './transfer.js';
 /**
  * A snapshot of `snapshot` with only the tensors matching `globs`: each tensor file (or sharded
  * model) is trimmed with tensors' `compose`, reading its header through a {@link FetchingStore};
- * tensor files with no match are left out. `not_found` when nothing matches.
+ * tensor files with no match are left out. `not_found` when nothing matches. The ids the reads
+ * fetched are added to `fetched` (a pull counts them as fetched, not as already present).
  */
 export async function selectTensors(
   store: Store,
@@ -23,8 +24,9 @@ export async function selectTensors(
   snapshot: ObjectId,
   globs: readonly string[],
   options: FetchOptions,
+  fetched?: Set<ObjectId>,
 ): Promise<ObjectId> {
-  const fs = new FetchingStore(store, origin, { ...options, lease });
+  const fs = new RecordingStore(store, origin, { ...options, lease }, fetched ?? new Set());
   const match = picomatch(globs as string[], { dot: true });
   const set = await openTensors(fs, snapshot, { signal: options.signal });
   const byTarget = new Map<string, { names: string[]; paths: string[] }>();
@@ -56,6 +58,23 @@ export async function selectTensors(
     cur = await store.putManifest({ ...m, entries: m.entries.filter((e) => !leaveOut.has(e.path)) }, { lease });
   }
   return cur;
+}
+
+/** A {@link FetchingStore} that notes the ids it was asked for and the local store lacked. */
+class RecordingStore extends FetchingStore {
+  constructor(
+    local: Store,
+    origin: Origin,
+    options: ConstructorParameters<typeof FetchingStore>[2],
+    private readonly noted: Set<ObjectId>,
+  ) {
+    super(local, origin, options);
+  }
+
+  override async ensure(ids: ReadonlyMap<ObjectId, number | undefined>): Promise<void> {
+    for (const id of ids.keys()) if (!this.noted.has(id) && !(await this.local.has(id))) this.noted.add(id);
+    return super.ensure(ids);
+  }
 }
 
 /** The entries of `m` at or under any of `components` (`not_found` for one that matches nothing). */

@@ -163,6 +163,18 @@ export class Transfer {
     return bytes;
   }
 
+  /** Counts an object this transfer's caller fetched outside it (a selection's header reads). */
+  async countFetched(id: ObjectId): Promise<void> {
+    const n = await this.store.objectSize(id);
+    this.objectsTotal++;
+    this.objectsFetched++;
+    this.objectsDone++;
+    this.bytesTotal += n;
+    this.bytesFetched += n;
+    this.bytesDone += n;
+    this.progress();
+  }
+
   private count(n: number, present: boolean): void {
     this.objectsTotal++;
     this.bytesTotal += n;
@@ -186,12 +198,26 @@ export class Transfer {
     }
   }
 
-  async fetchAll(leaves: Map<ObjectId, number | undefined>): Promise<void> {
+  /**
+   * Fetches what the store lacks of `leaves`. Of those present, the ones in `fetchedEarlier` (this
+   * pull fetched them before, to select) count as fetched, the ones in `made` (written here by
+   * the selection) are not counted.
+   */
+  async fetchAll(
+    leaves: Map<ObjectId, number | undefined>,
+    earlier: { fetchedEarlier?: ReadonlySet<ObjectId>; made?: ReadonlySet<ObjectId> } = {},
+  ): Promise<void> {
     const missing: [ObjectId, number | undefined][] = [];
     for (const [id, len] of leaves) {
+      if (earlier.made?.has(id) && (await this.store.has(id))) continue;
       this.objectsTotal++;
       this.bytesTotal += len ?? 0;
-      if (await this.store.has(id)) {
+      if (earlier.fetchedEarlier?.has(id) && (await this.store.has(id))) {
+        this.objectsFetched++;
+        this.objectsDone++;
+        this.bytesFetched += len ?? 0;
+        this.bytesDone += len ?? 0;
+      } else if (await this.store.has(id)) {
         this.objectsPresent++;
         this.objectsDone++;
         this.bytesPresent += len ?? 0;

@@ -301,7 +301,10 @@ async function rewriteFile(
   return writer.finish();
 }
 
-/** The shard index with the new names, without dropped tensors, and `total_size` recomputed. */
+/**
+ * The shard index with the new names, without dropped tensors, `total_size` recomputed and
+ * `total_parameters` recomputed (or dropped where the old value was not the tensors' element count).
+ */
 async function rewriteIndex(
   store: Store,
   set: TensorSet,
@@ -315,17 +318,31 @@ async function rewriteIndex(
   const dir = dirname(entry.path);
   const renamed = new Map(placements.map((p) => [`${p.view.file}\0${p.view.name}`, p.name]));
   const sizes = new Map(views.map((v) => [`${v.file}\0${v.name}`, v.byteLength]));
+  const elements = new Map(views.map((v) => [`${v.file}\0${v.name}`, v.shape.reduce((a, b) => a * BigInt(b), 1n)]));
   const weightMap = new Map<string, string>();
   let total = 0n;
+  let paramsBefore = 0n;
+  let paramsAfter = 0n;
   for (const [name, shard] of parsed.weightMap) {
     const key = `${joinPath(dir, shard)}\0${name}`;
+    paramsBefore += elements.get(key) ?? 0n;
     const kept = targets.includes(joinPath(dir, shard)) ? renamed.get(key) : name;
     if (kept === undefined) continue;
     weightMap.set(kept, shard);
     total += BigInt(sizes.get(key) ?? 0);
+    paramsAfter += elements.get(key) ?? 0n;
   }
   const metadata = parsed.metadata === null ? null : new Map<string, unknown>(parsed.metadata);
   if (metadata !== null && parsed.totalSize !== null) metadata.set('total_size', total);
+  // transformers writes `total_parameters` (the model's parameter count). Where it is the sum of
+  // the index's tensor elements it is recomputed for the kept tensors; where it is not (tied
+  // weights, buffers) the new count cannot be known, so it is dropped rather than left stale.
+  if (metadata?.has('total_parameters')) {
+    const stated = metadata.get('total_parameters');
+    if ((typeof stated === 'bigint' || typeof stated === 'number') && BigInt(stated) === paramsBefore)
+      metadata.set('total_parameters', paramsAfter);
+    else metadata.delete('total_parameters');
+  }
   const bytes = writeShardIndex({ weightMap, metadata });
   const { id } = await store.put([bytes], { lease });
   return {

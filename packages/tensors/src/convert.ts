@@ -41,12 +41,13 @@ import { CheckpointWriter } from './checkpoint-writer.js';
 import { INDEX_SUFFIX, openTensors } from './open.js';
 import { checkDecodable, configDtype, importProducerTensors, quantizationConfigOf } from './producers.js';
 import { SnapshotTree } from './snapshot.js';
+import { importPeftTensors, PEFT_CONFIG, PEFT_WEIGHTS, type PeftAdapterInfo, peftAdapterInfo } from './peft.js';
 import { retyped, type TensorView } from './view.js';
 
 export { PRODUCER_CONVENTIONS, type ProducerConvention };
 
 /** The source layouts {@link convertSnapshot} recognises (or is told with `converter`). */
-export const CONVERTERS = ['diffusers', 'transformers', 'single-file'] as const;
+export const CONVERTERS = ['diffusers', 'transformers', 'peft', 'single-file'] as const;
 /** A source layout. */
 export type ConverterName = (typeof CONVERTERS)[number];
 
@@ -71,6 +72,12 @@ export interface ConvertOptions {
   dtype?: DecodedDtype;
   /** A checkpoint this one derives from: the result reports how many tensors changed against it. */
   base?: string;
+  /**
+   * Logical shapes by tensor name (`<layer>.weight` → `[out, in]`), for layouts that store only a
+   * padded shape (ComfyUI NVFP4 and MXFP8): usually the unquantized model's header
+   * (`tfs convert --shapes-from`). Each is checked against the stored padding.
+   */
+  logicalShapes?: ReadonlyMap<string, readonly number[]>;
   signal?: AbortSignal;
   /** Hashing threads for {@link convertPath}'s import. */
   threads?: number;
@@ -95,6 +102,13 @@ export interface ConvertResult {
   readonly bytesWritten: number;
   /** With `base`: tensors whose records differ from the base's tensor of the same component and name (or are new). */
   readonly changedTensors?: number;
+  /** A PEFT adapter: its type, the base model it names (and revision) and its LoRA pairs. */
+  readonly adapter?: {
+    readonly type: string;
+    readonly baseModel: string | null;
+    readonly revision: string | null;
+    readonly pairs: number;
+  };
 }
 
 /**
@@ -131,6 +145,8 @@ interface Plan {
     skip: Set<string>;
     /** quantize_config.json / hf_quant_config.json of the component, parsed. */
     quantization: JsonValue[];
+    /** A PEFT adapter's checked config (its tensors are imported as LoRA pairs). */
+    peft?: { config: Record<string, JsonValue>; info: PeftAdapterInfo };
   }[];
 }
 
@@ -192,6 +208,8 @@ export async function convertSnapshot(
     let encoded = 0;
     const conventions = new Set<ProducerConvention>();
     const written = new Map<string, Map<string, string>>();
+    let adapter: ConvertResult['adapter'];
+    const perComponent: { name: string; tensors: number; files: string[]; hasModelConfig: boolean }[] = [];
     for (const c of plan.components) {
       throwIfAborted(options.signal);
       const comp = writer.component(c.name, { cls: c.cls, config: c.config });
@@ -229,15 +247,23 @@ export async function convertSnapshot(
           views.push(view);
         }
       }
-      const quantizationConfig = quantizationConfigOf(c.config, c.quantization);
-      const dtype = options.dtype ?? configDtype(c.config);
-      const imported = await importProducerTensors(views, {
-        ...(Object.keys(metadata).length > 0 ? { metadata } : {}),
-        ...(quantizationConfig ? { quantizationConfig } : {}),
-        ...(options.producer ? { declared: options.producer } : {}),
-        ...(dtype ? { dtype } : {}),
-        read: (v) => v.read({ ...(options.signal ? { signal: options.signal } : {}) }),
-      });
+      let imported: Awaited<ReturnType<typeof importProducerTensors>>;
+      if (c.peft !== undefined) {
+        const peft = importPeftTensors(views, c.peft.config);
+        imported = { tensors: peft.tensors, conventions: [] };
+        adapter = { ...c.peft.info, pairs: peft.pairs };
+      } else {
+        const quantizationConfig = quantizationConfigOf(c.config, c.quantization);
+        const dtype = options.dtype ?? configDtype(c.config);
+        imported = await importProducerTensors(views, {
+          ...(Object.keys(metadata).length > 0 ? { metadata } : {}),
+          ...(quantizationConfig ? { quantizationConfig } : {}),
+          ...(options.producer ? { declared: options.producer } : {}),
+          ...(dtype ? { dtype } : {}),
+          ...(options.logicalShapes ? { logicalShapes: options.logicalShapes } : {}),
+          read: (v) => v.read({ ...(options.signal ? { signal: options.signal } : {}) }),
+        });
+      }
       for (const conv of imported.conventions) conventions.add(conv);
       for (const t of imported.tensors) {
         throwIfAborted(options.signal);
@@ -258,13 +284,36 @@ export async function convertSnapshot(
       }
       written.set(c.name, new Map([...seen.keys()].map((k) => [k, k])));
       const prefix = c.dir === '' ? '' : `${c.dir}/`;
+      const files: string[] = [];
       for (const entry of tree.files()) {
         if (!entry.path.startsWith(prefix) || c.skip.has(entry.path)) continue;
         // At the root of a single-component layout, component folders of nothing else exist.
         // The file's own objects: nothing re-read, nothing re-hashed.
         await comp.assetRecords(entry.path.slice(prefix.length), entry.records);
+        files.push(entry.path);
         assets++;
       }
+      perComponent.push({
+        name: c.name,
+        tensors: views.length,
+        files,
+        hasModelConfig: tree.byPath.has(`${prefix}config.json`),
+      });
+    }
+    refuseEmpty(plan.converter, perComponent);
+    if (options.producer !== undefined && !conventions.has(options.producer)) {
+      throw new TensorFSError(
+        'invalid_argument',
+        `--converter ${options.producer} was declared, but no tensor of this ${plan.converter} layout follows it`,
+        {
+          details: {
+            rule: 'convert.converter_mismatch',
+            converter: options.producer,
+            layout: plan.converter,
+            found: [...conventions].sort(),
+          },
+        },
+      );
     }
     const committed = await writer.commit({
       ...(options.name !== undefined ? { name: options.name } : {}),
@@ -283,6 +332,7 @@ export async function convertSnapshot(
       conventions: [...conventions].sort(),
       bytesWritten: committed.bytes.length,
       ...(changedTensors !== undefined ? { changedTensors } : {}),
+      ...(adapter !== undefined ? { adapter } : {}),
     };
   } catch (error) {
     await writer.close().catch(() => {});
@@ -402,15 +452,55 @@ async function planConversion(store: Store, tree: SnapshotTree, declared?: Conve
   let converter = declared;
   if (converter === undefined) {
     if (has('model_index.json')) converter = 'diffusers';
+    else if (has(PEFT_CONFIG) && has(PEFT_WEIGHTS)) converter = 'peft';
     else if (has('config.json') && rootTensorFiles.some((p) => p.endsWith('.safetensors'))) converter = 'transformers';
     else if (files.length === 1 && rootTensorFiles.length === 1) converter = 'single-file';
     else {
+      throw new TensorFSError('unsupported', `not a recognised layout (${LAYOUTS}); declare one with --converter`, {
+        details: { rule: 'convert.layout', files: files.slice(0, 20) },
+      });
+    }
+  } else {
+    // A declared layout must be what the files are: never a silent fallback to another reading.
+    const missing =
+      converter === 'diffusers'
+        ? has('model_index.json')
+          ? null
+          : 'model_index.json'
+        : converter === 'peft'
+          ? [PEFT_CONFIG, PEFT_WEIGHTS].filter((p) => !has(p)).join(' and ') || null
+          : converter === 'single-file'
+            ? rootTensorFiles.length === 1
+              ? null
+              : 'exactly one .safetensors or .gguf file at the root'
+            : null;
+    if (missing !== null) {
       throw new TensorFSError(
-        'unsupported',
-        'not a recognised layout (Diffusers: model_index.json; Transformers: config.json + *.safetensors; or one .safetensors/.gguf file); declare one with --converter',
-        { details: { rule: 'convert.layout', files: files.slice(0, 20) } },
+        'invalid_argument',
+        `--converter ${converter} was declared, but the files have no ${missing}`,
+        { details: { rule: 'convert.converter_mismatch', converter, missing, files: files.slice(0, 20) } },
       );
     }
+  }
+  if (converter === 'peft') {
+    const config = await readJson(store, tree, PEFT_CONFIG);
+    const info = peftAdapterInfo(config);
+    return {
+      converter,
+      pipeline: null,
+      components: [
+        {
+          name: 'adapter',
+          cls: info.cls,
+          config,
+          dir: '',
+          weights: [PEFT_WEIGHTS],
+          skip: new Set([PEFT_WEIGHTS]),
+          quantization: [],
+          peft: { config: config as Record<string, JsonValue>, info },
+        },
+      ],
+    };
   }
   if (converter === 'diffusers') {
     const index = await readJson(store, tree, 'model_index.json');
@@ -474,6 +564,40 @@ async function planConversion(store: Store, tree: SnapshotTree, declared?: Conve
       { name: 'model', cls: '', config: null, dir: '', weights: [file], skip: new Set([file]), quantization: [] },
     ],
   };
+}
+
+/** The layouts detection recognises, as messages name them. */
+export const LAYOUTS =
+  'Diffusers: model_index.json; PEFT: adapter_config.json + adapter_model.safetensors; Transformers: config.json + *.safetensors; or one .safetensors/.gguf file';
+
+/**
+ * A model layout whose weights all ended up as assets (or were never there) is refused: a
+ * checkpoint without a tensor, or a component with a model `config.json` and no tensor, would
+ * say "converted" about nothing. Names what was found instead.
+ */
+function refuseEmpty(
+  converter: ConverterName,
+  components: readonly { name: string; tensors: number; files: string[]; hasModelConfig: boolean }[],
+): void {
+  const total = components.reduce((n, c) => n + c.tensors, 0);
+  const empty = total === 0 ? components[0] : components.find((c) => c.tensors === 0 && c.hasModelConfig);
+  if (empty === undefined && total > 0) return;
+  const found = (empty?.files ?? []).slice(0, 20);
+  throw new TensorFSError(
+    'invalid_argument',
+    `the ${converter} layout${empty && components.length > 1 ? ` component ${empty.name}` : ''} has no tensors: ${
+      found.length > 0 ? `found only ${found.join(', ')}` : 'found no files'
+    } (weights must be .safetensors files, or a shard index naming them)`,
+    {
+      details: {
+        rule: 'convert.no_tensors',
+        converter,
+        ...(empty ? { component: empty.name } : {}),
+        found,
+        files: (empty?.files ?? []).length,
+      },
+    },
+  );
 }
 
 /** Tensors of `header` whose records differ from the same component/tensor of checkpoint `base`. */

@@ -53,7 +53,8 @@ export type ComponentTensor =
   | {
       readonly kind: 'encoded';
       readonly name: string;
-      readonly convention: ProducerConvention;
+      /** The convention it was imported from (`peft_lora` for a PEFT adapter's pair). */
+      readonly convention: ProducerConvention | 'peft_lora';
       readonly encoding: Encoded;
       /** The producer view of each part (retyped where the convention reinterprets the bytes). */
       readonly parts: Readonly<Record<string, TensorView>>;
@@ -71,6 +72,11 @@ export interface ProducerImportInput {
   readonly dtype?: DecodedDtype;
   /** Reads a (small) view's bytes. */
   readonly read: (view: TensorView) => Promise<Uint8Array>;
+  /**
+   * Logical shapes by weight name (`<layer>.weight`), from a reference (`--shapes-from`): what a
+   * padded layout (ComfyUI NVFP4 / MXFP8) does not store. Each is checked against the padding.
+   */
+  readonly logicalShapes?: ReadonlyMap<string, readonly number[]>;
 }
 
 const TORCH: Readonly<Record<string, DecodedDtype>> = {
@@ -163,7 +169,7 @@ export async function importProducerTensors(
   for (const d of detected) {
     let imported: ImportedEncoding;
     try {
-      imported = translate(d, producer, qc, dt, comfyLayers);
+      imported = translate(d, producer, qc, dt, comfyLayers, input.logicalShapes);
     } catch (error) {
       if (isTensorFSError(error) && !('layer' in error.details)) {
         throw new TensorFSError(error.code, `${d.name}: ${error.message}`, {
@@ -242,7 +248,11 @@ export async function importProducerTensors(
  * `convert.part_shape`…), naming the tensor and the fact (`details.fact`: the param or part).
  * `unsupported` (a GGML type with no decoder) is not a refusal: such a tensor is stored as it is.
  */
-export function checkDecodable(tensor: string, convention: ProducerConvention | 'gguf', encoding: Encoded): void {
+export function checkDecodable(
+  tensor: string,
+  convention: ProducerConvention | 'gguf' | 'peft_lora',
+  encoding: Encoded,
+): void {
   try {
     checkEncoding(encoding);
   } catch (error) {
@@ -273,6 +283,7 @@ function translate(
   qc: Record<string, JsonValue>,
   dt: { dtype?: DecodedDtype },
   comfyLayers: Record<string, JsonValue>,
+  shapes: ReadonlyMap<string, readonly number[]> | undefined,
 ): ImportedEncoding {
   switch (d.convention) {
     case 'bitsandbytes_4bit':
@@ -290,7 +301,34 @@ function translate(
     case 'comfy_quant': {
       const conf = comfyLayers[d.name];
       const isConf = conf !== null && typeof conf === 'object' && !Array.isArray(conf);
-      return importComfyQuant(tensors, d.name, { ...dt, ...(isConf ? { conf } : {}) });
+      const weight = `${d.name}.weight`;
+      const shape = shapes?.get(weight);
+      let imported: ImportedEncoding;
+      try {
+        imported = importComfyQuant(tensors, d.name, {
+          ...dt,
+          ...(isConf ? { conf } : {}),
+          ...(shape ? { shape: [...shape] } : {}),
+        });
+      } catch (error) {
+        if (isTensorFSError(error) && error.details.fact === 'logical_shape') {
+          if (shapes !== undefined) {
+            throw new TensorFSError(
+              'invalid_argument',
+              `${weight} is stored padded and the reference given with --shapes-from has no tensor of that name`,
+              { details: { rule: 'convert.shapes_from', tensor: weight, fact: 'logical_shape' }, cause: error },
+            );
+          }
+          throw new TensorFSError(
+            'unsupported',
+            `${error.message} with --shapes-from <ref|file|lane> (the unquantized model's header, or a lane topology)`,
+            { details: { ...error.details, tensor: weight, flag: '--shapes-from' }, cause: error },
+          );
+        }
+        throw error;
+      }
+      checkPadding(weight, imported.encoding);
+      return imported;
     }
     case 'gptq':
       return importGptq(tensors, d.name, qc, dt);
@@ -298,5 +336,29 @@ function translate(
       return importAwq(tensors, d.name, qc, dt);
     case 'kohya_lora':
       return importKohyaLora(tensors, d.name, dt);
+  }
+}
+
+/** How far each padded layout rounds the logical matrix up (ComfyUI: NVFP4 16, MXFP8 32, both dims). */
+const PADDING: Readonly<Record<string, number>> = { nvfp4: 16, mxfp8: 32 };
+
+/**
+ * A padded encoding's stored shape must be its logical shape rounded up per the format's rule;
+ * anything else means the logical shape given is not this layer's.
+ * @throws {TensorFSError} `invalid_argument` (`convert.logical_shape`) naming the tensor and both shapes.
+ */
+function checkPadding(tensor: string, encoding: Encoded): void {
+  const multiple = PADDING[encoding.scheme];
+  const params = encoding.params as { shape?: unknown; padded_shape?: unknown } | null;
+  if (multiple === undefined || !Array.isArray(params?.padded_shape)) return;
+  const logical = params.shape as number[];
+  const padded = params.padded_shape as number[];
+  const expected = logical.map((d) => Math.ceil(d / multiple) * multiple);
+  if (logical.length !== 2 || padded.length !== 2 || expected.some((d, i) => d !== padded[i])) {
+    throw new TensorFSError(
+      'invalid_argument',
+      `${tensor}: the logical shape ${JSON.stringify(logical)} does not pad to the stored ${JSON.stringify(padded)} (${encoding.scheme} rounds each dimension up to a multiple of ${multiple})`,
+      { details: { rule: 'convert.logical_shape', tensor, logical, padded, multiple } },
+    );
   }
 }

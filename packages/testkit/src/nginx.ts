@@ -11,6 +11,11 @@ export interface RunningNginx {
   url: string;
   /** Stops it (SIGQUIT by default) and removes its scratch folder. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
+  /**
+   * With `{ accessLog: true }`: the requests served so far, in order (method, URI path, status);
+   * nginx writes each line when the response is done, unbuffered.
+   */
+  requests(): { method: string; path: string; status: number }[];
 }
 
 function stopper(proc: ChildProcess) {
@@ -23,7 +28,7 @@ function stopper(proc: ChildProcess) {
 }
 
 /** nginx serving `root` on a loopback port. Fails (never skips) when nginx is not installed. */
-export async function startNginx(root: string): Promise<RunningNginx> {
+export async function startNginx(root: string, options: { accessLog?: boolean } = {}): Promise<RunningNginx> {
   const which = spawnSync('sh', ['-c', 'command -v nginx || ls /usr/sbin/nginx'], { encoding: 'utf8' });
   const nginx = which.stdout.trim().split('\n')[0];
   if (which.status !== 0 || !nginx) {
@@ -41,7 +46,7 @@ pid ${dir}/nginx.pid;
 error_log ${dir}/error.log;
 events { worker_connections 64; }
 http {
-  access_log off;
+  ${options.accessLog ? `log_format requests '$request_method $uri $status';\n  access_log ${dir}/access.log requests;` : 'access_log off;'}
   default_type application/octet-stream;
   client_body_temp_path ${dir}/tmp/body;
   proxy_temp_path ${dir}/tmp/proxy;
@@ -84,6 +89,19 @@ http {
       const c = await stop(s ?? 'SIGQUIT');
       rmSync(dir, { recursive: true, force: true });
       return c;
+    },
+    requests: () => {
+      let text = '';
+      try {
+        text = readFileSync(join(dir, 'access.log'), 'utf8');
+      } catch {}
+      return text
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => {
+          const [method = '', path = '', status = '0'] = l.split(' ');
+          return { method, path, status: Number(status) };
+        });
     },
   };
 }

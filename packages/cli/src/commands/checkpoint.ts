@@ -20,6 +20,7 @@ import type { CommandContext, GlobalArgs } from '../context.js';
 import { formatBytes } from '../progress.js';
 import { importFromHub, isHfSource, sourceLine } from './hf.js';
 import { checkpointLines, inspectCheckpoint, isCheckpoint } from './checkpoint-view.js';
+import { shapesFrom } from './shapes-from.js';
 import { withStore } from './store.js';
 import { SPECS } from './specs.js';
 
@@ -56,6 +57,7 @@ interface ConvertArgs {
   expected?: string;
   threads?: number;
   include?: string[];
+  'shapes-from'?: string;
 }
 
 /** `tfs convert <src> --name REF`. */
@@ -79,8 +81,24 @@ export const convertCommand = defineCommand<ConvertArgs>({
         array: true,
         choices: [...CONVERTERS, ...PRODUCER_CONVENTIONS],
         describe:
-          'declare the layout (diffusers, transformers, single-file) and/or the producer of quantized weights (bitsandbytes_4bit, gptq, modelopt_nvfp4, ...) instead of detecting it; repeat for both',
+          'declare the layout (diffusers, transformers, peft, single-file) and/or the producer of quantized weights (bitsandbytes_4bit, gptq, modelopt_nvfp4, kohya_lora, ...) instead of detecting it; repeat for both. A declared one the files do not match is an error (exit 2)',
       })
+      .option('shapes-from', {
+        type: 'string',
+        describe:
+          "logical shapes for padded layers (ComfyUI NVFP4/MXFP8): the unquantized model's .safetensors file, a ref in the store, or lane:<topology>",
+      })
+      .epilog(
+        [
+          'Recognised layouts (detected in this order):',
+          '  diffusers     model_index.json, one component per entry (its folder: config + *.safetensors or a shard index)',
+          '  peft          adapter_config.json + adapter_model.safetensors (PEFT LoRA; LoHa/LoKr/IA3… are refused by name)',
+          '  transformers  config.json + *.safetensors (or a *.safetensors.index.json) at the root',
+          '  single-file   exactly one .safetensors or .gguf file',
+          'Sources: a folder or file path, hf://owner/repo[@revision], or a snapshot ref/id in the store.',
+          'Producer-quantized weights (bitsandbytes, LLM.int8, scaled FP8, comfy_quant, block FP8, ModelOpt NVFP4, GPTQ, AWQ, Kohya LoRA) are detected and become encodings.',
+        ].join('\n'),
+      )
       .option('dtype', {
         choices: ['F32', 'F16', 'BF16'] as const,
         describe:
@@ -116,6 +134,10 @@ export const convertCommand = defineCommand<ConvertArgs>({
       ...(args.threads !== undefined ? { threads: args.threads } : {}),
     };
     if (isHfSource(args.src)) return convertFromHub(args, options, ctx);
+    const shapesOf = async (store: Parameters<typeof convertSnapshot>[0]): Promise<ConvertOptions> =>
+      args['shapes-from'] === undefined
+        ? options
+        : { ...options, logicalShapes: await shapesFrom(args['shapes-from'], async () => store, ctx.signal) };
     const exists = await fsp
       .lstat(args.src)
       .then(() => true)
@@ -124,12 +146,15 @@ export const convertCommand = defineCommand<ConvertArgs>({
     const r = await withStore(
       ctx,
       false,
-      (store) =>
-        exists ? convertPath(store, path.resolve(args.src), options) : convertSnapshot(store, args.src, options),
+      async (store) => {
+        const o = await shapesOf(store);
+        return exists ? convertPath(store, path.resolve(args.src), o) : convertSnapshot(store, args.src, o);
+      },
       exists,
     );
     ctx.result({ ref: args.name, ...r }, () => [
       `${args.name} -> ${r.id}`,
+      ...adapterLines(r),
       `${r.converter}: ${r.components} components, ${r.tensors} tensors (${r.encoded} encoded${
         r.conventions.length > 0 ? `: ${r.conventions.join(', ')}` : ''
       }), ${r.assets} assets; wrote ${formatBytes(r.bytesWritten)}${
@@ -138,6 +163,15 @@ export const convertCommand = defineCommand<ConvertArgs>({
     ]);
   },
 });
+
+/** The line a PEFT adapter's conversion adds: its type, its base model and its LoRA pairs. */
+function adapterLines(r: Awaited<ReturnType<typeof convertSnapshot>>): string[] {
+  if (r.adapter === undefined) return [];
+  const base = r.adapter.baseModel ?? '(no base model named)';
+  return [
+    `PEFT ${r.adapter.type} adapter of ${base}${r.adapter.revision ? `@${r.adapter.revision}` : ''}: ${r.adapter.pairs} LoRA pairs`,
+  ];
+}
 
 /** `tfs convert hf://…`: import the repository from the Hub (commit recorded), then convert that snapshot. */
 async function convertFromHub(args: ConvertArgs, options: ConvertOptions, ctx: CommandContext): Promise<void> {
@@ -149,12 +183,19 @@ async function convertFromHub(args: ConvertArgs, options: ConvertOptions, ctx: C
         ...(args.include !== undefined ? { include: args.include.map(String) } : {}),
         ...(args.threads !== undefined ? { threads: args.threads } : {}),
       });
-      const r = await convertSnapshot(store, imported.snapshot, options);
+      const r = await convertSnapshot(
+        store,
+        imported.snapshot,
+        args['shapes-from'] === undefined
+          ? options
+          : { ...options, logicalShapes: await shapesFrom(args['shapes-from'], async () => store, ctx.signal) },
+      );
       ctx.result(
         { ref: args.name, ...r, bytesWritten: r.bytesWritten + imported.bytesWritten, source: imported.source },
         () => [
           `${args.name} -> ${r.id}`,
           sourceLine(args.src, imported),
+          ...adapterLines(r),
           `${r.converter}: ${r.components} components, ${r.tensors} tensors (${r.encoded} encoded${
             r.conventions.length > 0 ? `: ${r.conventions.join(', ')}` : ''
           }), ${r.assets} assets; wrote ${formatBytes(r.bytesWritten + imported.bytesWritten)}${

@@ -26,7 +26,7 @@ export const SPECS = {
   convert: {
     command: 'convert <src>',
     describe:
-      'Convert a Diffusers or Transformers folder, a .safetensors/.gguf file or an imported snapshot ref into a cozytensors checkpoint',
+      'Convert a Diffusers, PEFT adapter or Transformers folder, a .safetensors/.gguf file or an imported snapshot ref into a cozytensors checkpoint',
   },
   ls: {
     command: 'ls [ref]',

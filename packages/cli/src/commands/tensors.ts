@@ -217,6 +217,8 @@ export const catCommand = defineCommand<{
     if (args.dtype !== undefined && !args.decode) {
       throw new TensorFSError('invalid_argument', '--dtype needs --decode', { details: { rule: 'cli.cat_dtype' } });
     }
+    // The destination is checked before anything is read or fetched (checked again when written).
+    if (args.output !== undefined) await fileDestination(path.resolve(args.output), '-o');
     // Verifying opens the store for writing, so a corrupt object found here is quarantined.
     await withStore(
       ctx,
