@@ -61,6 +61,7 @@ export { referencesOf, type Reference } from './references.js';
 export {
   HF_DEFAULT_ENDPOINT,
   HuggingFaceRepo,
+  huggingFaceSource,
   importHuggingFace,
   parseHfUrl,
   type HfFile,
@@ -71,3 +72,18 @@ export {
   type HfProvenance,
   type HfRepoSpec,
 } from './hf.js';
+export {
+  importSources,
+  type ImportSourcesOptions,
+  type ImportSourcesResult,
+  type SourceProgress,
+} from './sources/pipeline.js';
+export type {
+  AnnouncedDigest,
+  OpenedRange,
+  ResolvedSource,
+  Source,
+  SourceFile,
+  SourceVoice,
+  Spool,
+} from './sources/source.js';
