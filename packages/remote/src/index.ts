@@ -73,6 +73,23 @@ export {
   type HfRepoSpec,
 } from './hf.js';
 export {
+  CIVITAI_DEFAULT_ENDPOINT,
+  civitaiSource,
+  isCivitaiHost,
+  isCivitaiSource,
+  parseCivitaiUrl,
+  type CivitaiFile,
+  type CivitaiOptions,
+  type CivitaiProvenance,
+  type CivitaiSpec,
+} from './sources/civitai.js';
+export {
+  httpsSource,
+  isHttpsUrl,
+  type HttpsProvenance,
+  type HttpsSourceOptions,
+} from './sources/https.js';
+export {
   importSources,
   type ImportSourcesOptions,
   type ImportSourcesResult,

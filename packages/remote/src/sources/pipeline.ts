@@ -271,9 +271,13 @@ async function importFile(
   const fetched = (n: number) => {
     progress.bytesFetched += n;
   };
-  const verify = (source: RemoteFile): string => {
+  const verify = async (source: RemoteFile): Promise<string> => {
     const actual = source.digest();
-    if (file.digest !== undefined && actual !== file.digest.hex) throw digestMismatch(file, voice, actual ?? 'unread');
+    if (file.digest !== undefined && actual !== file.digest.hex) {
+      // Kept bytes that do not verify are worth nothing to a retry.
+      await file.spool?.done();
+      throw digestMismatch(file, voice, actual ?? 'unread');
+    }
     if (actual === undefined) {
       throw new TensorFSError('internal', `${file.path}: not every byte went through the file digest`, {
         details: { rule: 'source.unhashed', path: file.path },
@@ -307,11 +311,14 @@ async function importFile(
       const id = `sha256:${file.digest.hex}` as ObjectId;
       await admit
         .putStream(id, file.size, () => source.rest(0))
-        .catch((err) => {
-          if (isTensorFSError(err) && err.code === 'corrupt') throw digestMismatch(file, voice, 'differs');
+        .catch(async (err) => {
+          if (isTensorFSError(err) && err.code === 'corrupt') {
+            await file.spool?.done();
+            throw digestMismatch(file, voice, 'differs');
+          }
           throw err;
         });
-      const digest = verify(source);
+      const digest = await verify(source);
       progress.bytes += file.size;
       return {
         entry: {
@@ -346,7 +353,7 @@ async function importFile(
         ctx.options.onProgress?.({ ...progress });
       },
     });
-    const digest = verify(source);
+    const digest = await verify(source);
     return {
       entry: {
         path: file.path,
