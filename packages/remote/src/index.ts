@@ -89,6 +89,7 @@ export {
   type HttpsProvenance,
   type HttpsSourceOptions,
 } from './sources/https.js';
+export { localSource, type LocalProvenance } from './sources/local.js';
 export {
   importSources,
   type ImportSourcesOptions,
@@ -101,6 +102,7 @@ export type {
   ResolvedSource,
   Source,
   SourceFile,
+  SourceLink,
   SourceVoice,
   Spool,
 } from './sources/source.js';

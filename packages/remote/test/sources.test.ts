@@ -4,14 +4,16 @@
 // following the documented model-version shape with a CDN on another origin.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { MemoryStore } from '@tensorfs/format/store';
 import { bytesOf, expectCode, safetensorsBytes, sha256Hex, tempDir } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
 import {
   civitaiSource,
   httpsSource,
   importSources,
+  localSource,
   parseCivitaiUrl,
   type HttpsProvenance,
   type CivitaiProvenance,
@@ -330,7 +332,15 @@ async function fakeCivitai(files: { name: string; bytes: Uint8Array; primary?: b
   files.forEach((f, i) => {
     cdnRoutes[`/f/${i}`] = { bytes: f.bytes, etag: `"cdn-${i}"` };
   });
-  return { api, cdn };
+  return { api: Object.assign(api, { routes: apiRoutes }), cdn };
+}
+
+function apiServed(api: { routes: Record<string, Served> }, route: string): Uint8Array {
+  return api.routes[route]!.bytes;
+}
+
+function setApiServed(api: { routes: Record<string, Served> }, route: string, bytes: Uint8Array): void {
+  api.routes[route] = { bytes };
 }
 
 describe('civitai:// sources', () => {
@@ -412,6 +422,26 @@ describe('civitai:// sources', () => {
     );
   });
 
+  it('the token is not sent to a download URL on another origin, even without a redirect', async () => {
+    const a = model(27);
+    const { api, cdn } = await fakeCivitai([{ name: 'tiny.safetensors', bytes: a }]);
+    // The API lists the CDN's URL itself as the download URL.
+    const route = '/api/v1/model-versions/2514310';
+    const listed = JSON.parse(new TextDecoder().decode(apiServed(api, route)));
+    listed.files[0].downloadUrl = `${cdn.url}/f/0`;
+    setApiServed(api, route, new TextEncoder().encode(JSON.stringify(listed)));
+    const store = await newStore();
+    const r = await importSources(
+      store,
+      civitaiSource('civitai://2514310', { endpoint: api.url, token: TOKEN, http: HTTP }),
+      { threads: 1 },
+    );
+    expect(r.snapshot).toBe(await localSnapshot(a, 'tiny.safetensors'));
+    expect(api.log.every((l) => l.authorization === `Bearer ${TOKEN}`)).toBe(true);
+    expect(cdn.log.length).toBeGreaterThan(0);
+    expect(cdn.log.every((l) => l.authorization === undefined)).toBe(true);
+  });
+
   it('bytes that differ from the announced SHA-256 are corrupt and no ref moves', async () => {
     const a = model(25);
     const { api } = await fakeCivitai([{ name: 'tiny.safetensors', bytes: a, sha: sha256Hex(model(26)) }]);
@@ -426,5 +456,49 @@ describe('civitai:// sources', () => {
       { expected: sha256Hex(model(26)), actual: sha256Hex(a) },
     );
     expect(await store.getRef('civitai/tiny')).toBeNull();
+  });
+});
+
+describe('local sources on the pipeline', () => {
+  it('a folder imported into any store (here the in-memory one) is the snapshot LocalStore.importPath makes', async () => {
+    const dir = tempDir('tfs-src-tree-');
+    mkdirSync(join(dir, 'unet'));
+    writeFileSync(join(dir, 'unet', 'model.safetensors'), model(31));
+    writeFileSync(join(dir, 'config.json'), '{"a":1}\n');
+    writeFileSync(join(dir, 'run.sh'), '#!/bin/sh\n');
+    chmodSync(join(dir, 'run.sh'), 0o755);
+    writeFileSync(join(dir, 'empty.txt'), '');
+    symlinkSync('unet/model.safetensors', join(dir, 'link.safetensors'));
+    const expected = (await (await newStore()).importPath(dir)).snapshot;
+    const memory = new MemoryStore();
+    const r = await importSources(memory, localSource(dir), { name: 'mem/tree', threads: 1 });
+    expect(r.snapshot).toBe(expected);
+    expect(await memory.getRef('mem/tree')).toBe(expected);
+    expect(r.files).toBe(4);
+  });
+
+  it('local and remote sources together make one snapshot', async () => {
+    const bytes = model(33);
+    const s = await serve({ '/w/model.safetensors': { bytes, etag: '"m"' } });
+    const dir = tempDir('tfs-src-mixed-');
+    writeFileSync(join(dir, 'config.json'), '{"b":2}\n');
+    const both = tempDir('tfs-src-both-');
+    writeFileSync(join(both, 'config.json'), '{"b":2}\n');
+    writeFileSync(join(both, 'model.safetensors'), bytes);
+    const store = await newStore();
+    const r = await importSources<unknown>(
+      store,
+      [localSource(dir), httpsSource(`${s.url}/w/model.safetensors`, { http: HTTP })],
+      {
+        threads: 1,
+      },
+    );
+    expect(r.snapshot).toBe((await (await newStore()).importPath(both)).snapshot);
+    expect(r.sources.map((p) => (p as { kind: string }).kind)).toEqual(['local', 'https']);
+    await expectCode(
+      importSources<unknown>(store, [localSource(both), httpsSource(`${s.url}/w/model.safetensors`, { http: HTTP })]),
+      'invalid_argument',
+      'source.duplicate_path',
+    );
   });
 });

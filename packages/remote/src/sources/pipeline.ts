@@ -18,6 +18,7 @@ import {
   TensorFSError,
   throwIfAborted,
   validatePath,
+  validateSymlinkTarget,
 } from '@tensorfs/format';
 import { type Lease, type Store, supports, validateRefName } from '@tensorfs/format/store';
 import { planAndHash } from '@tensorfs/planner';
@@ -107,6 +108,20 @@ export async function importSources<P>(
       }
     }
     files.sort((a, b) => comparePaths(a.file.path, b.file.path));
+    const links: ManifestEntry[] = [];
+    for (const source of resolved) {
+      for (const link of source.links ?? []) {
+        validatePath(link.path);
+        validateSymlinkTarget(link.path, link.symlink);
+        if (seen.has(link.path)) {
+          throw new TensorFSError('invalid_argument', `two sources hold ${JSON.stringify(link.path)}`, {
+            details: { rule: 'source.duplicate_path', path: link.path },
+          });
+        }
+        seen.add(link.path);
+        links.push({ path: link.path, kind: 'symlink', target: link.symlink });
+      }
+    }
     const progress: SourceProgress = {
       files: 0,
       filesTotal: files.length,
@@ -133,6 +148,10 @@ export async function importSources<P>(
       }
       await admit.flush();
       throwIfAborted(signal);
+      if (links.length > 0) {
+        entries.push(...links);
+        entries.sort((a, b) => comparePaths(a.path, b.path));
+      }
       const snapshot = await store.putManifest({ entries }, { lease });
       if (options.name !== undefined) {
         await store.setRef(options.name, snapshot, {
@@ -324,7 +343,7 @@ async function importFile(
         entry: {
           path: file.path,
           kind: 'file',
-          mode: 0o644,
+          mode: file.executable ? 0o755 : 0o644,
           size: file.size,
           profile: 'blob-v1',
           records: [{ digest: id, length: file.size }],
@@ -358,7 +377,7 @@ async function importFile(
       entry: {
         path: file.path,
         kind: 'file',
-        mode: 0o644,
+        mode: file.executable ? 0o755 : 0o644,
         size: plan.size,
         profile: plan.profile,
         records: plan.records.map((r) => ({ digest: r.digest, length: r.length })),

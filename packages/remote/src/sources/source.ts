@@ -40,6 +40,15 @@ export interface SourceFile {
   open(start: number, end: number | undefined, signal?: AbortSignal): Promise<OpenedRange>;
   /** Where partial bytes of this file are kept across runs (a resumable download), if anywhere. */
   readonly spool?: Spool;
+  /** True for a file with an execute bit (recorded as mode `0o755`, else `0o644`). */
+  readonly executable?: boolean;
+}
+
+/** A symbolic link of a source (a local folder): recorded as a link, never followed. */
+export interface SourceLink {
+  readonly path: string;
+  /** The link's target, relative and inside the tree (`validateSymlinkTarget`). */
+  readonly symlink: string;
 }
 
 /** The file-backed memory of a partial download (see `spool.ts`). */
@@ -61,6 +70,8 @@ export interface ResolvedSource<P = unknown> {
   readonly label: string;
   readonly voice: SourceVoice;
   readonly files: readonly SourceFile[];
+  /** Symbolic links, for sources that have them. */
+  readonly links?: readonly SourceLink[];
   /**
    * The source metadata recorded with the snapshot, made once every file was read and verified
    * (`digests`: each file's SHA-256 as computed, by path).
