@@ -283,6 +283,8 @@ describe('https:// sources', () => {
     });
     expect(r.snapshot).toBe(await localSnapshot(bytes, 'model.safetensors'));
     await expectCode(async () => httpsSource('ftp://x/y'), 'invalid_argument', 'https.url');
+    await expectCode(async () => httpsSource('http://example.org/m.safetensors'), 'invalid_argument', 'https.insecure');
+    expect(httpsSource('http://example.org/m.safetensors', { sha256: sha256Hex(bytes) })).toBeDefined();
     await expectCode(async () => httpsSource('https://u:p@example.org/m'), 'invalid_argument', 'https.url');
     await expectCode(
       importSources(store, httpsSource(`${s.url}/missing.safetensors`, { http: HTTP })),

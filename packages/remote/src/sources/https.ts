@@ -232,6 +232,12 @@ export function checkSha256(hex: string, rule: string): string {
   return hex.toLowerCase();
 }
 
+/** True for `localhost`, `127.0.0.0/8` and `::1`. */
+function isLoopback(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}
+
 /** The file name a URL names (its last path segment, decoded), or `download`. */
 export function urlFileName(u: URL): string {
   let name = '';
@@ -247,13 +253,22 @@ export function urlFileName(u: URL): string {
 /**
  * `https://…` (or `http://…`) to one file as a pipeline source: the snapshot holds that file at
  * `path` (default the URL's file name). Its ETag / Last-Modified and SHA-256 are the source
- * metadata; `sha256` demands a digest.
+ * metadata; `sha256` demands a digest. Plain `http://` is taken for loopback hosts, or with
+ * `sha256` (`invalid_argument`, `https.insecure` otherwise).
  * @throws {TensorFSError} `invalid_argument` (URL, `sha256`, `path`) at once; when resolved
  *   `denied`, `not_found`, `unsupported` (`https.no_length`), `unavailable`.
  */
 export function httpsSource(url: string, options: HttpsSourceOptions = {}): Source<HttpsProvenance> {
   const u = checkHttpUrl(url, 'https');
   const sha256 = options.sha256 !== undefined ? checkSha256(options.sha256, 'https.sha256') : undefined;
+  if (u.protocol === 'http:' && sha256 === undefined && !isLoopback(u.hostname)) {
+    // Nothing would check the bytes: anyone on the way could change them.
+    throw new TensorFSError(
+      'invalid_argument',
+      'plain http:// to another host is refused without --sha256 (nothing would check the bytes): use https://',
+      { details: { rule: 'https.insecure', host: u.hostname.slice(0, 100) } },
+    );
+  }
   const path = options.path ?? urlFileName(u);
   validatePath(path);
   const voice: SourceVoice = { rules: 'https', who: 'the server' };
