@@ -114,7 +114,7 @@ describe('tfs convert / inspect / tensors / cat / ls / export on checkpoints', (
     expect(fromFile).toEqual(fromRef);
     const portable = path.join(dir, 'portable');
     expect((await tfs(['export', 'local/pipe', portable, '--portable'])).code).toBe(0);
-    expect((await fsp.readdir(portable)).sort()).toEqual(['chunks', 'model.cozytensors']);
+    expect((await fsp.readdir(portable)).sort()).toEqual(['chunks', 'model.cozytensors', 'refs']);
     expect((await tfs(['export', 'local/snap', path.join(dir, 'x'), '--portable'])).code).not.toBe(0);
   });
 

@@ -18,24 +18,12 @@
  *    git blob id for the others) before the snapshot is written: a mismatch is `corrupt` and
  *    nothing is referenced.
  */
-import { createHash, type Hash } from 'node:crypto';
-import { createNodeHasher, type Lease, type Store, validateRefName } from '@tensorfs/cas';
-import {
-  type ByteSource,
-  comparePaths,
-  detectCodec,
-  isTensorFSError,
-  type ManifestEntry,
-  type ObjectId,
-  RECORD_GRID_BYTES,
-  readHead,
-  TensorFSError,
-  throwIfAborted,
-  validatePath,
-} from '@tensorfs/format';
-import { planAndHash } from '@tensorfs/planner';
+import { type Store, validateRefName } from '@tensorfs/cas';
+import { comparePaths, type ObjectId, TensorFSError, throwIfAborted, validatePath } from '@tensorfs/format';
 import picomatch from 'picomatch';
 import type { Credential } from './credentials.js';
+import { importSources, type SourceProgress } from './sources/pipeline.js';
+import type { Source, SourceFile } from './sources/source.js';
 import { cancelled, displayUrl, HttpClient, type HttpOptions, type HttpResponse, readText } from './http.js';
 
 /** The public Hub. */
@@ -107,17 +95,8 @@ export interface HfProvenance {
   files: HfFile[];
 }
 
-/** Progress of {@link importHuggingFace}. */
-export interface HfProgress {
-  files: number;
-  filesTotal: number;
-  /** Bytes of selected files planned and hashed so far. */
-  bytes: number;
-  bytesTotal: number;
-  /** Body bytes received from the Hub (and its CDN) so far. */
-  bytesFetched: number;
-  path: string;
-}
+/** Progress of {@link importHuggingFace}: the import pipeline's. */
+export type HfProgress = SourceProgress;
 
 /** Options of {@link HuggingFaceRepo} and {@link importHuggingFace}. */
 export interface HfOptions {
@@ -156,10 +135,6 @@ export interface HfImportResult {
   objectsWritten: number;
 }
 
-/** Longest header prefix read by ranges before a file is streamed (parsers cap headers lower). */
-const MAX_PROBE_BYTES = 256 * 1024 * 1024;
-/** Times a file stream that failed mid-body is reopened where it stopped. */
-const STREAM_RESUMES = 3;
 const TREE_PAGE_LIMIT = 64 * 1024 * 1024;
 const MAX_FILES = 1_000_000;
 
@@ -481,313 +456,41 @@ function normalizeEtag(v: string): string {
 }
 
 /**
- * One file of the repository as a {@link ByteSource}: bytes below `prefix.length` come from the
- * header probe (bounded ranges); the rest from one forward stream, reopened where it stopped if
- * it fails. Every byte is hashed once, in order, into the file's whole-file digest.
+ * `hf://owner/repo[@revision]` as a source of the import pipeline: resolved to a commit, its files
+ * listed (those `include` selects) with the SHA-256 (LFS) or git blob id the Hub announces, each
+ * file's `HEAD` checked against the listing before its bytes are read.
+ * @throws {TensorFSError} `invalid_argument` (URL, globs) at once; the rest when resolved.
  */
-class HubFile implements ByteSource {
-  readonly size: number;
-  private prefix = new Uint8Array(0);
-  private probing = true;
-  private stream:
-    | { pos: number; it: AsyncIterator<Uint8Array>; body: { destroy?: () => void }; held: Uint8Array; skip: number }
-    | undefined;
-  private readonly hash: Hash;
-  private hashedTo = 0;
-  fetched = 0;
-
-  constructor(
-    private readonly repo: HuggingFaceRepo,
-    private readonly commit: string,
-    readonly file: HfFile,
-    private readonly signal: AbortSignal | undefined,
-    private readonly onBytes: (n: number) => void,
-  ) {
-    this.size = file.size;
-    if (file.sha256 !== undefined) this.hash = createHash('sha256');
-    else this.hash = createHash('sha1').update(`blob ${file.size}\0`);
-  }
-
-  /** Ends the header probe: from now on, bytes past the prefix come from the stream. */
-  endProbe(): void {
-    this.probing = false;
-  }
-
-  async read(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
-    const out = new Uint8Array(length);
-    await this.readInto(offset, out, signal);
-    return out;
-  }
-
-  async readInto(offset: number, target: Uint8Array, _signal?: AbortSignal): Promise<void> {
-    const length = target.length;
-    if (!Number.isSafeInteger(offset) || offset < 0 || offset + length > this.size) {
-      throw new TensorFSError('invalid_argument', 'read outside the source', {
-        details: { rule: 'source.range', offset, length, size: this.size },
-      });
-    }
-    if (this.signal?.aborted) throw cancelled();
-    const end = offset + length;
-    if (this.probing && end > this.prefix.length) {
-      if (end > MAX_PROBE_BYTES) {
-        throw new TensorFSError('limit_exceeded', 'the file header is larger than a header probe reads', {
-          details: { rule: 'hf.header_limit', path: this.file.path, limit: MAX_PROBE_BYTES },
-        });
-      }
-      const more = new Uint8Array(end - this.prefix.length);
-      await this.fetchExact(this.prefix.length, more);
-      const grown = new Uint8Array(end);
-      grown.set(this.prefix);
-      grown.set(more, this.prefix.length);
-      this.prefix = grown;
-    }
-    let at = offset;
-    if (at < this.prefix.length) {
-      const n = Math.min(end, this.prefix.length) - at;
-      target.set(this.prefix.subarray(at, at + n), 0);
-      at += n;
-    }
-    if (at < end) await this.fromStream(at, target.subarray(at - offset));
-    // Whole-file digest: every byte once, in order (the planner re-reads the header region).
-    if (offset <= this.hashedTo && end > this.hashedTo) {
-      this.hash.update(target.subarray(this.hashedTo - offset));
-      this.hashedTo = end;
-    }
-  }
-
-  /**
-   * Fills `target` with the bytes at `start` by a bounded range request, asking again for what is
-   * left when an answer ends early or fails (up to {@link STREAM_RESUMES} times).
-   */
-  private async fetchExact(start: number, target: Uint8Array): Promise<void> {
-    let filled = 0;
-    for (let resumes = 0; ; resumes++) {
-      let failure: TensorFSError | undefined;
-      const { body, skip } = await this.repo.openRange(this.commit, this.file, start + filled, start + target.length);
-      try {
-        filled += await this.drain(body, skip, target.subarray(filled));
-      } catch (err) {
-        failure = this.streamError(err);
-        if (failure.code !== 'unavailable') throw failure;
-      }
-      if (filled === target.length) return;
-      if (resumes >= STREAM_RESUMES) {
-        throw (
-          failure ??
-          new TensorFSError('unavailable', 'the Hub ended a file read early', {
-            details: { rule: 'hf.truncated', path: this.file.path, offset: start + filled },
-          })
-        );
-      }
-    }
-  }
-
-  /** Copies `body` (after skipping `skip` bytes) into `target`; returns the bytes copied. */
-  private async drain(
-    body: AsyncIterable<Uint8Array> & { destroy?: () => void },
-    skip: number,
-    target: Uint8Array,
-  ): Promise<number> {
-    let filled = 0;
-    try {
-      for await (const chunk of body) {
-        this.count(chunk.length);
-        let c = chunk;
-        if (skip > 0) {
-          const s = Math.min(skip, c.length);
-          skip -= s;
-          c = c.subarray(s);
-        }
-        const n = Math.min(c.length, target.length - filled);
-        target.set(c.subarray(0, n), filled);
-        filled += n;
-        if (filled === target.length) break;
-      }
-      return filled;
-    } catch (err) {
-      // Bytes already copied count: the caller asks for the rest.
-      if (filled > 0 && !this.signal?.aborted) return filled;
-      throw err;
-    } finally {
-      body.destroy?.();
-    }
-  }
-
-  private count(n: number): void {
-    this.fetched += n;
-    this.onBytes(n);
-  }
-
-  private streamError(err: unknown): TensorFSError {
-    if (this.signal?.aborted) return cancelled();
-    if (isTensorFSError(err)) return err;
-    return new TensorFSError('unavailable', 'a file read from the Hub failed', {
-      details: { rule: 'hf.stream', path: this.file.path, cause: (err as { code?: string })?.code ?? 'error' },
-    });
-  }
-
-  private async open(pos: number): Promise<void> {
-    this.close();
-    const { body, skip } = await this.repo.openRange(this.commit, this.file, pos, undefined);
-    this.stream = { pos, it: body[Symbol.asyncIterator](), body, held: new Uint8Array(0), skip };
-  }
-
-  private async fromStream(pos: number, target: Uint8Array): Promise<void> {
-    let resumes = 0;
-    if (this.stream === undefined || this.stream.pos !== pos) await this.open(pos);
-    let filled = 0;
-    while (filled < target.length) {
-      const s = this.stream!;
-      if (s.held.length === 0) {
-        let next: IteratorResult<Uint8Array>;
-        try {
-          next = await s.it.next();
-        } catch (err) {
-          const e = this.streamError(err);
-          if (e.code !== 'unavailable' || resumes >= STREAM_RESUMES) throw e;
-          resumes++;
-          await this.open(s.pos);
-          continue;
-        }
-        if (next.done) {
-          if (resumes >= STREAM_RESUMES) {
-            throw new TensorFSError('unavailable', 'the Hub ended a file read early', {
-              details: { rule: 'hf.truncated', path: this.file.path, offset: s.pos },
-            });
-          }
-          resumes++;
-          await this.open(s.pos);
-          continue;
-        }
-        this.count(next.value.length);
-        let c = next.value;
-        if (s.skip > 0) {
-          const k = Math.min(s.skip, c.length);
-          s.skip -= k;
-          c = c.subarray(k);
-        }
-        s.held = c;
-        continue;
-      }
-      const n = Math.min(s.held.length, target.length - filled);
-      target.set(s.held.subarray(0, n), filled);
-      s.held = s.held.subarray(n);
-      s.pos += n;
-      filled += n;
-    }
-  }
-
-  /** A stream of every byte from `pos` to the end (for a large blob stored whole). */
-  async *rest(pos: number): AsyncGenerator<Uint8Array> {
-    const chunk = 8 * 1024 * 1024;
-    for (let at = pos; at < this.size; ) {
-      const buf = new Uint8Array(Math.min(chunk, this.size - at));
-      await this.readInto(at, buf);
-      at += buf.length;
-      yield buf;
-    }
-  }
-
-  /** The whole-file digest (hex), or undefined if not every byte went through in order. */
-  digest(): string | undefined {
-    return this.hashedTo === this.size ? this.hash.digest('hex') : undefined;
-  }
-
-  close(): void {
-    if (this.stream) {
-      this.stream.body.destroy?.();
-      this.stream = undefined;
-    }
-  }
-}
-
-/** The `corrupt` error of a file whose bytes are not what the Hub announced. */
-function digestMismatch(file: HfFile, actual: string): TensorFSError {
-  const lfs = file.sha256 !== undefined;
-  return new TensorFSError(
-    'corrupt',
-    `${file.path}: the bytes received do not match the ${lfs ? 'SHA-256' : 'git blob id'} the Hub announced`,
-    {
-      details: {
-        rule: 'hf.digest_mismatch',
-        path: file.path,
-        expected: lfs ? file.sha256! : file.oid,
-        actual,
-      },
-    },
-  );
-}
-
-/**
- * Imports `hf://owner/repo[@revision]` (files selected by `include`) into `store` as a snapshot
- * whose objects are exactly those a local import of the same files makes. The revision is
- * resolved to a commit first and every file read at that commit; each file's bytes are checked
- * against the Hub's SHA-256 (LFS) or git blob id before the snapshot is written, and the ref
- * (with `name`) is set last. Objects of a failed import are left unreferenced (GC takes them).
- * @throws {TensorFSError} `invalid_argument` (URL, globs), `denied` (401/403: set `HF_TOKEN`),
- *   `not_found` (repository, revision or file), `corrupt` (bytes, sizes or commits that differ
- *   from what the Hub announced), `malformed` (API answers), `unavailable` (network, 5xx after
- *   retries), `conflict` (`expected`), `cancelled`.
- */
-export async function importHuggingFace(
-  store: Store,
+export function huggingFaceSource(
   url: string,
-  options: HfImportOptions = {},
-): Promise<HfImportResult> {
+  options: HfOptions & { include?: string | readonly string[] } = {},
+): Source<HfProvenance> {
   const spec = parseHfUrl(url);
-  const { signal } = options;
-  if (options.name !== undefined) validateRefName(options.name);
   const globs =
     options.include === undefined ? [] : typeof options.include === 'string' ? [options.include] : [...options.include];
   if (globs.some((g) => typeof g !== 'string' || g.length === 0)) {
     throw new TensorFSError('invalid_argument', 'an include glob is empty', { details: { rule: 'hf.include' } });
   }
   const match = globs.length > 0 ? picomatch(globs, { dot: true }) : () => true;
-  const repo = new HuggingFaceRepo(spec, options);
-  try {
-    throwIfAborted(signal);
-    const commit = await repo.resolveRevision();
-    const files = (await repo.listFiles(commit)).filter((f) => match(f.path));
-    if (files.length === 0) {
-      throw new TensorFSError(
-        'not_found',
-        `no file of ${spec.repo} at ${commit.slice(0, 12)} matches the include globs`,
-        {
-          details: { rule: 'hf.nothing_selected', repo: spec.repo, commit },
-        },
-      );
-    }
-    const progress: HfProgress = {
-      files: 0,
-      filesTotal: files.length,
-      bytes: 0,
-      bytesTotal: files.reduce((n, f) => n + f.size, 0),
-      bytesFetched: 0,
-      path: '',
-    };
-    const counts = { bytesWritten: 0, objectsWritten: 0 };
-    const lease = await store.lease({ purpose: `import hf ${spec.repo}` });
-    const hasher = createNodeHasher(options.threads !== undefined ? { threads: options.threads } : {});
-    try {
-      const entries: ManifestEntry[] = [];
-      for (const file of files) {
-        throwIfAborted(signal);
-        progress.path = file.path;
-        entries.push(await importFile(store, repo, commit, file, { lease, hasher, signal, progress, counts, options }));
-        progress.files++;
-        options.onProgress?.({ ...progress });
-      }
-      throwIfAborted(signal);
-      const snapshot = await store.putManifest({ entries }, { lease });
-      if (options.name !== undefined) {
-        await store.setRef(options.name, snapshot, {
-          lease,
-          ...(options.expected !== undefined ? { expected: options.expected } : {}),
-        });
+  return {
+    async resolve(signal) {
+      const repo = new HuggingFaceRepo(spec, { ...options, ...(signal ? { signal } : {}) });
+      const commit = await repo.resolveRevision();
+      const files = (await repo.listFiles(commit)).filter((f) => match(f.path));
+      if (files.length === 0) {
+        throw new TensorFSError(
+          'not_found',
+          `no file of ${spec.repo} at ${commit.slice(0, 12)} matches the include globs`,
+          {
+            details: { rule: 'hf.nothing_selected', repo: spec.repo, commit },
+          },
+        );
       }
       return {
-        snapshot,
-        source: {
+        label: `hf ${spec.repo}`,
+        voice: { rules: 'hf', who: 'the Hub' },
+        files: files.map((f) => hubFile(repo, commit, f)),
+        provenance: () => ({
           kind: 'huggingface',
           endpoint: displayUrl(repo.endpoint).replace(/\/$/, ''),
           repo: spec.repo,
@@ -795,39 +498,26 @@ export async function importHuggingFace(
           commit,
           ...(globs.length > 0 ? { include: globs } : {}),
           files,
-        },
-        files: files.length,
-        bytes: progress.bytesTotal,
-        bytesFetched: progress.bytesFetched,
-        ...counts,
+        }),
       };
-    } finally {
-      await hasher.close();
-      await lease.release();
-    }
-  } catch (err) {
-    if (signal?.aborted) throw cancelled();
-    throw err;
-  }
+    },
+  };
 }
 
-interface FileContext {
-  lease: Lease;
-  hasher: ReturnType<typeof createNodeHasher>;
-  signal: AbortSignal | undefined;
-  progress: HfProgress;
-  counts: { bytesWritten: number; objectsWritten: number };
-  options: HfImportOptions;
+/** One file of the repository at `commit` for the pipeline. */
+function hubFile(repo: HuggingFaceRepo, commit: string, file: HfFile): SourceFile {
+  return {
+    path: file.path,
+    size: file.size,
+    digest:
+      file.sha256 !== undefined ? { algorithm: 'sha256', hex: file.sha256 } : { algorithm: 'git-blob', hex: file.oid },
+    check: () => checkAnnounced(repo, commit, file),
+    open: (start, end) => repo.openRange(commit, file, start, end),
+  };
 }
 
-/** Checks what the Hub announces for `file`, then plans, hashes, admits and verifies its bytes. */
-async function importFile(
-  store: Store,
-  repo: HuggingFaceRepo,
-  commit: string,
-  file: HfFile,
-  ctx: FileContext,
-): Promise<ManifestEntry> {
+/** What the Hub's `HEAD` announces for `file` must agree with its tree listing (`corrupt` otherwise). */
+async function checkAnnounced(repo: HuggingFaceRepo, commit: string, file: HfFile): Promise<void> {
   const announced = await repo.head(commit, file.path);
   if (announced.commit !== undefined && announced.commit !== commit) {
     throw new TensorFSError('corrupt', `${file.path}: the Hub served another commit than the one resolved`, {
@@ -850,116 +540,41 @@ async function importFile(
       details: { rule: 'hf.size_mismatch', path: file.path, expected: file.size, actual: announced.size },
     });
   }
-  const { signal, progress, counts, lease } = ctx;
-  const admit = async (id: ObjectId, bytes: readonly Uint8Array[]): Promise<void> => {
-    if (await store.has(id)) {
-      lease.add([id]);
-      return;
-    }
-    const put = await store.put(bytes, { expected: id, lease });
-    if (put.written) {
-      counts.objectsWritten++;
-      counts.bytesWritten += put.length;
-    }
-  };
-  const source = new HubFile(repo, commit, file, signal, (n) => {
-    progress.bytesFetched += n;
+}
+
+/**
+ * Imports `hf://owner/repo[@revision]` (files selected by `include`) into `store` as a snapshot
+ * whose objects are exactly those a local import of the same files makes, through the one import
+ * pipeline ({@link importSources}). The revision is resolved to a commit first and every file read
+ * at that commit; each file's bytes are checked against the Hub's SHA-256 (LFS) or git blob id
+ * before the snapshot is written, and the ref (with `name`) is set last. Objects of a failed
+ * import are left unreferenced (GC takes them).
+ * @throws {TensorFSError} `invalid_argument` (URL, globs), `denied` (401/403: set `HF_TOKEN`),
+ *   `not_found` (repository, revision or file), `corrupt` (bytes, sizes or commits that differ
+ *   from what the Hub announced), `malformed` (API answers), `unavailable` (network, 5xx after
+ *   retries), `conflict` (`expected`), `cancelled`.
+ */
+export async function importHuggingFace(
+  store: Store,
+  url: string,
+  options: HfImportOptions = {},
+): Promise<HfImportResult> {
+  const source = huggingFaceSource(url, options);
+  if (options.name !== undefined) validateRefName(options.name);
+  const r = await importSources(store, source, {
+    ...(options.name !== undefined ? { name: options.name } : {}),
+    ...(options.expected !== undefined ? { expected: options.expected } : {}),
+    ...(options.threads !== undefined ? { threads: options.threads } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
+    ...(options.onProgress ? { onProgress: options.onProgress } : {}),
   });
-  try {
-    // The header first, by bounded ranges (LFS files: the tensor files and large blobs); a small
-    // git file (the Hub keeps files over 10 MB in LFS) in one range.
-    let tensorFile = true;
-    if (file.sha256 === undefined && file.size > 0 && file.size <= RECORD_GRID_BYTES) {
-      await source.readInto(0, new Uint8Array(file.size));
-    } else if (file.size > 0) {
-      const head = await readHead(source, signal);
-      const codec = detectCodec(head, file.size);
-      if (codec === undefined) tensorFile = false;
-      else {
-        try {
-          await codec.read(source, signal ? { signal } : {});
-        } catch (err) {
-          if (!isTensorFSError(err) || !['malformed', 'unsupported', 'limit_exceeded'].includes(err.code)) throw err;
-          tensorFile = false; // the planner stores it as a blob, as a local import does
-        }
-      }
-    }
-    source.endProbe();
-    if (!tensorFile && file.size > RECORD_GRID_BYTES) {
-      // A large blob is one object: its id is the file's SHA-256, which the store checks.
-      const id = `sha256:${file.sha256}` as ObjectId;
-      if (await store.has(id)) {
-        lease.add([id]);
-      } else {
-        const put = await store
-          .putStream(source.rest(0), { expected: id, expectedLength: file.size, lease, ...(signal ? { signal } : {}) })
-          .catch((err) => {
-            if (isTensorFSError(err) && err.code === 'corrupt') throw digestMismatch(file, 'differs');
-            throw err;
-          });
-        if (put.written) {
-          counts.objectsWritten++;
-          counts.bytesWritten += put.length;
-        }
-      }
-      const actual = source.digest();
-      if (actual !== file.sha256) throw digestMismatch(file, actual ?? 'unread');
-      progress.bytes += file.size;
-      return {
-        path: file.path,
-        kind: 'file',
-        mode: 0o644,
-        size: file.size,
-        profile: 'blob-v1',
-        records: [{ digest: id, length: file.size }],
-      };
-    }
-    const plan = await planAndHash(source, {
-      hasher: ctx.hasher,
-      ...(signal ? { signal } : {}),
-      onRecord: async (record, bytes) => {
-        if (bytes === null) {
-          // A blob larger than a buffer after all (a file that looked like a tensor file and
-          // did not parse): read it once more, checked by the store against its digest.
-          const again = new HubFile(repo, commit, file, signal, (n) => {
-            progress.bytesFetched += n;
-          });
-          again.endProbe();
-          try {
-            if (await store.has(record.digest)) lease.add([record.digest]);
-            else {
-              const put = await store.putStream(again.rest(record.offset), {
-                expected: record.digest,
-                expectedLength: record.length,
-                lease,
-                ...(signal ? { signal } : {}),
-              });
-              if (put.written) {
-                counts.objectsWritten++;
-                counts.bytesWritten += put.length;
-              }
-            }
-          } finally {
-            again.close();
-          }
-        } else {
-          await admit(record.digest, bytes);
-        }
-        progress.bytes += record.length;
-        ctx.options.onProgress?.({ ...progress });
-      },
-    });
-    const actual = source.digest();
-    if (actual !== expectedDigest) throw digestMismatch(file, actual ?? 'unread');
-    return {
-      path: file.path,
-      kind: 'file',
-      mode: 0o644,
-      size: plan.size,
-      profile: plan.profile,
-      records: plan.records.map((r) => ({ digest: r.digest, length: r.length })),
-    };
-  } finally {
-    source.close();
-  }
+  return {
+    snapshot: r.snapshot,
+    source: r.sources[0]!,
+    files: r.files,
+    bytes: r.bytes,
+    bytesFetched: r.bytesFetched,
+    bytesWritten: r.bytesWritten,
+    objectsWritten: r.objectsWritten,
+  };
 }

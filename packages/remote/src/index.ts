@@ -62,6 +62,7 @@ export { referencesOf, type Reference } from './references.js';
 export {
   HF_DEFAULT_ENDPOINT,
   HuggingFaceRepo,
+  huggingFaceSource,
   importHuggingFace,
   parseHfUrl,
   type HfFile,
@@ -84,3 +85,37 @@ export {
   type SweepableObject,
   type Sweeper,
 } from './gc.js';
+export {
+  CIVITAI_DEFAULT_ENDPOINT,
+  civitaiSource,
+  isCivitaiHost,
+  isCivitaiSource,
+  parseCivitaiUrl,
+  type CivitaiFile,
+  type CivitaiOptions,
+  type CivitaiProvenance,
+  type CivitaiSpec,
+} from './sources/civitai.js';
+export {
+  httpsSource,
+  isHttpsUrl,
+  type HttpsProvenance,
+  type HttpsSourceOptions,
+} from './sources/https.js';
+export { localSource, type LocalProvenance } from './sources/local.js';
+export {
+  importSources,
+  type ImportSourcesOptions,
+  type ImportSourcesResult,
+  type SourceProgress,
+} from './sources/pipeline.js';
+export type {
+  AnnouncedDigest,
+  OpenedRange,
+  ResolvedSource,
+  Source,
+  SourceFile,
+  SourceLink,
+  SourceVoice,
+  Spool,
+} from './sources/source.js';

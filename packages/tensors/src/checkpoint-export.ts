@@ -7,7 +7,7 @@ import { checkCheckpoint, checkOptions, checkStore, checkString } from './args.j
 import * as fsp from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { ObjectId as SnapshotId } from '@tensorfs/format';
-import type { Store } from '@tensorfs/format/store';
+import { type Store, validateRefName } from '@tensorfs/format/store';
 
 /**
  * A store that can also rebuild a snapshot as files in a folder (the local store's
@@ -44,6 +44,11 @@ export interface CheckpointExportOptions {
   format?: CheckpointExportFormat;
   /** The header file's name without extension (`<variant>.cozytensors`). @default 'model' */
   variant?: string;
+  /**
+   * `portable`: the ref written under `refs/` naming the checkpoint (the ref it was exported by).
+   * @default the variant (`model`)
+   */
+  ref?: string;
   signal?: AbortSignal;
   onProgress?: (p: { files: number; bytes: number }) => void;
 }
@@ -61,7 +66,11 @@ export interface CheckpointExportResult {
  *   component (in its folder when there is a pipeline or several) its assets, `config.json` and a
  *   `model.safetensors` of its plain tensors (encoded tensors are `unsupported` here).
  * - `cozytensors`: only `<variant>.cozytensors` (the header bytes).
- * - `portable`: that header plus every object it reaches as `chunks/<sha256-hex>`.
+ * - `portable`: the origin layout of spec/v1/remote.md, so the folder (or any static web server
+ *   over it) is an origin `tfs pull` reads: every object the checkpoint reaches, the header
+ *   itself included, as `chunks/<sha256-hex>`, then `refs/<ref>` naming the header (written
+ *   last: a ref names only what is complete), and `<variant>.cozytensors` beside them for readers
+ *   with no store.
  */
 export async function exportCheckpoint(
   store: ExportingStore,
@@ -97,17 +106,25 @@ export async function exportCheckpoint(
   let files = 1;
   let bytes = checkpoint.bytes.length;
   if (format === 'portable') {
+    const refName = options.ref ?? variant;
+    validateRefName(refName);
     const chunks = join(root, 'chunks');
     await exportFolder(chunks);
-    for (const id of await closure(store, checkpoint)) {
+    const ids = await closure(store, checkpoint);
+    if (!ids.includes(checkpoint.id)) ids.push(checkpoint.id);
+    for (const id of ids) {
       throwIfAborted(options.signal);
       const dest = join(chunks, id.slice('sha256:'.length));
-      const parts = [await store.readObject(id, { verify: true })];
+      const parts = [id === checkpoint.id ? checkpoint.bytes : await store.readObject(id, { verify: true })];
       await atomicWrite(dest, parts);
       files++;
       bytes += parts.reduce((n, p) => n + p.length, 0);
       options.onProgress?.({ files, bytes });
     }
+    const refPath = join(root, 'refs', ...refName.split('/'));
+    await exportFolder(dirname(refPath));
+    await atomicWrite(refPath, [new TextEncoder().encode(`${checkpoint.id}\n`)]);
+    files++;
   } else if (format !== 'cozytensors') {
     throw new TensorFSError('invalid_argument', 'export format is safetensors, cozytensors or portable', {
       details: { format },

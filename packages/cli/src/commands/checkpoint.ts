@@ -19,6 +19,7 @@ import { defineCommand } from '../command.js';
 import type { CommandContext, GlobalArgs } from '../context.js';
 import { formatBytes } from '../progress.js';
 import { importFromHub, isHfSource, sourceLine } from './hf.js';
+import { importFromWeb, isWebSource, webSourceLine } from './sources.js';
 import { checkpointLines, inspectCheckpoint, isCheckpoint } from './checkpoint-view.js';
 import { shapesFrom } from './shapes-from.js';
 import { withStore } from './store.js';
@@ -68,12 +69,13 @@ export const convertCommand = defineCommand<ConvertArgs>({
       .positional('src', {
         type: 'string',
         demandOption: true,
-        describe: 'a folder or file (a path that exists), hf://owner/repo[@revision], else a snapshot ref or id',
+        describe:
+          'a folder or file (a path that exists), hf://owner/repo[@revision], an https:// URL to a file, civitai://<model-version-id> or a civitai.com model page, else a snapshot ref or id',
       })
       .option('include', {
         type: 'string',
         array: true,
-        describe: 'hf:// only: fetch just the repository paths matching these globs',
+        describe: 'hf:// and civitai:// only: fetch just the files matching these globs',
       })
       .option('name', { type: 'string', demandOption: true, describe: 'ref to point at the checkpoint' })
       .option('converter', {
@@ -134,6 +136,7 @@ export const convertCommand = defineCommand<ConvertArgs>({
       ...(args.threads !== undefined ? { threads: args.threads } : {}),
     };
     if (isHfSource(args.src)) return convertFromHub(args, options, ctx);
+    if (isWebSource(args.src)) return convertFromWeb(args, options, ctx);
     const shapesOf = async (store: Parameters<typeof convertSnapshot>[0]): Promise<ConvertOptions> =>
       args['shapes-from'] === undefined
         ? options
@@ -201,6 +204,30 @@ async function convertFromHub(args: ConvertArgs, options: ConvertOptions, ctx: C
           }), ${r.assets} assets; wrote ${formatBytes(r.bytesWritten + imported.bytesWritten)}${
             r.changedTensors !== undefined ? `; ${r.changedTensors} tensors changed against ${args.base}` : ''
           }`,
+        ],
+      );
+    },
+    true,
+  );
+}
+
+/** `tfs convert https://…|civitai://…`: import the file(s) (source recorded), then convert that snapshot. */
+async function convertFromWeb(args: ConvertArgs, options: ConvertOptions, ctx: CommandContext): Promise<void> {
+  await withStore(
+    ctx,
+    false,
+    async (store) => {
+      const imported = await importFromWeb(ctx, store, args.src, {
+        ...(args.include !== undefined ? { include: args.include.map(String) } : {}),
+        ...(args.threads !== undefined ? { threads: args.threads } : {}),
+      });
+      const r = await convertSnapshot(store, imported.snapshot, options);
+      ctx.result(
+        { ref: args.name, ...r, bytesWritten: r.bytesWritten + imported.bytesWritten, source: imported.source },
+        () => [
+          `${args.name} -> ${r.id}`,
+          webSourceLine(args.src, imported),
+          `${r.converter}: ${r.components} components, ${r.tensors} tensors (${r.encoded} encoded), ${r.assets} assets; wrote ${formatBytes(r.bytesWritten + imported.bytesWritten)}`,
         ],
       );
     },

@@ -55,25 +55,40 @@ export async function importFromHub(
   }
 }
 
+/** Any recorded source: the Hub's, or another source's (`kind` says which). */
+export type RecordedSource =
+  | HfProvenance
+  | { readonly kind: string; readonly [key: string]: unknown }
+  | { readonly kind: string };
+
+/** What makes two records of one snapshot the same source (the Hub: repository and commit). */
+function sourceKey(s: RecordedSource): string {
+  if (s.kind === 'huggingface') {
+    const h = s as HfProvenance;
+    return JSON.stringify([h.kind, h.endpoint, h.repo, h.commit]);
+  }
+  const { fetchedAt: _time, ...rest } = s as unknown as Record<string, unknown>;
+  return JSON.stringify(rest);
+}
+
 /**
  * Adds `source` to `sources/<hex>.json` (`{"snapshot", "sources": [...]}`; one entry per distinct
- * repository and commit), replaced atomically.
+ * source: for the Hub, per repository and commit), replaced atomically.
  */
-export async function recordSource(root: string, snapshot: ObjectId, source: HfProvenance): Promise<void> {
+export async function recordSource(root: string, snapshot: ObjectId, source: RecordedSource): Promise<void> {
   const dir = path.join(root, 'sources');
   const file = path.join(dir, `${snapshot.slice(7)}.json`);
   try {
     await fsp.mkdir(dir, { recursive: true });
-    let sources: HfProvenance[] = [];
+    let sources: RecordedSource[] = [];
     try {
-      const v = JSON.parse(await fsp.readFile(file, 'utf8')) as { sources?: HfProvenance[] };
+      const v = JSON.parse(await fsp.readFile(file, 'utf8')) as { sources?: RecordedSource[] };
       if (Array.isArray(v.sources)) sources = v.sources;
     } catch {
       // absent or unreadable: start afresh (the record is informative, the snapshot is what counts)
     }
-    const same = (s: HfProvenance) =>
-      s.endpoint === source.endpoint && s.repo === source.repo && s.commit === source.commit;
-    sources = [...sources.filter((s) => !same(s)), source];
+    const key = sourceKey(source);
+    sources = [...sources.filter((s) => sourceKey(s) !== key), source];
     const tmp = siblingTemp(file);
     await fsp.writeFile(tmp, `${JSON.stringify({ snapshot, sources }, null, 2)}\n`);
     await fsp.rename(tmp, file);

@@ -21,12 +21,12 @@ export const SPECS = {
   import: {
     command: 'import <path>',
     describe:
-      'Import a file, a folder or a Hugging Face repository (hf://owner/repo[@revision]) as a snapshot and name it with a ref',
+      'Import a file, a folder, a Hugging Face repository (hf://owner/repo[@revision]), an https:// URL to a file or a Civitai model version (civitai://<id>) as a snapshot, or a portable folder as its checkpoint, and name it with a ref',
   },
   convert: {
     command: 'convert <src>',
     describe:
-      'Convert a Diffusers, PEFT adapter or Transformers folder, a .safetensors/.gguf file or an imported snapshot ref into a cozytensors checkpoint',
+      'Convert a Diffusers, PEFT adapter or Transformers folder, a .safetensors/.gguf file (local, hf://, https:// or civitai://) or an imported snapshot ref into a cozytensors checkpoint',
   },
   ls: {
     command: 'ls [ref]',
@@ -39,7 +39,7 @@ export const SPECS = {
   export: {
     command: 'export <ref> <dir>',
     describe:
-      'Rebuild a snapshot as ordinary files under a folder, byte-exact; a checkpoint as its original files (--safetensors), its header file (--cozytensors) or header + chunks/ (--portable)',
+      'Rebuild a snapshot as ordinary files under a folder, byte-exact; a checkpoint as its original files (--safetensors), its header file (--cozytensors) or a portable origin folder: header, chunks/ and refs/ (--portable)',
   },
   verify: {
     command: 'verify',

@@ -5,14 +5,22 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { LocalStore, type RefProblem } from '@tensorfs/cas';
-import { decodeCheckpoint, isTensorFSError, type ObjectId, TensorFSError, parseObjectId } from '@tensorfs/format';
-import { exportCheckpoint, openCheckpoint } from '@tensorfs/tensors';
+import {
+  decodeCheckpoint,
+  isObjectId,
+  isTensorFSError,
+  type ObjectId,
+  TensorFSError,
+  parseObjectId,
+} from '@tensorfs/format';
+import { exportCheckpoint, importPortable, openCheckpoint } from '@tensorfs/tensors';
 import type { Argv } from 'yargs';
 import { defineCommand } from '../command.js';
 import type { CommandContext, GlobalArgs } from '../context.js';
 import { formatBytes } from '../progress.js';
 import { checkpointLines, inspectCheckpoint, isCheckpoint } from './checkpoint-view.js';
-import { defaultHfRef, importFromHub, isHfSource, sourceLine } from './hf.js';
+import { defaultHfRef, importFromHub, isHfSource, recordSource, sourceLine } from './hf.js';
+import { defaultWebRef, importFromWeb, isWebSource, portableFolder, webSourceLine } from './sources.js';
 import { SPECS } from './specs.js';
 
 /** Opens the store at `--store`, runs `fn`, closes it (`create`: may create it, as import does). */
@@ -80,6 +88,7 @@ interface ImportArgs {
   threads?: number;
   expected?: string;
   include?: string[];
+  sha256?: string;
 }
 
 export const importCommand = defineCommand<ImportArgs>({
@@ -89,14 +98,20 @@ export const importCommand = defineCommand<ImportArgs>({
       .positional('path', {
         type: 'string',
         demandOption: true,
-        describe: 'file or folder to import, or hf://owner/repo[@revision] (Hub: $HF_ENDPOINT, token: $HF_TOKEN)',
+        describe:
+          'file or folder, a portable folder (tfs export --portable), hf://owner/repo[@revision] (Hub: $HF_ENDPOINT, token: $HF_TOKEN), an https:// URL to a file, or civitai://<model-version-id> / a civitai.com model page (token: $CIVITAI_TOKEN)',
       })
-      .option('name', { type: 'string', describe: 'ref to set (default: local/<base name>, hf/<owner>/<repo>)' })
+      .option('name', {
+        type: 'string',
+        describe:
+          'ref to set (default: local/<base name>, hf/<owner>/<repo>, web/<file name>, civitai/<version id>; a portable folder: its ref)',
+      })
       .option('include', {
         type: 'string',
         array: true,
-        describe: 'hf:// only: import just the repository paths matching these globs (e.g. "*.json" "unet/**")',
+        describe: 'hf:// and civitai:// only: import just the files matching these globs (e.g. "*.json" "unet/**")',
       })
+      .option('sha256', { type: 'string', describe: 'https:// only: the SHA-256 the file must have (else corrupt)' })
       .option('threads', { type: 'number', describe: 'hashing threads (default: one per core)' })
       .option('expected', {
         type: 'string',
@@ -136,6 +151,14 @@ export const importCommand = defineCommand<ImportArgs>({
       );
       return;
     }
+    if (isWebSource(args.path)) return importWeb(args, ctx);
+    if (args.sha256 !== undefined) {
+      throw new TensorFSError('invalid_argument', '--sha256 is for https:// sources', {
+        details: { rule: 'cli.sha256_https_only' },
+      });
+    }
+    const portable = await portableFolder(args.path);
+    if (portable !== null) return importPortableFolder(args, ctx, portable);
     if (args.include !== undefined) {
       throw new TensorFSError('invalid_argument', '--include selects files of an hf:// source only', {
         details: { rule: 'cli.include_hf_only' },
@@ -162,6 +185,71 @@ export const importCommand = defineCommand<ImportArgs>({
     ]);
   },
 });
+
+/** `tfs import https://…|civitai://…`: through the import pipeline, the source recorded. */
+async function importWeb(args: ImportArgs, ctx: CommandContext): Promise<void> {
+  const name = args.name ?? (await defaultWebRef(args.path));
+  const r = await withStore(
+    ctx,
+    false,
+    (s) =>
+      importFromWeb(ctx, s, args.path, {
+        name,
+        expected: parseExpected(args.expected),
+        ...(args.include !== undefined ? { include: args.include.map(String) } : {}),
+        ...(args.sha256 !== undefined ? { sha256: args.sha256 } : {}),
+        ...(args.threads !== undefined ? { threads: args.threads } : {}),
+      }),
+    true,
+  );
+  ctx.result(
+    {
+      ref: name,
+      snapshot: r.snapshot,
+      files: r.files,
+      bytes: r.bytes,
+      bytesFetched: r.bytesFetched,
+      bytesWritten: r.bytesWritten,
+      objectsWritten: r.objectsWritten,
+      source: r.source,
+    },
+    () => [
+      `${name} -> ${r.snapshot}`,
+      webSourceLine(args.path, r),
+      `${r.files} files, ${formatBytes(r.bytes)}; wrote ${r.objectsWritten} new objects (${formatBytes(r.bytesWritten)})`,
+    ],
+  );
+}
+
+/** `tfs import <portable folder>`: the checkpoint it holds, each chunk checked against its name. */
+async function importPortableFolder(
+  args: ImportArgs,
+  ctx: CommandContext,
+  portable: { variant: string; refs: string[] },
+): Promise<void> {
+  const name = args.name ?? (portable.refs.length === 1 ? portable.refs[0]! : defaultRefName(args.path));
+  const r = await withStore(
+    ctx,
+    false,
+    async (s) => {
+      const cp = await importPortable(s, args.path, {
+        variant: portable.variant,
+        name,
+        expected: parseExpected(args.expected),
+        signal: ctx.signal,
+      });
+      await recordSource(s.root, cp.id, {
+        kind: 'portable',
+        path: path.resolve(args.path),
+        variant: portable.variant,
+        refs: portable.refs,
+      });
+      return { checkpoint: cp.id, objects: cp.references().length + 1 };
+    },
+    true,
+  );
+  ctx.result({ ref: name, ...r }, () => [`${name} -> ${r.checkpoint} (checkpoint from a portable folder)`]);
+}
 
 export const lsCommand = defineCommand<{ ref?: string }>({
   ...SPECS.ls,
@@ -295,7 +383,8 @@ export const exportCommand = defineCommand<ExportArgs>({
       .option('portable', {
         type: 'boolean',
         default: false,
-        describe: 'checkpoint: <variant>.cozytensors plus chunks/<sha256-hex> for every object',
+        describe:
+          'checkpoint: an origin folder (chunks/<sha256-hex> for every object, refs/<ref>) plus <variant>.cozytensors',
       })
       .option('variant', { type: 'string', describe: 'header file name stem (default: model)' }) as unknown as Argv<
       ExportArgs & GlobalArgs
@@ -317,6 +406,7 @@ export const exportCommand = defineCommand<ExportArgs>({
           format,
           signal: ctx.signal,
           ...(args.variant !== undefined ? { variant: args.variant } : {}),
+          ...(isObjectId(args.ref) ? {} : { ref: args.ref }),
           onProgress: (p) => bar.update(p.bytes),
         });
         return { checkpoint: id, format, ...out };

@@ -1,0 +1,390 @@
+/**
+ * The one import pipeline: every source (`hf://`, `https://`, `civitai://`, and any later one) is
+ * resolved → its files listed with sizes and announced digests → each file's header read first
+ * (bounded ranges) → planned and hashed as a local import plans it (same records, same objects)
+ * → admitted (small records through the store's group commit where it has one) → its whole bytes
+ * checked against what the source announced → the snapshot written → the ref set once. A source
+ * is one adapter ({@link Source}); nothing here knows which one it is.
+ */
+import { createNodeHasher } from '@tensorfs/cas';
+import {
+  comparePaths,
+  detectCodec,
+  isTensorFSError,
+  type ManifestEntry,
+  type ObjectId,
+  RECORD_GRID_BYTES,
+  readHead,
+  TensorFSError,
+  throwIfAborted,
+  validatePath,
+  validateSymlinkTarget,
+} from '@tensorfs/format';
+import { type Lease, type Store, supports, validateRefName } from '@tensorfs/format/store';
+import { planAndHash } from '@tensorfs/planner';
+import { cancelled } from '../http.js';
+import { RemoteFile } from './remote-file.js';
+import type { ResolvedSource, Source, SourceFile, SourceVoice } from './source.js';
+
+/** Progress of {@link importSources}. */
+export interface SourceProgress {
+  files: number;
+  filesTotal: number;
+  /** Bytes of selected files planned and hashed so far. */
+  bytes: number;
+  bytesTotal: number;
+  /** Body bytes received from the sources so far. */
+  bytesFetched: number;
+  path: string;
+}
+
+/** Options of {@link importSources}. */
+export interface ImportSourcesOptions {
+  /** A ref to point at the snapshot (set once, last). */
+  name?: string;
+  /** Compare-and-swap for `name` (`null`: must not exist). */
+  expected?: ObjectId | null;
+  /** Hashing threads (default one per core). */
+  threads?: number;
+  signal?: AbortSignal;
+  onProgress?: (p: SourceProgress) => void;
+}
+
+/** What {@link importSources} made. */
+export interface ImportSourcesResult<P = unknown> {
+  snapshot: ObjectId;
+  /** Each source's recorded metadata, in the order given. */
+  sources: P[];
+  files: number;
+  /** Bytes of the imported files. */
+  bytes: number;
+  /** Body bytes received. */
+  bytesFetched: number;
+  bytesWritten: number;
+  objectsWritten: number;
+}
+
+/** Small records admitted together: at most this many bytes or objects per group commit. */
+const GROUP_BYTES = 64 << 20;
+const GROUP_OBJECTS = 16384;
+/** Records up to this length go through the group commit (larger ones are put alone). */
+const GROUP_RECORD = 4 << 20;
+
+/**
+ * Imports the files of one or more sources into `store` as one snapshot (paths must not repeat
+ * across sources). Each file is read header first, planned, hashed and admitted as a local import
+ * does, and checked against the digest its source announced before the snapshot is written; the
+ * ref (`name`) is set last. Objects of a failed import are left unreferenced (GC takes them).
+ * @throws {TensorFSError} whatever a source refuses with (its own rules), `corrupt` (bytes that
+ *   differ from what was announced: `<source>.digest_mismatch`), `invalid_argument`
+ *   (`source.duplicate_path`, a bad `name`), `conflict` (`expected`), `cancelled`.
+ */
+export async function importSources<P>(
+  store: Store,
+  sources: Source<P> | readonly Source<P>[],
+  options: ImportSourcesOptions = {},
+): Promise<ImportSourcesResult<P>> {
+  const { signal } = options;
+  if (options.name !== undefined) validateRefName(options.name);
+  const list = Array.isArray(sources) ? (sources as readonly Source<P>[]) : [sources as Source<P>];
+  const resolved: ResolvedSource<P>[] = [];
+  try {
+    for (const s of list) {
+      throwIfAborted(signal);
+      resolved.push(await s.resolve(signal));
+    }
+    const files: { file: SourceFile; source: ResolvedSource<P> }[] = [];
+    const seen = new Set<string>();
+    for (const source of resolved) {
+      for (const file of source.files) {
+        validatePath(file.path);
+        if (seen.has(file.path)) {
+          throw new TensorFSError('invalid_argument', `two sources hold ${JSON.stringify(file.path)}`, {
+            details: { rule: 'source.duplicate_path', path: file.path },
+          });
+        }
+        seen.add(file.path);
+        files.push({ file, source });
+      }
+    }
+    files.sort((a, b) => comparePaths(a.file.path, b.file.path));
+    const links: ManifestEntry[] = [];
+    for (const source of resolved) {
+      for (const link of source.links ?? []) {
+        validatePath(link.path);
+        validateSymlinkTarget(link.path, link.symlink);
+        if (seen.has(link.path)) {
+          throw new TensorFSError('invalid_argument', `two sources hold ${JSON.stringify(link.path)}`, {
+            details: { rule: 'source.duplicate_path', path: link.path },
+          });
+        }
+        seen.add(link.path);
+        links.push({ path: link.path, kind: 'symlink', target: link.symlink });
+      }
+    }
+    const progress: SourceProgress = {
+      files: 0,
+      filesTotal: files.length,
+      bytes: 0,
+      bytesTotal: files.reduce((n, f) => n + f.file.size, 0),
+      bytesFetched: 0,
+      path: '',
+    };
+    const counts = { bytesWritten: 0, objectsWritten: 0 };
+    const lease = await store.lease({ purpose: `import ${resolved.map((s) => s.label).join(', ')}`.slice(0, 200) });
+    const hasher = createNodeHasher(options.threads !== undefined ? { threads: options.threads } : {});
+    const admit = new Admission(store, lease, signal, counts);
+    const digests = resolved.map(() => new Map<string, string>());
+    try {
+      const entries: ManifestEntry[] = [];
+      for (const { file, source } of files) {
+        throwIfAborted(signal);
+        progress.path = file.path;
+        const { entry, digest } = await importFile(file, source.voice, { admit, hasher, signal, progress, options });
+        entries.push(entry);
+        digests[resolved.indexOf(source)]!.set(file.path, digest);
+        progress.files++;
+        options.onProgress?.({ ...progress });
+      }
+      await admit.flush();
+      throwIfAborted(signal);
+      if (links.length > 0) {
+        entries.push(...links);
+        entries.sort((a, b) => comparePaths(a.path, b.path));
+      }
+      const snapshot = await store.putManifest({ entries }, { lease });
+      if (options.name !== undefined) {
+        await store.setRef(options.name, snapshot, {
+          lease,
+          ...(options.expected !== undefined ? { expected: options.expected } : {}),
+        });
+      }
+      for (const { file } of files) await file.spool?.done();
+      return {
+        snapshot,
+        sources: resolved.map((s, i) => s.provenance(digests[i]!)),
+        files: files.length,
+        bytes: progress.bytesTotal,
+        bytesFetched: progress.bytesFetched,
+        ...counts,
+      };
+    } finally {
+      await hasher.close();
+      await lease.release();
+    }
+  } catch (err) {
+    if (signal?.aborted) throw cancelled();
+    throw err;
+  } finally {
+    for (const s of resolved) await s.close?.().catch(() => {});
+  }
+}
+
+/** Admits objects: small ones collected into group commits where the store has them. */
+class Admission {
+  private items: { id: ObjectId; bytes: Uint8Array }[] = [];
+  private pending = new Set<ObjectId>();
+  private bytes = 0;
+
+  constructor(
+    private readonly store: Store,
+    private readonly lease: Lease,
+    private readonly signal: AbortSignal | undefined,
+    private readonly counts: { bytesWritten: number; objectsWritten: number },
+  ) {}
+
+  /** Admits an object held in `chunks` (the planner reuses its buffers: copied when grouped). */
+  async put(id: ObjectId, chunks: readonly Uint8Array[], length: number): Promise<void> {
+    if (this.pending.has(id)) return;
+    if (supports(this.store, 'objects.batch') && length <= GROUP_RECORD) {
+      const copy = new Uint8Array(length);
+      let at = 0;
+      for (const c of chunks) {
+        copy.set(c, at);
+        at += c.length;
+      }
+      this.items.push({ id, bytes: copy });
+      this.pending.add(id);
+      this.bytes += length;
+      if (this.items.length >= GROUP_OBJECTS || this.bytes >= GROUP_BYTES) await this.flush();
+      return;
+    }
+    if (await this.store.has(id)) {
+      this.lease.add([id]);
+      return;
+    }
+    this.counted(await this.store.put(chunks, { expected: id, lease: this.lease }));
+  }
+
+  /** Admits a stream of `length` bytes that must hash to `id`. */
+  async putStream(id: ObjectId, length: number, chunks: () => AsyncIterable<Uint8Array>): Promise<void> {
+    if (await this.store.has(id)) {
+      this.lease.add([id]);
+      return;
+    }
+    this.counted(
+      await this.store.putStream(chunks(), {
+        expected: id,
+        expectedLength: length,
+        lease: this.lease,
+        ...(this.signal ? { signal: this.signal } : {}),
+      }),
+    );
+  }
+
+  /** Admits what is collected (one group commit); durable when this resolves. */
+  async flush(): Promise<void> {
+    if (this.items.length === 0) return;
+    const items = this.items;
+    this.items = [];
+    this.pending.clear();
+    this.bytes = 0;
+    if (!supports(this.store, 'objects.batch')) throw new TensorFSError('internal', 'no group commit', {});
+    const out = await this.store.putBatch(
+      items.map((i) => ({ bytes: [i.bytes], expected: i.id })),
+      { lease: this.lease, ...(this.signal ? { signal: this.signal } : {}) },
+    );
+    for (const o of out) {
+      if (!o.ok) throw o.error;
+      this.counted(o.result);
+    }
+  }
+
+  private counted(r: { written: boolean; length: number }): void {
+    if (r.written) {
+      this.counts.objectsWritten++;
+      this.counts.bytesWritten += r.length;
+    }
+  }
+}
+
+interface FileContext {
+  admit: Admission;
+  hasher: ReturnType<typeof createNodeHasher>;
+  signal: AbortSignal | undefined;
+  progress: SourceProgress;
+  options: ImportSourcesOptions;
+}
+
+/** The `corrupt` error of a file whose bytes are not what its source announced. */
+function digestMismatch(file: SourceFile, voice: SourceVoice, actual: string): TensorFSError {
+  const d = file.digest!;
+  return new TensorFSError(
+    'corrupt',
+    `${file.path}: the bytes received do not match the ${d.algorithm === 'sha256' ? 'SHA-256' : 'git blob id'} ${voice.who} announced`,
+    { details: { rule: `${voice.rules}.digest_mismatch`, path: file.path, expected: d.hex, actual } },
+  );
+}
+
+/**
+ * Runs the source's checks for `file`, then plans, hashes, admits and verifies its bytes. Returns
+ * the manifest entry and the whole-file digest (the announced algorithm's, else SHA-256).
+ */
+async function importFile(
+  file: SourceFile,
+  voice: SourceVoice,
+  ctx: FileContext,
+): Promise<{ entry: ManifestEntry; digest: string }> {
+  const { signal, progress, admit } = ctx;
+  await file.check?.(signal);
+  const fetched = (n: number) => {
+    progress.bytesFetched += n;
+  };
+  const verify = async (source: RemoteFile): Promise<string> => {
+    const actual = source.digest();
+    if (file.digest !== undefined && actual !== file.digest.hex) {
+      // Kept bytes that do not verify are worth nothing to a retry.
+      await file.spool?.done();
+      throw digestMismatch(file, voice, actual ?? 'unread');
+    }
+    if (actual === undefined) {
+      throw new TensorFSError('internal', `${file.path}: not every byte went through the file digest`, {
+        details: { rule: 'source.unhashed', path: file.path },
+      });
+    }
+    return actual;
+  };
+  const source = new RemoteFile(file, voice, signal, fetched);
+  try {
+    // The header first, by bounded ranges; a small git file (the Hub keeps files over 10 MB in
+    // LFS) in one range.
+    let tensorFile = true;
+    if (file.digest?.algorithm === 'git-blob' && file.size > 0 && file.size <= RECORD_GRID_BYTES) {
+      await source.readInto(0, new Uint8Array(file.size));
+    } else if (file.size > 0) {
+      const head = await readHead(source, signal);
+      const codec = detectCodec(head, file.size);
+      if (codec === undefined) tensorFile = false;
+      else {
+        try {
+          await codec.read(source, signal ? { signal } : {});
+        } catch (err) {
+          if (!isTensorFSError(err) || !['malformed', 'unsupported', 'limit_exceeded'].includes(err.code)) throw err;
+          tensorFile = false; // the planner stores it as a blob, as a local import does
+        }
+      }
+    }
+    source.endProbe();
+    if (!tensorFile && file.size > RECORD_GRID_BYTES && file.digest?.algorithm === 'sha256') {
+      // A large blob is one object: its id is the file's SHA-256, which the store checks.
+      const id = `sha256:${file.digest.hex}` as ObjectId;
+      await admit
+        .putStream(id, file.size, () => source.rest(0))
+        .catch(async (err) => {
+          if (isTensorFSError(err) && err.code === 'corrupt') {
+            await file.spool?.done();
+            throw digestMismatch(file, voice, 'differs');
+          }
+          throw err;
+        });
+      const digest = await verify(source);
+      progress.bytes += file.size;
+      return {
+        entry: {
+          path: file.path,
+          kind: 'file',
+          mode: file.executable ? 0o755 : 0o644,
+          size: file.size,
+          profile: 'blob-v1',
+          records: [{ digest: id, length: file.size }],
+        },
+        digest,
+      };
+    }
+    const plan = await planAndHash(source, {
+      hasher: ctx.hasher,
+      ...(signal ? { signal } : {}),
+      onRecord: async (record, bytes) => {
+        if (bytes === null) {
+          // A blob larger than a buffer: read once more (the spool serves it where there is
+          // one), checked by the store against the planner's digest.
+          const again = new RemoteFile(file, voice, signal, fetched);
+          again.endProbe();
+          try {
+            await admit.putStream(record.digest, record.length, () => again.rest(record.offset));
+          } finally {
+            again.close();
+          }
+        } else {
+          await admit.put(record.digest, bytes, record.length);
+        }
+        progress.bytes += record.length;
+        ctx.options.onProgress?.({ ...progress });
+      },
+    });
+    const digest = await verify(source);
+    return {
+      entry: {
+        path: file.path,
+        kind: 'file',
+        mode: file.executable ? 0o755 : 0o644,
+        size: plan.size,
+        profile: plan.profile,
+        records: plan.records.map((r) => ({ digest: r.digest, length: r.length })),
+      },
+      digest,
+    };
+  } finally {
+    source.close();
+  }
+}
