@@ -21,6 +21,7 @@ import { formatBytes } from '../progress.js';
 import { importFromHub, isHfSource, sourceLine } from './hf.js';
 import { checkpointLines, inspectCheckpoint, isCheckpoint } from './checkpoint-view.js';
 import { withStore } from './store.js';
+import { resolveModelId } from './revision.js';
 import { SPECS } from './specs.js';
 
 /** `tfs inspect` of a `.cozytensors` file (header bytes only: no store needed). */
@@ -34,7 +35,7 @@ export async function inspectCheckpointFile(bytes: Uint8Array, ctx: CommandConte
 /** `tfs inspect` of a ref or id naming a checkpoint. */
 export async function inspectCheckpointRef(ref: string, ctx: CommandContext): Promise<void> {
   await withStore(ctx, true, async (store) => {
-    const id = await store.resolve(ref);
+    const id = await resolveModelId(store, ref);
     if (!(await isCheckpoint(store, id))) {
       throw new TensorFSError(
         'unsupported',
