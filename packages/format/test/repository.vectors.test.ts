@@ -75,13 +75,10 @@ describe('v1 repository vectors', () => {
     expectCodeSync(() => decodeRevision(fromHex(v.hex)), v.code, v.rule);
   });
 
-  it.each(vectors.layout.map((v) => [`${v.repo} ${v.kind} ${v.name}`, v] as const))(
-    'lays out %s',
-    (_name, v) => {
-      expect(v.kind === 'branch' ? branchRefName(v.repo, v.name) : tagRefName(v.repo, v.name)).toBe(v.ref);
-      expect(parseRepoRefName(v.ref)).toEqual({ repo: v.repo, kind: v.kind, name: v.name });
-    },
-  );
+  it.each(vectors.layout.map((v) => [`${v.repo} ${v.kind} ${v.name}`, v] as const))('lays out %s', (_name, v) => {
+    expect(v.kind === 'branch' ? branchRefName(v.repo, v.name) : tagRefName(v.repo, v.name)).toBe(v.ref);
+    expect(parseRepoRefName(v.ref)).toEqual({ repo: v.repo, kind: v.kind, name: v.name });
+  });
 
   it.each(vectors.variants.map((v) => [v.path, v] as const))('names the variant of %s', (_name, v) => {
     expect(variantNameOf(v.path)).toBe(v.variant);

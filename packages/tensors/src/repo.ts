@@ -3,7 +3,7 @@
  * (branch, tag or `sha256:` id of a revision document, tree or header) and, in a tree with
  * `.cozytensors` variants, the variant asked for (the only one when there is one).
  */
-import { throwIfAborted, validateRepoId } from '@tensorfs/format';
+import { DEFAULT_BRANCH, throwIfAborted, validateRepoId } from '@tensorfs/format';
 import type { Store } from '@tensorfs/format/store';
 import { checkOptions, checkStore, checkString } from './args.js';
 import { type Model, openModel } from './model.js';
@@ -33,7 +33,7 @@ export async function openRepo(store: Store, repo: string, options: OpenRepoOpti
   throwIfAborted(options.signal);
   const revision = options.revision;
   if (revision !== undefined) checkString(revision, 'options.revision');
-  const spec = revision === undefined ? repo : `${repo}@${revision}`;
+  const spec = `${repo}@${revision ?? DEFAULT_BRANCH}`;
   return openModel(store, spec, {
     ...(options.variant !== undefined ? { variant: options.variant } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
