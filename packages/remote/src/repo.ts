@@ -29,7 +29,6 @@ import picomatch from 'picomatch';
 import type { Origin } from './origin.js';
 import { type PullOptions, type SelectionResult, fetchSelection } from './pull.js';
 import { type PushOptions, type SendResult, sendClosure } from './push.js';
-import { selectComponents } from './select.js';
 
 /** Options of {@link pullRevision}. */
 export interface PullRevisionOptions extends PullOptions {
@@ -112,11 +111,14 @@ export async function pullRevision(
     let transfer: Omit<PullOptions, 'name' | 'expected'> = options;
     if (selecting && res.targetKind === 'tree') {
       const m = decodeManifest(await origin.readObject(res.target, { signal: options.signal }));
-      const picked = await selectTree(store, origin, lease, m, options);
-      variant = picked.variant;
-      from = picked.tree;
-      // The selection is made: the transfer fetches the local tree's closure.
-      transfer = { ...options, components: [], tensors: [] };
+      if (treeVariants(m).length > 0 || options.variant !== undefined || options.file !== undefined) {
+        const picked = await selectTree(store, origin, lease, m, options);
+        variant = picked.variant;
+        from = picked.tree;
+        // The selection is made: the transfer fetches the local tree's closure.
+        transfer = { ...options, components: [], tensors: [] };
+      }
+      // A tree without variants: its paths (`components`) and tensors are selected as a snapshot's.
     } else if (selecting && (options.variant !== undefined || options.file !== undefined)) {
       throw new TensorFSError(
         'invalid_argument',
@@ -170,10 +172,9 @@ export async function pullRevision(
 }
 
 /**
- * The local tree a selection of `m` makes (put in `store` under `lease`): one file (`file`), the
- * chosen variant beside every ordinary file (`variant`, or `components`/`tensors` of a tree with
- * variants: the chosen variant's header trimmed with `selectCheckpoint`), or the paths of
- * `components` of a tree without variants.
+ * The local tree a selection of `m` makes (put in `store` under `lease`): one file (`file`), or
+ * the chosen variant beside every ordinary file (`variant`, or `components`/`tensors` of a tree
+ * with variants: the chosen variant's header trimmed with `selectCheckpoint`).
  */
 async function selectTree(
   store: Store,
@@ -194,17 +195,7 @@ async function selectTree(
   const variants = treeVariants(m);
   const components = options.components ?? [];
   const tensors = options.tensors ?? [];
-  if (variants.length === 0) {
-    if (options.variant !== undefined) selectVariant(m, options.variant); // `not_found` naming the variants (none)
-    let out = components.length > 0 ? selectComponents(m, components) : m;
-    if (tensors.length > 0) {
-      throw new TensorFSError('unsupported', '--tensors of a tree without variants: pull it by tree id instead', {
-        details: { rule: 'repo.tensors_need_variant' },
-      });
-    }
-    out = { ...out };
-    return { tree: await store.putManifest(out, { lease }), variant: null };
-  }
+  if (variants.length === 0) selectVariant(m, options.variant); // `not_found`: the tree has no variants
   const chosen = selectVariant(m, options.variant)!;
   const isVariant = new Set(variants.map((v) => v.path));
   const entries: ManifestEntry[] = [];
