@@ -5,8 +5,7 @@
  * verb parses revisions on its own.
  */
 import { requireString } from '../args.js';
-import { TensorFSError } from '../errors.js';
-import { isObjectId, type ObjectId } from '../ids.js';
+import type { ObjectId } from '../ids.js';
 import type { Store } from '../store/contract.js';
 import { parseRepoSpec } from './names.js';
 import { headKindOf, type ResolvedRevision, resolveRevision } from './operations.js';
@@ -55,17 +54,8 @@ export async function resolveSpec(
     const { repo, revision } = parseRepoSpec(spec);
     return fromResolution(await resolveRevision(store, repo, revision, { signal }));
   }
-  let head: ObjectId;
-  if (isObjectId(spec)) {
-    if (!(await store.has(spec, { signal }))) {
-      throw new TensorFSError('not_found', 'object not in the store', { details: { digest: spec } });
-    }
-    head = spec;
-  } else {
-    const id = await store.getRef(spec, { signal });
-    if (id === null) throw new TensorFSError('not_found', 'no such ref', { details: { ref: spec } });
-    head = id;
-  }
+  // The store's own resolution (a fetching store reads the origin's refs on a miss).
+  const head = await store.resolve(spec);
   const kind = await headKindOf(store, head, signal);
   if (kind === 'revision') {
     const document = decodeRevision(await store.readObject(head, { signal }));
