@@ -38,7 +38,16 @@ export { LocalRefsOrigin } from './local-refs.js';
 export { StoreOrigin, originOf, type ServableStore } from './store-origin.js';
 export { OriginBase, isOrigin } from './origin.js';
 export { connectOrigin, openOrigin, type OpenOriginOptions } from './open.js';
-export { pull, type PullOptions, type PullResult } from './pull.js';
+export { fetchSelection, pull, type PullOptions, type PullResult, type SelectionResult } from './pull.js';
+export {
+  isRepoSpec,
+  publishTree,
+  type PublishOptions,
+  type PublishResult,
+  pullRevision,
+  type PullRevisionOptions,
+  type PullRevisionResult,
+} from './repo.js';
 export {
   fetchObjects,
   BATCH_OBJECT_BYTES,
@@ -47,7 +56,7 @@ export {
   type TransferCounts,
 } from './transfer.js';
 export { FetchingStore, type FetchingStoreOptions } from './fetching-store.js';
-export { push, type PushOptions, type PushProgress, type PushResult } from './push.js';
+export { push, type PushOptions, type PushProgress, type PushResult, sendClosure, type SendResult } from './push.js';
 export {
   serveHub,
   parseTokensConfig,

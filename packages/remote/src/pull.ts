@@ -14,7 +14,7 @@ import {
   isObjectId,
   objectReferences,
 } from '@tensorfs/format';
-import type { Store } from '@tensorfs/format/store';
+import type { Lease, Store } from '@tensorfs/format/store';
 import { selectCheckpoint } from '@tensorfs/tensors';
 import picomatch from 'picomatch';
 import { cancelled } from './http.js';
@@ -78,7 +78,37 @@ export async function pull(store: Store, origin: Origin, ref: string, options: P
   if (remoteId === null) {
     throw new TensorFSError('not_found', 'the origin has no such ref', { details: { rule: 'remote.no_ref', ref } });
   }
-  const lease = await store.lease({ purpose: `pull ${name}` });
+  const r = await fetchSelection(store, origin, remoteId, options, `pull ${name}`, (id, lease) =>
+    store.setRef(name, id, { expected: options.expected, lease }),
+  );
+  return { ref, name, remoteId, ...r };
+}
+
+/** What {@link fetchSelection} did: the local id and the transfer's counts. */
+export interface SelectionResult {
+  /** The id now held locally (differs from the remote one when something was selected). */
+  id: ObjectId;
+  objects: PullResult['objects'];
+  bytes: PullResult['bytes'];
+}
+
+/**
+ * The transfer of a pull without its naming: fetches `remoteId`'s closure (or the selection of
+ * `options.components` / `options.tensors` of it) into `store` under a lease, then calls `finish`
+ * with the local id while the lease still holds everything, so the caller names it (a ref, a
+ * branch move). Nothing is named when any step fails.
+ */
+export async function fetchSelection(
+  store: Store,
+  origin: Origin,
+  remoteId: ObjectId,
+  options: Omit<PullOptions, 'name' | 'expected'>,
+  purpose: string,
+  finish: (id: ObjectId, lease: Lease) => Promise<unknown>,
+): Promise<SelectionResult> {
+  const signal = options.signal;
+  if (signal?.aborted) throw cancelled();
+  const lease = await store.lease({ purpose });
   const t = new Transfer(store, origin, lease, { ...options, directIO: options.directIO ?? true });
   try {
     // The referencing objects (manifests) first: they say what else is needed.
@@ -123,11 +153,8 @@ export async function pull(store: Store, origin: Origin, ref: string, options: P
     leaves = new Map([...leaves].filter(([id]) => !t.referencingIds.has(id)));
     await t.fetchAll(leaves, { fetchedEarlier: selectionFetched, ...(made ? { made } : {}) });
     for (const id of selectionFetched) if (!leaves.has(id)) await t.countFetched(id);
-    await store.setRef(name, localId, { expected: options.expected, lease });
+    await finish(localId, lease);
     return {
-      ref,
-      name,
-      remoteId,
       id: localId,
       objects: { total: t.objectsTotal, present: t.objectsPresent, fetched: t.objectsFetched },
       bytes: { total: t.bytesTotal, present: t.bytesPresent, fetched: t.bytesFetched, resumed: t.bytesResumed },

@@ -66,6 +66,37 @@ export async function push(store: Store, origin: Origin, ref: string, options: P
     });
   }
 
+  const sent = await sendClosure(store, origin, id, options);
+  if (signal?.aborted) throw cancelled();
+  await origin.setRef(name, id, { expected, signal });
+  return {
+    ref,
+    name,
+    id,
+    previous,
+    ...sent,
+  };
+}
+
+/** What {@link sendClosure} sent. */
+export interface SendResult {
+  objects: { total: number; present: number; sent: number };
+  bytes: { total: number; present: number; sent: number };
+}
+
+/**
+ * Sends the closure of local object `id` to `origin`: asks which objects it lacks and sends only
+ * those, data before the objects that reference them (so a store that checks closures never
+ * holds a referencing object whose children are missing). Moves no ref: {@link push} and the
+ * repository upload move theirs afterwards, so a failure here leaves every ref where it was.
+ */
+export async function sendClosure(
+  store: Store,
+  origin: Origin,
+  id: ObjectId,
+  options: Pick<PushOptions, 'concurrency' | 'pieceBytes' | 'signal' | 'onProgress'> = {},
+): Promise<SendResult> {
+  const signal = options.signal;
   // Closure, from the store: leaves with their declared lengths; referencing objects post-order.
   const leaves = new Map<ObjectId, number>();
   const referencing: { id: ObjectId; length: number }[] = [];
@@ -149,12 +180,7 @@ export async function push(store: Store, origin: Origin, ref: string, options: P
     if (lacking.has(r.id)) await send(r.id, r.length, signal ?? new AbortController().signal);
   }
   if (signal?.aborted) throw cancelled();
-  await origin.setRef(name, id, { expected, signal });
   return {
-    ref,
-    name,
-    id,
-    previous,
     objects: { total: total.objects, present: total.objects - sentObjects, sent: sentObjects },
     // `present`: what the destination held or got without this push sending it; never negative.
     bytes: { total: total.bytes, present: Math.max(0, total.bytes - sentBytes), sent: sentBytes },

@@ -18,6 +18,7 @@ import {
   TensorFSError,
   throwIfAborted,
 } from '@tensorfs/format';
+import { resolveModelRef } from './resolve.js';
 import { readDecoded, readDecodedInto } from './decoded.js';
 import type { ReadOptions, TensorEncoding, TensorPart, TensorView } from './tensor.js';
 import { StoredTensorView, type ViewFile } from './view.js';
@@ -141,7 +142,7 @@ export async function openCheckpoint(
   let bytes: Uint8Array;
   let id: ObjectId;
   if (typeof source === 'string') {
-    id = await store.resolve(source);
+    id = (await resolveModelRef(store, source)).id;
     bytes = await store.readObject(id, { verify: true });
     if (!isCheckpointHeader(bytes)) {
       throw new TensorFSError('invalid_argument', 'this ref names a snapshot, not a checkpoint (convert it first)', {

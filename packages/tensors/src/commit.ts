@@ -4,6 +4,7 @@ import {
   type Manifest,
   type ManifestEntry,
   type ObjectId,
+  resolveSpec,
   sortManifestEntries,
   TensorFSError,
   throwIfAborted,
@@ -63,7 +64,7 @@ export async function commit(store: Store, options: CommitOptions): Promise<Comm
   for (const path of remove) checkString(path, 'options.remove[]');
   if (options.base !== undefined) checkString(options.base, 'options.base');
   if (options.ref !== undefined) checkString(options.ref, 'options.ref');
-  const base = options.base === undefined ? null : await store.resolve(options.base);
+  const base = options.base === undefined ? null : (await resolveSpec(store, options.base)).target;
   const entries = new Map<string, ManifestEntry>();
   if (base !== null) for (const entry of (await store.getManifest(base)).entries) entries.set(entry.path, entry);
 

@@ -9,6 +9,7 @@ import { isCheckpointHeader, type ObjectId, TensorFSError, throwIfAborted } from
 import { checkOptions, checkStore, checkString } from './args.js';
 import { type Checkpoint, openOpenedCheckpoint, StrictTensorMap, type TensorMap } from './checkpoint.js';
 import { openTensors, type TensorSet } from './open.js';
+import { resolveModelRef } from './resolve.js';
 import type { TensorView } from './tensor.js';
 
 /** What a ref or id names: a snapshot (a TFM1 manifest) or a checkpoint (a cozytensors header). */
@@ -52,18 +53,29 @@ export interface Model extends Iterable<TensorView> {
 
 /** Options of {@link openModel}. */
 export interface OpenModelOptions {
+  /**
+   * The variant of a repository tree with several `.cozytensors` files (`model.NAME.cozytensors`;
+   * `''` is `model.cozytensors`); with one it is chosen, with several and none named
+   * `invalid_argument` (`repo.variant_required`) lists them.
+   */
+  variant?: string;
   /** Cancels opening (`cancelled`). */
   signal?: AbortSignal;
 }
 
 /**
- * What `refOrId` names, from the first bytes of its object, and its id.
- * @throws {TensorFSError} `not_found` (no such ref or object).
+ * What `refOrId` names (a ref, `owner/name[@revision]` or an id; in a tree with variants, the
+ * variant: see {@link resolveModelRef}), from the first bytes of its object, and its id.
+ * @throws {TensorFSError} `not_found` (no such ref, revision, variant or object), `invalid_argument`.
  */
-export async function modelKind(store: Store, refOrId: string): Promise<{ id: ObjectId; kind: ModelKind }> {
+export async function modelKind(
+  store: Store,
+  refOrId: string,
+  options: { variant?: string } = {},
+): Promise<{ id: ObjectId; kind: ModelKind }> {
   checkStore(store);
   checkString(refOrId, 'refOrId');
-  const id = await store.resolve(refOrId);
+  const { id } = await resolveModelRef(store, refOrId, options);
   let head: Uint8Array;
   try {
     head = await store.readObjectRange(id, 0, 4);
@@ -76,7 +88,9 @@ export async function modelKind(store: Store, refOrId: string): Promise<{ id: Ob
 }
 
 /**
- * Opens the model a ref or id names, snapshot or checkpoint. Only headers are read (a snapshot's
+ * Opens the model a ref or id names, snapshot or checkpoint: a ref name, `owner/name[@revision]`
+ * (a branch, a tag or `sha256:<hex>` of a revision document, tree or header) or an object id;
+ * in a tree with `.cozytensors` variants, the variant (`options.variant`, or the only one). Only headers are read (a snapshot's
  * manifest and tensor file headers, a checkpoint's header); no tensor byte is touched until a view
  * is read. Every tensor is a {@link TensorView} whose `storage` says whether it is plain or encoded.
  * @throws {TensorFSError} `not_found` (ref or object missing), `malformed` (a manifest, header or
@@ -87,7 +101,12 @@ export async function openModel(store: Store, refOrId: string, options: OpenMode
   checkString(refOrId, 'refOrId');
   checkOptions(options);
   throwIfAborted(options.signal);
-  const { id, kind } = await modelKind(store, refOrId);
+  if (options.variant !== undefined) checkString(options.variant, 'options.variant');
+  const { id, kind } = await modelKind(
+    store,
+    refOrId,
+    options.variant !== undefined ? { variant: options.variant } : {},
+  );
   if (kind === 'checkpoint') {
     const cp = await openOpenedCheckpoint(store, id);
     const components = new Map<string, ModelComponent>(

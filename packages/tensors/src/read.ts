@@ -56,6 +56,8 @@ export {
   type TensorView,
 } from './view.js';
 export { type CheckpointSelection, selectCheckpoint } from './select.js';
+export { type OpenRepoOptions, openRepo } from './repo.js';
+export { type ResolvedModelRef, resolveModelRef } from './resolve.js';
 export {
   type Model,
   type ModelComponent,

@@ -7,6 +7,7 @@ import {
   isCheckpointHeader,
   isTensorFSError,
   TensorFSError,
+  resolveSpec,
 } from '@tensorfs/format';
 
 /** The most symlinks followed when resolving one snapshot path. */
@@ -23,9 +24,9 @@ export class SnapshotTree {
     this.byPath = new Map(manifest.entries.map((entry) => [entry.path, entry]));
   }
 
-  /** Resolves a ref name or an id and loads its manifest. */
+  /** Resolves a ref name, `owner/name[@revision]` or an id (format's `resolveSpec`) and loads its manifest. */
   static async load(store: Store, refOrId: string): Promise<SnapshotTree> {
-    const id = await store.resolve(refOrId);
+    const id = (await resolveSpec(store, refOrId)).target;
     try {
       return new SnapshotTree(id, await store.getManifest(id));
     } catch (error) {

@@ -23,6 +23,7 @@ import { importFromWeb, isWebSource, webSourceLine } from './sources.js';
 import { checkpointLines, inspectCheckpoint, isCheckpoint } from './checkpoint-view.js';
 import { shapesFrom } from './shapes-from.js';
 import { withStore } from './store.js';
+import { resolveModelId } from './revision.js';
 import { SPECS } from './specs.js';
 
 /** `tfs inspect` of a `.cozytensors` file (header bytes only: no store needed). */
@@ -36,7 +37,7 @@ export async function inspectCheckpointFile(bytes: Uint8Array, ctx: CommandConte
 /** `tfs inspect` of a ref or id naming a checkpoint. */
 export async function inspectCheckpointRef(ref: string, ctx: CommandContext): Promise<void> {
   await withStore(ctx, true, async (store) => {
-    const id = await store.resolve(ref);
+    const id = await resolveModelId(store, ref);
     if (!(await isCheckpoint(store, id))) {
       throw new TensorFSError(
         'unsupported',

@@ -28,6 +28,10 @@ export const commands: LazyCommand[] = [
   lazyCommand(SPECS.push, async () => (await import('./remote.js')).pushCommand),
   lazyCommand(SPECS.serve, async () => (await import('./remote.js')).serveCommand),
   lazyCommand(SPECS.remote, async () => (await import('./remote.js')).remoteCommand),
+  lazyCommand(SPECS.upload, async () => (await import('./upload.js')).uploadCommand),
+  lazyCommand(SPECS.tag, async () => (await import('./tag.js')).tagCommand),
+  lazyCommand(SPECS.log, async () => (await import('./log.js')).logCommand),
+  lazyCommand(SPECS.download, async () => (await import('./download.js')).downloadCommand),
   lazyCommand(SPECS.diff, async () => (await import('./diff.js')).diffCommand),
   lazyCommand(SPECS.env, async () => (await import('./env.js')).envCommand),
 ];

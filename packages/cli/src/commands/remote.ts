@@ -5,9 +5,17 @@
  */
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { LocalStore, RefFolder, siblingTemp } from '@tensorfs/cas';
-import { type ObjectId, TensorFSError, parseObjectId } from '@tensorfs/format';
+import {
+  type ObjectId,
+  TensorFSError,
+  isObjectId,
+  parseObjectId,
+  parseRepoSpec,
+  resolveRevision,
+} from '@tensorfs/format';
 import type { Credential, FetchingStore, Origin, TokensConfig } from '@tensorfs/remote';
 import type { Argv } from 'yargs';
 import { webHandler } from '../web/handler.js';
@@ -110,6 +118,22 @@ export async function originOf(ctx: CommandContext, spec: string, args: TokenArg
   return connectOrigin(url, { token: credentialOf(args, ctx), signal: ctx.signal, s3: { env: ctx.io.env } });
 }
 
+/**
+ * The origin a command talks to when none is named: `TENSORFS_ENDPOINT`, else the remote named
+ * `origin` (see `tfs remote add origin URL`); `invalid_argument` (`cli.no_origin`) when neither.
+ */
+export async function defaultOriginSpec(ctx: CommandContext): Promise<string> {
+  const env = ctx.io.env.TENSORFS_ENDPOINT;
+  if (env !== undefined && env.length > 0) return env;
+  const remotes = await readRemotes(ctx);
+  if (remotes.origin !== undefined) return remotes.origin;
+  throw new TensorFSError(
+    'invalid_argument',
+    'name an origin, set TENSORFS_ENDPOINT or add a remote named origin (tfs remote add origin URL)',
+    { details: { rule: 'cli.no_origin' } },
+  );
+}
+
 /** A store that fetches from `spec` what a read needs (for `tfs cat --from`); close() releases it. */
 export async function fetchingStore(
   ctx: CommandContext,
@@ -135,7 +159,7 @@ const ORIGIN_POSITIONAL = {
   describe: 'remote name, URL (http, https, s3, file) or folder',
 } as const;
 
-function tokenOption<T>(y: Argv<T>): Argv<T & TokenArgs> {
+export function tokenOption<T>(y: Argv<T>): Argv<T & TokenArgs> {
   return y.option('token-file', {
     type: 'string',
     describe: 'file holding the token (read per request); default $TENSORFS_TOKEN',
@@ -169,9 +193,11 @@ export async function gcRemote(
 
 interface PullArgs extends TokenArgs {
   origin: string;
-  ref: string;
+  ref?: string;
   component?: string[];
   tensors?: string[];
+  variant?: string;
+  file?: string;
   name?: string;
   expected?: string;
   concurrency: number;
@@ -183,19 +209,35 @@ export const pullCommand = defineCommand<PullArgs>({
   builder: (y) =>
     tokenOption(
       y
-        .positional('origin', ORIGIN_POSITIONAL)
-        .positional('ref', { type: 'string', demandOption: true, describe: 'remote ref (or snapshot id) to pull' })
+        .positional('origin', {
+          type: 'string',
+          demandOption: true,
+          describe:
+            'remote name, URL (http, https, s3, file) or folder; omit it (give only the repository) to use $TENSORFS_ENDPOINT or the remote named origin',
+        })
+        .positional('ref', {
+          type: 'string',
+          describe: 'owner/name[@branch|tag|sha256:<id>] (bare: @main), an older ref name, or a snapshot id',
+        })
+        .option('variant', {
+          type: 'string',
+          describe: 'of a tree with several .cozytensors files: this one (model.NAME.cozytensors)',
+        })
+        .option('file', { type: 'string', describe: 'pull this one file of the tree only' })
         .option('component', {
           type: 'string',
           array: true,
-          describe: 'keep only this snapshot folder or file (repeatable)',
+          describe: 'keep only this snapshot folder or file, or checkpoint component (repeatable)',
         })
         .option('tensors', {
           type: 'string',
           array: true,
           describe: 'keep only tensors matching this glob, e.g. "*.attn.*" (repeatable; headers are read first)',
         })
-        .option('name', { type: 'string', describe: 'local ref to set (default: the remote ref name)' })
+        .option('name', {
+          type: 'string',
+          describe: 'local ref to set (default: the same branch or tag of the same repository, or the remote ref name)',
+        })
         .option('expected', { type: 'string', describe: 'id the local ref must hold now, or `none`; else exit 7' })
         .option('concurrency', { type: 'number', default: 4, describe: 'objects fetched at once' })
         .option('direct-io', {
@@ -205,12 +247,14 @@ export const pullCommand = defineCommand<PullArgs>({
         }),
     ) as unknown as Argv<PullArgs & GlobalArgs>,
   handler: async (args, ctx) => {
-    const origin = await originOf(ctx, args.origin, args);
+    const [originSpec, ref] =
+      args.ref === undefined ? [await defaultOriginSpec(ctx), args.origin] : [args.origin, args.ref];
+    const origin = await originOf(ctx, originSpec, args);
     const store = await LocalStore.open(ctx.storeDir);
     const bar = ctx.progress('pull');
     try {
-      const { pull } = await loadRemote();
-      const r = await pull(store, origin, args.ref, {
+      const { isRepoSpec, pull, pullRevision } = await loadRemote();
+      const options = {
         name: args.name,
         components: args.component,
         tensors: args.tensors,
@@ -219,8 +263,22 @@ export const pullCommand = defineCommand<PullArgs>({
         directIO: args.directIo,
         partsDir: path.join(store.root, 'tmp'),
         signal: ctx.signal,
-        onProgress: (p) => bar.update(p.bytesDone, p.bytesTotal),
-      });
+        onProgress: (p: { bytesDone: number; bytesTotal: number }) => bar.update(p.bytesDone, p.bytesTotal),
+      };
+      if (!isRepoSpec(ref) && (args.variant !== undefined || args.file !== undefined)) {
+        throw new TensorFSError('invalid_argument', '--variant and --file take a repository (owner/name[@revision])', {
+          details: { rule: 'cli.repo_required' },
+        });
+      }
+      const r = isRepoSpec(ref)
+        ? await pullRevision(store, origin, ref, {
+            ...options,
+            ...(args.variant !== undefined ? { variant: args.variant } : {}),
+            ...(args.file !== undefined ? { file: args.file } : {}),
+            author: authorName(ctx),
+            source: originSpec,
+          })
+        : await pull(store, origin, ref, options);
       bar.done();
       ctx.result(r, () => [
         `${r.name} -> ${r.id}`,
@@ -233,6 +291,17 @@ export const pullCommand = defineCommand<PullArgs>({
     }
   },
 });
+
+/** The author a branch move records: `TENSORFS_AUTHOR`, else the user running the command. */
+export function authorName(ctx: CommandContext): string {
+  const env = ctx.io.env.TENSORFS_AUTHOR;
+  if (env !== undefined && env.length > 0) return env;
+  try {
+    return os.userInfo().username || 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
 
 interface PushArgs extends TokenArgs {
   origin: string;
@@ -248,7 +317,11 @@ export const pushCommand = defineCommand<PushArgs>({
     tokenOption(
       y
         .positional('origin', ORIGIN_POSITIONAL)
-        .positional('ref', { type: 'string', demandOption: true, describe: 'local ref (or snapshot id) to push' })
+        .positional('ref', {
+          type: 'string',
+          demandOption: true,
+          describe: 'local ref, owner/name@branch|tag (pushed under the same name) or snapshot id',
+        })
         .option('name', { type: 'string', describe: 'remote ref to move (default: the local ref name)' })
         .option('expected', {
           type: 'string',
@@ -262,8 +335,17 @@ export const pushCommand = defineCommand<PushArgs>({
     const bar = ctx.progress('push');
     try {
       const { push } = await loadRemote();
-      const r = await push(store, origin, args.ref, {
-        name: args.name,
+      // owner/name@branch|tag: that local ref, pushed under the same name (an id needs --name).
+      let ref = args.ref;
+      let name = args.name;
+      if (ref.includes('@') && !isObjectId(ref)) {
+        const spec = parseRepoSpec(ref);
+        const res = await resolveRevision(store, spec.repo, spec.revision ?? undefined);
+        ref = res.head;
+        name ??= res.ref ?? undefined;
+      }
+      const r = await push(store, origin, ref, {
+        name,
         expected: parseExpected(args.expected),
         concurrency: args.concurrency,
         signal: ctx.signal,

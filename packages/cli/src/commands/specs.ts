@@ -80,8 +80,9 @@ export const SPECS = {
     describe: 'Does a checkpoint bind to a lane? admit | derivable (priced steps) | refuse, from headers only',
   },
   pull: {
-    command: 'pull <origin> <ref>',
-    describe: 'Fetch a snapshot (or some of its components) from an origin: only missing objects, each verified',
+    command: 'pull <origin> [ref]',
+    describe:
+      'Fetch a repository revision (owner/name[@rev], or a ref; a variant, file, components or tensors of it) from an origin (omitted: $TENSORFS_ENDPOINT or the remote named origin): only missing objects, each verified',
   },
   push: {
     command: 'push <origin> <ref>',
@@ -100,6 +101,25 @@ export const SPECS = {
     command: 'diff <refA> <refB>',
     describe:
       'Compare two snapshots tensor by tensor (changed, renamed, added, removed), files, configs and the pull cost, from headers only',
+  },
+  upload: {
+    command: 'upload <folder> <repo>',
+    describe:
+      'Make a folder (files, .cozytensors variants, a portable export) a new tree on a branch (owner/name[@branch]), locally or --to an origin: only missing objects sent, then one compare-and-swap',
+  },
+  tag: {
+    command: 'tag <revision> <tag>',
+    describe:
+      'Release a revision (owner/name@rev) as an immutable tag, locally or --to an origin; moving a tag is exit 7',
+  },
+  log: {
+    command: 'log <branch>',
+    describe: "List a branch's moves (owner/name[@branch]), newest first: time, author, message, previous -> new head",
+  },
+  download: {
+    command: 'download <repo> <dir>',
+    describe:
+      "Write a revision's tree (owner/name[@rev]) as a plain folder: every file, each variant with its chunks/ (or --variant V, --file PATH), from the store or --from an origin",
   },
   env: {
     command: 'env',

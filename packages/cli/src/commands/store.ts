@@ -9,9 +9,12 @@ import {
   decodeCheckpoint,
   isObjectId,
   isTensorFSError,
+  listRepositories,
   type ObjectId,
   TensorFSError,
   parseObjectId,
+  parseRepoRefName,
+  treeVariants,
 } from '@tensorfs/format';
 import { exportCheckpoint, importPortable, openCheckpoint } from '@tensorfs/tensors';
 import type { Argv } from 'yargs';
@@ -20,6 +23,7 @@ import type { CommandContext, GlobalArgs } from '../context.js';
 import { formatBytes } from '../progress.js';
 import { checkpointLines, inspectCheckpoint, isCheckpoint } from './checkpoint-view.js';
 import { defaultHfRef, importFromHub, isHfSource, recordSource, sourceLine } from './hf.js';
+import { resolveTarget } from './revision.js';
 import { defaultWebRef, importFromWeb, isWebSource, portableFolder, webSourceLine } from './sources.js';
 import { SPECS } from './specs.js';
 
@@ -254,35 +258,54 @@ async function importPortableFolder(
 export const lsCommand = defineCommand<{ ref?: string }>({
   ...SPECS.ls,
   builder: (y) =>
-    y.positional('ref', { type: 'string', describe: 'ref or snapshot id to list' }) as Argv<
-      { ref?: string } & GlobalArgs
-    >,
+    y.positional('ref', {
+      type: 'string',
+      describe: 'owner/name[@revision], ref or snapshot id to list (none: every repository and ref)',
+    }) as Argv<{ ref?: string } & GlobalArgs>,
   handler: async (args, ctx) => {
     await withStore(ctx, true, async (s) => {
       if (args.ref === undefined) {
         const { refs, problems } = await s.checkRefs({ signal: ctx.signal });
-        ctx.result({ refs, problems }, () =>
-          refs.map((r) => `${r.id}  ${r.name}${r.kind === 'checkpoint' ? '  (checkpoint)' : ''}`),
+        const repositories = await listRepositories(s);
+        // One line a ref; a repository's other branches and its tags read as owner/name@branch|tag.
+        ctx.result({ repositories, refs, problems }, () =>
+          refs.map((r) => {
+            const at = parseRepoRefName(r.name);
+            const name =
+              at === null ? r.name : at.name === 'main' && at.kind === 'branch' ? at.repo : `${at.repo}@${at.name}`;
+            const kind = at?.kind === 'tag' ? '  (tag)' : r.kind === 'checkpoint' ? '  (checkpoint)' : '';
+            return `${r.id}  ${name}${kind}`;
+          }),
         );
         failOnProblems(ctx, problems, refs.length);
         return;
       }
-      const id = await s.resolve(args.ref);
+      const id = await resolveTarget(s, args.ref);
       if (await isCheckpoint(s, id)) {
         const d = inspectCheckpoint(id, decodeCheckpoint(await s.readObject(id, { verify: true })));
         ctx.result(d, () => checkpointLines(d));
         return;
       }
       const m = await s.getManifest(id);
+      const variants = treeVariants(m);
+      const variantOf = new Map(variants.map((v) => [v.path, v.name]));
       const entries = m.entries.map((e) =>
         e.kind === 'file'
-          ? { path: e.path, kind: e.kind, mode: e.mode, size: e.size, profile: e.profile, records: e.records.length }
+          ? {
+              path: e.path,
+              kind: e.kind,
+              mode: e.mode,
+              size: e.size,
+              profile: e.profile,
+              records: e.records.length,
+              ...(variantOf.has(e.path) ? { variant: variantOf.get(e.path)! } : {}),
+            }
           : { path: e.path, kind: e.kind, target: e.target },
       );
-      ctx.result({ snapshot: id, entries }, () =>
+      ctx.result({ snapshot: id, variants: variants.map((v) => v.name), entries }, () =>
         entries.map((e) =>
           e.kind === 'file'
-            ? `${(e.mode ?? 0).toString(8)} ${String(e.size).padStart(14)}  ${e.path}`
+            ? `${(e.mode ?? 0).toString(8)} ${String(e.size).padStart(14)}  ${e.path}${'variant' in e ? `  (variant ${e.variant === '' ? '(unnamed)' : e.variant})` : ''}`
             : `lnk ${''.padStart(14)}  ${e.path} -> ${e.target}`,
         ),
       );
@@ -326,7 +349,7 @@ export const refCommand = defineCommand<RefArgs>({
         });
       }
       await withStore(ctx, false, async (s) => {
-        const id = await s.resolve(args.target!);
+        const id = await resolveTarget(s, args.target!);
         // A ref names a snapshot: a tensor or any other object is refused (malformed).
         await s.getManifest(id).catch((err) => {
           if (isTensorFSError(err) && err.code === 'malformed') {
@@ -398,7 +421,7 @@ export const exportCommand = defineCommand<ExportArgs>({
     // Verifying opens the store for writing, so a corrupt object found here is quarantined for
     // every later reader too.
     const r = await withStore(ctx, !args.verify, async (s) => {
-      const id = await s.resolve(args.ref);
+      const id = await resolveTarget(s, args.ref);
       if (await isCheckpoint(s, id)) {
         const cp = await openCheckpoint(s, id);
         const format = args.portable ? 'portable' : args.cozytensors ? 'cozytensors' : 'safetensors';

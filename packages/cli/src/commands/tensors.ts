@@ -31,6 +31,7 @@ import { formatBytes } from '../progress.js';
 import { checkpointTensorRows, isCheckpoint } from './checkpoint-view.js';
 import { fetchingStore } from './remote.js';
 import type { FetchingStore } from '@tensorfs/remote';
+import { resolveModelId, VARIANT_OPTION } from './revision.js';
 import { SPECS } from './specs.js';
 import { fileDestination, outputError, writeAtomically } from '../destination.js';
 
@@ -56,11 +57,16 @@ function shapeText(shape: readonly bigint[]): string {
 }
 
 /** `tfs tensors <ref>`: every tensor of a snapshot, from headers only. */
-export const tensorsCommand = defineCommand<{ ref: string; file?: string; component?: string }>({
+export const tensorsCommand = defineCommand<{ ref: string; file?: string; component?: string; variant?: string }>({
   ...SPECS.tensors,
   builder: (y) =>
     y
-      .positional('ref', { type: 'string', demandOption: true, describe: 'ref name, snapshot id or checkpoint id' })
+      .positional('ref', {
+        type: 'string',
+        demandOption: true,
+        describe: 'owner/name[@revision], ref name, snapshot id or checkpoint id',
+      })
+      .option('variant', VARIANT_OPTION)
       .option('file', { type: 'string', describe: 'only this file (or shard index) of the snapshot' })
       .option('component', {
         type: 'string',
@@ -68,7 +74,7 @@ export const tensorsCommand = defineCommand<{ ref: string; file?: string; compon
       }),
   handler: async (args, ctx) => {
     await withStore(ctx, true, async (store) => {
-      const id = await store.resolve(args.ref);
+      const id = await resolveModelId(store, args.ref, args.variant);
       if (await isCheckpoint(store, id)) {
         if (args.file !== undefined) throw fileOfCheckpoint(args.ref);
         const cp = await openCheckpoint(store, id);
@@ -176,12 +182,14 @@ export const catCommand = defineCommand<{
   decode: boolean;
   dtype?: 'F32' | 'F16' | 'BF16';
   from?: string;
+  variant?: string;
   'token-file'?: string;
 }>({
   ...SPECS.cat,
   builder: (y) =>
     y
-      .positional('ref', { type: 'string', demandOption: true, describe: 'ref name or snapshot id' })
+      .positional('ref', { type: 'string', demandOption: true, describe: 'owner/name[@revision], ref name or id' })
+      .option('variant', VARIANT_OPTION)
       .positional('tensor', { type: 'string', demandOption: true, describe: 'tensor name' })
       .option('file', { type: 'string', describe: 'the file (or shard index) holding the tensor' })
       .option('component', {
@@ -228,7 +236,7 @@ export const catCommand = defineCommand<{
         try {
           const store = remote ?? local;
           // Resolved once: a second pass must read the same snapshot even if the ref moves.
-          const at = { ...args, ref: await store.resolve(args.ref) };
+          const at = { ...args, ref: await resolveModelId(store, args.ref, args.variant) };
           const view = await catView(store, at);
           const options = { verify: args.verify, signal: ctx.signal };
           const decoded = args.decode

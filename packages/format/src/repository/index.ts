@@ -3,3 +3,4 @@ export * from './names.js';
 export * from './revision.js';
 export * from './variants.js';
 export * from './operations.js';
+export * from './spec.js';
