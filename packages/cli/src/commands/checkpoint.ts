@@ -3,9 +3,19 @@
  * `ls` and `export` (each of which also works on snapshots).
  */
 import * as fsp from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
-import { decodeCheckpoint, type ObjectId, parseObjectId, TensorFSError } from '@tensorfs/format';
 import {
+  branchRefName,
+  decodeCheckpoint,
+  type ObjectId,
+  parseObjectId,
+  parseRepoSpec,
+  TensorFSError,
+} from '@tensorfs/format';
+import {
+  type CheckpointDestination,
+  checkDestination,
   CONVERTERS,
   type ConverterName,
   type ConvertOptions,
@@ -13,6 +23,7 @@ import {
   convertSnapshot,
   PRODUCER_CONVENTIONS,
   type ProducerConvention,
+  type PublishedRevision,
 } from '@tensorfs/tensors';
 import type { Argv } from 'yargs';
 import { defineCommand } from '../command.js';
@@ -20,6 +31,7 @@ import type { CommandContext, GlobalArgs } from '../context.js';
 import { formatBytes } from '../progress.js';
 import { importFromHub, isHfSource, sourceLine } from './hf.js';
 import { checkpointLines, inspectCheckpoint, isCheckpoint } from './checkpoint-view.js';
+import { loadRemote, originOf, type TokenArgs } from './remote.js';
 import { withStore } from './store.js';
 import { SPECS } from './specs.js';
 
@@ -47,9 +59,14 @@ export async function inspectCheckpointRef(ref: string, ctx: CommandContext): Pr
   });
 }
 
-interface ConvertArgs {
+interface ConvertArgs extends TokenArgs {
   src: string;
-  name: string;
+  name?: string;
+  to?: string;
+  repo?: string;
+  variant?: string;
+  message?: string;
+  resume?: string;
   converter?: (ConverterName | ProducerConvention)[];
   dtype?: 'F32' | 'F16' | 'BF16';
   base?: string;
@@ -73,7 +90,33 @@ export const convertCommand = defineCommand<ConvertArgs>({
         array: true,
         describe: 'hf:// only: fetch just the repository paths matching these globs',
       })
-      .option('name', { type: 'string', demandOption: true, describe: 'ref to point at the checkpoint' })
+      .option('name', {
+        type: 'string',
+        describe: 'ref to point at the checkpoint (required without --to; with it, default the REPO@BRANCH ref)',
+      })
+      .option('to', {
+        type: 'string',
+        describe:
+          'publish to this origin (hub URL, remote name, folder, s3://) while converting: objects stream as they are written, then a tree on --repo',
+      })
+      .option('repo', {
+        type: 'string',
+        describe: 'with --to: REPO[@BRANCH], the branch the tree is appended to (default branch: draft)',
+      })
+      .option('variant', {
+        type: 'string',
+        describe: "with --to: the header is the tree's model.VARIANT.cozytensors (default model.cozytensors)",
+      })
+      .option('message', { type: 'string', describe: 'with --to: the revision message' })
+      .option('resume', {
+        type: 'string',
+        describe:
+          'a folder journaling the conversion: run again with the same folder after a crash or kill to continue without rewriting or re-sending what was done',
+      })
+      .option('token-file', {
+        type: 'string',
+        describe: 'with --to: read the token from this file (else TENSORFS_TOKEN)',
+      })
       .option('converter', {
         type: 'string',
         array: true,
@@ -103,41 +146,148 @@ export const convertCommand = defineCommand<ConvertArgs>({
         details: { rule: 'cli.converter', converter: declared },
       });
     }
-    const options = {
-      name: args.name,
-      signal: ctx.signal,
-      ...(layouts[0] !== undefined ? { converter: layouts[0] } : {}),
-      ...(producers[0] !== undefined ? { producer: producers[0] } : {}),
-      ...(args.dtype !== undefined ? { dtype: args.dtype } : {}),
-      ...(args.base !== undefined ? { base: args.base } : {}),
-      ...(args.expected !== undefined
-        ? { expected: args.expected === 'none' ? null : parseObjectId(args.expected) }
-        : {}),
-      ...(args.threads !== undefined ? { threads: args.threads } : {}),
-    };
-    if (isHfSource(args.src)) return convertFromHub(args, options, ctx);
-    const exists = await fsp
-      .lstat(args.src)
-      .then(() => true)
-      .catch(() => false);
-    // Converting a folder or file may create the store, as import does; a ref needs one that exists.
-    const r = await withStore(
-      ctx,
-      false,
-      (store) =>
-        exists ? convertPath(store, path.resolve(args.src), options) : convertSnapshot(store, args.src, options),
-      exists,
-    );
-    ctx.result({ ref: args.name, ...r }, () => [
-      `${args.name} -> ${r.id}`,
-      `${r.converter}: ${r.components} components, ${r.tensors} tensors (${r.encoded} encoded${
-        r.conventions.length > 0 ? `: ${r.conventions.join(', ')}` : ''
-      }), ${r.assets} assets; wrote ${formatBytes(r.bytesWritten)}${
-        r.changedTensors !== undefined ? `; ${r.changedTensors} tensors changed against ${args.base}` : ''
-      }`,
-    ]);
+    const target = await convertTarget(args, ctx);
+    try {
+      await convertTo(args, ctx, target, layouts[0], producers[0]);
+    } finally {
+      await (target.destination?.origin as { close?: () => Promise<void> } | undefined)?.close?.();
+    }
   },
 });
+
+async function convertTo(
+  args: ConvertArgs,
+  ctx: CommandContext,
+  target: ConvertTarget,
+  converter: ConverterName | undefined,
+  producer: ProducerConvention | undefined,
+): Promise<void> {
+  const name = target.name;
+  const options = {
+    name,
+    signal: ctx.signal,
+    ...(target.destination !== undefined ? { destination: target.destination } : {}),
+    ...(target.resume !== undefined ? { resume: target.resume } : {}),
+    ...(converter !== undefined ? { converter } : {}),
+    ...(producer !== undefined ? { producer } : {}),
+    ...(args.dtype !== undefined ? { dtype: args.dtype } : {}),
+    ...(args.base !== undefined ? { base: args.base } : {}),
+    ...(args.expected !== undefined
+      ? { expected: args.expected === 'none' ? null : parseObjectId(args.expected) }
+      : {}),
+    ...(args.threads !== undefined ? { threads: args.threads } : {}),
+  };
+  if (isHfSource(args.src)) return convertFromHub(args, options, ctx);
+  const exists = await fsp
+    .lstat(args.src)
+    .then(() => true)
+    .catch(() => false);
+  // Converting a folder or file may create the store, as import does; a ref needs one that exists.
+  const r = await withStore(
+    ctx,
+    false,
+    (store) =>
+      exists ? convertPath(store, path.resolve(args.src), options) : convertSnapshot(store, args.src, options),
+    exists,
+  );
+  ctx.result({ ref: name, ...r }, () => [
+    `${name} -> ${r.id}`,
+    ...publishedLines(r, target),
+    `${r.converter}: ${r.components} components, ${r.tensors} tensors (${r.encoded} encoded${
+      r.conventions.length > 0 ? `: ${r.conventions.join(', ')}` : ''
+    }), ${r.assets} assets; wrote ${formatBytes(r.bytesWritten)}${
+      r.changedTensors !== undefined ? `; ${r.changedTensors} tensors changed against ${args.base}` : ''
+    }`,
+  ]);
+}
+
+interface ConvertTarget {
+  name: string;
+  destination?: CheckpointDestination;
+  resume?: string;
+  display?: string;
+}
+
+/**
+ * Where `tfs convert` puts the checkpoint: the local ref (`--name`, or with `--to` the local
+ * `REPO@BRANCH` ref), the origin destination, and the resume journal in `--resume DIR`.
+ */
+async function convertTarget(args: ConvertArgs, ctx: CommandContext): Promise<ConvertTarget> {
+  let resume: string | undefined;
+  if (args.resume !== undefined) {
+    const dir = path.resolve(args.resume);
+    await fsp.mkdir(dir, { recursive: true });
+    // The journal is for one conversion: the same source to the same place, or it is refused.
+    const what = `${JSON.stringify({ src: args.src, to: args.to ?? null, repo: args.repo ?? null, variant: args.variant ?? null, name: args.name ?? null })}\n`;
+    const file = path.join(dir, 'conversion.json');
+    const prior = await fsp.readFile(file, 'utf8').catch(() => undefined);
+    if (prior !== undefined && prior !== what) {
+      throw new TensorFSError(
+        'invalid_argument',
+        '--resume names the journal of another conversion: use a new folder',
+        {
+          details: { rule: 'cli.resume_mismatch' },
+        },
+      );
+    }
+    if (prior === undefined) await fsp.writeFile(file, what);
+    resume = path.join(dir, 'checkpoint.journal');
+  }
+  if (args.to === undefined) {
+    if (args.repo !== undefined || args.variant !== undefined || args.message !== undefined) {
+      throw new TensorFSError('invalid_argument', '--repo, --variant and --message go with --to', {
+        details: { rule: 'cli.convert_to' },
+      });
+    }
+    if (args.name === undefined) {
+      throw new TensorFSError('invalid_argument', 'tfs convert needs --name (or --to with --repo)', {
+        details: { rule: 'cli.convert_name' },
+      });
+    }
+    return { name: args.name, ...(resume !== undefined ? { resume } : {}) };
+  }
+  if (args.repo === undefined) {
+    throw new TensorFSError('invalid_argument', '--to needs --repo REPO[@BRANCH]', {
+      details: { rule: 'cli.convert_repo' },
+    });
+  }
+  const spec = parseRepoSpec(args.repo);
+  const branch = spec.revision ?? 'draft';
+  const origin = await originOf(ctx, args.to, args);
+  const { authorFor } = await loadRemote();
+  const fallback = ctx.io.env.TENSORFS_AUTHOR || userInfoName();
+  const destination: CheckpointDestination = {
+    origin,
+    repo: spec.repo,
+    branch,
+    author: await authorFor(origin, fallback, { signal: ctx.signal }),
+    ...(args.variant !== undefined ? { variant: args.variant } : {}),
+    ...(args.message !== undefined ? { message: args.message } : {}),
+  };
+  checkDestination(destination);
+  return {
+    name: args.name ?? branchRefName(spec.repo, branch),
+    destination,
+    display: origin.display,
+    ...(resume !== undefined ? { resume } : {}),
+  };
+}
+
+function userInfoName(): string {
+  try {
+    return os.userInfo().username || 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+function publishedLines(r: { published?: PublishedRevision }, target: ConvertTarget | undefined): string[] {
+  const p = r.published;
+  if (p === undefined) return [];
+  return [
+    `published ${p.repo}@${p.branch}${target?.display ? ` on ${target.display}` : ''}: tree ${p.tree} (${p.path}), revision ${p.revision}; sent ${p.sent.objects} objects, ${formatBytes(p.sent.bytes)}`,
+  ];
+}
 
 /** `tfs convert hf://…`: import the repository from the Hub (commit recorded), then convert that snapshot. */
 async function convertFromHub(args: ConvertArgs, options: ConvertOptions, ctx: CommandContext): Promise<void> {
@@ -151,9 +301,10 @@ async function convertFromHub(args: ConvertArgs, options: ConvertOptions, ctx: C
       });
       const r = await convertSnapshot(store, imported.snapshot, options);
       ctx.result(
-        { ref: args.name, ...r, bytesWritten: r.bytesWritten + imported.bytesWritten, source: imported.source },
+        { ref: options.name, ...r, bytesWritten: r.bytesWritten + imported.bytesWritten, source: imported.source },
         () => [
-          `${args.name} -> ${r.id}`,
+          `${options.name} -> ${r.id}`,
+          ...publishedLines(r, undefined),
           sourceLine(args.src, imported),
           `${r.converter}: ${r.components} components, ${r.tensors} tensors (${r.encoded} encoded${
             r.conventions.length > 0 ? `: ${r.conventions.join(', ')}` : ''
