@@ -170,6 +170,8 @@ describe('tfs convert --to', () => {
     const again = await run(convert(src, local, h.hub.url, WRITER, ['--repo', 'acme/m', '--resume', resume]));
     expect(again.code, again.stderr).toBe(0);
     const out = JSON.parse(again.stdout);
+    // The import was journaled too: the source was not read again.
+    expect(out.resumed).toEqual({ import: true });
     // Every object admitted once across both runs; the first run's were not sent again.
     expect(new Set(h.admitted).size).toBe(h.admitted.length);
     expect(h.admitted.slice(0, first.length)).toEqual(first);

@@ -429,7 +429,7 @@ async function reposView(): Promise<void> {
               'tr',
               {},
               h('th', {}, 'Revision'),
-              h('th', {}, 'Names'),
+              h('th', {}, 'Target'),
               h('th', {}, 'Variants'),
               h('th', { class: 'num' }, 'Files'),
               h('th', {}, 'Moved'),

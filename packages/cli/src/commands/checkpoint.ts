@@ -183,14 +183,42 @@ async function convertTo(
     .then(() => true)
     .catch(() => false);
   // Converting a folder or file may create the store, as import does; a ref needs one that exists.
+  let resumedImport = false;
   const r = await withStore(
     ctx,
     false,
-    (store) =>
-      exists ? convertPath(store, path.resolve(args.src), options) : convertSnapshot(store, args.src, options),
+    async (store) => {
+      if (!exists) return convertSnapshot(store, args.src, options);
+      if (target.resume === undefined) return convertPath(store, path.resolve(args.src), options);
+      // With --resume, the import is journaled too: a source that did not change since it was
+      // imported (same paths, sizes and modification times) is not read or hashed again.
+      const journal = path.join(path.dirname(target.resume), 'import.json');
+      const signature = await sourceSignature(path.resolve(args.src));
+      const prior = await fsp
+        .readFile(journal, 'utf8')
+        .then((t) => JSON.parse(t) as { signature?: unknown; snapshot?: unknown })
+        .catch(() => undefined);
+      if (
+        prior !== undefined &&
+        JSON.stringify(prior.signature) === JSON.stringify(signature) &&
+        typeof prior.snapshot === 'string' &&
+        (await store.has(parseObjectId(prior.snapshot)))
+      ) {
+        resumedImport = true;
+        return convertSnapshot(store, prior.snapshot, options);
+      }
+      const imported = await store.importPath(path.resolve(args.src), {
+        signal: ctx.signal,
+        ...(args.threads !== undefined ? { threads: args.threads } : {}),
+      });
+      await fsp.writeFile(journal, `${JSON.stringify({ signature, snapshot: imported.snapshot })}\n`);
+      const converted = await convertSnapshot(store, imported.snapshot, options);
+      return { ...converted, bytesWritten: converted.bytesWritten + imported.bytesWritten };
+    },
     exists,
   );
-  ctx.result({ ref: name, ...r }, () => [
+  const resumed = target.resume !== undefined && exists ? { resumed: { import: resumedImport } } : {};
+  ctx.result({ ref: name, ...r, ...resumed }, () => [
     `${name} -> ${r.id}`,
     ...publishedLines(r, target),
     `${r.converter}: ${r.components} components, ${r.tensors} tensors (${r.encoded} encoded${
@@ -271,6 +299,20 @@ async function convertTarget(args: ConvertArgs, ctx: CommandContext): Promise<Co
     display: origin.display,
     ...(resume !== undefined ? { resume } : {}),
   };
+}
+
+/** What identifies a source folder or file for `--resume`: every file's path, size and modification time. */
+async function sourceSignature(root: string): Promise<[string, number, number][]> {
+  const out: [string, number, number][] = [];
+  const walk = async (p: string, rel: string): Promise<void> => {
+    const st = await fsp.stat(p);
+    if (st.isDirectory()) {
+      for (const name of (await fsp.readdir(p)).sort())
+        await walk(path.join(p, name), rel === '' ? name : `${rel}/${name}`);
+    } else out.push([rel, st.size, st.mtimeMs]);
+  };
+  await walk(root, '');
+  return out;
 }
 
 function userInfoName(): string {
