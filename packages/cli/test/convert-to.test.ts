@@ -17,10 +17,13 @@ import { BIN, tfs } from './remote-servers.js';
 
 const WRITER = 'writer-token-0123456789';
 const DRAFTS = 'drafts-token-0123456789';
+const TAGS = 'tags-token-0123456789';
 const TOKENS: TokensConfig = {
   tokens: [
+    // A plain glob: the form of tokens files from before repositories.
     { token: WRITER, read: ['*'], write: ['acme/*'] },
     { token: DRAFTS, read: ['acme/*'], write: ['acme/*@draft'] },
+    { token: TAGS, read: ['acme/*'], tag: ['acme/*'] },
   ],
 };
 const ownerOf = (token: string) => createHash('sha256').update(token).digest('hex').slice(0, 16);
@@ -127,6 +130,18 @@ describe('tfs convert --to', () => {
     expect(denied.code).toBe(8);
     expect(JSON.parse(denied.stderr).error).toMatchObject({ code: 'denied', details: { rule: 'hub.scope' } });
     expect((await h.store.listRefs()).map((x) => `${x.name}=${x.id}`)).toEqual(refsBefore);
+    // A tags-only token moves no branch at all.
+    const tagsOnly = await run(convert(src, local, h.hub.url, TAGS, ['--repo', 'acme/m@draft', '--name', 'x/z']));
+    expect(tagsOnly.code).toBe(8);
+    expect(JSON.parse(tagsOnly.stderr).error).toMatchObject({ code: 'denied', details: { rule: 'hub.scope' } });
+    expect((await h.store.listRefs()).map((x) => `${x.name}=${x.id}`)).toEqual(refsBefore);
+    // The old-form writer still pushes main the pre-repository way (a bare id).
+    const pushed = await run(['push', h.hub.url, 'x/y', '--name', 'acme/m', '--store', local, '--json', WRITER]);
+    expect(pushed.code, pushed.stderr).toBe(0);
+    // The refused conversion kept its checkpoint locally (at --name), which is what was pushed.
+    const kept = JSON.parse(denied.stderr).error.details.checkpoint;
+    expect(kept).toBe(out.id);
+    expect(await h.store.getRef('acme/m')).toBe(kept);
     // Its own draft it may move.
     const draft = await run(convert(src, local, h.hub.url, DRAFTS, ['--repo', 'acme/m', '--variant', 'int8']));
     expect(draft.code, draft.stderr).toBe(0);

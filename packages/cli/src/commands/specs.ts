@@ -21,7 +21,7 @@ export const SPECS = {
   convert: {
     command: 'convert <src>',
     describe:
-      'Convert a Diffusers or Transformers folder, a .safetensors/.gguf file or an imported snapshot ref into a cozytensors checkpoint',
+      'Convert a Diffusers or Transformers folder, a .safetensors/.gguf file or an imported snapshot ref into a cozytensors checkpoint (--to ORIGIN --repo R[@BRANCH]: publish it to a repository branch while converting)',
   },
   ls: {
     command: 'ls [ref]',
