@@ -24,7 +24,7 @@ export type {
   OriginRefProblem,
   WriteOptions,
 } from './origin.js';
-export { authorFor } from './author.js';
+export { authorFor, originDestination, type OriginDestinationOptions } from './author.js';
 export { FolderOrigin } from './folder.js';
 export {
   HubOrigin,

@@ -4,10 +4,27 @@
  * from before repositories keeping their meaning.
  */
 import { createHash } from 'node:crypto';
-import { branchRefName, createTag, encodeRevision, isTensorFSError, moveBranch, tagRefName } from '@tensorfs/format';
+import {
+  branchRefName,
+  createTag,
+  encodeRevision,
+  isTensorFSError,
+  moveBranch,
+  resolveRevision,
+  tagRefName,
+} from '@tensorfs/format';
 import { describe, expect, it } from 'vitest';
-import { HubOrigin, StoreOrigin, parseTokensConfig, push, serveHub, type TokensConfig } from '../src/index.js';
-import { after, storeWith } from './helpers.js';
+import { CheckpointWriter } from '@tensorfs/tensors';
+import {
+  HubOrigin,
+  originDestination,
+  parseTokensConfig,
+  push,
+  StoreOrigin,
+  serveHub,
+  type TokensConfig,
+} from '../src/index.js';
+import { after, newStore, storeWith } from './helpers.js';
 
 const ADMIN = 'admin-token-0123456789';
 const DRAFTS = 'drafts-token-0123456789';
@@ -204,6 +221,32 @@ describe('hub write scopes per repository and branch', () => {
     const reader = as(READER);
     expect(await reader.getRef('acme/m')).toBe(tree);
     expect(await rule(reader.getRef(branchRefName('acme/m', 'draft')))).toBe('denied hub.scope');
+  });
+
+  it('originDestination: a checkpoint writer publishes to a hub by URL and token, authored by the token', async () => {
+    const { hub, store } = await started();
+    const local = await newStore();
+    const destination = await originDestination({ origin: hub.url, repo: 'acme/m', token: DRAFTS, variant: 'int8' });
+    after(() => destination.origin.close());
+    expect(destination.author).toBe(ownerOf(DRAFTS));
+    const w = new CheckpointWriter(local, { destination });
+    w.component('m', { cls: 'M', config: {} });
+    await w.put('w', new Uint8Array(1000).fill(5), { dtype: 'U8', shape: [1000] });
+    const done = await w.commit();
+    const r = await resolveRevision(store, 'acme/m', 'draft');
+    expect(r.commit).toBe(done.published!.revision);
+    expect(r.document?.author).toBe(ownerOf(DRAFTS));
+    // The draft starts from main's tree (here a snapshot): its files are kept beside the variant.
+    const paths = (await store.getManifest(r.target)).entries.map((e) => e.path);
+    expect(paths).toContain('model.int8.cozytensors');
+    expect(paths).toContain('config.json');
+    // To main the same token is refused, and the local checkpoint is kept.
+    const refused = await originDestination({ origin: hub.url, repo: 'acme/m', branch: 'main', token: DRAFTS });
+    after(() => refused.origin.close());
+    const w2 = new CheckpointWriter(local, { destination: refused });
+    w2.component('m', { cls: 'M', config: {} });
+    expect(await rule(w2.commit({ name: 'kept' }))).toBe('denied hub.scope');
+    expect(await local.getRef('kept')).not.toBeNull();
   });
 
   it('refuses scopes that are not REPO or REPO@REV, and an admin that is not a boolean', () => {
