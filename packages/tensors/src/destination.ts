@@ -15,6 +15,7 @@ import {
   validateRepoId,
 } from '@tensorfs/format';
 import type { Store } from '@tensorfs/format/store';
+import { checkBytes, checkObject, checkOptions, checkStore } from './args.js';
 
 /** Where a {@link CheckpointWriter} publishes: a branch of a repository on an origin. */
 export interface CheckpointDestination {
@@ -66,9 +67,9 @@ export interface PublishedRevision {
 /** The tree path of a variant's header. */
 export function variantPath(variant: string | undefined): string {
   if (variant === undefined || variant === '') return 'model.cozytensors';
-  if (!/^[A-Za-z0-9_][A-Za-z0-9_-]*$/.test(variant)) {
+  if (typeof variant !== 'string' || !/^[A-Za-z0-9_][A-Za-z0-9_-]*$/.test(variant)) {
     throw new TensorFSError('invalid_argument', 'a variant name is letters, digits, "_" and "-" (no dots)', {
-      details: { rule: 'repo.variant_name', variant },
+      details: { rule: 'repo.variant_name', variant: String(variant) },
     });
   }
   return `model.${variant}.cozytensors`;
@@ -113,7 +114,11 @@ export class ObjectMirror {
     private readonly local: Store,
     private readonly origin: Store,
     private readonly options: { concurrency?: number; signal?: AbortSignal } = {},
-  ) {}
+  ) {
+    checkStore(local, 'local');
+    checkStore(origin, 'origin');
+    checkOptions(options);
+  }
 
   /** Queues objects (each id once) to be sent if the origin lacks them. */
   add(ids: Iterable<ObjectId>): void {
@@ -219,6 +224,11 @@ export async function publishCheckpoint(
   header: { id: ObjectId; bytes: Uint8Array },
   signal?: AbortSignal,
 ): Promise<PublishedRevision> {
+  checkStore(local, 'local');
+  if (!(mirror instanceof ObjectMirror)) checkObject(null, 'mirror', 'an ObjectMirror');
+  checkDestination(d);
+  checkObject(header, 'header', '{ id, bytes }');
+  checkBytes(header.bytes, 'header.bytes');
   const branch = d.branch ?? 'draft';
   const path = variantPath(d.variant);
   // Everything the header references (a base's tensors were never put, the source snapshot),
