@@ -11,8 +11,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LocalStore } from '@tensorfs/cas';
-import { decodeCheckpoint } from '@tensorfs/format';
-import { commit, convertSnapshot, openTensors, TensorWriter } from '@tensorfs/tensors';
+import { createTag, decodeCheckpoint, type ManifestEntry, moveBranch, type ObjectId } from '@tensorfs/format';
+import { CheckpointWriter, commit, convertSnapshot, openTensors, TensorWriter } from '@tensorfs/tensors';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tfs } from './helpers.js';
@@ -474,6 +474,92 @@ describe('the web page in headless Chromium', () => {
     } finally {
       // A graceful stop, although Chromium may hold a preconnected socket that never sent a
       // request: the hub closes those at once (it used to wait out its 10 s grace behind them).
+      hub.server.kill('SIGTERM');
+      if (hub.server.exitCode === null && hub.server.signalCode === null) {
+        await new Promise((r) => hub.server.once('exit', r));
+      }
+    }
+  });
+
+  it("lists repositories with branches, tags and each tree's variants; a token opens the variants its scopes reach", async () => {
+    const other = path.join(dir, 'store-with-repos');
+    const store = await LocalStore.open(other);
+    let int8: ObjectId;
+    try {
+      await store.importPath(path.join(SAMPLE, 'diffusers'), { name: 'sd', threads: 1 });
+      const full = await convertSnapshot(store, 'sd', { name: 'sd-ckpt' });
+      const w = new CheckpointWriter(store);
+      w.component('model', { cls: 'Tiny', config: {} });
+      await w.put('w', new Uint8Array(64).fill(1), { dtype: 'U8', shape: [64] });
+      const small = await w.commit({ name: 'small-ckpt' });
+      int8 = small.id;
+      const readme = await store.put([new TextEncoder().encode('# acme/m\n')]);
+      const file = (p: string, id: ObjectId, size: number): ManifestEntry => ({
+        path: p,
+        kind: 'file',
+        mode: 0o644,
+        size,
+        profile: 'blob-v1',
+        records: [{ digest: id, length: size }],
+      });
+      const tree = await store.putManifest({
+        entries: [
+          file('README.md', readme.id, readme.length),
+          file('model.cozytensors', full.id, (await store.readObject(full.id)).length),
+          file('model.int8.cozytensors', small.id, small.bytes.length),
+        ],
+      });
+      const draft = await store.putManifest({
+        entries: [file('model.cozytensors', full.id, (await store.readObject(full.id)).length)],
+      });
+      await moveBranch(store, {
+        repo: 'acme/m',
+        target: tree,
+        author: 'tester',
+        message: 'two variants',
+        time: Date.UTC(2026, 10, 30, 12),
+      });
+      await createTag(store, { repo: 'acme/m', tag: 'v1' });
+      await moveBranch(store, { repo: 'acme/m', branch: 'draft', target: draft, author: 'tester', message: 'draft' });
+    } finally {
+      await store.close();
+    }
+    const tokens = path.join(dir, 'repo-tokens.json');
+    await fsp.writeFile(tokens, JSON.stringify({ tokens: [{ token: 'acme-reader-token', read: ['acme/*'] }] }));
+    const hub = await serve(['--store', other, '--tokens', tokens]);
+    try {
+      await page.goto(`${hub.base}#token=acme-reader-token`);
+      await ready();
+      await page.goto(`${hub.base}#/repos`);
+      await page.waitForSelector('[data-testid="repo-acme/m"]');
+      // Only what the token may read: acme/m, not the sd repositories.
+      expect(await page.locator('section[data-testid^=repo-]').count()).toBe(1);
+      const row = (rev: string) => page.locator(`[data-testid="rev-acme/m@${rev}"]`);
+      expect(await row('main').locator('[data-testid=variants]').innerText()).toBe('(default), int8');
+      expect(await row('main').innerText()).toMatch(/^branch\s+main/);
+      expect(await row('main').innerText()).toContain('tester · two variants');
+      expect(await row('draft').locator('[data-testid=variants]').innerText()).toBe('(default)');
+      expect(await row('v1').innerText()).toMatch(/^tag\s+v1/);
+      expect(await row('v1').locator('[data-testid=variants]').innerText()).toBe('(default), int8');
+      // A variant opens as a checkpoint, although no ref names it: a readable branch reaches it.
+      await row('main').locator('a', { hasText: 'int8' }).click();
+      await page.waitForSelector('[data-testid=files]');
+      expect(page.url()).toContain(encodeURIComponent(int8));
+      expect(await page.locator('[data-testid=tensor-count]').innerText()).toBe('1 of 1 tensors');
+      if (SCREENSHOTS) {
+        await page.goto(`${hub.base}#/repos`);
+        await page.waitForSelector('[data-testid="repo-acme/m"]');
+        await page.screenshot({ path: path.join(DOCS, 'web-repos.png') });
+      }
+      // An id no readable branch reaches stays denied.
+      const auth = { headers: { authorization: 'Bearer acme-reader-token' } };
+      const sd = (await (await fetch(`${hub.base}api/repos`, auth)).json()) as { repos: { repo: string }[] };
+      expect(sd.repos.map((r) => r.repo)).toEqual(['acme/m']);
+      const snapshot = await LocalStore.open(other, { readOnly: true });
+      const sdId = await snapshot.resolve('sd');
+      await snapshot.close();
+      expect((await fetch(`${hub.base}api/ref?name=${encodeURIComponent(sdId)}`, auth)).status).toBe(403);
+    } finally {
       hub.server.kill('SIGTERM');
       if (hub.server.exitCode === null && hub.server.signalCode === null) {
         await new Promise((r) => hub.server.once('exit', r));

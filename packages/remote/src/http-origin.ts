@@ -224,6 +224,14 @@ export class StaticHttpOrigin extends OriginBase {
   async close(): Promise<void> {}
 }
 
+/** Who a token is to a hub ({@link HubOrigin.whoami}). */
+export interface HubIdentity {
+  /** The owner id: 16 hex digits of the token's SHA-256 (`anonymous` without a token). */
+  owner: string;
+  anonymous: boolean;
+  admin: boolean;
+}
+
 /** The TensorFS hub: the `/v1/` API (refs with compare-and-swap, batched `lacks`, verified uploads). */
 export class HubOrigin extends StaticHttpOrigin {
   override readonly kind = 'hub' as const;
@@ -264,6 +272,34 @@ export class HubOrigin extends StaticHttpOrigin {
     if (status === 404) return null;
     return parseRefText(String(value?.id ?? ''));
   }
+
+  /**
+   * `GET /v1/whoami`: who this origin's token is to the hub — its owner id (what a branch move's
+   * revision document must name as `author`, else `denied` `hub.author_mismatch`) and whether it
+   * is an administrator's. Asked once per origin.
+   */
+  whoami(options: CallOptions = {}): Promise<HubIdentity> {
+    this.identity ??= this.http
+      .json<{ owner?: unknown; anonymous?: unknown; admin?: unknown }>({
+        method: 'GET',
+        url: `${this.base}/v1/whoami`,
+        signal: options.signal,
+      })
+      .then(({ value }) => {
+        if (typeof value?.owner !== 'string' || value.owner === '') {
+          throw new TensorFSError('malformed', 'the hub did not say who this token is', {
+            details: { rule: 'hub.bad_whoami' },
+          });
+        }
+        return { owner: value.owner, anonymous: value.anonymous === true, admin: value.admin === true };
+      });
+    this.identity.catch(() => {
+      this.identity = undefined;
+    });
+    return this.identity;
+  }
+
+  private identity: Promise<HubIdentity> | undefined;
 
   /** The hub's listing: the refs it could read, and the ones it names as unreadable (`problems`). */
   override async scanRefs(options: CallOptions = {}): Promise<OriginRefListing> {

@@ -24,9 +24,11 @@ export type {
   OriginRefProblem,
   WriteOptions,
 } from './origin.js';
+export { authorFor, originDestination, type OriginDestinationOptions } from './author.js';
 export { FolderOrigin } from './folder.js';
 export {
   HubOrigin,
+  type HubIdentity,
   StaticHttpOrigin,
   type HttpOriginOptions,
   type MultipartOptions,

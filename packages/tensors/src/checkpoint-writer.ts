@@ -26,6 +26,13 @@ import { expectedRefValue } from './commit.js';
 import type { TensorView } from './view.js';
 import { cutTensor } from '@tensorfs/planner';
 import { cutChunks, type TensorData } from './writer.js';
+import {
+  type CheckpointDestination,
+  checkDestination,
+  ObjectMirror,
+  type PublishedRevision,
+  publishCheckpoint,
+} from './destination.js';
 
 /** Options of a {@link CheckpointWriter}. */
 export interface CheckpointWriterOptions {
@@ -48,6 +55,14 @@ export interface CheckpointWriterOptions {
    * only the same conversion, from the same source. `commit` deletes the journal.
    */
   resume?: string;
+  /**
+   * Publish to a branch of a repository on an origin: every object the writer stores or keeps is
+   * sent to the origin while it writes (only what the origin lacks), and `commit()` makes a tree
+   * holding the header as `model[.VARIANT].cozytensors` and moves the branch (`draft` unless
+   * told) by compare-and-swap. The checkpoint is committed locally first: a failed upload keeps
+   * it (and the `resume` journal) and is still an error.
+   */
+  destination?: CheckpointDestination;
 }
 
 /** Shape and dtype of {@link CheckpointWriter.put}. */
@@ -83,6 +98,8 @@ export interface CheckpointCommit {
   readonly header: CheckpointHeader;
   /** The base checkpoint's id, if there was a base. */
   readonly base: ObjectId | null;
+  /** With a `destination`: the exact tree and revision published. */
+  readonly published?: PublishedRevision;
 }
 
 /** Options of {@link CheckpointWriter.commit}. */
@@ -146,6 +163,7 @@ export class CheckpointWriter {
   /** Tensors taken from the journal instead of their data (see `resume`). */
   resumed = 0;
   private baseName: string | undefined;
+  private readonly mirror: ObjectMirror | undefined;
 
   constructor(
     private readonly store: Store,
@@ -154,6 +172,13 @@ export class CheckpointWriter {
     checkObject(store, 'store', 'a Store');
     checkOptions(options);
     this.held = options.lease;
+    if (options.destination !== undefined) {
+      checkDestination(options.destination);
+      this.mirror = new ObjectMirror(store, options.destination.origin, {
+        ...(options.destination.concurrency !== undefined ? { concurrency: options.destination.concurrency } : {}),
+        ...(options.signal !== undefined ? { signal: options.signal } : {}),
+      });
+    }
     this.ready = this.loadJournal().then(() => this.loadBase());
     // A base that fails to load fails the first call, not the process.
     this.ready.catch(() => {});
@@ -359,6 +384,18 @@ export class CheckpointWriter {
       result = { id, bytes, header, base };
     }, false);
     this.state = 'committed';
+    const destination = this.options.destination;
+    if (destination !== undefined && this.mirror !== undefined) {
+      let published: PublishedRevision;
+      try {
+        published = await publishCheckpoint(this.store, this.mirror, destination, result!, this.options.signal);
+      } catch (error) {
+        // Committed here, not there: the local checkpoint (and the journal) stay for a retry.
+        if (!keepLease) await this.close();
+        throw publishFailed(error, result!.id);
+      }
+      result = { ...result!, published };
+    }
     if (this.options.resume !== undefined) await fsp.rm(this.options.resume, { force: true });
     if (!keepLease) await this.close();
     return result!;
@@ -531,6 +568,7 @@ export class CheckpointWriter {
         records.push({ digest: id, length });
       }
       this.stateOf(component).assets.set(name, records);
+      this.mirror?.add(records.map((r) => r.digest));
       this.counts.assets++;
       this.counts.bytes += size;
       this.report();
@@ -559,6 +597,7 @@ export class CheckpointWriter {
         name,
         records.map(({ digest, length }) => ({ digest, length })),
       );
+      this.mirror?.add(records.map((r) => r.digest));
       this.counts.assets++;
       this.report();
     });
@@ -600,6 +639,9 @@ export class CheckpointWriter {
 
   private setTensor(component: string, tensor: CheckpointTensor): void {
     const c = this.stateOf(component);
+    this.mirror?.add(
+      (tensor.records ?? Object.values(tensor.encoding?.parts ?? {}).flatMap((p) => p.records)).map((r) => r.digest),
+    );
     // Replacing a tensor (a base's, or one put earlier) keeps its place in construction order.
     c.tensors.set(tensor.name, tensor);
   }
@@ -677,6 +719,15 @@ function plainShape(
 }
 
 const utf8 = new TextEncoder();
+
+/** A failed publish: its own code, saying the checkpoint is committed locally (its id in `details.checkpoint`). */
+function publishFailed(error: unknown, checkpoint: ObjectId): unknown {
+  if (!(error instanceof TensorFSError)) return error;
+  return new TensorFSError(error.code, `${error.message} (publishing failed; the checkpoint is kept locally)`, {
+    details: { ...error.details, checkpoint },
+    cause: error,
+  });
+}
 
 function journalKey(component: string, name: string): string {
   return `${component}\u0000${name}`;

@@ -37,7 +37,8 @@ import {
 import { ggmlTypeByName } from '@tensorfs/format';
 import { openCheckpoint } from './checkpoint.js';
 import { modelKind } from './model.js';
-import { CheckpointWriter } from './checkpoint-writer.js';
+import { CheckpointWriter, type CheckpointWriterOptions } from './checkpoint-writer.js';
+import type { CheckpointDestination, PublishedRevision } from './destination.js';
 import { INDEX_SUFFIX, openTensors } from './open.js';
 import { checkDecodable, configDtype, importProducerTensors, quantizationConfigOf } from './producers.js';
 import { SnapshotTree } from './snapshot.js';
@@ -81,6 +82,10 @@ export interface ConvertOptions {
   signal?: AbortSignal;
   /** Hashing threads for {@link convertPath}'s import. */
   threads?: number;
+  /** Publish to a branch of a repository on an origin while converting (see {@link CheckpointWriterOptions.destination}). */
+  destination?: CheckpointDestination;
+  /** The checkpoint writer's journal file (see {@link CheckpointWriterOptions.resume}). */
+  resume?: string;
 }
 
 /** What a conversion made. */
@@ -109,6 +114,8 @@ export interface ConvertResult {
     readonly revision: string | null;
     readonly pairs: number;
   };
+  /** With `destination`: the exact tree and revision published. */
+  readonly published?: PublishedRevision;
 }
 
 /**
@@ -199,7 +206,11 @@ export async function convertSnapshot(
   }
   const tree = await SnapshotTree.load(store, id);
   const plan = await planConversion(store, tree, options.converter);
-  const writer = new CheckpointWriter(store, options.signal !== undefined ? { signal: options.signal } : {});
+  const writer = new CheckpointWriter(store, {
+    ...(options.signal !== undefined ? { signal: options.signal } : {}),
+    ...(options.destination !== undefined ? { destination: options.destination } : {}),
+    ...(options.resume !== undefined ? { resume: options.resume } : {}),
+  });
   try {
     writer.setSource(tree.id);
     writer.pipeline(plan.pipeline);
@@ -333,6 +344,7 @@ export async function convertSnapshot(
       bytesWritten: committed.bytes.length,
       ...(changedTensors !== undefined ? { changedTensors } : {}),
       ...(adapter !== undefined ? { adapter } : {}),
+      ...(committed.published !== undefined ? { published: committed.published } : {}),
     };
   } catch (error) {
     await writer.close().catch(() => {});

@@ -20,6 +20,14 @@ export {
   type PutTensorOptions,
 } from './checkpoint-writer.js';
 export {
+  type CheckpointDestination,
+  checkDestination,
+  ObjectMirror,
+  type PublishedRevision,
+  publishCheckpoint,
+  variantPath,
+} from './destination.js';
+export {
   type CheckpointExportFormat,
   type CheckpointExportOptions,
   type CheckpointExportResult,

@@ -26,7 +26,7 @@ export const SPECS = {
   convert: {
     command: 'convert <src>',
     describe:
-      'Convert a Diffusers, PEFT adapter or Transformers folder, a .safetensors/.gguf file (local, hf://, https:// or civitai://) or an imported snapshot ref into a cozytensors checkpoint',
+      'Convert a Diffusers, PEFT adapter or Transformers folder, a .safetensors/.gguf file (local, hf://, https:// or civitai://) or an imported snapshot ref into a cozytensors checkpoint (--to ORIGIN --repo R[@BRANCH]: publish it to a repository branch while converting)',
   },
   ls: {
     command: 'ls [ref]',

@@ -10,6 +10,9 @@ import {
   isCheckpointHeader,
   isTensorFSError,
   jsonInteger,
+  listRepositories,
+  resolveRevision,
+  treeVariants,
   type Manifest,
   type ObjectId,
   TensorFSError,
@@ -308,6 +311,98 @@ function checkpointDetail(name: string, id: ObjectId, header: CheckpointHeader):
     configs.push({ path: `${c.name}/config`, value: { cls: c.cls, config: c.config } });
   }
   return { name, id, kind: 'checkpoint', files, configs, tensors, skipped: [] };
+}
+
+/** One variant of a tree: its name (`''` for `model.cozytensors`), path and checkpoint header id. */
+export interface WebVariant {
+  readonly name: string;
+  readonly path: string;
+  readonly checkpoint: ObjectId;
+}
+
+/** A branch or tag of the repositories page, with what it resolves to. */
+export interface WebRevision {
+  readonly name: string;
+  readonly kind: 'branch' | 'tag';
+  /** What the ref holds (a revision document, or for a legacy ref the tree or checkpoint). */
+  readonly head: ObjectId;
+  /** The tree or checkpoint it names (absent when it could not be resolved: see `error`). */
+  readonly target?: ObjectId;
+  readonly targetKind?: 'tree' | 'checkpoint';
+  /** From the revision document, when the head is one. */
+  readonly author?: string;
+  readonly time?: number;
+  readonly message?: string;
+  /** The tree's `.cozytensors` variants (a checkpoint head: itself, unnamed). */
+  readonly variants: WebVariant[];
+  /** The tree's entries. */
+  readonly files: number;
+  /** Why it could not be resolved (one bad revision never hides the others). */
+  readonly error?: { code: string; message: string; rule?: string };
+}
+
+/** A repository of the repositories page. */
+export interface WebRepo {
+  readonly repo: string;
+  readonly branches: WebRevision[];
+  readonly tags: WebRevision[];
+}
+
+/** Every repository with its branches and tags, and each one's tree variants (headers and manifests only). */
+export async function webRepos(store: Store): Promise<{ repos: WebRepo[] }> {
+  const repos = await listRepositories(store);
+  const out: WebRepo[] = [];
+  for (const r of repos) {
+    const one = async (kind: 'branch' | 'tag', x: { name: string; head: ObjectId }): Promise<WebRevision> => {
+      try {
+        const res = await resolveRevision(store, r.repo, x.name);
+        const doc = res.document as { author?: string; time?: number; message?: string } | null | undefined;
+        let variants: WebVariant[] = [];
+        let files = 0;
+        if (res.targetKind === 'tree') {
+          const manifest = await store.getManifest(res.target);
+          files = manifest.entries.length;
+          const byPath = new Map(manifest.entries.map((e) => [e.path, e]));
+          variants = treeVariants(manifest).map((v) => {
+            const e = byPath.get(v.path);
+            const digest = e?.kind === 'file' ? e.records[0]?.digest : undefined;
+            return { name: v.name, path: v.path, checkpoint: digest ?? res.target };
+          });
+        } else {
+          variants = [{ name: '', path: 'model.cozytensors', checkpoint: res.target }];
+        }
+        return {
+          name: x.name,
+          kind,
+          head: x.head,
+          target: res.target,
+          targetKind: res.targetKind,
+          ...(doc?.author !== undefined ? { author: doc.author } : {}),
+          ...(doc?.time !== undefined ? { time: Number(doc.time) } : {}),
+          ...(doc?.message !== undefined ? { message: doc.message } : {}),
+          variants,
+          files,
+        };
+      } catch (error) {
+        if (!isTensorFSError(error) || error.code === 'cancelled') throw error;
+        const rule = typeof error.details.rule === 'string' ? error.details.rule : undefined;
+        return {
+          name: x.name,
+          kind,
+          head: x.head,
+          variants: [],
+          files: 0,
+          error: { code: error.code, message: error.message, ...(rule ? { rule } : {}) },
+        };
+      }
+    };
+    const branches: WebRevision[] = [];
+    for (const b of r.branches) branches.push(await one('branch', b));
+    const tags: WebRevision[] = [];
+    for (const t of r.tags) tags.push(await one('tag', t));
+    out.push({ repo: r.repo, branches, tags });
+  }
+  return { repos: out };
 }
 
 /** The compare view: exactly `tfs diff --json`. */

@@ -5,9 +5,17 @@
 import * as fsp from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { HTTP_STATUS, isObjectId, isTensorFSError, TensorFSError } from '@tensorfs/format';
+import {
+  HTTP_STATUS,
+  isObjectId,
+  isTensorFSError,
+  parseRepoRefName,
+  resolveRevision,
+  TensorFSError,
+  treeVariants,
+} from '@tensorfs/format';
 import { toJson } from '../context.js';
-import { webDiff, webRef, webRefs, type WebStore } from './api.js';
+import { webDiff, webRef, webRefs, webRepos, type WebStore } from './api.js';
 import { WEB_INDEX_HTML } from './page.js';
 
 /** Options of {@link webHandler}. */
@@ -65,6 +73,26 @@ function sendJson(res: ServerResponse, status: number, value: unknown, head: boo
   send(res, status, 'application/json; charset=utf-8', toJson(value), head);
 }
 
+/** True when a revision of these (readable) refs resolves to `id`: its tree, or a variant header of the tree. */
+async function reachable(store: WebStore, refs: readonly { name: string }[], id: string): Promise<boolean> {
+  for (const r of refs) {
+    const parsed = parseRepoRefName(r.name);
+    if (parsed === null) continue;
+    try {
+      const res = await resolveRevision(store, parsed.repo, parsed.name);
+      if (res.target === id) return true;
+      if (res.targetKind !== 'tree') continue;
+      const manifest = await store.getManifest(res.target);
+      const paths = new Set(treeVariants(manifest).map((v) => v.path));
+      for (const e of manifest.entries)
+        if (e.kind === 'file' && paths.has(e.path) && e.records.some((x) => x.digest === id)) return true;
+    } catch (error) {
+      if (!isTensorFSError(error) || error.code === 'cancelled') throw error;
+    }
+  }
+  return false;
+}
+
 /**
  * The store as a request limited to some refs sees it: only those refs (and problems of those
  * refs) are listed, and a name or id resolves only through them (`denied` otherwise). Objects are
@@ -90,10 +118,12 @@ function readableStore(store: WebStore, readable: (ref: string) => boolean): Web
         return async (refOrId: string) => {
           // A name the grant covers resolves as usual (not_found if there is no such ref).
           if (readable(refOrId)) return store.resolve(refOrId);
-          // An id is readable when a readable ref names it; one bad ref does not hide the others.
+          // An id is readable when a readable ref names it, or a readable branch or tag
+          // resolves to it (its tree, a variant of the tree); one bad ref does not hide the others.
           if (isObjectId(refOrId)) {
             const listed = scanRefs ? (await scanRefs()).refs : await listRefs();
             if (listed.some((r) => r.id === refOrId)) return refOrId;
+            if (await reachable(store, listed, refOrId)) return refOrId;
           }
           throw denied(refOrId);
         };
@@ -109,7 +139,7 @@ function readableStore(store: WebStore, readable: (ref: string) => boolean): Web
 
 /**
  * The web page of a store: `GET /` (the page), `/app.js` (its script), `/api/refs`,
- * `/api/ref?name=`, `/api/diff?a=&b=[&file=]`. Anything else resolves false (not handled), so a
+ * `/api/repos` (repositories, branches, tags and each tree's variants), `/api/ref?name=`, `/api/diff?a=&b=[&file=]`. Anything else resolves false (not handled), so a
  * server can try its own routes next. Errors are `{error: {code, message, details}}` with the
  * HTTP status of their family ({@link HTTP_STATUS}, the hub's table); messages carry no local paths.
  */
@@ -147,6 +177,7 @@ export function webHandler(store: WebStore, options: WebHandlerOptions = {}): We
       const view = grant === true ? store : readableStore(store, grant);
       const q = url.searchParams;
       if (route === '/api/refs') sendJson(res, 200, await webRefs(view), head);
+      else if (route === '/api/repos') sendJson(res, 200, await webRepos(view), head);
       else if (route === '/api/ref') sendJson(res, 200, await webRef(view, q.get('name') ?? ''), head);
       else if (route === '/api/diff') {
         sendJson(res, 200, await webDiff(view, q.get('a') ?? '', q.get('b') ?? '', q.get('file') ?? undefined), head);

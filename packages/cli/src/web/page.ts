@@ -45,7 +45,7 @@ pre.config { background: var(--alt); padding: .6em; border-radius: 6px; overflow
 </style>
 </head>
 <body>
-<header><strong>TensorFS</strong><nav><a href="#/">Refs</a><a href="#/compare">Compare</a><a href="#/local">Open a local file</a></nav></header>
+<header><strong>TensorFS</strong><nav><a href="#/">Refs</a><a href="#/repos">Repositories</a><a href="#/compare">Compare</a><a href="#/local">Open a local file</a></nav></header>
 <main id="app" tabindex="-1"><p class="muted">Loading…</p></main>
 <script src="/app.js"></script>
 </body>

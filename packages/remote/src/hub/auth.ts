@@ -1,21 +1,32 @@
 /** Tokens: the tokens file, and who a request is (what it may read and move). */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type * as http from 'node:http';
-import { TensorFSError } from '@tensorfs/format';
+import { parseRepoRefName, TensorFSError } from '@tensorfs/format';
 import picomatch from 'picomatch';
 
-/** One token of a tokens file. */
+/**
+ * One token of a tokens file. A scope is a glob over repository ids (`acme/*`), optionally with
+ * `@` and a glob over branch or tag names (`acme/*@draft`, `acme/x@v*`); see docs/remote.md
+ * "Tokens". Refs that are no repository's (a first segment starting with `_` other than
+ * `_branches/` and `_tags/`) match plain globs by their ref name, as before repositories.
+ */
 export interface TokenGrant {
   token: string;
-  /** Ref globs this token may read (`*` alone: every ref). */
+  /** Repositories (`R`: all its branches and tags) or revisions (`R@REV`) this token may read (`*` alone: everything). */
   read?: string[];
-  /** Ref globs this token may move (`*` alone: every ref). */
+  /**
+   * Branches this token may move: `R` every branch of the matching repositories (and creating
+   * their tags, as the repository's writer), `R@B` only the matching branches (`*` alone: every
+   * ref). A plain glob keeps its meaning from before repositories: `team/*` moves `team/x` (its `main`).
+   */
   write?: string[];
-  /** Hub administration (`POST /v1/admin/gc`): `true` grants it (default false). */
+  /** Tags this token may create (never move): `R` any tag of the matching repositories, `R@T` the matching tag names. */
+  tag?: string[];
+  /** Everything, and what only an administrator may do: move or replace a tag, remote GC. @default false */
   admin?: boolean;
 }
 
-/** The tokens file: `{"tokens":[{"token","read":["*"],"write":["team/*"]}], "anonymous":{"read":[…]}}`. */
+/** The tokens file: `{"tokens":[{"token","read":["*"],"write":["team/*"],"tag":[…],"admin":false}], "anonymous":{"read":[…]}}`. */
 export interface TokensConfig {
   tokens: TokenGrant[];
   /** What requests without a token may read (default: nothing when a tokens file is given). */
@@ -24,13 +35,27 @@ export interface TokensConfig {
 
 /** Who a request is: what it may read and move (null: nothing). */
 export interface Principal {
+  /** May this request read `ref`? */
   read: ((ref: string) => boolean) | null;
+  /**
+   * May this request change `ref`: move a branch (write scope), or create a tag (write or tag
+   * scope)? The ref route adds what no scope lifts: tags never move but for an administrator, and
+   * a branch moves to a revision document this token authored.
+   */
   write: ((ref: string) => boolean) | null;
+  /** An administrator's token (`"admin": true`): every scope, tags may be moved, remote GC. */
+  admin: boolean;
   anonymous: boolean;
-  /** May administer the hub (its GC): a token whose entry says `"admin": true`. */
-  admin?: boolean;
-  /** Who owns what this request opens (upload sessions): 16 hex digits of the token's SHA-256; `anonymous` without one. */
+  /**
+   * Who owns what this request opens (upload sessions) and authors what it moves (a revision
+   * document's `author`): 16 hex digits of the token's SHA-256; `anonymous` without one.
+   */
   owner: string;
+  /**
+   * True when `ref` is writable only through a scope of the pre-repository form (a plain glob in
+   * `write`, or `*`), so a move straight to a tree or checkpoint id (`tfs push`) is still allowed.
+   */
+  legacy?: (ref: string) => boolean;
 }
 
 /** Rules of a request that brought no usable token: `401` with `WWW-Authenticate`, not `403`. */
@@ -40,10 +65,74 @@ export const TOKEN_RULES: ReadonlySet<unknown> = new Set([
   'hub.bad_authorization',
 ]);
 
-function matcher(globs: readonly string[] | undefined): ((ref: string) => boolean) | null {
+type Glob = (s: string) => boolean;
+type RepoRef = NonNullable<ReturnType<typeof parseRepoRefName>>;
+
+/** One scope: a repository glob and, after `@`, a branch or tag glob (null: any). */
+interface Scope {
+  repo: Glob;
+  rev: Glob | null;
+}
+
+const glob = (g: string): Glob => (g === '*' || g === '**' ? () => true : picomatch(g, { dot: true }));
+
+function scopesOf(globs: readonly string[] | undefined): Scope[] {
+  return (globs ?? []).map((g) => {
+    const at = g.indexOf('@');
+    const repo = at < 0 ? g : g.slice(0, at);
+    return { repo: glob(repo), rev: at < 0 ? null : glob(g.slice(at + 1)) };
+  });
+}
+
+/** What a ref name is for the scopes: a repository's branch or tag, or a plain ref. */
+function refOf(ref: string): RepoRef | null {
+  try {
+    return parseRepoRefName(ref);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The predicate of some scopes, or null for none. `plainKinds` says what a plain repository glob
+ * covers, and `revKinds` what a `R@REV` scope covers (read: branches and tags; write: branches).
+ */
+function matcher(
+  globs: readonly string[] | undefined,
+  plainKinds: readonly RepoRef['kind'][],
+  revKinds: readonly RepoRef['kind'][],
+): Glob | null {
   if (!globs || globs.length === 0) return null;
   if (globs.includes('*') || globs.includes('**')) return () => true;
-  return picomatch(globs as string[], { dot: true });
+  const scopes = scopesOf(globs);
+  return (ref) => {
+    const r = refOf(ref);
+    if (r === null) return scopes.some((s) => s.rev === null && s.repo(ref));
+    return scopes.some((s) =>
+      s.rev === null
+        ? plainKinds.includes(r.kind) && s.repo(r.repo)
+        : revKinds.includes(r.kind) && s.repo(r.repo) && s.rev(r.name),
+    );
+  };
+}
+
+const any = (...ms: (Glob | null)[]): Glob | null => {
+  const live = ms.filter((m): m is Glob => m !== null);
+  return live.length === 0 ? null : (ref) => live.some((m) => m(ref));
+};
+
+/** What one grant may do. */
+function grantOf(
+  t: Pick<TokenGrant, 'read' | 'write' | 'tag' | 'admin'>,
+): Pick<Principal, 'read' | 'write' | 'legacy' | 'admin'> {
+  if (t.admin === true) return { read: () => true, write: () => true, legacy: () => true, admin: true };
+  const legacyGlobs = (t.write ?? []).filter((g) => !g.includes('@'));
+  return {
+    read: matcher(t.read, ['branch', 'tag'], ['branch', 'tag']),
+    write: any(matcher(t.write, ['branch', 'tag'], ['branch']), matcher(t.tag, ['tag'], ['tag'])),
+    legacy: matcher(legacyGlobs, ['branch'], []) ?? (() => false),
+    admin: false,
+  };
 }
 
 function digest(s: string): Buffer {
@@ -51,7 +140,7 @@ function digest(s: string): Buffer {
 }
 
 const TOP_KEYS = new Set(['tokens', 'anonymous']);
-const TOKEN_KEYS = new Set(['token', 'read', 'write', 'admin']);
+const TOKEN_KEYS = new Set(['token', 'read', 'write', 'tag', 'admin']);
 const ANONYMOUS_KEYS = new Set(['read']);
 
 /**
@@ -71,6 +160,13 @@ export function parseTokensConfig(value: unknown): TokensConfig {
     const g = o[k];
     if (g !== undefined && (!Array.isArray(g) || g.some((x) => typeof x !== 'string')))
       throw bad(`${where}: "${k}" must be a list of globs`);
+    for (const x of (g as string[] | undefined) ?? []) {
+      const parts = x.split('@');
+      if (x === '' || parts.length > 2 || parts.some((p) => p === ''))
+        throw bad(`${where}: "${k}" scope ${JSON.stringify(x)} is not REPO or REPO@REV`);
+      if (parts.length === 2 && parts[1]!.includes('/'))
+        throw bad(`${where}: "${k}" scope ${JSON.stringify(x)}: a branch or tag name has no "/"`);
+    }
   };
   if (!isObject(value) || !Array.isArray(value.tokens)) throw bad('needs a "tokens" list');
   const top = unknownKey(value, TOP_KEYS);
@@ -83,9 +179,10 @@ export function parseTokensConfig(value: unknown): TokensConfig {
       throw bad(`${where}: each token needs a "token" string of at least 8 characters`);
     const k = unknownKey(t, TOKEN_KEYS);
     if (k !== undefined)
-      throw bad(`${where}: unknown key ${JSON.stringify(k)} (known: "token", "read", "write", "admin")`);
+      throw bad(`${where}: unknown key ${JSON.stringify(k)} (known: "token", "read", "write", "tag", "admin")`);
     globs(t, 'read', where);
     globs(t, 'write', where);
+    globs(t, 'tag', where);
     if (t.admin !== undefined && typeof t.admin !== 'boolean') throw bad(`${where}: "admin" must be true or false`);
     const first = seen.get(t.token);
     if (first !== undefined) throw bad(`${where} names the same token as tokens[${first}]`);
@@ -104,31 +201,30 @@ export function parseTokensConfig(value: unknown): TokensConfig {
 
 /** The tokens of a hub: who a request is, and the refusal for what it may not do. */
 export class Auth {
-  private readonly grants: {
-    hash: Buffer;
-    read: Principal['read'];
-    write: Principal['write'];
-    owner: string;
-    admin: boolean;
-  }[];
+  private readonly grants: ({ hash: Buffer; owner: string } & Pick<Principal, 'read' | 'write' | 'legacy' | 'admin'>)[];
   private readonly anonymous: Principal;
 
   constructor(private readonly tokens: TokensConfig | undefined) {
     this.grants = (tokens?.tokens ?? []).map((t) => ({
       hash: digest(t.token),
-      read: matcher(t.read),
-      write: matcher(t.write),
+      ...grantOf(t),
       owner: digest(t.token).toString('hex').slice(0, 16),
       admin: t.admin === true,
     }));
     this.anonymous = tokens
-      ? { read: matcher(tokens.anonymous?.read), write: null, anonymous: true, owner: 'anonymous' }
-      : { read: () => true, write: null, anonymous: true, owner: 'anonymous' };
+      ? {
+          read: grantOf({ read: tokens.anonymous?.read }).read,
+          write: null,
+          admin: false,
+          anonymous: true,
+          owner: 'anonymous',
+        }
+      : { read: () => true, write: null, admin: false, anonymous: true, owner: 'anonymous' };
   }
 
   /** True when some token may write (the hub says `writable`). */
   get writable(): boolean {
-    return this.grants.length > 0;
+    return this.grants.some((g) => g.write !== null);
   }
 
   /** Who `req` is; `denied` (401) for an authorization that is not a known bearer token. */
@@ -144,7 +240,7 @@ export class Auth {
     let found: Principal | undefined;
     for (const g of this.grants)
       if (timingSafeEqual(g.hash, d))
-        found = { read: g.read, write: g.write, anonymous: false, owner: g.owner, admin: g.admin };
+        found = { read: g.read, write: g.write, legacy: g.legacy, admin: g.admin, anonymous: false, owner: g.owner };
     if (!found) throw new TensorFSError('denied', 'unknown token', { details: { rule: 'hub.unknown_token' } });
     return found;
   }

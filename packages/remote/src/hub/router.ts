@@ -3,7 +3,7 @@ import { TensorFSError } from '@tensorfs/format';
 import { adminGc } from './admin.js';
 import type { RequestContext } from './context.js';
 import { object, postBatch, postLacks } from './objects.js';
-import { listRefs, ref } from './refs.js';
+import { listRefs, ref, whoami } from './refs.js';
 import { sendJson } from './respond.js';
 import { upload } from './uploads.js';
 
@@ -19,6 +19,7 @@ const ROUTES: readonly Route[] = [
     pattern: /^\/v1\/?$/,
     handle: async (c) => sendJson(c.res, 200, { api: 'tensorfs-hub', version: 1, writable: c.hub.writable }),
   },
+  { pattern: /^\/v1\/whoami$/, method: 'GET', handle: whoami },
   { pattern: /^\/v1\/refs$/, method: 'GET', handle: listRefs },
   { pattern: /^\/v1\/admin\/gc$/, method: 'POST', handle: adminGc },
   { pattern: /^\/v1\/refs\/(.*)$/, handle: (c, m) => ref(c, m[1]!) },
