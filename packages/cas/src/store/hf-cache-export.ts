@@ -16,7 +16,7 @@ import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
 import { type ObjectId, TensorFSError, resolveRevision, throwIfAborted } from '@tensorfs/format';
 import { errnoOf, fsyncDir, ioError, mkdirDurable, tempName } from './fsutil.js';
-import { type HfRepoType, gitBlobHasher, isLfsFile, repoFolderName } from './hf-cache.js';
+import { type HfRepoType, gitBlobHasher, hfRepoOf, isLfsFile } from './hf-cache.js';
 import type { LocalStore } from './store.js';
 
 const COMMIT = /^[0-9a-f]{40}$/;
@@ -33,6 +33,8 @@ export interface HfCacheExportOptions {
 /** What {@link exportHfCache} wrote. */
 export interface HfCacheExportResult {
   repo: string;
+  /** The id on the Hub (`owner/name`; without the `datasets/` of a dataset's repository id). */
+  id: string;
   type: HfRepoType;
   /** The repository folder name under the cache root. */
   folder: string;
@@ -50,18 +52,18 @@ export interface HfCacheExportResult {
 }
 
 /**
- * The 40-hex commit a revision has in the Hugging Face cache: the upstream commit recorded at
- * import or pull (`upstream.source` `hf`), else the first 40 hex digits of the revision document
- * id (or of the tree id for a ref without one).
+ * The 40-hex commit a revision has in the Hugging Face cache, the one the hub's Hugging Face API
+ * answers as its `sha`: the upstream commit recorded at import or pull, else the first 40 hex
+ * digits of the revision document's id (of the target's id for a ref without one).
  */
 export function hfCommitOf(revision: {
   commit: ObjectId | null;
-  head: ObjectId;
+  target: ObjectId;
   document?: { upstream?: { source?: string; revision?: string } | null } | null;
 }): string {
-  const up = revision.document?.upstream;
-  if (up && up.source === 'hf' && typeof up.revision === 'string' && COMMIT.test(up.revision)) return up.revision;
-  return (revision.commit ?? revision.head).slice('sha256:'.length, 'sha256:'.length + 40);
+  const up = revision.document?.upstream?.revision;
+  if (typeof up === 'string' && COMMIT.test(up)) return up;
+  return (revision.commit ?? revision.target).slice('sha256:'.length, 'sha256:'.length + 40);
 }
 
 /** One file staged as a blob. */
@@ -84,14 +86,16 @@ export async function exportHfCache(
   const { signal } = options;
   const rev = await resolveRevision(store, repo, revision ?? undefined);
   if (rev.targetKind !== 'tree') {
-    throw new TensorFSError('unsupported', 'this revision is a checkpoint, not a tree: export it with --safetensors, import that folder and export the tree', {
-      details: { rule: 'hf_cache.checkpoint_target', repo },
-    });
+    throw new TensorFSError(
+      'unsupported',
+      'this revision is a checkpoint, not a tree: export it with --safetensors, import that folder and export the tree',
+      {
+        details: { rule: 'hf_cache.checkpoint_target', repo },
+      },
+    );
   }
-  const up = (rev.document as { upstream?: { repo_type?: unknown } | null } | null | undefined)?.upstream;
-  const type: HfRepoType = up?.repo_type === 'dataset' ? 'dataset' : 'model';
+  const { id, type, folder } = hfRepoOf(rev.repo);
   const commit = hfCommitOf(rev);
-  const folder = repoFolderName(rev.repo, type);
   const refName = rev.kind === 'id' ? null : rev.revision;
   const m = await store.getManifest(rev.target);
   try {
@@ -157,6 +161,7 @@ export async function exportHfCache(
     }
     return {
       repo: rev.repo,
+      id,
       type,
       folder,
       commit,
@@ -234,7 +239,8 @@ async function writeLinks(dir: string, links: Map<string, string>): Promise<void
 
 /** fsyncs every folder under `dir` (new entries durable before the rename publishes them). */
 async function syncTree(dir: string): Promise<void> {
-  for (const e of await fsp.readdir(dir, { withFileTypes: true })) if (e.isDirectory()) await syncTree(join(dir, e.name));
+  for (const e of await fsp.readdir(dir, { withFileTypes: true }))
+    if (e.isDirectory()) await syncTree(join(dir, e.name));
   await fsyncDir(dir);
 }
 
@@ -284,9 +290,17 @@ async function merge(
     if (st === null) continue;
     const actual = await hashExisting(file, etag);
     if (actual !== etag) {
-      throw new TensorFSError('corrupt', `${folder}/blobs/${etag} already exists with other bytes; it is left as it is (remove it to export)`, {
-        details: { rule: 'hf_cache.existing_blob', path: `${folder}/blobs/${etag}`, actual: actual ?? 'not a regular file' },
-      });
+      throw new TensorFSError(
+        'corrupt',
+        `${folder}/blobs/${etag} already exists with other bytes; it is left as it is (remove it to export)`,
+        {
+          details: {
+            rule: 'hf_cache.existing_blob',
+            path: `${folder}/blobs/${etag}`,
+            actual: actual ?? 'not a regular file',
+          },
+        },
+      );
     }
     present.add(etag);
   }
@@ -300,13 +314,18 @@ async function merge(
     } catch (err) {
       const errno = errnoOf(err);
       if (errno === 'EINVAL') now = '';
-      else if (errno !== 'ENOENT' && errno !== 'ENOTDIR') throw ioError(err, 'readlink', `${folder}/snapshots/${commit}/${path}`);
+      else if (errno !== 'ENOENT' && errno !== 'ENOTDIR')
+        throw ioError(err, 'readlink', `${folder}/snapshots/${commit}/${path}`);
     }
     if (now === null) toLink.set(path, target);
     else if (now !== target) {
-      throw new TensorFSError('conflict', `${folder}/snapshots/${commit}/${path} already exists and differs from this revision's file`, {
-        details: { rule: 'hf_cache.snapshot_differs', path: `${folder}/snapshots/${commit}/${path}` },
-      });
+      throw new TensorFSError(
+        'conflict',
+        `${folder}/snapshots/${commit}/${path} already exists and differs from this revision's file`,
+        {
+          details: { rule: 'hf_cache.snapshot_differs', path: `${folder}/snapshots/${commit}/${path}` },
+        },
+      );
     }
   }
   // Blobs first (by link: an existing name is never replaced), then links, then the ref.

@@ -7,7 +7,16 @@
  * move the branches (and tag the commits no ref names). A failure before the last step leaves no
  * ref changed; the objects already admitted are unreferenced and go with the next GC.
  */
-import { type ObjectId, TensorFSError, createTag, listRepositories, moveBranch, throwIfAborted } from '@tensorfs/format';
+import {
+  type ObjectId,
+  TensorFSError,
+  createTag,
+  encodeRevision,
+  isTensorFSError,
+  moveBranch,
+  resolveRevision,
+  throwIfAborted,
+} from '@tensorfs/format';
 import { type HfCacheForm, type HfRepoType, scanHfCache } from './hf-cache.js';
 import type { Progress } from './import.js';
 import type { LocalStore } from './store.js';
@@ -41,7 +50,10 @@ export interface HfCacheRepoResult {
   commits: HfCacheCommitResult[];
   /** Branches set from `refs/` (`moved: false`: already there with this tree and commit). */
   branches: { name: string; commit: string; revision: ObjectId; moved: boolean }[];
-  /** Commits no one-segment ref names, kept by a tag named by the commit. */
+  /**
+   * Commits no one-segment ref names, kept by a tag `hf-<first 12 hex of the commit>` whose
+   * revision document records the commit upstream (`created: false`: it was there already).
+   */
   tags: { name: string; commit: string; created: boolean }[];
   skippedRefs: { name: string; commit: string | null; reason: string }[];
   /** Bytes of its distinct blobs (and plain snapshot files) on disk. */
@@ -66,8 +78,9 @@ export interface HfCacheImportResult {
 
 /**
  * Imports a Hugging Face cache (the hub folder, one `models--…` folder or one `snapshots/<commit>`
- * folder) into `store`. Datasets are repositories whose revisions record `{ source: 'hf',
- * repo_type: 'dataset' }` upstream (see docs/store.md, "The Hugging Face cache").
+ * folder) into `store`: repository `owner/name` (a dataset: `datasets/owner/name`), branch
+ * `<name>` per `refs/<name>`, every revision recording `{ source: 'hf', revision: <commit> }`.
+ * A branch already at the same tree and commit is left as it is, so importing again changes nothing.
  */
 export async function importHfCache(
   store: LocalStore,
@@ -129,7 +142,13 @@ export async function importHfCache(
         progress.bytes += r.bytes;
         progress.bytesWritten += r.bytesWritten;
         ids.set(snap.commit, r.snapshot);
-        out.commits.push({ commit: snap.commit, snapshot: r.snapshot, files: r.files, bytes: r.bytes, missing: snap.missing });
+        out.commits.push({
+          commit: snap.commit,
+          snapshot: r.snapshot,
+          files: r.files,
+          bytes: r.bytes,
+          missing: snap.missing,
+        });
         result.files += r.files;
         result.bytes += r.bytes;
         result.bytesWritten += r.bytesWritten;
@@ -141,21 +160,15 @@ export async function importHfCache(
     }
     // Every snapshot is durable: now name them.
     const author = options.author ?? 'tfs import';
-    const existing = new Map((await listRepositories(store)).map((r) => [r.repo, r]));
     for (const [k, repo] of scan.repos.entries()) {
       const out = result.repos[k]!;
       const ids = snapshots.get(repo.folder)!;
       const named = new Set<string>();
-      const upstreamOf = (commit: string) => ({
-        source: 'hf',
-        revision: commit,
-        ...(repo.type === 'dataset' ? { repo_type: 'dataset' } : {}),
-      });
       for (const ref of repo.refs) {
         throwIfAborted(signal);
         named.add(ref.commit);
         const target = ids.get(ref.commit)!;
-        const head = await currentHead(store, repo.repo, ref.name);
+        const head = await currentHead(store, repo.repo, ref.name, signal);
         if (head !== null && head.target === target && head.upstream === ref.commit) {
           out.branches.push({ name: ref.name, commit: ref.commit, revision: head.commit, moved: false });
           continue;
@@ -166,21 +179,48 @@ export async function importHfCache(
           target,
           expected: head?.commit ?? null,
           author,
-          message: `import from the Hugging Face cache (${repo.folder}, ${repo.type} ${ref.commit})`,
-          upstream: upstreamOf(ref.commit),
+          message: `imported from the Hugging Face cache (${repo.folder}, refs/${ref.name})`,
+          upstream: { source: 'hf', revision: ref.commit },
+          signal,
         });
         out.branches.push({ name: ref.name, commit: ref.commit, revision: moved.commit, moved: true });
       }
-      const tags = new Map((existing.get(repo.repo)?.tags ?? []).map((t) => [t.name, t.head]));
       for (const snap of repo.snapshots) {
         if (named.has(snap.commit)) continue;
+        throwIfAborted(signal);
+        const tag = `hf-${snap.commit.slice(0, 12)}`;
         const target = ids.get(snap.commit)!;
-        if (tags.has(snap.commit)) {
-          out.tags.push({ name: snap.commit, commit: snap.commit, created: false });
+        const head = await currentHead(store, repo.repo, tag, signal);
+        if (head !== null) {
+          if (head.target !== target || head.upstream !== snap.commit) {
+            throw new TensorFSError(
+              'conflict',
+              `${repo.repo} has a tag ${tag} naming another tree; a tag never moves`,
+              {
+                details: { rule: 'repo.tag_exists', repo: repo.repo, tag },
+              },
+            );
+          }
+          out.tags.push({ name: tag, commit: snap.commit, created: false });
           continue;
         }
-        await createTag(store, { repo: repo.repo, tag: snap.commit, revision: target });
-        out.tags.push({ name: snap.commit, commit: snap.commit, created: true });
+        // A tag names a revision document, so the commit stays recorded (what the hub answers as its sha).
+        const doc = await store.put(
+          encodeRevision({
+            repo: repo.repo,
+            branch: tag,
+            target,
+            parent: null,
+            time: Date.now(),
+            author,
+            message: `imported from the Hugging Face cache (${repo.folder}, snapshot ${snap.commit}; no ref named it)`,
+            upstream: { source: 'hf', revision: snap.commit },
+            history: [],
+          }),
+          { lease },
+        );
+        await createTag(store, { repo: repo.repo, tag, revision: doc.id, signal });
+        out.tags.push({ name: tag, commit: snap.commit, created: true });
       }
     }
     return result;
@@ -189,18 +229,18 @@ export async function importHfCache(
   }
 }
 
-/** The branch's head as this import compares it: revision id, tree and recorded upstream commit. */
+/** A branch's or tag's head as this import compares it: head id, tree and recorded upstream commit; null if absent. */
 async function currentHead(
   store: LocalStore,
   repo: string,
-  branch: string,
+  name: string,
+  signal?: AbortSignal,
 ): Promise<{ commit: ObjectId; target: ObjectId; upstream: string | null } | null> {
   try {
-    const r = await resolveRevision(store, repo, branch);
-    if (r.commit === null) return { commit: r.head, target: r.target, upstream: null };
-    return { commit: r.commit, target: r.target, upstream: r.document?.upstream?.revision ?? null };
+    const r = await resolveRevision(store, repo, name, { signal });
+    return { commit: r.head, target: r.target, upstream: r.document?.upstream?.revision ?? null };
   } catch (err) {
-    if (err instanceof TensorFSError && err.code === 'not_found') return null;
+    if (isTensorFSError(err) && err.code === 'not_found') return null;
     throw err;
   }
 }

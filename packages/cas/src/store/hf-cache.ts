@@ -16,7 +16,15 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
-import { comparePaths, TensorFSError, validatePath, validateSymlinkTarget } from '@tensorfs/format';
+import {
+  comparePaths,
+  TensorFSError,
+  isTensorFSError,
+  validatePath,
+  validateRepoId,
+  validateRevisionName,
+  validateSymlinkTarget,
+} from '@tensorfs/format';
 import { errnoOf, ioError } from './fsutil.js';
 import { type ContentDigest, type Found, scanTree, stampOf } from './import.js';
 
@@ -65,7 +73,12 @@ export interface HfCacheScan {
   skipped: string[];
 }
 
-function fail(code: 'invalid_argument' | 'malformed' | 'unsupported' | 'not_found', rule: string, message: string, details: Record<string, unknown> = {}): never {
+function fail(
+  code: 'invalid_argument' | 'malformed' | 'unsupported' | 'not_found',
+  rule: string,
+  message: string,
+  details: Record<string, unknown> = {},
+): never {
   throw new TensorFSError(code, message, { details: { rule: `hf_cache.${rule}`, ...details } });
 }
 
@@ -81,7 +94,7 @@ async function lstatOrNull(p: string): Promise<fs.BigIntStats | null> {
 
 async function isDir(p: string): Promise<boolean> {
   const st = await lstatOrNull(p);
-  return st !== null && st.isDirectory();
+  return st?.isDirectory() === true;
 }
 
 /** A repository folder: `models--…`/`datasets--…`/`spaces--…` holding a `snapshots/` folder. */
@@ -103,7 +116,11 @@ export async function detectHfCache(path: string): Promise<HfCacheForm | null> {
   }
   if (!(await isDir(dir))) return null;
   if (await isRepoFolder(dir)) return 'repo';
-  if (COMMIT.test(basename(dir)) && basename(dirname(dir)) === 'snapshots' && (await isRepoFolder(dirname(dirname(dir))))) {
+  if (
+    COMMIT.test(basename(dir)) &&
+    basename(dirname(dir)) === 'snapshots' &&
+    (await isRepoFolder(dirname(dirname(dir))))
+  ) {
     return 'snapshot';
   }
   let names: string[];
@@ -116,7 +133,12 @@ export async function detectHfCache(path: string): Promise<HfCacheForm | null> {
   return null;
 }
 
-/** `models--owner--name` → `{ repo: 'owner/name', type: 'model' }`; `invalid_argument` if it names no repository. */
+/**
+ * `models--owner--name` → `{ repo: 'owner/name', type: 'model' }`; `datasets--owner--name` →
+ * `{ repo: 'datasets/owner/name', type: 'dataset' }` (a dataset is the repository whose id
+ * starts with `datasets/`, as the hub's Hugging Face API serves it); `invalid_argument` if the
+ * folder names no repository.
+ */
 export function parseRepoFolder(folder: string): { repo: string; type: HfRepoType | 'space' } {
   const m = REPO_FOLDER.exec(folder);
   const parts = m?.[2]?.split('--') ?? [];
@@ -127,15 +149,22 @@ export function parseRepoFolder(folder: string): { repo: string; type: HfRepoTyp
     });
   }
   const type = m[1] === 'models' ? 'model' : m[1] === 'datasets' ? 'dataset' : 'space';
-  return { repo: parts.join('/'), type };
+  return { repo: `${type === 'dataset' ? DATASET_PREFIX : ''}${parts.join('/')}`, type };
 }
 
+/** A repository whose id starts with this is a Hugging Face dataset (`datasets/owner/name`). */
+export const DATASET_PREFIX = 'datasets/';
+
 /**
- * The folder name huggingface_hub gives a repository in its cache (`repo_folder_name`):
- * `models--owner--name` / `datasets--owner--name`.
+ * The Hub id and kind of a repository (`datasets/owner/name` → `owner/name`, a dataset) and the
+ * folder huggingface_hub gives it in its cache (`repo_folder_name`): `models--owner--name` /
+ * `datasets--owner--name`.
  */
-export function repoFolderName(repo: string, type: HfRepoType): string {
-  return `${type}s--${repo.split('/').join('--')}`;
+export function hfRepoOf(repo: string): { id: string; type: HfRepoType; folder: string } {
+  const dataset = repo.startsWith(DATASET_PREFIX);
+  const id = dataset ? repo.slice(DATASET_PREFIX.length) : repo;
+  const type: HfRepoType = dataset ? 'dataset' : 'model';
+  return { id, type, folder: `${type}s--${id.split('/').join('--')}` };
 }
 
 /**
@@ -148,9 +177,14 @@ export function repoFolderName(repo: string, type: HfRepoType): string {
 export async function scanHfCache(path: string): Promise<HfCacheScan> {
   const form = await detectHfCache(path);
   if (form === null) {
-    fail('invalid_argument', 'not_a_cache', 'not a Hugging Face cache folder (hub/, models--owner--name or snapshots/<commit>)', {
-      path: basename(path),
-    });
+    fail(
+      'invalid_argument',
+      'not_a_cache',
+      'not a Hugging Face cache folder (hub/, models--owner--name or snapshots/<commit>)',
+      {
+        path: basename(path),
+      },
+    );
   }
   const dir = await fsp.realpath(resolve(path));
   if (form === 'repo') return { form, repos: [await scanRepo(dir)], skipped: [] };
@@ -168,21 +202,33 @@ export async function scanHfCache(path: string): Promise<HfCacheScan> {
 
 /** The expected digest of a blob, from its name: 64 hex = SHA-256 (LFS), 40 hex = git blob id. */
 function blobDigest(name: string): ContentDigest | undefined {
-  if (SHA256_HEX.test(name)) return { algorithm: 'sha256', hex: name, rule: 'hf_cache.blob_digest', source: `blobs/${name}` };
-  if (COMMIT.test(name)) return { algorithm: 'git-sha1', hex: name, rule: 'hf_cache.blob_digest', source: `blobs/${name}` };
+  if (SHA256_HEX.test(name))
+    return { algorithm: 'sha256', hex: name, rule: 'hf_cache.blob_digest', source: `blobs/${name}` };
+  if (COMMIT.test(name))
+    return { algorithm: 'git-sha1', hex: name, rule: 'hf_cache.blob_digest', source: `blobs/${name}` };
   return undefined;
 }
 
 async function scanRepo(repoDir: string, only?: string): Promise<HfCacheRepo> {
   const folder = basename(repoDir);
   const { repo, type } = parseRepoFolder(folder);
+  try {
+    validateRepoId(repo);
+  } catch (err) {
+    if (!isTensorFSError(err)) throw err;
+    fail('invalid_argument', 'repo_folder', `${folder}: ${err.message}`, { path: folder });
+  }
   if (type === 'space') {
-    fail('unsupported', 'space', 'Spaces in the Hugging Face cache are not imported (models and datasets are)', { path: folder });
+    fail('unsupported', 'space', 'Spaces in the Hugging Face cache are not imported (models and datasets are)', {
+      path: folder,
+    });
   }
   const blobsDir = join(repoDir, 'blobs');
   const blobsStat = await lstatOrNull(blobsDir);
   if (blobsStat !== null && !blobsStat.isDirectory()) {
-    fail('invalid_argument', 'blobs_folder', `${folder}/blobs is not a folder (a link or a file)`, { path: `${folder}/blobs` });
+    fail('invalid_argument', 'blobs_folder', `${folder}/blobs is not a folder (a link or a file)`, {
+      path: `${folder}/blobs`,
+    });
   }
   const commits = only !== undefined ? [only] : (await fsp.readdir(join(repoDir, 'snapshots'))).sort();
   const blobSizes = new Map<string, number>();
@@ -190,9 +236,13 @@ async function scanRepo(repoDir: string, only?: string): Promise<HfCacheRepo> {
   const snapshots: HfCacheSnapshot[] = [];
   for (const commit of commits) {
     const rel = `snapshots/${commit}`;
-    if (!COMMIT.test(commit)) fail('invalid_argument', 'snapshot_name', `${folder}/${rel} is not named by a 40-hex commit`, { path: `${folder}/${rel}` });
+    if (!COMMIT.test(commit))
+      fail('invalid_argument', 'snapshot_name', `${folder}/${rel} is not named by a 40-hex commit`, {
+        path: `${folder}/${rel}`,
+      });
     const snapDir = join(repoDir, 'snapshots', commit);
-    if (!(await isDir(snapDir))) fail('invalid_argument', 'snapshot_name', `${folder}/${rel} is not a folder`, { path: `${folder}/${rel}` });
+    if (!(await isDir(snapDir)))
+      fail('invalid_argument', 'snapshot_name', `${folder}/${rel} is not a folder`, { path: `${folder}/${rel}` });
     const entries: Found[] = [];
     for (const f of await scanTree(snapDir)) {
       if (f.kind === 'file') {
@@ -205,7 +255,12 @@ async function scanRepo(repoDir: string, only?: string): Promise<HfCacheRepo> {
     snapshots.push({ commit, entries, missing: [] });
   }
   await notePartial(repoDir, snapshots);
-  const { refs, skippedRefs } = await scanRefs(repoDir, folder, new Set(snapshots.map((s) => s.commit)), only !== undefined);
+  const { refs, skippedRefs } = await scanRefs(
+    repoDir,
+    folder,
+    new Set(snapshots.map((s) => s.commit)),
+    only !== undefined,
+  );
   let diskBytes = plainBytes;
   for (const n of blobSizes.values()) diskBytes += n;
   return { folder, repo, type, snapshots, refs, skippedRefs, diskBytes };
@@ -216,7 +271,13 @@ async function scanRepo(repoDir: string, only?: string): Promise<HfCacheRepo> {
  * against its name); inside the snapshot → kept as a link; anywhere else → refused as a folder
  * import refuses it.
  */
-async function resolveLink(f: Found, snapDir: string, blobsDir: string, where: string, sizes: Map<string, number>): Promise<Found> {
+async function resolveLink(
+  f: Found,
+  snapDir: string,
+  blobsDir: string,
+  where: string,
+  sizes: Map<string, number>,
+): Promise<Found> {
   let target: string;
   try {
     target = await fsp.readlink(f.abs);
@@ -228,16 +289,26 @@ async function resolveLink(f: Found, snapDir: string, blobsDir: string, where: s
     const name = basename(resolved);
     const st = await lstatOrNull(resolved);
     if (st === null) {
-      fail('not_found', 'blob_missing', `${where}/${f.rel} links to blobs/${name}, which is missing (an incomplete or damaged cache)`, {
-        path: `${where}/${f.rel}`,
-        target: `blobs/${name}`,
-      });
+      fail(
+        'not_found',
+        'blob_missing',
+        `${where}/${f.rel} links to blobs/${name}, which is missing (an incomplete or damaged cache)`,
+        {
+          path: `${where}/${f.rel}`,
+          target: `blobs/${name}`,
+        },
+      );
     }
     if (st.isSymbolicLink()) {
-      fail('invalid_argument', 'blob_symlink', `blobs/${name} (linked from ${where}/${f.rel}) is itself a symlink; only regular blobs are followed`, {
-        path: `${where}/${f.rel}`,
-        target: `blobs/${name}`,
-      });
+      fail(
+        'invalid_argument',
+        'blob_symlink',
+        `blobs/${name} (linked from ${where}/${f.rel}) is itself a symlink; only regular blobs are followed`,
+        {
+          path: `${where}/${f.rel}`,
+          target: `blobs/${name}`,
+        },
+      );
     }
     if (!st.isFile()) {
       fail('unsupported', 'blob_type', `blobs/${name} (linked from ${where}/${f.rel}) is not a regular file`, {
@@ -259,9 +330,13 @@ async function resolveLink(f: Found, snapDir: string, blobsDir: string, where: s
   }
   // Not a blob: what a folder import would do with it (kept if it stays inside the snapshot).
   if (isAbsolute(target)) {
-    throw new TensorFSError('invalid_argument', 'symlink target is absolute (only links inside the folder can be imported)', {
-      details: { rule: 'import.symlink_absolute', path: f.rel, target },
-    });
+    throw new TensorFSError(
+      'invalid_argument',
+      'symlink target is absolute (only links inside the folder can be imported)',
+      {
+        details: { rule: 'import.symlink_absolute', path: f.rel, target },
+      },
+    );
   }
   validateSymlinkTarget(f.rel, target);
   if (!(resolved + sep).startsWith(snapDir + sep)) {
@@ -281,13 +356,12 @@ async function notePartial(repoDir: string, snapshots: HfCacheSnapshot[]): Promi
     const absent = await noExist(join(repoDir, '.no_exist', s.commit));
     let listed: Set<string> | null = null;
     try {
-      const tree = JSON.parse(await fsp.readFile(join(repoDir, 'trees', `${s.commit}.json`), 'utf8')) as unknown;
-      if (Array.isArray(tree)) {
-        listed = new Set(
-          tree
-            .filter((e): e is { path: string } => typeof e === 'object' && e !== null && (e as { type?: unknown }).type !== 'directory' && typeof (e as { path?: unknown }).path === 'string')
-            .map((e) => e.path),
-        );
+      // huggingface_hub's tree cache: `{ "format_version": 1, "files": { "<path>": { size, blob_id, … } } }`.
+      const tree = JSON.parse(await fsp.readFile(join(repoDir, 'trees', `${s.commit}.json`), 'utf8')) as {
+        files?: unknown;
+      };
+      if (typeof tree.files === 'object' && tree.files !== null && !Array.isArray(tree.files)) {
+        listed = new Set(Object.keys(tree.files));
       }
     } catch {
       // no (readable) tree listing: compare with the other snapshots
@@ -328,7 +402,8 @@ async function scanRefs(
   const refsDir = join(repoDir, 'refs');
   const st = await lstatOrNull(refsDir);
   if (st === null) return { refs, skippedRefs };
-  if (!st.isDirectory()) fail('invalid_argument', 'refs_folder', `${folder}/refs is not a folder`, { path: `${folder}/refs` });
+  if (!st.isDirectory())
+    fail('invalid_argument', 'refs_folder', `${folder}/refs is not a folder`, { path: `${folder}/refs` });
   const walk = async (d: string, prefix: string): Promise<void> => {
     for (const e of (await fsp.readdir(d, { withFileTypes: true })).sort((a, b) => comparePaths(a.name, b.name))) {
       const name = prefix ? `${prefix}/${e.name}` : e.name;
@@ -341,8 +416,14 @@ async function scanRefs(
         await walk(join(d, e.name), name);
         continue;
       }
-      if (!e.isFile()) fail('invalid_argument', 'ref_type', `${where} is not a regular file (a link or a special file)`, { path: where });
-      const fh = await fsp.open(join(d, e.name), fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+      if (!e.isFile())
+        fail('invalid_argument', 'ref_type', `${where} is not a regular file (a link or a special file)`, {
+          path: where,
+        });
+      const fh = await fsp.open(
+        join(d, e.name),
+        fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK,
+      );
       let text: string;
       try {
         const buf = Buffer.alloc(128);
@@ -353,7 +434,10 @@ async function scanRefs(
       }
       const commit = text.trim();
       if (!COMMIT.test(commit)) {
-        fail('malformed', 'ref_value', `${where} does not hold a 40-hex commit`, { path: where, actual: commit.slice(0, 64) });
+        fail('malformed', 'ref_value', `${where} does not hold a 40-hex commit`, {
+          path: where,
+          actual: commit.slice(0, 64),
+        });
       }
       if (!commits.has(commit)) {
         if (!onlyThese) skippedRefs.push({ name, commit, reason: 'no snapshot of this commit in the cache' });
@@ -362,6 +446,12 @@ async function scanRefs(
       if (prefix !== '') {
         skippedRefs.push({ name, commit, reason: 'a nested ref (such as refs/pr/1) is not a branch name' });
         continue;
+      }
+      try {
+        validateRevisionName(name);
+      } catch (err) {
+        if (!isTensorFSError(err)) throw err;
+        fail('invalid_argument', 'ref_name', `${where}: ${err.message}`, { path: where });
       }
       refs.push({ name, commit });
     }
@@ -378,9 +468,37 @@ async function scanRefs(
  * stored with Git LFS), as extensions and name fragments.
  */
 const LFS_EXTENSIONS = new Set([
-  '7z', 'arrow', 'bin', 'bz2', 'ckpt', 'ftz', 'gz', 'h5', 'joblib', 'mlmodel', 'model', 'msgpack', 'npy', 'npz',
-  'onnx', 'ot', 'parquet', 'pb', 'pickle', 'pkl', 'pt', 'pth', 'rar', 'safetensors', 'tflite', 'tgz', 'wasm', 'xz',
-  'zip', 'zst', 'gguf',
+  '7z',
+  'arrow',
+  'bin',
+  'bz2',
+  'ckpt',
+  'ftz',
+  'gz',
+  'h5',
+  'joblib',
+  'mlmodel',
+  'model',
+  'msgpack',
+  'npy',
+  'npz',
+  'onnx',
+  'ot',
+  'parquet',
+  'pb',
+  'pickle',
+  'pkl',
+  'pt',
+  'pth',
+  'rar',
+  'safetensors',
+  'tflite',
+  'tgz',
+  'wasm',
+  'xz',
+  'zip',
+  'zst',
+  'gguf',
 ]);
 
 /** Files larger than this are always LFS on the Hub (it refuses larger regular git files). */
@@ -399,7 +517,12 @@ export function isLfsFile(path: string, size: number, head: Uint8Array): boolean
   const dot = name.lastIndexOf('.');
   const ext = dot >= 0 ? name.slice(dot + 1).toLowerCase() : '';
   if (LFS_EXTENSIONS.has(ext)) return true;
-  if (/\.tar\./.test(name) || name.includes('tfevents') || path.startsWith('saved_model/') || path.includes('/saved_model/')) {
+  if (
+    /\.tar\./.test(name) ||
+    name.includes('tfevents') ||
+    path.startsWith('saved_model/') ||
+    path.includes('/saved_model/')
+  ) {
     return true;
   }
   return head.subarray(0, 512).includes(0);

@@ -337,7 +337,12 @@ export interface TreeImport {
 }
 
 /** Plans, hashes and admits every entry; returns the manifest entries and counts. */
-export async function importTree(objects: Objects, lease: Lease, abs: string, options: ImportOptions): Promise<TreeImport> {
+export async function importTree(
+  objects: Objects,
+  lease: Lease,
+  abs: string,
+  options: ImportOptions,
+): Promise<TreeImport> {
   return importFound(objects, lease, await scanTree(abs), options);
 }
 

@@ -37,7 +37,8 @@ export {
   detectHfCache,
   isLfsFile,
   parseRepoFolder,
-  repoFolderName,
+  hfRepoOf,
+  DATASET_PREFIX,
   scanHfCache,
 } from './hf-cache.js';
 export {

@@ -317,9 +317,13 @@ export const exportCommand = defineCommand<ExportArgs>({
   handler: async (args, ctx) => {
     if (args.hfCache) {
       if (args.safetensors || args.cozytensors || args.portable || args.variant !== undefined) {
-        throw new TensorFSError('invalid_argument', '--hf-cache exports a tree; it takes none of --safetensors, --cozytensors, --portable, --variant', {
-          details: { rule: 'cli.hf_cache_mode' },
-        });
+        throw new TensorFSError(
+          'invalid_argument',
+          '--hf-cache exports a tree; it takes none of --safetensors, --cozytensors, --portable, --variant',
+          {
+            details: { rule: 'cli.hf_cache_mode' },
+          },
+        );
       }
       const { runHfCacheExport } = await import('./hf-cache.js');
       await withStore(ctx, !args.verify, (s) => runHfCacheExport(ctx, s, args.ref, args.dir, { verify: args.verify }));
