@@ -21,7 +21,7 @@ export const SPECS = {
   import: {
     command: 'import <path>',
     describe:
-      'Import a file, a folder or a Hugging Face repository (hf://owner/repo[@revision]) as a snapshot and name it with a ref',
+      'Import a file, a folder or a Hugging Face repository (hf://owner/repo[@revision]) as a snapshot and name it with a ref; a Hugging Face cache folder (hub/, models--owner--name or snapshots/<commit>) as its repositories, one tree per commit, branches from refs/',
   },
   convert: {
     command: 'convert <src>',
@@ -39,7 +39,7 @@ export const SPECS = {
   export: {
     command: 'export <ref> <dir>',
     describe:
-      'Rebuild a snapshot as ordinary files under a folder, byte-exact; a checkpoint as its original files (--safetensors), its header file (--cozytensors) or header + chunks/ (--portable)',
+      'Rebuild a snapshot as ordinary files under a folder, byte-exact; a checkpoint as its original files (--safetensors), its header file (--cozytensors) or header + chunks/ (--portable); a repository revision as a Hugging Face cache root (--hf-cache)',
   },
   verify: {
     command: 'verify',
