@@ -34,7 +34,7 @@ export async function runHfCacheImport(
       for (const c of repo.commits) {
         const names = [
           ...repo.branches.filter((b) => b.commit === c.commit).map((b) => b.name),
-          ...repo.tags.filter((t) => t.commit === c.commit).map((t) => `tag ${t.name.slice(0, 12)}`),
+          ...repo.tags.filter((t) => t.commit === c.commit).map((t) => `tag ${t.name}`),
         ];
         lines.push(
           `${repo.repo}${repo.type === 'dataset' ? ' (dataset)' : ''} ${c.commit} -> ${c.snapshot} [${names.join(', ')}]: ${c.files} files, ${formatBytes(c.bytes)}`,
