@@ -91,7 +91,11 @@ export const importCommand = defineCommand<ImportArgs>({
         demandOption: true,
         describe: 'file or folder to import, or hf://owner/repo[@revision] (Hub: $HF_ENDPOINT, token: $HF_TOKEN)',
       })
-      .option('name', { type: 'string', describe: 'ref to set (default: local/<base name>, hf/<owner>/<repo>)' })
+      .option('name', {
+        type: 'string',
+        describe:
+          'ref to set (default: local/<base name>, hf/<owner>/<repo>; a Hugging Face cache names its own repositories)',
+      })
       .option('include', {
         type: 'string',
         array: true,
