@@ -14,9 +14,10 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
-import { type ObjectId, TensorFSError, resolveRevision, throwIfAborted } from '@tensorfs/format';
+import { type ObjectId, TensorFSError, parseObjectId, resolveRevision, throwIfAborted } from '@tensorfs/format';
 import { errnoOf, fsyncDir, ioError, mkdirDurable, tempName } from './fsutil.js';
 import { type HfRepoType, gitBlobHasher, hfRepoOf, isLfsFile } from './hf-cache.js';
+import { checkObject, checkOptions, checkString } from './args.js';
 import type { LocalStore } from './store.js';
 
 const COMMIT = /^[0-9a-f]{40}$/;
@@ -61,9 +62,12 @@ export function hfCommitOf(revision: {
   target: ObjectId;
   document?: { upstream?: { source?: string; revision?: string } | null } | null;
 }): string {
-  const up = revision.document?.upstream?.revision;
+  checkObject(revision, 'revision');
+  const up = (revision.document as { upstream?: { revision?: unknown } | null } | null | undefined)?.upstream?.revision;
   if (typeof up === 'string' && COMMIT.test(up)) return up;
-  return (revision.commit ?? revision.target).slice('sha256:'.length, 'sha256:'.length + 40);
+  const id = revision.commit ?? revision.target;
+  checkString(id, 'revision.target');
+  return parseObjectId(id).slice('sha256:'.length, 'sha256:'.length + 40);
 }
 
 /** One file staged as a blob. */
@@ -83,6 +87,11 @@ export async function exportHfCache(
   root: string,
   options: HfCacheExportOptions = {},
 ): Promise<HfCacheExportResult> {
+  checkObject(store, 'store');
+  checkString(repo, 'repo');
+  if (revision !== null && revision !== undefined) checkString(revision, 'revision');
+  checkString(root, 'root');
+  checkOptions(options);
   const { signal } = options;
   const rev = await resolveRevision(store, repo, revision ?? undefined);
   if (rev.targetKind !== 'tree') {

@@ -19,6 +19,7 @@ import {
 } from '@tensorfs/format';
 import { type HfCacheForm, type HfRepoType, scanHfCache } from './hf-cache.js';
 import type { Progress } from './import.js';
+import { checkObject, checkOptions, checkString } from './args.js';
 import type { LocalStore } from './store.js';
 
 /** Options of {@link importHfCache}. */
@@ -87,6 +88,9 @@ export async function importHfCache(
   path: string,
   options: HfCacheImportOptions = {},
 ): Promise<HfCacheImportResult> {
+  checkObject(store, 'store');
+  checkString(path, 'path');
+  checkOptions(options);
   const { signal } = options;
   const scan = await scanHfCache(path);
   const all = scan.repos.flatMap((r) => r.snapshots);

@@ -24,7 +24,9 @@ import {
   validateRepoId,
   validateRevisionName,
   validateSymlinkTarget,
+  wrongArgument,
 } from '@tensorfs/format';
+import { checkString } from './args.js';
 import { errnoOf, ioError } from './fsutil.js';
 import { type ContentDigest, type Found, scanTree, stampOf } from './import.js';
 
@@ -108,6 +110,7 @@ async function isRepoFolder(dir: string): Promise<boolean> {
  * file or folder, imported as such). The path itself may be a symlink (followed).
  */
 export async function detectHfCache(path: string): Promise<HfCacheForm | null> {
+  checkString(path, 'path');
   let dir: string;
   try {
     dir = await fsp.realpath(resolve(path));
@@ -140,6 +143,7 @@ export async function detectHfCache(path: string): Promise<HfCacheForm | null> {
  * folder names no repository.
  */
 export function parseRepoFolder(folder: string): { repo: string; type: HfRepoType | 'space' } {
+  checkString(folder, 'folder');
   const m = REPO_FOLDER.exec(folder);
   const parts = m?.[2]?.split('--') ?? [];
   const ok = (s: string): boolean => /^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(s) && !s.includes('..') && s.length <= 96;
@@ -161,6 +165,7 @@ export const DATASET_PREFIX = 'datasets/';
  * `datasets--owner--name`.
  */
 export function hfRepoOf(repo: string): { id: string; type: HfRepoType; folder: string } {
+  checkString(repo, 'repo');
   const dataset = repo.startsWith(DATASET_PREFIX);
   const id = dataset ? repo.slice(DATASET_PREFIX.length) : repo;
   const type: HfRepoType = dataset ? 'dataset' : 'model';
@@ -175,6 +180,7 @@ export function hfRepoOf(repo: string): { id: string; type: HfRepoType; folder: 
  * not a regular file), `malformed` (a ref not holding a 40-hex commit), `io`.
  */
 export async function scanHfCache(path: string): Promise<HfCacheScan> {
+  checkString(path, 'path');
   const form = await detectHfCache(path);
   if (form === null) {
     fail(
@@ -511,6 +517,9 @@ export const LFS_MIN_BYTES = 10 * 1024 * 1024;
  * huggingface_hub sends the Hub's `preupload` call).
  */
 export function isLfsFile(path: string, size: number, head: Uint8Array): boolean {
+  checkString(path, 'path');
+  if (typeof size !== 'number') wrongArgument('store', 'size', 'a number', size);
+  if (!(head instanceof Uint8Array)) wrongArgument('store', 'head', 'a Uint8Array', head);
   if (size === 0) return false;
   if (size > LFS_MIN_BYTES) return true;
   const name = path.split('/').pop() ?? path;

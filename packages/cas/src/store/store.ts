@@ -13,6 +13,7 @@ import {
   type ObjectId,
   type RecordRef,
   TensorFSError,
+  wrongArgument,
   decodeCheckpoint,
   decodeManifest,
   encodeManifest,
@@ -589,6 +590,10 @@ export class LocalStore implements Store {
    * lease is live. `name`/`expected` are not used.
    */
   async importEntries(found: readonly Found[], lease: Lease, options: ImportOptions = {}): Promise<ImportResult> {
+    checkObjects(found, 'found');
+    if (typeof lease !== 'object' || lease === null || typeof (lease as { id?: unknown }).id !== 'string') {
+      wrongArgument('store', 'lease', 'a Lease', lease);
+    }
     checkOptions(options);
     this.live();
     this.objects.assertWritable();
