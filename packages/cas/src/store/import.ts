@@ -9,6 +9,7 @@
  * silently drops or rewrites entries would not be the tree the user imported. Empty folders are
  * not recorded (a manifest lists files and symlinks).
  */
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { basename, join } from 'node:path';
@@ -78,7 +79,8 @@ export interface ImportResult {
   objectsWritten: number;
 }
 
-interface Found {
+/** One entry of a scanned tree: `rel` in the snapshot, read from `abs`. */
+export interface Found {
   rel: string;
   abs: string;
   kind: 'file' | 'symlink';
@@ -86,6 +88,27 @@ interface Found {
   mode: number;
   /** The file's identity and change stamps when it was scanned (lstat, nanoseconds). */
   stamp: Stamp;
+  /**
+   * A digest the whole file's bytes must have (a Hugging Face cache blob is named by one), checked
+   * over the very bytes imported; a mismatch is `corrupt` with `rule`.
+   */
+  expect?: ContentDigest;
+  /** For a symlink entry: its target, already read and checked by the scanner. */
+  target?: string;
+}
+
+/**
+ * A whole-file digest to check: `sha256` of the bytes, or `git-sha1`, git's blob id
+ * (SHA-1 of `blob <length>\0` followed by the bytes).
+ */
+export interface ContentDigest {
+  algorithm: 'sha256' | 'git-sha1';
+  /** Lowercase hex. */
+  hex: string;
+  /** The error rule on a mismatch, e.g. `hf_cache.blob_digest`. */
+  rule: string;
+  /** What names the file in the message (e.g. `blobs/<name>`). */
+  source: string;
 }
 
 /**
@@ -93,7 +116,7 @@ interface Found {
  * (the same file, not a swapped one), type, size, and modification and status-change times in
  * nanoseconds (git's racy-file check uses the same fields). Any write changes mtime and ctime.
  */
-interface Stamp {
+export interface Stamp {
   dev: bigint;
   ino: bigint;
   size: bigint;
@@ -103,7 +126,8 @@ interface Stamp {
   symlink: boolean;
 }
 
-function stampOf(st: import('node:fs').BigIntStats): Stamp {
+/** The stamp of an lstat/fstat result. */
+export function stampOf(st: import('node:fs').BigIntStats): Stamp {
   return {
     dev: st.dev,
     ino: st.ino,
@@ -303,14 +327,35 @@ async function* fileRange(fh: fsp.FileHandle, offset: number, length: number): A
   }
 }
 
+/** What {@link importTree} and {@link importFound} return. */
+export interface TreeImport {
+  entries: ManifestEntry[];
+  files: number;
+  bytes: number;
+  bytesWritten: number;
+  objectsWritten: number;
+}
+
 /** Plans, hashes and admits every entry; returns the manifest entries and counts. */
 export async function importTree(
   objects: Objects,
   lease: Lease,
   abs: string,
   options: ImportOptions,
-): Promise<{ entries: ManifestEntry[]; files: number; bytes: number; bytesWritten: number; objectsWritten: number }> {
-  const found = await scanTree(abs);
+): Promise<TreeImport> {
+  return importFound(objects, lease, await scanTree(abs), options);
+}
+
+/**
+ * Imports entries scanned elsewhere (sorted by `rel`, as {@link scanTree} gives them): each file
+ * read from its `abs` with the same race checks, each `expect`ed digest checked.
+ */
+export async function importFound(
+  objects: Objects,
+  lease: Lease,
+  found: readonly Found[],
+  options: ImportOptions,
+): Promise<TreeImport> {
   const { signal, onProgress } = options;
   const progress: Progress = {
     files: 0,
@@ -336,7 +381,9 @@ export async function importTree(
     for (const f of found) {
       throwIfAborted(signal);
       progress.path = f.rel;
-      if (f.kind === 'symlink') {
+      if (f.kind === 'symlink' && f.target !== undefined) {
+        entries.push({ path: f.rel, kind: 'symlink', target: f.target });
+      } else if (f.kind === 'symlink') {
         const target = await fsp.readlink(f.abs).catch((err) => {
           if (errnoOf(err) === 'ENOENT' || errnoOf(err) === 'EINVAL') throw changedError(f.rel, 'type', err);
           throw ioError(err, 'readlink', f.rel);
@@ -361,6 +408,7 @@ export async function importTree(
         try {
           const size = f.size;
           const seams = options.seams?.[f.rel];
+          const whole = f.expect ? new WholeFile(f.expect, size) : undefined;
           const plan = await planAndHash(fileHandleSource(fh, size), {
             hasher,
             signal,
@@ -370,6 +418,7 @@ export async function importTree(
             // Write a temp while the record hashes (and start its fdatasync), when it is likely new.
             onRead: (record, bytes) => early.start(record, bytes),
             onRecord: async (record, bytes) => {
+              whole?.add(record.digest, bytes);
               const temp = early.take(record.index);
               if (bytes === null) {
                 // Read again from the file: bytes that differ from what was hashed mean the
@@ -419,6 +468,7 @@ export async function importTree(
           // After every byte was read: the handle and the name must still be the file scanned,
           // unchanged (a write during the read would have moved mtime/ctime).
           await checkUnchanged(f, fh);
+          if (whole) await whole.check(fh, signal);
           entries.push({
             path: f.rel,
             kind: 'file',
@@ -455,6 +505,52 @@ export async function importTree(
     bytesWritten: progress.bytesWritten,
     objectsWritten,
   };
+}
+
+/**
+ * A whole file's digest computed from the planner's records as they arrive (in file order, the
+ * very bytes imported). A record too big to be buffered (`bytes` null) is the file's only record
+ * (`blob-v1`): its digest is the file's SHA-256; git's SHA-1 then needs one more read of the file.
+ */
+class WholeFile {
+  private readonly hash: ReturnType<typeof createHash>;
+  private unbuffered: ObjectId | null = null;
+
+  constructor(
+    private readonly expect: ContentDigest,
+    private readonly size: number,
+  ) {
+    this.hash = createHash(expect.algorithm === 'sha256' ? 'sha256' : 'sha1');
+    if (expect.algorithm === 'git-sha1') this.hash.update(`blob ${size}\0`);
+  }
+
+  add(digest: ObjectId, bytes: readonly Uint8Array[] | null): void {
+    if (bytes === null) this.unbuffered = digest;
+    else for (const b of bytes) this.hash.update(b);
+  }
+
+  /** `corrupt` with the expected rule unless the bytes have the expected digest. */
+  async check(fh: fsp.FileHandle, signal?: AbortSignal): Promise<void> {
+    let actual: string;
+    if (this.unbuffered !== null && this.expect.algorithm === 'sha256') {
+      actual = this.unbuffered.slice('sha256:'.length);
+    } else {
+      if (this.unbuffered !== null) {
+        for await (const chunk of fileRange(fh, 0, this.size)) {
+          throwIfAborted(signal);
+          this.hash.update(chunk);
+        }
+      }
+      actual = this.hash.digest('hex');
+    }
+    if (actual !== this.expect.hex) {
+      throw new TensorFSError(
+        'corrupt',
+        `${this.expect.source}: its bytes do not match its name (${this.expect.algorithm} ${actual})`,
+        { details: { rule: this.expect.rule, path: this.expect.source, expected: this.expect.hex, actual } },
+      );
+    }
+  }
 }
 
 /**

@@ -27,3 +27,26 @@ export type { VerifyOptions, VerifyResult } from './verify.js';
 export type { ImportOptions, ImportResult, Progress } from './import.js';
 export { type FileSource, fileHandleSource, openFileSource } from './file-source.js';
 export { siblingTemp } from './fsutil.js';
+export {
+  type HfCacheForm,
+  type HfCacheRepo,
+  type HfCacheScan,
+  type HfCacheSnapshot,
+  type HfRepoType,
+  LFS_MIN_BYTES,
+  detectHfCache,
+  isLfsFile,
+  parseRepoFolder,
+  hfRepoOf,
+  DATASET_PREFIX,
+  scanHfCache,
+} from './hf-cache.js';
+export {
+  type HfCacheCommitResult,
+  type HfCacheImportOptions,
+  type HfCacheImportResult,
+  type HfCacheRepoResult,
+  importHfCache,
+} from './hf-cache-import.js';
+export { type HfCacheExportOptions, type HfCacheExportResult, exportHfCache, hfCommitOf } from './hf-cache-export.js';
+export type { Found, ContentDigest, Stamp, TreeImport } from './import.js';

@@ -13,6 +13,7 @@ import {
   type ObjectId,
   type RecordRef,
   TensorFSError,
+  wrongArgument,
   decodeCheckpoint,
   decodeManifest,
   encodeManifest,
@@ -29,7 +30,7 @@ import { isSharedRoot, resolveGroup, SHARED_DIR_MODE, shareEntry, shareLayout, s
 import { type GcOptions, type GcResult, collect } from './gc.js';
 import { type RemoveOptions, type RemoveResult, removeAndFree } from './remove.js';
 import { childrenOf, reach } from './graph.js';
-import { type ImportOptions, type ImportResult, importTree } from './import.js';
+import { type Found, type ImportOptions, type ImportResult, importFound, importTree } from './import.js';
 import { type Layout, layoutOf, validateRefName } from './layout.js';
 import {
   DEFAULT_LEASE_TTL_MS,
@@ -580,6 +581,31 @@ export class LocalStore implements Store {
     } finally {
       await lease.release();
     }
+  }
+
+  /**
+   * Imports entries scanned elsewhere (the Hugging Face cache's snapshots, see `scanHfCache`) as
+   * one snapshot, with the same reads, race checks and digest checks as {@link importPath}, under
+   * the caller's `lease`: nothing roots the snapshot until the caller names it by a ref while the
+   * lease is live. `name`/`expected` are not used.
+   */
+  async importEntries(found: readonly Found[], lease: Lease, options: ImportOptions = {}): Promise<ImportResult> {
+    checkObjects(found, 'found');
+    if (typeof lease !== 'object' || lease === null || typeof (lease as { id?: unknown }).id !== 'string') {
+      wrongArgument('store', 'lease', 'a Lease', lease);
+    }
+    checkOptions(options);
+    this.live();
+    this.objects.assertWritable();
+    const result = await importFound(this.objects, lease, found, options);
+    const snapshot = await this.putManifest({ entries: result.entries }, { lease });
+    return {
+      snapshot,
+      files: result.files,
+      bytes: result.bytes,
+      bytesWritten: result.bytesWritten,
+      objectsWritten: result.objectsWritten,
+    };
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ export const SPECS = {
   import: {
     command: 'import <path>',
     describe:
-      'Import a file, a folder, a Hugging Face repository (hf://owner/repo[@revision]), an https:// URL to a file or a Civitai model version (civitai://<id>) as a snapshot, or a portable folder as its checkpoint, and name it with a ref',
+      'Import a file, a folder, a Hugging Face repository (hf://owner/repo[@revision]), an https:// URL to a file or a Civitai model version (civitai://<id>) as a snapshot, or a portable folder as its checkpoint, and name it with a ref; a Hugging Face cache folder (hub/, models--owner--name or snapshots/<commit>) as its repositories, one tree per commit, branches from refs/',
   },
   convert: {
     command: 'convert <src>',
@@ -39,7 +39,7 @@ export const SPECS = {
   export: {
     command: 'export <ref> <dir>',
     describe:
-      'Rebuild a snapshot as ordinary files under a folder, byte-exact; a checkpoint as its original files (--safetensors), its header file (--cozytensors) or a portable origin folder: header, chunks/ and refs/ (--portable)',
+      'Rebuild a snapshot as ordinary files under a folder, byte-exact; a checkpoint as its original files (--safetensors), its header file (--cozytensors) or a portable origin folder: header, chunks/ and refs/ (--portable); a repository revision as a Hugging Face cache root (--hf-cache)',
   },
   verify: {
     command: 'verify',

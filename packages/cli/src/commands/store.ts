@@ -108,7 +108,7 @@ export const importCommand = defineCommand<ImportArgs>({
       .option('name', {
         type: 'string',
         describe:
-          'ref to set (default: local/<base name>, hf/<owner>/<repo>, web/<file name>, civitai/<version id>; a portable folder: its ref)',
+          'ref to set (default: local/<base name>, hf/<owner>/<repo>, web/<file name>, civitai/<version id>; a portable folder: its ref; a Hugging Face cache names its own repositories)',
       })
       .option('include', {
         type: 'string',
@@ -167,6 +167,13 @@ export const importCommand = defineCommand<ImportArgs>({
       throw new TensorFSError('invalid_argument', '--include selects files of an hf:// source only', {
         details: { rule: 'cli.include_hf_only' },
       });
+    }
+    // A Hugging Face cache (hub/, models--owner--name, snapshots/<commit>) names its repositories.
+    const { detectHfCache } = await import('@tensorfs/cas');
+    if ((await detectHfCache(args.path)) !== null) {
+      const { runHfCacheImport } = await import('./hf-cache.js');
+      await withStore(ctx, false, (s) => runHfCacheImport(ctx, s, args.path, args), true);
+      return;
     }
     const name = args.name ?? defaultRefName(args.path);
     const bar = ctx.progress('import');
@@ -383,6 +390,7 @@ interface ExportArgs {
   safetensors: boolean;
   cozytensors: boolean;
   portable: boolean;
+  hfCache: boolean;
   variant?: string;
 }
 
@@ -409,10 +417,30 @@ export const exportCommand = defineCommand<ExportArgs>({
         describe:
           'checkpoint: an origin folder (chunks/<sha256-hex> for every object, refs/<ref>) plus <variant>.cozytensors',
       })
+      .option('hf-cache', {
+        type: 'boolean',
+        default: false,
+        describe:
+          'repository revision (<repo>[@<rev>]) into <dir> as a Hugging Face cache root: models--owner--name/ with blobs/<etag>, snapshots/<commit>/ links and refs/ (HF_HUB_CACHE=<dir> loads it)',
+      })
       .option('variant', { type: 'string', describe: 'header file name stem (default: model)' }) as unknown as Argv<
       ExportArgs & GlobalArgs
     >,
   handler: async (args, ctx) => {
+    if (args.hfCache) {
+      if (args.safetensors || args.cozytensors || args.portable || args.variant !== undefined) {
+        throw new TensorFSError(
+          'invalid_argument',
+          '--hf-cache exports a tree; it takes none of --safetensors, --cozytensors, --portable, --variant',
+          {
+            details: { rule: 'cli.hf_cache_mode' },
+          },
+        );
+      }
+      const { runHfCacheExport } = await import('./hf-cache.js');
+      await withStore(ctx, !args.verify, (s) => runHfCacheExport(ctx, s, args.ref, args.dir, { verify: args.verify }));
+      return;
+    }
     const modes = [args.safetensors, args.cozytensors, args.portable].filter(Boolean).length;
     if (modes > 1) {
       throw new TensorFSError('invalid_argument', 'choose one of --safetensors, --cozytensors and --portable');
