@@ -43,6 +43,8 @@ export interface PullOptions extends FetchOptions {
   tensors?: readonly string[];
   /** Compare-and-swap on the local ref: an id it must hold, or null (must not exist). */
   expected?: ObjectId | null;
+  /** Set the local ref as cached (evictable under the store's budget), not saved (`tfs pull --cache`). */
+  cached?: boolean;
 }
 
 /** What a pull did. */
@@ -111,7 +113,7 @@ export async function pull(store: Store, origin: Origin, ref: string, options: P
     await t.walk(topBytes, leaves);
     leaves = new Map([...leaves].filter(([id]) => !t.referencingIds.has(id)));
     await t.fetchAll(leaves);
-    await store.setRef(name, localId, { expected: options.expected, lease });
+    await store.setRef(name, localId, { expected: options.expected, lease, ...(options.cached ? { cached: true } : {}) });
     return {
       ref,
       name,
