@@ -113,7 +113,11 @@ export async function pull(store: Store, origin: Origin, ref: string, options: P
     await t.walk(topBytes, leaves);
     leaves = new Map([...leaves].filter(([id]) => !t.referencingIds.has(id)));
     await t.fetchAll(leaves);
-    await store.setRef(name, localId, { expected: options.expected, lease, ...(options.cached ? { cached: true } : {}) });
+    await store.setRef(name, localId, {
+      expected: options.expected,
+      lease,
+      ...(options.cached ? { cached: true } : {}),
+    });
     return {
       ref,
       name,

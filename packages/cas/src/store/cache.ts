@@ -235,7 +235,6 @@ export class UseTracker {
     this.closed = true;
     await this.lease?.release().catch(() => {});
   }
-
 }
 
 /** Parses a size: `50G`, `800M`, `1.5GiB`, `4096` (bytes); K, M, G, T are powers of 1024. */

@@ -53,6 +53,19 @@ export const SPECS = {
     command: 'du',
     describe: 'Show logical and stored bytes, the dedup ratio and per-ref logical, stored, exclusive and shared bytes',
   },
+  cache: {
+    command: 'cache <action>',
+    describe:
+      'The cache: ls (cached refs and objects, their bytes and last use) | prune [--max-size S] [--older-than D] (evict least recently used first)',
+  },
+  pin: {
+    command: 'pin <ref>',
+    describe: 'Make a cached ref saved: kept until removed, never evicted',
+  },
+  unpin: {
+    command: 'unpin <ref>',
+    describe: 'Make a ref cached: evictable under the budget (TENSORFS_CACHE_MAX), least recently used first',
+  },
   tensors: {
     command: 'tensors <ref>',
     describe: 'List the tensors of a snapshot or checkpoint (name, dtype, shape, bytes, objects), reading headers only',

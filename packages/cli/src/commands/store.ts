@@ -24,7 +24,12 @@ export async function withStore<T>(
   recreateMetadata = false,
 ): Promise<T> {
   // Only import may create a store; every other command needs one that exists.
-  const store = await LocalStore.open(create ? ctx.storeDir : ctx.existingStoreDir(), { readOnly, recreateMetadata });
+  // Reads record use (the cache's least-recently-used order), a read-only open too.
+  const store = await LocalStore.open(create ? ctx.storeDir : ctx.existingStoreDir(), {
+    readOnly,
+    recreateMetadata,
+    recordUse: true,
+  });
   try {
     return await fn(store);
   } finally {
