@@ -45,9 +45,10 @@ export async function connectOrigin(
 ): Promise<Origin> {
   if (!url.startsWith('http://') && !url.startsWith('https://')) return openOrigin(url, options);
   const base = url.replace(/\/+$/, '');
-  // Offline, the probe is not sent: the origin is opened unprobed and every request it makes
-  // fails `unavailable` (offline), while reads of what the local store holds go on.
-  if (options.offline ?? offlineFromEnv()) return openOrigin(base, options);
+  // Offline, the probe is not sent: the origin is opened as a hub (it may be written to) and
+  // every request it makes fails `unavailable` (offline), while reads of what the local store
+  // holds go on.
+  if (options.offline ?? offlineFromEnv()) return openOrigin(`hub+${base}`, options);
   const client = new HttpClient({ ...options, credential: options.token });
   const res = await client.send({
     method: 'GET',

@@ -7,6 +7,7 @@ export type {
   RootEntry,
   Usage,
   RefUsage,
+  RepositoryUsage,
   ExportOptions,
   RefProblem,
   RefListing,

@@ -17,8 +17,11 @@ import {
   decodeManifest,
   encodeManifest,
   isCheckpointHeader,
+  decodeRevision,
   isObjectId,
+  isRevisionDocument,
   parseObjectId,
+  parseRepoRefName,
   isTensorFSError,
   throwIfAborted,
   validatePath,
@@ -221,12 +224,17 @@ export interface Usage {
   /** logicalBytes / bytes of the objects those snapshots reach (1 when nothing is stored). */
   dedupRatio: number;
   /**
-   * Bytes of the objects no ref, root or live lease reaches (what a GC past the grace period
-   * would take): `storedBytes` minus the bytes of every reached object.
+   * Bytes of the objects no ref, root or live lease reaches and the cache does not hold (what a
+   * GC past the grace period would take): `storedBytes` minus the bytes of every kept object.
    */
   unreferencedBytes: number;
   /** Per ref: see {@link RefUsage}. */
   refs: RefUsage[];
+  /**
+   * Per repository (its branches and tags together, `parseRepoRefName`): see
+   * {@link RepositoryUsage}. Refs outside the repository layout are in no repository.
+   */
+  repositories: RepositoryUsage[];
   /**
    * Refs left out of every figure: their file cannot be read, or what they name (or a snapshot a
    * checkpoint names) is missing or does not decode. See {@link RefProblem}.
@@ -250,6 +258,23 @@ export interface RefUsage {
    */
   exclusiveBytes: number;
   /** `storedBytes - exclusiveBytes`: its bytes that something else also keeps. */
+  sharedBytes: number;
+}
+
+/** One repository's figures in {@link Usage}: its branch and tag refs taken together. */
+export interface RepositoryUsage {
+  repo: string;
+  /** Its refs (branches and tags), by name. */
+  refs: string[];
+  /** Sum of the logical bytes of the distinct heads its refs name. */
+  logicalBytes: number;
+  /** Bytes of the distinct stored objects its refs reach. */
+  storedBytes: number;
+  /** Those objects. */
+  objects: number;
+  /** Bytes only its refs reach (no other repository's ref, no root, no live lease): what `tfs rm <repo> --all --tags` frees. */
+  exclusiveBytes: number;
+  /** `storedBytes - exclusiveBytes`. */
   sharedBytes: number;
 }
 
@@ -748,8 +773,13 @@ export class LocalStore implements Store {
   }
 
   /** A head object (a snapshot manifest or a checkpoint header): read, rehashed and decoded. */
-  private async readHead(id: ObjectId): Promise<Head> {
+  private async readHead(id: ObjectId, depth = 0): Promise<Head> {
     const bytes = await this.objects.read(parseObjectId(id), true);
+    if (isRevisionDocument(bytes) && depth === 0) {
+      // A branch head (a revision document): its kind and logical size are its target's.
+      const target = await this.readHead(decodeRevision(bytes).target, 1);
+      return { bytes, kind: target.kind, logical: target.logical };
+    }
     if (isCheckpointHeader(bytes)) {
       // A checkpoint's logical size: the bytes of its tensors, parts and assets.
       let logical = 0;
@@ -1169,6 +1199,21 @@ export class LocalStore implements Store {
     };
     for (const o of leasedObjects(this.db)) holder.set(o, LEASED);
     const problems: RefProblem[] = [];
+    // The same bookkeeping per repository (its refs together).
+    interface RepoAcc {
+      index: number;
+      repo: string;
+      refs: string[];
+      heads: Set<ObjectId>;
+      objects: Set<ObjectId>;
+    }
+    const repos = new Map<string, RepoAcc>();
+    const repoHolder = new Map<ObjectId, number>();
+    const repoHold = (o: ObjectId, who: number) => {
+      const prev = repoHolder.get(o);
+      repoHolder.set(o, prev === undefined || prev === who ? who : SHARED);
+    };
+    for (const o of leasedObjects(this.db)) repoHolder.set(o, LEASED);
     // Each head object is read once: the check, the walk from it and its logical size share it.
     const measure = async (name: string, id: ObjectId, head: Head | undefined, isRef: boolean): Promise<void> => {
       const r = await reach(this.objects, [id], signal, head && new Map([[id, head.bytes]]));
@@ -1181,10 +1226,25 @@ export class LocalStore implements Store {
         return;
       }
       const who = isRef ? refs.length : SHARED;
+      const repoName = isRef ? (parseRepoRefName(name)?.repo ?? null) : null;
+      let acc: RepoAcc | undefined;
+      if (repoName !== null) {
+        acc = repos.get(repoName);
+        if (acc === undefined) {
+          acc = { index: repos.size, repo: repoName, refs: [], heads: new Set(), objects: new Set() };
+          repos.set(repoName, acc);
+        }
+        acc.refs.push(name);
+        acc.heads.add(id);
+      }
       let own = 0;
       for (const o of r.objects.keys()) {
         own += sizes.get(o) ?? 0;
         hold(o, who);
+        if (acc !== undefined) {
+          acc.objects.add(o);
+          repoHold(o, acc.index);
+        } else repoHold(o, SHARED);
       }
       if (!logical.has(id)) {
         // A root that is not a snapshot or checkpoint counts its raw size.
@@ -1213,6 +1273,8 @@ export class LocalStore implements Store {
     for (const root of await this.listRoots()) {
       if (logical.has(root.id)) {
         rootedRefIds.add(root.id);
+        // Its objects are held by a root too: no repository has them alone.
+        for (const o of (await reach(this.objects, [root.id], signal)).objects.keys()) repoHold(o, SHARED);
         continue;
       }
       let head: Head | undefined;
@@ -1224,6 +1286,10 @@ export class LocalStore implements Store {
       await measure(`root:${root.reason}`, root.id, head, false);
     }
     problems.sort(byName);
+    // Cached objects no ref reaches are kept (GC leaves them to the cache's budget): not unreferenced.
+    for (const o of this.db.prepare('SELECT id FROM cache_entries').pluck().all() as ObjectId[]) {
+      if (!holder.has(o)) holder.set(o, LEASED);
+    }
     const logicalBytes = [...logical.values()].reduce((a, b) => a + b, 0);
     let reachedBytes = 0;
     let keptBytes = 0;
@@ -1234,9 +1300,30 @@ export class LocalStore implements Store {
       if (who >= 0 && !rootedRefIds.has(refs[who]!.id)) refs[who]!.exclusiveBytes += size;
     }
     for (const r of refs) r.sharedBytes = r.storedBytes - r.exclusiveBytes;
+    const repositories: RepositoryUsage[] = [...repos.values()]
+      .sort((a, b) => (a.repo < b.repo ? -1 : a.repo > b.repo ? 1 : 0))
+      .map((a) => {
+        let storedBytes = 0;
+        let exclusiveBytes = 0;
+        for (const o of a.objects) {
+          const size = sizes.get(o) ?? 0;
+          storedBytes += size;
+          if (repoHolder.get(o) === a.index) exclusiveBytes += size;
+        }
+        const logicalBytes = [...a.heads].reduce((n, h) => n + (logical.get(h) ?? 0), 0);
+        return {
+          repo: a.repo,
+          refs: [...a.refs].sort(),
+          logicalBytes,
+          storedBytes,
+          objects: a.objects.size,
+          exclusiveBytes,
+          sharedBytes: storedBytes - exclusiveBytes,
+        };
+      });
     const dedupRatio = reachedBytes > 0 ? logicalBytes / reachedBytes : 1;
     const unreferencedBytes = storedBytes - keptBytes;
-    return { logicalBytes, storedBytes, objects, dedupRatio, unreferencedBytes, refs, problems };
+    return { logicalBytes, storedBytes, objects, dedupRatio, unreferencedBytes, refs, repositories, problems };
   }
 }
 

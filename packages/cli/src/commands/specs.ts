@@ -47,11 +47,12 @@ export const SPECS = {
   rm: {
     command: 'rm <ref>',
     describe:
-      'Delete a ref and, at once, the objects only it reached (past the GC grace period); print the bytes freed',
+      'Delete a ref, a branch (owner/name@branch) or a repository (--all, tags with --tags) and, at once, the objects only it reached; print the bytes freed',
   },
   du: {
     command: 'du',
-    describe: 'Show logical and stored bytes, the dedup ratio and per-ref logical, stored, exclusive and shared bytes',
+    describe:
+      'Show logical and stored bytes, the dedup ratio, and per ref and per repository logical, stored, exclusive and shared bytes',
   },
   cache: {
     command: 'cache <action>',
