@@ -53,7 +53,9 @@ try {
   for (let i = 0; i < ids.length; i += 10_000) await s.addCachedObjects(ids.slice(i, i + 10_000), 'bench');
   const plainDir = path.join(dir, 'plain');
   const plain = writePlain(plainDir, OBJECTS);
-  console.log(`setup: ${OBJECTS} cached objects and ${OBJECTS} plain files in ${(performance.now() - t0).toFixed(0)} ms`);
+  console.log(
+    `setup: ${OBJECTS} cached objects and ${OBJECTS} plain files in ${(performance.now() - t0).toFixed(0)} ms`,
+  );
   await settle();
   const p0 = performance.now();
   const r = await s.prune({ maxBytes: 0 });
@@ -63,7 +65,13 @@ try {
   const u0 = performance.now();
   for (const f of plain) fs.unlinkSync(f);
   const unlinkMs = performance.now() - u0;
-  report(`prune ${OBJECTS} cached objects`, pruneMs, 'unlink loop', unlinkMs, `${((pruneMs / OBJECTS) * 1000).toFixed(1)} µs/object`);
+  report(
+    `prune ${OBJECTS} cached objects`,
+    pruneMs,
+    'unlink loop',
+    unlinkMs,
+    `${((pruneMs / OBJECTS) * 1000).toFixed(1)} µs/object`,
+  );
 } finally {
   await fsp.rm(dir, { recursive: true, force: true });
 }

@@ -3,38 +3,15 @@
  * `tfs unpin`, and the budget `TENSORFS_CACHE_MAX` applied after every command that adds cached
  * bytes (`tfs pull --cache`, `tfs cat --from`).
  */
-import { type LocalStore, type PruneResult, parseDuration, parseSize } from '@tensorfs/cas';
+import { parseDuration, parseSize } from '@tensorfs/cas';
 import { TensorFSError } from '@tensorfs/format';
 import type { Argv } from 'yargs';
 import { defineCommand } from '../command.js';
-import type { CommandContext, GlobalArgs } from '../context.js';
+import type { GlobalArgs } from '../context.js';
 import { formatBytes } from '../progress.js';
+import { cacheBudget } from './cache-budget.js';
 import { SPECS } from './specs.js';
 import { withStore } from './store.js';
-
-/** The budget of `TENSORFS_CACHE_MAX` (`50G`, `800M`…), or null when unset. */
-export function cacheBudget(ctx: CommandContext): number | null {
-  const v = ctx.io.env.TENSORFS_CACHE_MAX;
-  if (v === undefined || v.trim() === '') return null;
-  return parseSize(v, 'TENSORFS_CACHE_MAX');
-}
-
-/**
- * After a command added cached bytes: evicts least recently used cached refs and objects until
- * the store is within `TENSORFS_CACHE_MAX` (nothing when it is unset). Warns when what is saved,
- * leased or being read alone exceeds it.
- */
-export async function applyCacheBudget(ctx: CommandContext, store: LocalStore): Promise<PruneResult | null> {
-  const maxBytes = cacheBudget(ctx);
-  if (maxBytes === null) return null;
-  const r = await store.prune({ maxBytes, signal: ctx.signal });
-  if (!r.withinBudget) {
-    ctx.warn(
-      `the store holds ${formatBytes(r.storedAfter)}, over TENSORFS_CACHE_MAX (${formatBytes(maxBytes)}): the rest is saved, leased or in use`,
-    );
-  }
-  return r;
-}
 
 const when = (ms: number) => new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
 

@@ -134,7 +134,7 @@ export async function fetchingStore(
   fs.close = async () => {
     await close();
     await origin.close();
-    if (fs.fetched.objects > 0) await (await import('./cache.js')).applyCacheBudget(ctx, local);
+    if (fs.fetched.objects > 0) await (await import('./cache-budget.js')).applyCacheBudget(ctx, local);
   };
   return fs;
 }
@@ -216,7 +216,7 @@ export const pullCommand = defineCommand<PullArgs>({
       });
       bar.done();
       // A cached pull adds cached bytes: the budget applies now (the pulled ref is the newest use).
-      const pruned = args.cache ? await (await import('./cache.js')).applyCacheBudget(ctx, store) : null;
+      const pruned = args.cache ? await (await import('./cache-budget.js')).applyCacheBudget(ctx, store) : null;
       ctx.result({ ...r, cached: args.cache, ...(pruned ? { pruned } : {}) }, () => [
         `${r.name} -> ${r.id}`,
         `fetched ${r.objects.fetched} objects (${formatBytes(r.bytes.fetched)}), already present ${r.objects.present} (${formatBytes(r.bytes.present)})${r.bytes.resumed ? `, resumed ${formatBytes(r.bytes.resumed)}` : ''}`,
