@@ -1214,6 +1214,9 @@ export class LocalStore implements Store {
       repoHolder.set(o, prev === undefined || prev === who ? who : SHARED);
     };
     for (const o of leasedObjects(this.db)) repoHolder.set(o, LEASED);
+    // A ref whose id is also a root: its objects are held by the root too (no repository has
+    // them alone); known before the walk so no head is read twice.
+    const rootIds = new Set(this.db.prepare('SELECT id FROM roots').pluck().all() as ObjectId[]);
     // Each head object is read once: the check, the walk from it and its logical size share it.
     const measure = async (name: string, id: ObjectId, head: Head | undefined, isRef: boolean): Promise<void> => {
       const r = await reach(this.objects, [id], signal, head && new Map([[id, head.bytes]]));
@@ -1243,7 +1246,7 @@ export class LocalStore implements Store {
         hold(o, who);
         if (acc !== undefined) {
           acc.objects.add(o);
-          repoHold(o, acc.index);
+          repoHold(o, rootIds.has(id) ? SHARED : acc.index);
         } else repoHold(o, SHARED);
       }
       if (!logical.has(id)) {
@@ -1273,8 +1276,6 @@ export class LocalStore implements Store {
     for (const root of await this.listRoots()) {
       if (logical.has(root.id)) {
         rootedRefIds.add(root.id);
-        // Its objects are held by a root too: no repository has them alone.
-        for (const o of (await reach(this.objects, [root.id], signal)).objects.keys()) repoHold(o, SHARED);
         continue;
       }
       let head: Head | undefined;
