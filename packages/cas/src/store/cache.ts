@@ -10,6 +10,7 @@
  * write per ref and process), so a prune elsewhere never evicts what this process is reading.
  */
 import { type ObjectId, TensorFSError } from '@tensorfs/format';
+import { checkString } from './args.js';
 import { type Db, immediate } from './db.js';
 import { DbLease } from './leases.js';
 import { readRefSync } from './refs.js';
@@ -239,16 +240,17 @@ export class UseTracker {
 
 /** Parses a size: `50G`, `800M`, `1.5GiB`, `4096` (bytes); K, M, G, T are powers of 1024. */
 export function parseSize(text: string, what = 'size'): number {
+  checkString(text, 'text');
   const m = /^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(i?B?)\s*$/i.exec(text);
   if (m === null || (m[2] === '' && m[3] !== '' && m[3]!.toUpperCase() !== 'B')) {
-    throw new TensorFSError('invalid_argument', `${what} is not a size (e.g. 50G, 800M, 4096)`, {
+    throw new TensorFSError('invalid_argument', `${String(what)} is not a size (e.g. 50G, 800M, 4096)`, {
       details: { rule: 'cache.bad_size', actual: text },
     });
   }
   const unit = { '': 1, K: 1024, M: 1024 ** 2, G: 1024 ** 3, T: 1024 ** 4 }[m[2]!.toUpperCase() as ''];
   const n = Math.floor(Number(m[1]) * unit);
   if (!Number.isSafeInteger(n)) {
-    throw new TensorFSError('invalid_argument', `${what} is too large`, {
+    throw new TensorFSError('invalid_argument', `${String(what)} is too large`, {
       details: { rule: 'cache.bad_size', actual: text },
     });
   }
@@ -257,9 +259,10 @@ export function parseSize(text: string, what = 'size'): number {
 
 /** Parses a duration: `30s`, `15m`, `12h`, `7d`, `2w` (a bare number is seconds). */
 export function parseDuration(text: string, what = 'duration'): number {
+  checkString(text, 'text');
   const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$/.exec(text);
   if (m === null) {
-    throw new TensorFSError('invalid_argument', `${what} is not a duration (e.g. 30s, 15m, 12h, 7d, 2w)`, {
+    throw new TensorFSError('invalid_argument', `${String(what)} is not a duration (e.g. 30s, 15m, 12h, 7d, 2w)`, {
       details: { rule: 'cache.bad_duration', actual: text },
     });
   }
