@@ -35,7 +35,7 @@ describe('LocalStore.open', () => {
     const root = tempDir();
     await (await LocalStore.open(root)).close();
     const db = new Database(join(root, 'metadata.sqlite3'));
-    db.exec('DROP TABLE ref_log');
+    db.exec('DROP TABLE ref_log; DROP TABLE cached_refs; DROP INDEX cache_entries_by_use');
     db.pragma('user_version = 1');
     db.close();
     const s = await LocalStore.open(root);
@@ -43,8 +43,10 @@ describe('LocalStore.open', () => {
     await s.setRef('main', id);
     await s.close();
     const check = new Database(join(root, 'metadata.sqlite3'), { readonly: true });
-    expect(check.pragma('user_version', { simple: true })).toBe(2);
+    expect(check.pragma('user_version', { simple: true })).toBe(3);
     expect(check.prepare('SELECT id FROM ref_log').pluck().all()).toEqual([id]);
+    // Every ref of an older store is saved: no row marks one cached.
+    expect(check.prepare('SELECT COUNT(*) FROM cached_refs').pluck().get()).toBe(0);
     check.close();
   });
 

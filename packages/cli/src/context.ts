@@ -18,12 +18,16 @@ export interface CliIO {
 export interface GlobalArgs {
   json: boolean;
   store?: string;
+  /** `--offline`: no command opens a socket. */
+  offline?: boolean;
 }
 
 /** What a command handler receives besides its own arguments. */
 export class CommandContext {
   readonly json: boolean;
   readonly signal: AbortSignal;
+  /** `--offline` or `TENSORFS_OFFLINE=1`: every network path fails `unavailable` (offline). */
+  readonly offline: boolean;
 
   constructor(
     readonly io: CliIO,
@@ -31,6 +35,7 @@ export class CommandContext {
     private readonly storeOption: string | undefined = args.store,
   ) {
     this.json = args.json;
+    this.offline = args.offline === true || /^(1|true|yes|on)$/i.test(io.env.TENSORFS_OFFLINE?.trim() ?? '');
     this.signal = io.signal ?? new AbortController().signal;
   }
 

@@ -64,6 +64,12 @@ export async function runCommands(
       global: true,
       describe: 'Store directory (default: $TENSORFS_HOME, else ~/.cache/tensorfs)',
     })
+    .option('offline', {
+      type: 'boolean',
+      default: false,
+      global: true,
+      describe: 'Open no network connection; what needs one fails (exit 9); also $TENSORFS_OFFLINE=1',
+    })
     .strict()
     .strictCommands()
     .demandCommand(1, 'Name a command; `tfs --help` lists them.')

@@ -121,3 +121,94 @@ describe('tfs rm', () => {
     expect(objectFolderBytes(store)).toBe(0);
   });
 });
+
+describe('repositories: tfs rm <repo>[@branch], tfs du per repository', () => {
+  /** `team/model`: main = a, branch dev = b, tag v1 = a; `other` (main) shares shared.bin. */
+  async function repoSetup() {
+    const { store, base, aManifest, bManifest } = await setup();
+    const a = (await json(store, 'ref', 'get', 'a')).id;
+    const b = (await json(store, 'ref', 'get', 'b')).id;
+    await json(store, 'ref', 'set', 'team/model', a);
+    await json(store, 'ref', 'set', '_branches/team/model/dev', b);
+    await json(store, 'ref', 'set', '_tags/team/model/v1', a);
+    await json(store, 'rm', 'a', '--keep-objects');
+    await json(store, 'rm', 'b', '--keep-objects');
+    mkdirSync(join(base, 'o'));
+    writeFileSync(join(base, 'o', 'shared.bin'), bytesOf(SHARED, 1));
+    await json(store, 'import', join(base, 'o'), '--name', 'other');
+    return { store, a, b, aManifest, bManifest };
+  }
+
+  it('du: a repository is its branches and tags together; exclusive is what only they reach', async () => {
+    const { store, aManifest, bManifest } = await repoSetup();
+    const u = await json(store, 'du');
+    expect(u.storedBytes).toBe(objectFolderBytes(store));
+    const other = u.refs.find((r: { name: string }) => r.name === 'other');
+    expect(u.repositories).toEqual([
+      {
+        repo: 'other',
+        refs: ['other'],
+        logicalBytes: SHARED,
+        storedBytes: other.storedBytes,
+        objects: 2,
+        exclusiveBytes: other.storedBytes - SHARED,
+        sharedBytes: SHARED,
+      },
+      {
+        repo: 'team/model',
+        refs: ['_branches/team/model/dev', '_tags/team/model/v1', 'team/model'],
+        logicalBytes: SHARED + ONLY_A + SHARED + ONLY_B,
+        storedBytes: SHARED + ONLY_A + ONLY_B + aManifest + bManifest,
+        objects: 5,
+        exclusiveBytes: ONLY_A + ONLY_B + aManifest + bManifest,
+        sharedBytes: SHARED,
+      },
+    ]);
+    // Per ref, main and the tag name one snapshot: neither has exclusive bytes.
+    expect(u.refs.find((r: { name: string }) => r.name === 'team/model').exclusiveBytes).toBe(0);
+  });
+
+  it('rm: a branch, then the repository (--all keeps tags), then a tag with --tags; exact bytes freed', async () => {
+    const { store, aManifest, bManifest } = await repoSetup();
+    const ambiguous = await tfs(store, 'rm', 'team/model', '--json');
+    expect(ambiguous.code).toBe(7);
+    expect(JSON.parse(ambiguous.err).error.details).toMatchObject({
+      rule: 'repo.rm_ambiguous',
+      branches: ['dev'],
+      tags: ['v1'],
+    });
+    const tag = await tfs(store, 'rm', 'team/model@v1', '--json');
+    expect(tag.code).toBe(2);
+    expect(JSON.parse(tag.err).error.details.rule).toBe('repo.tag_needs_flag');
+    expect((await tfs(store, 'rm', 'team/model@nope')).code).toBe(6);
+    expect((await tfs(store, 'rm', 'nobody/x@main')).code).toBe(6);
+    expect((await tfs(store, 'rm', 'team/model@dev', '--all')).code).toBe(2);
+    const before = objectFolderBytes(store);
+    const dev = await json(store, 'rm', 'team/model@dev', '--grace', '0');
+    expect(dev).toMatchObject({ name: '_branches/team/model/dev', bytes: ONLY_B + bManifest, sharedBytes: SHARED });
+    expect(objectFolderBytes(store)).toBe(before - ONLY_B - bManifest);
+    // --all: every branch (main); the tag keeps a's objects, so nothing is freed yet.
+    const all = await json(store, 'rm', 'team/model', '--all', '--grace', '0');
+    expect(all).toMatchObject({ repo: 'team/model', keptTags: ['v1'], bytes: 0, removed: 0 });
+    expect(all.refs.map((r: { name: string }) => r.name)).toEqual(['team/model']);
+    const v1 = await json(store, 'rm', 'team/model@v1', '--tags', '--grace', '0');
+    expect(v1).toMatchObject({ name: '_tags/team/model/v1', bytes: ONLY_A + aManifest, sharedBytes: SHARED });
+    const u = await json(store, 'du');
+    expect(u.repositories.map((r: { repo: string }) => r.repo)).toEqual(['other']);
+    expect(u.storedBytes).toBe(objectFolderBytes(store));
+    expect(u.storedBytes).toBe(u.refs[0].storedBytes);
+  });
+
+  it('rm --all --tags removes every branch and tag and frees what only the repository reached', async () => {
+    const { store, aManifest, bManifest } = await repoSetup();
+    const r = await json(store, 'rm', 'team/model', '--all', '--tags', '--grace', '0');
+    expect(r.refs.map((x: { name: string }) => x.name)).toEqual([
+      '_branches/team/model/dev',
+      'team/model',
+      '_tags/team/model/v1',
+    ]);
+    expect(r.keptTags).toEqual([]);
+    expect(r.bytes).toBe(ONLY_A + ONLY_B + aManifest + bManifest);
+    expect((await json(store, 'verify', '--data')).missing).toEqual([]);
+  });
+});

@@ -26,6 +26,12 @@ export interface FetchingStoreOptions extends Omit<FetchOptions, 'onProgress'> {
   lease?: Lease;
   /** Called after each fetch with the running totals. */
   onFetch?: (totals: { objects: number; bytes: number }) => void;
+  /**
+   * Called with the ids of each fetch once they are admitted (still under the lease), before any
+   * read returns them: the CLI records them as cached objects (`LocalStore.addCachedObjects`), so
+   * the store's budget evicts them and GC does not.
+   */
+  onFetched?: (ids: ObjectId[]) => void | Promise<void>;
 }
 
 /**
@@ -74,6 +80,7 @@ export class FetchingStore implements Store {
     if (todo.size > 0) {
       const p = (async () => {
         const r = await fetchObjects(this.local, this.origin, todo, await this.theLease(), this.options);
+        await this.options.onFetched?.([...todo.keys()]);
         this.fetched.objects += r.fetched;
         this.fetched.bytes += r.bytes.fetched;
         this.options.onFetch?.({ ...this.fetched });

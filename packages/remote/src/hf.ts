@@ -24,7 +24,15 @@ import picomatch from 'picomatch';
 import type { Credential } from './credentials.js';
 import { importSources, type SourceProgress } from './sources/pipeline.js';
 import type { Source, SourceFile } from './sources/source.js';
-import { cancelled, displayUrl, HttpClient, type HttpOptions, type HttpResponse, readText } from './http.js';
+import {
+  cancelled,
+  displayUrl,
+  HttpClient,
+  type HttpOptions,
+  type HttpResponse,
+  offlineFromEnv,
+  readText,
+} from './http.js';
 
 /** The public Hub. */
 export const HF_DEFAULT_ENDPOINT = 'https://huggingface.co';
@@ -172,6 +180,8 @@ export class HuggingFaceRepo {
     this.hasToken = options.token !== undefined && options.token !== '';
     this.http = new HttpClient({
       ...(options.http ?? {}),
+      // The Hub is offline with HF_HUB_OFFLINE=1 too, as huggingface_hub is.
+      offline: options.http?.offline ?? offlineFromEnv(process.env, true),
       ...(options.token !== undefined ? { credential: options.token } : {}),
     });
   }

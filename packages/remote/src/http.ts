@@ -36,6 +36,11 @@ export interface HttpOptions {
   rawReads?: boolean;
   /** Called before each retry (for tests and progress). */
   onRetry?: (info: { url: string; status?: number; attempt: number; delayMs: number }) => void;
+  /**
+   * Open no socket: every request fails `unavailable` (`details.offline: true`) before undici or
+   * the raw reader is reached. Default: `TENSORFS_OFFLINE=1` in the environment.
+   */
+  offline?: boolean;
 }
 
 /** One request. */
@@ -120,6 +125,19 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 }
 
 /** The `cancelled` error of an aborted operation. */
+/** True when `env` asks for no network (`TENSORFS_OFFLINE=1`; with `hf`, `HF_HUB_OFFLINE=1` too). */
+export function offlineFromEnv(env: NodeJS.ProcessEnv = process.env, hf = false): boolean {
+  const on = (v: string | undefined) => v !== undefined && /^(1|true|yes|on)$/i.test(v.trim());
+  return on(env.TENSORFS_OFFLINE) || (hf && on(env.HF_HUB_OFFLINE));
+}
+
+/** `unavailable` with `details.offline: true`: what a network path answers when offline. */
+export function offlineError(what: string): TensorFSError {
+  return new TensorFSError('unavailable', `offline (TENSORFS_OFFLINE, --offline): ${what} needs the network`, {
+    details: { rule: 'remote.offline', offline: true },
+  });
+}
+
 export function cancelled(): TensorFSError {
   return new TensorFSError('cancelled', 'cancelled', { details: { rule: 'remote.cancelled' } });
 }
@@ -149,6 +167,8 @@ export class HttpClient {
    */
   async send(req: HttpRequest): Promise<HttpResponse> {
     const o = this.options;
+    // The one gate every HTTP request passes (undici and the raw reader alike): offline, no socket.
+    if (o.offline ?? offlineFromEnv()) throw offlineError(`${req.method} ${displayUrl(req.url)}`);
     const retries = req.retry === false ? 0 : (o.retries ?? 4);
     const maxRedirects = o.maxRedirects ?? 5;
     const timeout = o.readTimeoutMs ?? 30_000;

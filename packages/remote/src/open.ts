@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { TensorFSError } from '@tensorfs/format';
 import type { Credential } from './credentials.js';
 import { FolderOrigin } from './folder.js';
-import { HttpClient, type HttpOptions, readText } from './http.js';
+import { HttpClient, type HttpOptions, offlineFromEnv, readText } from './http.js';
 import { HubOrigin, StaticHttpOrigin } from './http-origin.js';
 import type { Origin } from './origin.js';
 import { S3Origin, type S3OriginOptions } from './s3.js';
@@ -45,6 +45,10 @@ export async function connectOrigin(
 ): Promise<Origin> {
   if (!url.startsWith('http://') && !url.startsWith('https://')) return openOrigin(url, options);
   const base = url.replace(/\/+$/, '');
+  // Offline, the probe is not sent: the origin is opened as a hub (it may be written to) and
+  // every request it makes fails `unavailable` (offline), while reads of what the local store
+  // holds go on.
+  if (options.offline ?? offlineFromEnv()) return openOrigin(`hub+${base}`, options);
   const client = new HttpClient({ ...options, credential: options.token });
   const res = await client.send({
     method: 'GET',

@@ -44,6 +44,8 @@ export interface PullOptions extends FetchOptions {
   tensors?: readonly string[];
   /** Compare-and-swap on the local ref: an id it must hold, or null (must not exist). */
   expected?: ObjectId | null;
+  /** Set the local ref as cached (evictable under the store's budget), not saved (`tfs pull --cache`). */
+  cached?: boolean;
 }
 
 /** What a pull did. */
@@ -79,7 +81,7 @@ export async function pull(store: Store, origin: Origin, ref: string, options: P
     throw new TensorFSError('not_found', 'the origin has no such ref', { details: { rule: 'remote.no_ref', ref } });
   }
   const r = await fetchSelection(store, origin, remoteId, options, `pull ${name}`, (id, lease) =>
-    store.setRef(name, id, { expected: options.expected, lease }),
+    store.setRef(name, id, { expected: options.expected, lease, ...(options.cached ? { cached: true } : {}) }),
   );
   return { ref, name, remoteId, ...r };
 }

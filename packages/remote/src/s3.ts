@@ -36,7 +36,7 @@ import {
 } from '@tensorfs/format';
 import { type Capability, type RefListing, type SetRefOptions, validateRefName } from '@tensorfs/format/store';
 import { parseRefText } from './folder.js';
-import { cancelled } from './http.js';
+import { cancelled, offlineError, offlineFromEnv } from './http.js';
 import { MULTIPART_PART, MULTIPART_THRESHOLD, type MultipartOptions } from './http-origin.js';
 import { type CallOptions, type ObjectRead, OriginBase, type OriginRef, type WriteOptions } from './origin.js';
 import { idBase64, verified } from './verify-stream.js';
@@ -63,6 +63,11 @@ export interface S3OriginOptions {
    * need no conditional writes, so a bucket without them still takes objects.
    */
   refsElsewhere?: boolean;
+  /**
+   * Open no socket: every request fails `unavailable` (`details.offline: true`) before a client
+   * is built. Default: `TENSORFS_OFFLINE=1` in `env`.
+   */
+  offline?: boolean;
 }
 
 /**
@@ -246,6 +251,7 @@ export class S3Origin extends OriginBase {
   private owned: S3Client | undefined;
   private readonly multipart: Required<MultipartOptions>;
   private readonly refsElsewhere: boolean;
+  private readonly offline: boolean;
   /** Bucket and access key id, for error messages (the key id once the credentials resolve). */
   private readonly context: S3ErrorContext;
   private learnedOwn: Learned | undefined;
@@ -262,6 +268,7 @@ export class S3Origin extends OriginBase {
     this.display = `s3://${bucket}/${prefix}`;
     this.given = options.client;
     this.refsElsewhere = options.refsElsewhere ?? false;
+    this.offline = options.offline ?? offlineFromEnv(options.env ?? process.env);
     this.config = { ...s3ConfigFromEnv(options.env ?? process.env), ...(options.config ?? {}) };
     const creds = this.config.credentials as { accessKeyId?: string } | undefined;
     this.context = { bucket, ...(typeof creds?.accessKeyId === 'string' ? { accessKeyId: creds.accessKeyId } : {}) };
@@ -273,6 +280,8 @@ export class S3Origin extends OriginBase {
    * `invalid_argument` naming what is missing, before any request.
    */
   private c(): Promise<{ sdk: Sdk; client: S3Client }> {
+    // Every request builds on the client: offline, none is made and no socket opened.
+    if (this.offline) return Promise.reject(offlineError(this.display));
     this.made ??= (async () => {
       const sdk = await loadSdk();
       const client = this.given ?? quietly(() => new sdk.S3Client(this.config));

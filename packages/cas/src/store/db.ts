@@ -1,5 +1,6 @@
 /**
- * `metadata.sqlite3`: roots, leases, download-cache entries, quarantined objects and GC state.
+ * `metadata.sqlite3`: roots, leases, the cache (cached refs, fetched-on-read objects), quarantined
+ * objects and GC state.
  * WAL mode, a busy timeout, and a schema versioned with `PRAGMA user_version` migrations.
  *
  * Existence of an object is never recorded here: it is always an fs stat of the object file, so no
@@ -61,6 +62,18 @@ const MIGRATIONS: readonly string[] = [
     created_ms INTEGER NOT NULL
   );
   `,
+  // The cache (docs/store.md "Cache"): a ref without a row here is saved (so every ref of an older
+  // store stays saved); a row marks it cached while the ref holds `id` (a ref set to anything
+  // else, by any means, reads as saved). Cached objects (fetched on read) are `cache_entries`.
+  `
+  CREATE TABLE cached_refs (
+    name TEXT PRIMARY KEY,
+    id TEXT NOT NULL,
+    added_ms INTEGER NOT NULL,
+    last_use_ms INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  CREATE INDEX cache_entries_by_use ON cache_entries(last_access_ms);
+  `,
 ];
 
 /** The schema version this build writes. */
@@ -106,7 +119,16 @@ export function damagedMetadata(part: string, cause?: unknown, lost = false): Te
 }
 
 /** Every table the current schema has. */
-const TABLES = ['roots', 'leases', 'lease_objects', 'cache_entries', 'corrupt_objects', 'gc_state', 'ref_log'];
+const TABLES = [
+  'roots',
+  'leases',
+  'lease_objects',
+  'cache_entries',
+  'corrupt_objects',
+  'gc_state',
+  'ref_log',
+  'cached_refs',
+];
 
 /** A store at the current schema version must have every table and the GC epoch row. */
 function checkSchema(db: Db): void {

@@ -112,7 +112,8 @@ export interface MarkState {
 
 /**
  * The mark of GC: reads the epoch, then lists `tops()` (refs and roots) and walks from them, adding every
- * object claimed by a live lease. Refuses (`corrupt`) when a top names, or reaches through, an object
+ * object claimed by a live lease and every cached object (`cache_entries`: evicted by the cache's
+ * budget, not by GC). Refuses (`corrupt`) when a top names, or reaches through, an object
  * that is missing or does not decode: what it keeps alive is unknown.
  */
 export async function markLive(
@@ -140,6 +141,8 @@ export async function markLive(
   }
   const marked = new Set(r.objects.keys());
   for (const id of leasedObjects(ctx.db)) marked.add(id);
+  // Cached objects (fetched on read) are the cache's to evict (tfs cache prune), not garbage.
+  for (const id of ctx.db.prepare('SELECT id FROM cache_entries').pluck().all() as ObjectId[]) marked.add(id);
   return { marked, epoch, started };
 }
 

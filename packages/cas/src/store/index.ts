@@ -8,11 +8,18 @@ export type {
   RootEntry,
   Usage,
   RefUsage,
+  RepositoryUsage,
   ExportOptions,
   RefProblem,
   RefListing,
   RefFileListing,
+  LocalSetRefOptions,
+  CacheListing,
+  CachedRefInfo,
+  CachedObjectInfo,
 } from './store.js';
+export type { PruneOptions, PruneResult, PrunedUnit } from './prune.js';
+export { parseSize, parseDuration, DEFAULT_USE_FLUSH_MS } from './cache.js';
 export type { Lease, LeaseOptions } from './leases.js';
 export { DEFAULT_LEASE_TTL_MS } from './leases.js';
 export type { PutResult, Chunks, ObjectStreamOptions } from './objects.js';

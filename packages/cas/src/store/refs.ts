@@ -142,6 +142,8 @@ export function removeRef(db: Db, layout: Layout, name: string, expected: Object
     if (current === null && !(expected === undefined && lexists(file) && !isDir(file)))
       throw new TensorFSError('not_found', 'no such ref', { details: { ref: name } });
     if (current !== null) checkExpected(name, current, expected);
+    // A deleted ref is no longer cached: the same name set again later is saved unless marked.
+    db.prepare('DELETE FROM cached_refs WHERE name = ?').run(name);
     try {
       fs.unlinkSync(file);
       fsyncDirSync(dirname(file));

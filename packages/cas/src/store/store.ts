@@ -18,8 +18,11 @@ import {
   decodeManifest,
   encodeManifest,
   isCheckpointHeader,
+  decodeRevision,
   isObjectId,
+  isRevisionDocument,
   parseObjectId,
+  parseRepoRefName,
   isTensorFSError,
   throwIfAborted,
   validatePath,
@@ -28,6 +31,16 @@ import { type Db, bumpEpoch, damagedMetadata, durably, openDb } from './db.js';
 import { errnoOf, fsyncDir, ioError, mkdirDurable, siblingTemp } from './fsutil.js';
 import { isSharedRoot, resolveGroup, SHARED_DIR_MODE, shareEntry, shareLayout, sharedUmask } from './shared.js';
 import { type GcOptions, type GcResult, collect } from './gc.js';
+import {
+  DEFAULT_USE_FLUSH_MS,
+  UseTracker,
+  addCacheEntries,
+  cacheEntryRows,
+  cachedRefRows,
+  markRefWrite,
+  setCached,
+} from './cache.js';
+import { type PruneOptions, type PruneResult, prune } from './prune.js';
 import { type RemoveOptions, type RemoveResult, removeAndFree } from './remove.js';
 import { childrenOf, reach } from './graph.js';
 import { type Found, type ImportOptions, type ImportResult, importFound, importTree } from './import.js';
@@ -62,7 +75,7 @@ import type {
   Store,
 } from '@tensorfs/format/store';
 import { type ReadOptions, recordsSource, writeRecordsFile } from './read.js';
-import { type RefEntry, listRefs, readRef, removeRef, scanRefs, writeRef } from './refs.js';
+import { type RefEntry, listRefs, readRef, readRefSync, removeRef, scanRefs, writeRef } from './refs.js';
 import { type VerifyOptions, type VerifyResult, verifyStore } from './verify.js';
 import { listObjects } from './walk.js';
 
@@ -108,6 +121,62 @@ export interface StoreOptions {
    * `TENSORFS_DIRECT_IO=1` in the environment, else off.
    */
   directIO?: boolean;
+  /**
+   * Record when refs and objects are used (resolved, read), for the cache's least-recently-used
+   * order and the reader lease that keeps a cached ref this process reads from eviction (docs/store.md
+   * "Cache"). Recorded in memory and written at most every `useFlushMs` and at close. Default: on
+   * for a read-write store; a read-only one records through a side connection when this is true,
+   * and silently not at all where the metadata cannot be written (read-only media).
+   */
+  recordUse?: boolean;
+  /** Longest delay before recorded use is written (default 30 s; 0 writes every use at once). */
+  useFlushMs?: number;
+}
+
+/** Options of {@link LocalStore.setRef}: the contract's, and whether the ref is cached. */
+export interface LocalSetRefOptions extends SetRefOptions {
+  /**
+   * Cached (evictable under the budget) rather than saved. A new ref, or one already cached,
+   * becomes cached; a saved ref stays saved (only {@link LocalStore.unpin} makes it evictable).
+   * Omitted or false: the ref is saved.
+   */
+  cached?: boolean;
+}
+
+/** One cached ref in {@link CacheListing}. */
+export interface CachedRefInfo {
+  name: string;
+  id: ObjectId;
+  /** Bytes of the distinct stored objects it reaches. */
+  storedBytes: number;
+  /** Bytes only it reaches (no saved ref, root, lease or other cached ref): what evicting it frees. */
+  exclusiveBytes: number;
+  /** Objects it reaches. */
+  objects: number;
+  /** Last use (ms since the epoch; a read, a pull, a serve). */
+  lastUseMs: number;
+  addedMs: number;
+}
+
+/** One cached object (fetched on read) that no ref reaches, in {@link CacheListing}. */
+export interface CachedObjectInfo {
+  id: ObjectId;
+  size: number;
+  /** Where it was fetched from (an origin's display name). */
+  origin: string;
+  lastUseMs: number;
+}
+
+/** What {@link LocalStore.cacheList} found. */
+export interface CacheListing {
+  /** Cached refs, least recently used first. */
+  refs: CachedRefInfo[];
+  /** Cached objects no ref reaches, least recently used first. */
+  objects: CachedObjectInfo[];
+  /** Bytes evicting every cached unit would free. */
+  evictableBytes: number;
+  /** Bytes of every object file (as `tfs du`). */
+  storedBytes: number;
 }
 
 /** A root: an object kept forever (with what it reaches) until removed. */
@@ -177,12 +246,17 @@ export interface Usage {
   /** logicalBytes / bytes of the objects those snapshots reach (1 when nothing is stored). */
   dedupRatio: number;
   /**
-   * Bytes of the objects no ref, root or live lease reaches (what a GC past the grace period
-   * would take): `storedBytes` minus the bytes of every reached object.
+   * Bytes of the objects no ref, root or live lease reaches and the cache does not hold (what a
+   * GC past the grace period would take): `storedBytes` minus the bytes of every kept object.
    */
   unreferencedBytes: number;
   /** Per ref: see {@link RefUsage}. */
   refs: RefUsage[];
+  /**
+   * Per repository (its branches and tags together, `parseRepoRefName`): see
+   * {@link RepositoryUsage}. Refs outside the repository layout are in no repository.
+   */
+  repositories: RepositoryUsage[];
   /**
    * Refs left out of every figure: their file cannot be read, or what they name (or a snapshot a
    * checkpoint names) is missing or does not decode. See {@link RefProblem}.
@@ -206,6 +280,23 @@ export interface RefUsage {
    */
   exclusiveBytes: number;
   /** `storedBytes - exclusiveBytes`: its bytes that something else also keeps. */
+  sharedBytes: number;
+}
+
+/** One repository's figures in {@link Usage}: its branch and tag refs taken together. */
+export interface RepositoryUsage {
+  repo: string;
+  /** Its refs (branches and tags), by name. */
+  refs: string[];
+  /** Sum of the logical bytes of the distinct heads its refs name. */
+  logicalBytes: number;
+  /** Bytes of the distinct stored objects its refs reach. */
+  storedBytes: number;
+  /** Those objects. */
+  objects: number;
+  /** Bytes only its refs reach (no other repository's ref, no root, no live lease): what `tfs rm <repo> --all --tags` frees. */
+  exclusiveBytes: number;
+  /** `storedBytes - exclusiveBytes`. */
   sharedBytes: number;
 }
 
@@ -236,6 +327,8 @@ export class LocalStore implements Store {
   private readonly objects: Objects;
   private readonly readOnly: boolean;
   private readonly graceMs: number;
+  private readonly use: UseTracker | undefined;
+  private sideDb: Db | null | undefined;
   private closed = false;
   /**
    * Every capability of the contract; opened read-only, none that writes (`put`, `setRef`… are
@@ -253,6 +346,9 @@ export class LocalStore implements Store {
     this.graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
     this.objects = new Objects(layout, db, this.readOnly, options.directIO ?? process.env.TENSORFS_DIRECT_IO === '1');
     if (!this.readOnly && isSharedRoot(layout.root)) this.objects.shareFolders();
+    if (options.recordUse ?? !this.readOnly) {
+      this.use = new UseTracker(() => this.useDb(), options.useFlushMs ?? DEFAULT_USE_FLUSH_MS);
+    }
     this.capabilities = new Set<Capability>(
       this.readOnly
         ? ['refs.list', 'objects.stream']
@@ -360,10 +456,26 @@ export class LocalStore implements Store {
     return { root: layout.root, created: !existed, shared: isSharedRoot(layout.root), gid: st.gid };
   }
 
-  /** Closes the metadata database. Idempotent. */
+
+  /** The connection recorded use is written through (a side one for a read-only store; null: none). */
+  private useDb(): Db | null {
+    if (!this.readOnly) return this.db;
+    if (this.sideDb === undefined) {
+      try {
+        this.sideDb = openDb(this.layout.db, false);
+      } catch {
+        this.sideDb = null;
+      }
+    }
+    return this.sideDb;
+  }
+
+  /** Writes recorded use, releases the reader lease, closes the metadata database. Idempotent. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await this.use?.close();
+    this.sideDb?.close();
     this.db.close();
     if (this.scratch !== undefined) await fsp.rm(this.scratch, { recursive: true, force: true });
   }
@@ -481,6 +593,7 @@ export class LocalStore implements Store {
     checkOptions(options);
     this.live();
     throwIfAborted(options.signal);
+    this.use?.objectsRead([id]);
     return this.objects.read(id, options.verify ?? false);
   }
 
@@ -496,6 +609,7 @@ export class LocalStore implements Store {
     checkString(id, 'id');
     checkOptions(options);
     this.live();
+    this.use?.objectsRead([id]);
     return this.objects.stream(id, options);
   }
 
@@ -505,6 +619,7 @@ export class LocalStore implements Store {
     checkOptions(options);
     this.live();
     throwIfAborted(options.signal);
+    this.use?.objectsRead([id]);
     return this.objects.readRange(id, offset, length);
   }
 
@@ -517,6 +632,7 @@ export class LocalStore implements Store {
     checkObjects(records, 'records');
     checkOptions(options);
     this.live();
+    this.use?.objectsRead(records.map((r) => r.digest));
     return recordsSource(this.objects, records, options);
   }
 
@@ -621,6 +737,7 @@ export class LocalStore implements Store {
     }
     const id = await readRef(this.layout, refOrId);
     if (id === null) throw new TensorFSError('not_found', 'no such ref', { details: { ref: refOrId } });
+    this.use?.ref(refOrId, id);
     return id;
   }
 
@@ -630,7 +747,9 @@ export class LocalStore implements Store {
     checkOptions(options);
     this.live();
     throwIfAborted(options.signal);
-    return readRef(this.layout, name);
+    const id = await readRef(this.layout, name);
+    this.use?.ref(name, id);
+    return id;
   }
 
   /**
@@ -639,10 +758,11 @@ export class LocalStore implements Store {
    * everything it reaches must be stored (`not_found`), and `lease` (if given) must be live, so
    * a ref never names anything GC may have taken.
    */
-  async setRef(name: string, id: ObjectId, options: SetRefOptions = {}): Promise<void> {
+  async setRef(name: string, id: ObjectId, options: LocalSetRefOptions = {}): Promise<void> {
     checkString(name, 'name');
     checkString(id, 'id');
     checkOptions(options);
+    checkOptionalBoolean(options.cached, 'options.cached');
     this.live();
     throwIfAborted(options.signal);
     this.objects.assertWritable();
@@ -652,6 +772,14 @@ export class LocalStore implements Store {
     writeRef(this.db, this.layout, name, id, options.expected, () => {
       if (options.lease) assertLeaseLive(this.db, options.lease.id);
       this.assertPresentSync(id, children);
+      // Saved or cached, in the ref write's own transaction.
+      let previous: ObjectId | null = null;
+      try {
+        previous = readRefSync(this.layout, name);
+      } catch {
+        // A damaged ref being replaced: it was nothing, so the new one is as asked.
+      }
+      markRefWrite(this.db, name, id, previous, options.cached === true);
     });
   }
 
@@ -730,8 +858,13 @@ export class LocalStore implements Store {
   }
 
   /** A head object (a snapshot manifest or a checkpoint header): read, rehashed and decoded. */
-  private async readHead(id: ObjectId): Promise<Head> {
+  private async readHead(id: ObjectId, depth = 0): Promise<Head> {
     const bytes = await this.objects.read(parseObjectId(id), true);
+    if (isRevisionDocument(bytes) && depth === 0) {
+      // A branch head (a revision document): its kind and logical size are its target's.
+      const target = await this.readHead(decodeRevision(bytes).target, 1);
+      return { bytes, kind: target.kind, logical: target.logical };
+    }
     if (isCheckpointHeader(bytes)) {
       // A checkpoint's logical size: the bytes of its tensors, parts and assets.
       let logical = 0;
@@ -979,6 +1112,150 @@ export class LocalStore implements Store {
     );
   }
 
+  // ---------------------------------------------------------------------------------------------
+  // Cache (docs/store.md "Cache")
+
+  /**
+   * `tfs pin`: makes cached ref `name` saved (kept until removed). Returns true if it was cached.
+   * `not_found` if there is no such ref.
+   */
+  async pin(name: string): Promise<boolean> {
+    checkString(name, 'name');
+    this.live();
+    this.objects.assertWritable();
+    validateRefName(name);
+    return setCached(this.db, this.layout, name, false);
+  }
+
+  /**
+   * `tfs unpin`: makes ref `name` cached (evictable under the budget, least recently used first).
+   * Returns true if it already was. `not_found` if there is no such ref.
+   */
+  async unpin(name: string): Promise<boolean> {
+    checkString(name, 'name');
+    this.live();
+    this.objects.assertWritable();
+    validateRefName(name);
+    return setCached(this.db, this.layout, name, true);
+  }
+
+  /** True when ref `name` is cached (a row names it with the id it holds). */
+  async isCached(name: string): Promise<boolean> {
+    checkString(name, 'name');
+    this.live();
+    return cachedRefRows(this.db, this.layout).some((r) => r.name === name);
+  }
+
+  /**
+   * Records objects fetched on read (from `origin`, a display name) as cached: GC keeps them, the
+   * budget evicts them least recently used first once no ref reaches them. Objects absent from
+   * the store are skipped.
+   */
+  async addCachedObjects(ids: readonly ObjectId[], origin: string): Promise<void> {
+    if (!Array.isArray(ids)) checkObjects(ids, 'ids');
+    for (const id of ids) checkString(id, 'ids[]');
+    checkString(origin, 'origin');
+    this.live();
+    this.objects.assertWritable();
+    const items: { id: ObjectId; size: number }[] = [];
+    for (const id of ids) {
+      parseObjectId(id);
+      const size = await this.objects.rawSize(id);
+      if (size !== null) items.push({ id, size });
+    }
+    addCacheEntries(this.db, items, origin);
+  }
+
+  /** Writes recorded use now (it is otherwise written at most every `useFlushMs` and at close). */
+  flushUse(): void {
+    this.use?.flush();
+  }
+
+  /** Cached refs (with stored and exclusive bytes) and cached objects no ref reaches, least recently used first. */
+  async cacheList(options: { signal?: AbortSignal } = {}): Promise<CacheListing> {
+    checkOptions(options);
+    this.live();
+    const { signal } = options;
+    this.use?.flush();
+    const sizes = new Map<ObjectId, number>();
+    let storedBytes = 0;
+    for await (const o of listObjects(this.layout, signal)) {
+      sizes.set(o.id, o.size);
+      storedBytes += o.size;
+    }
+    const rows = cachedRefRows(this.db, this.layout);
+    const cachedIds = new Map(rows.map((r) => [r.name, r.id]));
+    const keepTops = new Set<ObjectId>(this.db.prepare('SELECT id FROM roots').pluck().all() as ObjectId[]);
+    const leased = leasedObjects(this.db);
+    for (const id of leased) keepTops.add(id);
+    for (const r of (await this.scanRefs()).refs) if (cachedIds.get(r.name) !== r.id) keepTops.add(r.id);
+    const kept = new Set((await reach(this.objects, keepTops, signal)).objects.keys());
+    for (const id of leased) kept.add(id);
+    // The only cached ref reaching each object beyond the kept set, or -1 once two do.
+    const holder = new Map<ObjectId, number>();
+    const refs: CachedRefInfo[] = [];
+    const reached = new Set<ObjectId>();
+    for (const row of rows) {
+      const r = await reach(this.objects, [row.id], signal);
+      let stored = 0;
+      for (const o of r.objects.keys()) {
+        stored += sizes.get(o) ?? 0;
+        reached.add(o);
+        if (kept.has(o)) continue;
+        const prev = holder.get(o);
+        holder.set(o, prev === undefined || prev === refs.length ? refs.length : -1);
+      }
+      refs.push({
+        name: row.name,
+        id: row.id,
+        storedBytes: stored,
+        exclusiveBytes: 0,
+        objects: r.objects.size,
+        lastUseMs: row.lastUseMs,
+        addedMs: row.addedMs,
+      });
+    }
+    let evictableBytes = 0;
+    for (const [o, who] of holder) {
+      const size = sizes.get(o) ?? 0;
+      evictableBytes += size;
+      if (who >= 0) refs[who]!.exclusiveBytes += size;
+    }
+    const objects: CachedObjectInfo[] = [];
+    for (const e of cacheEntryRows(this.db)) {
+      const size = sizes.get(e.id);
+      if (size === undefined || reached.has(e.id) || kept.has(e.id)) continue;
+      objects.push({ id: e.id, size, origin: e.origin, lastUseMs: e.lastUseMs });
+      evictableBytes += size;
+    }
+    refs.sort((a, b) => a.lastUseMs - b.lastUseMs || (a.name < b.name ? -1 : 1));
+    return { refs, objects, evictableBytes, storedBytes };
+  }
+
+  /**
+   * Evicts cached refs and cached objects, least recently used first, until the stored bytes are
+   * within `maxBytes` and nothing cached is older than `olderThanMs` (see {@link PruneOptions}).
+   * Never what a saved ref, a root or a live lease (writers', readers') reaches.
+   */
+  async prune(options: PruneOptions): Promise<PruneResult> {
+    checkObject(options, 'options');
+    checkOptions(options);
+    this.live();
+    if (!options.dryRun) this.objects.assertWritable();
+    return prune(
+      {
+        db: this.db,
+        layout: this.layout,
+        objects: this.objects,
+        tops: () => this.tops(),
+        refs: async () => (await this.scanRefs()).refs,
+        roots: () => this.db.prepare('SELECT id FROM roots').pluck().all() as ObjectId[],
+        flushUse: () => this.use?.flush(),
+      },
+      options,
+    );
+  }
+
   /** Logical vs stored bytes, overall and per ref. Abort `signal` to stop (`cancelled`). */
   async usage(options: { signal?: AbortSignal } = {}): Promise<Usage> {
     checkOptions(options);
@@ -1007,6 +1284,24 @@ export class LocalStore implements Store {
     };
     for (const o of leasedObjects(this.db)) holder.set(o, LEASED);
     const problems: RefProblem[] = [];
+    // The same bookkeeping per repository (its refs together).
+    interface RepoAcc {
+      index: number;
+      repo: string;
+      refs: string[];
+      heads: Set<ObjectId>;
+      objects: Set<ObjectId>;
+    }
+    const repos = new Map<string, RepoAcc>();
+    const repoHolder = new Map<ObjectId, number>();
+    const repoHold = (o: ObjectId, who: number) => {
+      const prev = repoHolder.get(o);
+      repoHolder.set(o, prev === undefined || prev === who ? who : SHARED);
+    };
+    for (const o of leasedObjects(this.db)) repoHolder.set(o, LEASED);
+    // A ref whose id is also a root: its objects are held by the root too (no repository has
+    // them alone); known before the walk so no head is read twice.
+    const rootIds = new Set(this.db.prepare('SELECT id FROM roots').pluck().all() as ObjectId[]);
     // Each head object is read once: the check, the walk from it and its logical size share it.
     const measure = async (name: string, id: ObjectId, head: Head | undefined, isRef: boolean): Promise<void> => {
       const r = await reach(this.objects, [id], signal, head && new Map([[id, head.bytes]]));
@@ -1019,10 +1314,25 @@ export class LocalStore implements Store {
         return;
       }
       const who = isRef ? refs.length : SHARED;
+      const repoName = isRef ? (parseRepoRefName(name)?.repo ?? null) : null;
+      let acc: RepoAcc | undefined;
+      if (repoName !== null) {
+        acc = repos.get(repoName);
+        if (acc === undefined) {
+          acc = { index: repos.size, repo: repoName, refs: [], heads: new Set(), objects: new Set() };
+          repos.set(repoName, acc);
+        }
+        acc.refs.push(name);
+        acc.heads.add(id);
+      }
       let own = 0;
       for (const o of r.objects.keys()) {
         own += sizes.get(o) ?? 0;
         hold(o, who);
+        if (acc !== undefined) {
+          acc.objects.add(o);
+          repoHold(o, rootIds.has(id) ? SHARED : acc.index);
+        } else repoHold(o, SHARED);
       }
       if (!logical.has(id)) {
         // A root that is not a snapshot or checkpoint counts its raw size.
@@ -1062,6 +1372,10 @@ export class LocalStore implements Store {
       await measure(`root:${root.reason}`, root.id, head, false);
     }
     problems.sort(byName);
+    // Cached objects no ref reaches are kept (GC leaves them to the cache's budget): not unreferenced.
+    for (const o of this.db.prepare('SELECT id FROM cache_entries').pluck().all() as ObjectId[]) {
+      if (!holder.has(o)) holder.set(o, LEASED);
+    }
     const logicalBytes = [...logical.values()].reduce((a, b) => a + b, 0);
     let reachedBytes = 0;
     let keptBytes = 0;
@@ -1072,9 +1386,30 @@ export class LocalStore implements Store {
       if (who >= 0 && !rootedRefIds.has(refs[who]!.id)) refs[who]!.exclusiveBytes += size;
     }
     for (const r of refs) r.sharedBytes = r.storedBytes - r.exclusiveBytes;
+    const repositories: RepositoryUsage[] = [...repos.values()]
+      .sort((a, b) => (a.repo < b.repo ? -1 : a.repo > b.repo ? 1 : 0))
+      .map((a) => {
+        let storedBytes = 0;
+        let exclusiveBytes = 0;
+        for (const o of a.objects) {
+          const size = sizes.get(o) ?? 0;
+          storedBytes += size;
+          if (repoHolder.get(o) === a.index) exclusiveBytes += size;
+        }
+        const logicalBytes = [...a.heads].reduce((n, h) => n + (logical.get(h) ?? 0), 0);
+        return {
+          repo: a.repo,
+          refs: [...a.refs].sort(),
+          logicalBytes,
+          storedBytes,
+          objects: a.objects.size,
+          exclusiveBytes,
+          sharedBytes: storedBytes - exclusiveBytes,
+        };
+      });
     const dedupRatio = reachedBytes > 0 ? logicalBytes / reachedBytes : 1;
     const unreferencedBytes = storedBytes - keptBytes;
-    return { logicalBytes, storedBytes, objects, dedupRatio, unreferencedBytes, refs, problems };
+    return { logicalBytes, storedBytes, objects, dedupRatio, unreferencedBytes, refs, repositories, problems };
   }
 }
 

@@ -35,6 +35,7 @@ export async function importFromHub(
   const env = ctx.io.env;
   const token = env.HF_TOKEN && env.HF_TOKEN.length > 0 ? env.HF_TOKEN : undefined;
   const endpoint = env.HF_ENDPOINT && env.HF_ENDPOINT.length > 0 ? env.HF_ENDPOINT : undefined;
+  const offline = ctx.offline || /^(1|true|yes|on)$/i.test(env.HF_HUB_OFFLINE?.trim() ?? '');
   const { importHuggingFace } = await loadRemote();
   const bar = ctx.progress('download');
   try {
@@ -45,6 +46,7 @@ export async function importFromHub(
       ...(options.expected !== undefined ? { expected: options.expected } : {}),
       ...(options.include !== undefined && options.include.length > 0 ? { include: options.include } : {}),
       ...(options.threads !== undefined ? { threads: options.threads } : {}),
+      http: { offline },
       signal: ctx.signal,
       onProgress: (p) => bar.update(p.bytes, p.bytesTotal),
     });

@@ -115,7 +115,12 @@ export async function originOf(ctx: CommandContext, spec: string, args: TokenArg
   const remotes = REMOTE_NAME.test(spec) && !fs.existsSync(spec) ? await readRemotes(ctx) : {};
   const url = remotes[spec] ?? spec;
   const { connectOrigin } = await loadRemote();
-  return connectOrigin(url, { token: credentialOf(args, ctx), signal: ctx.signal, s3: { env: ctx.io.env } });
+  return connectOrigin(url, {
+    token: credentialOf(args, ctx),
+    signal: ctx.signal,
+    offline: ctx.offline,
+    s3: { env: ctx.io.env, offline: ctx.offline },
+  });
 }
 
 /**
@@ -143,11 +148,17 @@ export async function fetchingStore(
 ): Promise<FetchingStore> {
   const origin = await originOf(ctx, spec, args);
   const { FetchingStore } = await loadRemote();
-  const fs = new FetchingStore(local, origin, { partsDir: path.join(local.root, 'tmp'), signal: ctx.signal });
+  // What is fetched on read is cached (evictable under TENSORFS_CACHE_MAX, kept by GC).
+  const fs = new FetchingStore(local, origin, {
+    partsDir: path.join(local.root, 'tmp'),
+    signal: ctx.signal,
+    onFetched: (ids) => local.addCachedObjects(ids, origin.display),
+  });
   const close = fs.close.bind(fs);
   fs.close = async () => {
     await close();
     await origin.close();
+    if (fs.fetched.objects > 0) await (await import('./cache-budget.js')).applyCacheBudget(ctx, local);
   };
   return fs;
 }
@@ -202,6 +213,7 @@ interface PullArgs extends TokenArgs {
   expected?: string;
   concurrency: number;
   directIo: boolean;
+  cache: boolean;
 }
 
 export const pullCommand = defineCommand<PullArgs>({
@@ -240,6 +252,11 @@ export const pullCommand = defineCommand<PullArgs>({
         })
         .option('expected', { type: 'string', describe: 'id the local ref must hold now, or `none`; else exit 7' })
         .option('concurrency', { type: 'number', default: 4, describe: 'objects fetched at once' })
+        .option('cache', {
+          type: 'boolean',
+          default: false,
+          describe: 'set the ref cached (evictable under $TENSORFS_CACHE_MAX, least recently used first), not saved',
+        })
         .option('direct-io', {
           type: 'boolean',
           default: true,
@@ -264,6 +281,7 @@ export const pullCommand = defineCommand<PullArgs>({
         partsDir: path.join(store.root, 'tmp'),
         signal: ctx.signal,
         onProgress: (p: { bytesDone: number; bytesTotal: number }) => bar.update(p.bytesDone, p.bytesTotal),
+        ...(args.cache ? { cached: true } : {}),
       };
       if (!isRepoSpec(ref) && (args.variant !== undefined || args.file !== undefined)) {
         throw new TensorFSError('invalid_argument', '--variant and --file take a repository (owner/name[@revision])', {
@@ -280,7 +298,9 @@ export const pullCommand = defineCommand<PullArgs>({
           })
         : await pull(store, origin, ref, options);
       bar.done();
-      ctx.result(r, () => [
+      // A cached pull adds cached bytes: the budget applies now (the pulled ref is the newest use).
+      const pruned = args.cache ? await (await import('./cache-budget.js')).applyCacheBudget(ctx, store) : null;
+      ctx.result({ ...r, cached: args.cache, ...(pruned ? { pruned } : {}) }, () => [
         `${r.name} -> ${r.id}`,
         `fetched ${r.objects.fetched} objects (${formatBytes(r.bytes.fetched)}), already present ${r.objects.present} (${formatBytes(r.bytes.present)})${r.bytes.resumed ? `, resumed ${formatBytes(r.bytes.resumed)}` : ''}`,
       ]);
@@ -449,15 +469,16 @@ export const serveCommand = defineCommand<ServeArgs>({
         });
       });
     }
-    // Pull-through writes what it fetches into the store.
+    // Pull-through writes what it fetches into the store; serving is use (the cache's
+    // least-recently-used order), read-only too.
     const pulls = args.upstream !== undefined && !args.offline;
     const store = args.objects
       ? undefined
-      : await LocalStore.open(ctx.storeDir, { readOnly: tokens === undefined && !pulls });
+      : await LocalStore.open(ctx.storeDir, { readOnly: tokens === undefined && !pulls, recordUse: true });
     // Over a bucket: its credentials and the bucket are checked now (`denied`, `not_found`), not
     // on the first request. With --refs the refs live on this disk and the bucket holds objects.
     const bucket = args.objects
-      ? new S3Origin(args.objects, { env: ctx.io.env, refsElsewhere: args.refs !== undefined })
+      ? new S3Origin(args.objects, { env: ctx.io.env, refsElsewhere: args.refs !== undefined, offline: ctx.offline })
       : undefined;
     const refs = args.refs !== undefined ? await RefFolder.open(path.resolve(args.refs)) : undefined;
     const backend = bucket ? (refs ? new LocalRefsOrigin(bucket, refs) : bucket) : new StoreOrigin(store!);

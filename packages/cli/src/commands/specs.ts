@@ -53,11 +53,25 @@ export const SPECS = {
   rm: {
     command: 'rm <ref>',
     describe:
-      'Delete a ref and, at once, the objects only it reached (past the GC grace period); print the bytes freed',
+      'Delete a ref, a branch (owner/name@branch) or a repository (--all, tags with --tags) and, at once, the objects only it reached; print the bytes freed',
   },
   du: {
     command: 'du',
-    describe: 'Show logical and stored bytes, the dedup ratio and per-ref logical, stored, exclusive and shared bytes',
+    describe:
+      'Show logical and stored bytes, the dedup ratio, and per ref and per repository logical, stored, exclusive and shared bytes',
+  },
+  cache: {
+    command: 'cache <action>',
+    describe:
+      'The cache: ls (cached refs and objects, their bytes and last use) | prune [--max-size S] [--older-than D] (evict least recently used first)',
+  },
+  pin: {
+    command: 'pin <ref>',
+    describe: 'Make a cached ref saved: kept until removed, never evicted',
+  },
+  unpin: {
+    command: 'unpin <ref>',
+    describe: 'Make a ref cached: evictable under the budget (TENSORFS_CACHE_MAX), least recently used first',
   },
   tensors: {
     command: 'tensors <ref>',

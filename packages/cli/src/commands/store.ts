@@ -4,17 +4,22 @@
  */
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import { LocalStore, type RefProblem } from '@tensorfs/cas';
+import { LocalStore, type RefProblem, type RemoveResult } from '@tensorfs/cas';
 import {
+  DEFAULT_BRANCH,
+  type ObjectId,
+  TensorFSError,
+  branchRefName,
   decodeCheckpoint,
   isObjectId,
   isTensorFSError,
   listRepositories,
-  type ObjectId,
-  TensorFSError,
   parseObjectId,
   parseRepoRefName,
+  parseRepoSpec,
+  tagRefName,
   treeVariants,
+  validateRepoId,
 } from '@tensorfs/format';
 import { exportCheckpoint, importPortable, openCheckpoint } from '@tensorfs/tensors';
 import type { Argv } from 'yargs';
@@ -36,7 +41,12 @@ export async function withStore<T>(
   recreateMetadata = false,
 ): Promise<T> {
   // Only import may create a store; every other command needs one that exists.
-  const store = await LocalStore.open(create ? ctx.storeDir : ctx.existingStoreDir(), { readOnly, recreateMetadata });
+  // Reads record use (the cache's least-recently-used order), a read-only open too.
+  const store = await LocalStore.open(create ? ctx.storeDir : ctx.existingStoreDir(), {
+    readOnly,
+    recreateMetadata,
+    recordUse: true,
+  });
   try {
     return await fn(store);
   } finally {
@@ -583,13 +593,103 @@ interface RmArgs {
   keepObjects: boolean;
   grace?: number;
   expected?: string;
+  all: boolean;
+  tags: boolean;
+}
+
+/**
+ * The refs `tfs rm <target>` removes, and the tags it keeps. `R@B`: branch B (a tag only with
+ * `--tags`); `R --all`: every branch (and with `--tags` every tag); a bare `R` (or any other ref
+ * name): that ref, refused when it is a repository's main and the repository has other branches
+ * or tags (what `R` alone should remove would be a guess).
+ */
+async function rmTargets(
+  s: LocalStore,
+  target: string,
+  all: boolean,
+  tags: boolean,
+): Promise<{ repo: string | null; refs: string[]; keptTags: string[] }> {
+  const listing = async (repo: string) => {
+    const found = (await listRepositories(s)).find((r) => r.repo === repo);
+    if (found === undefined) {
+      throw new TensorFSError('not_found', 'no such repository', { details: { rule: 'repo.no_such_repo', repo } });
+    }
+    return found;
+  };
+  if (target.includes('@')) {
+    if (all) {
+      throw new TensorFSError('invalid_argument', '--all removes a whole repository: name it without @revision', {
+        details: { rule: 'cli.rm_all_revision' },
+      });
+    }
+    const spec = parseRepoSpec(target);
+    const repo = await listing(spec.repo);
+    const name = spec.revision ?? DEFAULT_BRANCH;
+    if (repo.branches.some((b) => b.name === name))
+      return { repo: spec.repo, refs: [branchRefName(spec.repo, name)], keptTags: [] };
+    if (repo.tags.some((t) => t.name === name)) {
+      if (!tags) {
+        throw new TensorFSError('invalid_argument', `${name} is a tag (a release): pass --tags to remove it`, {
+          details: { rule: 'repo.tag_needs_flag', repo: spec.repo, tag: name },
+        });
+      }
+      return { repo: spec.repo, refs: [tagRefName(spec.repo, name)], keptTags: [] };
+    }
+    throw new TensorFSError('not_found', 'no such branch or tag', {
+      details: { rule: 'repo.no_such_revision', repo: spec.repo, revision: name },
+    });
+  }
+  if (all) {
+    validateRepoId(target);
+    const repo = await listing(target);
+    const refs = repo.branches.map((b) => branchRefName(target, b.name));
+    const tagRefs = repo.tags.map((t) => tagRefName(target, t.name));
+    return tags
+      ? { repo: target, refs: [...refs, ...tagRefs], keptTags: [] }
+      : { repo: target, refs, keptTags: repo.tags.map((t) => t.name) };
+  }
+  const p = (() => {
+    try {
+      return parseRepoRefName(target);
+    } catch {
+      return null;
+    }
+  })();
+  if (p !== null && p.kind === 'branch' && p.name === DEFAULT_BRANCH) {
+    const repo = (await listRepositories(s)).find((r) => r.repo === p.repo);
+    const others = repo === undefined ? [] : repo.branches.filter((b) => b.name !== DEFAULT_BRANCH).map((b) => b.name);
+    const tagNames = repo?.tags.map((t) => t.name) ?? [];
+    if (others.length + tagNames.length > 0) {
+      throw new TensorFSError(
+        'conflict',
+        `${p.repo} has ${[others.length ? `branches ${others.join(', ')}` : '', tagNames.length ? `tags ${tagNames.join(', ')}` : ''].filter(Boolean).join(' and ')}: tfs rm ${p.repo}@main removes just main, --all every branch (--tags its tags too)`,
+        { details: { rule: 'repo.rm_ambiguous', repo: p.repo, branches: others, tags: tagNames } },
+      );
+    }
+  }
+  return { repo: p?.repo ?? null, refs: [target], keptTags: [] };
 }
 
 export const rmCommand = defineCommand<RmArgs>({
   ...SPECS.rm,
   builder: (y) =>
     y
-      .positional('ref', { type: 'string', demandOption: true, describe: 'ref to delete, e.g. local/example' })
+      .positional('ref', {
+        type: 'string',
+        demandOption: true,
+        describe: 'ref or repository to delete: local/example, owner/name@branch, owner/name --all',
+      })
+      .option('all', {
+        type: 'boolean',
+        default: false,
+        describe: 'every branch of the repository (its tags stay unless --tags)',
+      })
+      .option('tags', {
+        type: 'boolean',
+        default: false,
+        describe:
+          'tags too: with --all every tag, with owner/name@tag that tag (tags are releases: never removed without it)',
+      })
       .option('keep-objects', {
         type: 'boolean',
         default: false,
@@ -610,24 +710,55 @@ export const rmCommand = defineCommand<RmArgs>({
         details: { ref: args.ref },
       });
     }
-    const r = await withStore(ctx, false, (s) =>
-      s.remove(args.ref, {
-        keepObjects: args.keepObjects,
-        signal: ctx.signal,
-        ...(expected !== undefined ? { expected } : {}),
-        ...(args.grace !== undefined ? { graceMs: graceMs(args.grace) } : {}),
-      }),
-    );
-    ctx.result(r, () => {
-      if (r.keptObjects) return `deleted ${r.name}; its objects are left to tfs gc`;
-      const lines = [
+    const out = await withStore(ctx, false, async (s) => {
+      const t = await rmTargets(s, args.ref, args.all, args.tags);
+      if (expected !== undefined && t.refs.length !== 1) {
+        throw new TensorFSError('invalid_argument', '--expected needs a single ref', {
+          details: { rule: 'cli.rm_expected_many', refs: t.refs },
+        });
+      }
+      const results: RemoveResult[] = [];
+      // One at a time: what two branches share is freed with the last of them.
+      for (const name of t.refs) {
+        results.push(
+          await s.remove(name, {
+            keepObjects: args.keepObjects,
+            signal: ctx.signal,
+            ...(expected !== undefined ? { expected } : {}),
+            ...(args.grace !== undefined ? { graceMs: graceMs(args.grace) } : {}),
+          }),
+        );
+      }
+      return { ...t, results };
+    });
+    const lines = (r: RemoveResult): string[] => {
+      if (r.keptObjects) return [`deleted ${r.name}; its objects are left to tfs gc`];
+      const l = [
         `deleted ${r.name}: freed ${formatBytes(r.bytes)} (${r.removed} objects); ${formatBytes(r.sharedBytes)} kept (${r.shared} objects something else reaches)`,
       ];
       if (r.left > 0) {
-        lines.push(`${formatBytes(r.leftBytes)} (${r.left} objects) younger than the grace period are left for tfs gc`);
+        l.push(`${formatBytes(r.leftBytes)} (${r.left} objects) younger than the grace period are left for tfs gc`);
       }
-      return lines;
-    });
+      return l;
+    };
+    const kept = out.keptTags.length > 0 ? [`kept tags ${out.keptTags.join(', ')} (--tags removes them)`] : [];
+    if (out.results.length === 1 && out.keptTags.length === 0 && !args.all) {
+      const r = out.results[0]!;
+      ctx.result(r, () => lines(r));
+      return;
+    }
+    const sum = (f: (r: RemoveResult) => number) => out.results.reduce((n, r) => n + f(r), 0);
+    const total = {
+      removed: sum((r) => r.removed),
+      bytes: sum((r) => r.bytes),
+      left: sum((r) => r.left),
+      leftBytes: sum((r) => r.leftBytes),
+    };
+    ctx.result({ repo: out.repo, refs: out.results, keptTags: out.keptTags, ...total }, () => [
+      ...out.results.flatMap(lines),
+      ...kept,
+      `${out.repo ?? args.ref}: freed ${formatBytes(total.bytes)} (${total.removed} objects)`,
+    ]);
   },
 });
 
@@ -650,6 +781,11 @@ export const duCommand = defineCommand({
       `logical ${formatBytes(u.logicalBytes)}, stored ${formatBytes(u.storedBytes)} in ${u.objects} objects, dedup ${u.dedupRatio.toFixed(2)}x, unreferenced ${formatBytes(u.unreferencedBytes)}; per ref: logical, stored, exclusive, shared`,
       ...u.refs.map(
         (r) => `${col(r.logicalBytes)} ${col(r.storedBytes)} ${col(r.exclusiveBytes)} ${col(r.sharedBytes)}  ${r.name}`,
+      ),
+      ...(u.repositories.length > 0 ? ['per repository (its branches and tags together):'] : []),
+      ...u.repositories.map(
+        (r) =>
+          `${col(r.logicalBytes)} ${col(r.storedBytes)} ${col(r.exclusiveBytes)} ${col(r.sharedBytes)}  ${r.repo} (${r.refs.length} refs)`,
       ),
     ]);
     failOnProblems(ctx, u.problems, u.refs.length);

@@ -43,7 +43,8 @@ async function withStore<T>(
   create = false,
 ): Promise<T> {
   // Only import may create a store; every other command needs one that exists.
-  const store = await LocalStore.open(create ? ctx.storeDir : ctx.existingStoreDir(), { readOnly });
+  // Reads record use (the cache's least-recently-used order), a read-only open too.
+  const store = await LocalStore.open(create ? ctx.storeDir : ctx.existingStoreDir(), { readOnly, recordUse: true });
   try {
     return await fn(store);
   } finally {

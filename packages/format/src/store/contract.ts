@@ -109,6 +109,12 @@ export interface SetRefOptions extends CallOptions {
   expected?: ObjectId | null;
   /** A lease that must still be live (`conflict` otherwise). */
   lease?: Lease;
+  /**
+   * Mark the ref cached (evictable under the store's budget) rather than saved: `tfs pull
+   * --cache`, a pull-through hub's fetch from upstream. The local store honours it (a saved ref
+   * stays saved); stores without a cache (origins) keep every ref and ignore it.
+   */
+  cached?: boolean;
 }
 
 /** Options of {@link RefCapability.deleteRef}. */
