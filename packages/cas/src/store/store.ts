@@ -456,7 +456,6 @@ export class LocalStore implements Store {
     return { root: layout.root, created: !existed, shared: isSharedRoot(layout.root), gid: st.gid };
   }
 
-
   /** The connection recorded use is written through (a side one for a read-only store; null: none). */
   private useDb(): Db | null {
     if (!this.readOnly) return this.db;
