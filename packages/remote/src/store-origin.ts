@@ -6,7 +6,15 @@
  * `objects.stream` capability when the store has it and from `readObjectRange` otherwise.
  */
 import type { ObjectId } from '@tensorfs/format';
-import { type Capability, type Store, supports } from '@tensorfs/format/store';
+import {
+  type BatchCapability,
+  type Capability,
+  type PartCapability,
+  type Store,
+  type StreamCapability,
+  supports,
+  unsupportedCapability,
+} from '@tensorfs/format/store';
 import { type CallOptions, isOrigin, type ObjectRead, type Origin } from './origin.js';
 
 /** Any store of the contract (the hub serves it; kept as a name for existing callers). */
@@ -52,6 +60,23 @@ export class StoreOrigin implements Origin {
   setRef: Store['setRef'] = (name, id, options) => this.store.setRef(name, id, options);
   deleteRef: Store['deleteRef'] = (name, options) => this.store.deleteRef(name, options);
   lease: Store['lease'] = (options) => this.store.lease(options);
+  // The members of the capabilities it announces (the store's own): an importer that finds
+  // `objects.batch` announced calls `putBatch`, so each one must be here, not only the name.
+  putBatch: BatchCapability['putBatch'] = (items, options) => {
+    const s = this.store;
+    if (!supports(s, 'objects.batch')) throw unsupportedCapability('objects.batch', this.display);
+    return s.putBatch(items, options);
+  };
+  openPart: PartCapability['openPart'] = (key, options) => {
+    const s = this.store;
+    if (!supports(s, 'objects.part')) throw unsupportedCapability('objects.part', this.display);
+    return s.openPart(key, options);
+  };
+  objectStream: StreamCapability['objectStream'] = (id, options) => {
+    const s = this.store;
+    if (!supports(s, 'objects.stream')) throw unsupportedCapability('objects.stream', this.display);
+    return s.objectStream(id, options);
+  };
 
   /**
    * The refs whose file reads, and every entry that is not a readable ref with its code and rule

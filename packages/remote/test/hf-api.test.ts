@@ -364,6 +364,8 @@ describe('pull-through', () => {
     });
     const otherTree = await store.getManifest(otherRev.target);
     expect(otherTree.entries.map((e) => e.path)).toEqual(['config.json']);
+    // What pull-through fetched is cached (evictable under the store's budget), not saved.
+    expect(await store.isCached('team/other')).toBe(true);
     // Listing that revision completes it first (snapshot_download asks for the info, then every file).
     const otherInfo = (await (await fetch(`${url}/api/models/team/other`)).json()) as {
       sha: string;

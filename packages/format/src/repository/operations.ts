@@ -255,6 +255,8 @@ export interface MoveBranchOptions {
   upstream?: RevisionUpstream | null;
   /** Milliseconds since the epoch (default now). */
   time?: number;
+  /** Mark the branch ref cached (evictable) where the store keeps such marks (`SetRefOptions.cached`). */
+  cached?: boolean;
   signal?: AbortSignal;
 }
 
@@ -317,7 +319,7 @@ export async function moveBranch(
     history,
   };
   const { id } = await store.put(encodeRevision(document), { signal });
-  await store.setRef(ref, id, { expected: current, signal });
+  await store.setRef(ref, id, { expected: current, signal, ...(options.cached ? { cached: true } : {}) });
   return { commit: id, previous: current, document };
 }
 

@@ -145,6 +145,8 @@ export class PullThrough implements HfSource {
         author: 'tfs serve (pull-through)',
         message: `pull-through: ${wanted.length} file(s) of ${source}@${commit}`,
         upstream: { source, revision: commit },
+        // What was fetched from upstream is a cache: evictable under the store's budget.
+        cached: true,
       });
     } catch (err) {
       // Another hub process moved it meanwhile: what it holds now is served.
