@@ -308,6 +308,28 @@ describe('tfs upload / pull / tag / log / download', () => {
     expect(existsSync(join(b, 'refs', 'acme', 'm'))).toBe(true);
   }, 120_000);
 
+  it('bind and diff read one variant of a repository tree (--variant), and refuse to guess among several', () => {
+    const src = source();
+    expect(tfsSync(['upload', src.folder, 'acme/v', '--store', src.store]).code).toBe(0);
+    for (const argv of [
+      ['diff', 'acme/v', 'acme/v'],
+      ['bind', 'acme/v', '--lane', 'gpt2+none'],
+    ]) {
+      const guess = tfsSync([...argv, '--store', src.store, '--json']);
+      expect(guess.code, argv[0]).toBe(2);
+      expect(errOf(guess.stderr)).toMatchObject({ code: 'invalid_argument', details: { rule: 'repo.variant_required' } });
+    }
+    const d = tfsSync(['diff', 'acme/v', 'acme/v', '--variant', 'int8', '--store', src.store, '--json']);
+    expect(d.code, d.stderr).toBe(0);
+    const diff = json(d.stdout);
+    expect(diff.tensors.unchanged).toBe(2);
+    const b = tfsSync(['bind', 'acme/v', '--lane', 'gpt2+none', '--variant', 'bf16', '--store', src.store, '--json']);
+    // The tiny model is not GPT-2: a refusal naming the first tensor, from the bf16 variant's header.
+    expect(json(b.stdout)).toMatchObject({ verdict: 'refuse' });
+    const wrong = tfsSync(['bind', 'acme/v', '--lane', 'gpt2+none', '--variant', 'fp8', '--store', src.store, '--json']);
+    expect(errOf(wrong.stderr)).toMatchObject({ code: 'not_found', details: { rule: 'repo.no_such_variant' } });
+  }, 120_000);
+
   it('has --help on every new verb', () => {
     for (const verb of ['upload', 'tag', 'log', 'download']) {
       const h = tfsSync([verb, '--help']);

@@ -2,6 +2,7 @@
  * `tfs diff <refA> <refB>`: what changed between two snapshots or checkpoints (tensors paired by
  * the model's names, whatever file or shard holds them), from headers and object ids.
  */
+import { resolveModelId, VARIANT_OPTION } from './revision.js';
 import { LocalStore } from '@tensorfs/cas';
 import { type DiffTensor, diffSnapshots, type SnapshotDiff } from '@tensorfs/tensors';
 import { defineCommand } from '../command.js';
@@ -49,7 +50,13 @@ export function humanDiff(d: SnapshotDiff): string[] {
 }
 
 /** `tfs diff <refA> <refB>`. */
-export const diffCommand = defineCommand<{ refA: string; refB: string; file?: string; component?: string }>({
+export const diffCommand = defineCommand<{
+  refA: string;
+  refB: string;
+  file?: string;
+  component?: string;
+  variant?: string;
+}>({
   ...SPECS.diff,
   builder: (y) =>
     y
@@ -68,11 +75,13 @@ export const diffCommand = defineCommand<{ refA: string; refB: string; file?: st
         type: 'string',
         describe:
           "compare this component only (a checkpoint's component, or a snapshot's top folder of that name; model for files at its root)",
-      }),
+      })
+      .option('variant', { ...VARIANT_OPTION, describe: `${VARIANT_OPTION.describe}, on both sides` }),
   handler: async (args, ctx) => {
     const store = await LocalStore.open(ctx.existingStoreDir(), { readOnly: true });
     try {
-      const d = await diffSnapshots(store, args.refA, args.refB, {
+      const side = (spec: string) => (args.variant === undefined ? spec : resolveModelId(store, spec, args.variant));
+      const d = await diffSnapshots(store, await side(args.refA), await side(args.refB), {
         signal: ctx.signal,
         ...(args.file !== undefined ? { file: args.file } : {}),
         ...(args.component !== undefined ? { component: args.component } : {}),

@@ -1,3 +1,4 @@
+import { resolveModelId, VARIANT_OPTION } from './revision.js';
 import * as fsp from 'node:fs/promises';
 import path from 'node:path';
 import { LocalStore, openFileSource } from '@tensorfs/cas';
@@ -104,12 +105,19 @@ async function shardHeaders(index: string, ctx: CommandContext): Promise<Safeten
  * headers of all its shards) or, when no such file exists, of a store ref (headers from the
  * manifest, no tensor byte), as one shard-flattened component.
  */
-async function candidateOf(target: string, component: string, ctx: CommandContext): Promise<CandidateHeaders> {
+async function candidateOf(
+  target: string,
+  component: string,
+  ctx: CommandContext,
+  variant?: string,
+): Promise<CandidateHeaders> {
   const stat = await fsp.stat(target).catch(() => null);
-  if (stat?.isFile()) return fileCandidate(target, component, ctx);
+  if (stat?.isFile() && variant === undefined) return fileCandidate(target, component, ctx);
   const store = await LocalStore.open(ctx.existingStoreDir(), { readOnly: true });
   try {
-    return await refCandidate(store, target, component, ctx);
+    // A repository tree with several variants: the one named (`repo.variant_required` without).
+    const id = variant === undefined ? target : await resolveModelId(store, target, variant);
+    return await refCandidate(store, id, component, ctx);
   } finally {
     await store.close();
   }
@@ -249,6 +257,7 @@ type BindArgs = {
   catalog?: string;
   from?: string;
   'token-file'?: string;
+  variant?: string;
 };
 
 export const bindCommand = defineCommand<BindArgs>({
@@ -262,6 +271,7 @@ export const bindCommand = defineCommand<BindArgs>({
       })
       .option('lane', { type: 'string', demandOption: true, describe: "'<topology>[@v][+<rule>[@v]]'" })
       .option('component', { type: 'string', describe: 'bind only this component of the lane' })
+      .option('variant', VARIANT_OPTION)
       .option('convention', {
         type: 'string',
         array: true,
@@ -300,6 +310,15 @@ export const bindCommand = defineCommand<BindArgs>({
       ...(args.component ? { component: args.component } : {}),
       ...(conv ? { conventions: conv } : {}),
     };
+    if (args.variant !== undefined && (args.apply || args.from !== undefined)) {
+      throw new TensorFSError(
+        'invalid_argument',
+        '--variant binds a local repository tree (not with --apply or --from)',
+        {
+          details: { rule: 'cli.bind_variant' },
+        },
+      );
+    }
     if (args.apply) {
       if (!args.name)
         throw new TensorFSError('invalid_argument', '--apply needs --name NEW', { details: { rule: 'cli.bind' } });
@@ -372,7 +391,7 @@ export const bindCommand = defineCommand<BindArgs>({
       }
       return;
     }
-    const cand = await candidateOf(args.target, component, ctx);
+    const cand = await candidateOf(args.target, component, ctx, args.variant);
     const r = bind(cand, lane, catalog, bindOpts);
     ctx.result(r, () => humanBind(r));
     if (r.verdict === 'refuse' && r.refuse)
