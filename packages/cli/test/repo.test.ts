@@ -317,7 +317,10 @@ describe('tfs upload / pull / tag / log / download', () => {
     ]) {
       const guess = tfsSync([...argv, '--store', src.store, '--json']);
       expect(guess.code, argv[0]).toBe(2);
-      expect(errOf(guess.stderr)).toMatchObject({ code: 'invalid_argument', details: { rule: 'repo.variant_required' } });
+      expect(errOf(guess.stderr)).toMatchObject({
+        code: 'invalid_argument',
+        details: { rule: 'repo.variant_required' },
+      });
     }
     const d = tfsSync(['diff', 'acme/v', 'acme/v', '--variant', 'int8', '--store', src.store, '--json']);
     expect(d.code, d.stderr).toBe(0);
@@ -326,7 +329,17 @@ describe('tfs upload / pull / tag / log / download', () => {
     const b = tfsSync(['bind', 'acme/v', '--lane', 'gpt2+none', '--variant', 'bf16', '--store', src.store, '--json']);
     // The tiny model is not GPT-2: a refusal naming the first tensor, from the bf16 variant's header.
     expect(json(b.stdout)).toMatchObject({ verdict: 'refuse' });
-    const wrong = tfsSync(['bind', 'acme/v', '--lane', 'gpt2+none', '--variant', 'fp8', '--store', src.store, '--json']);
+    const wrong = tfsSync([
+      'bind',
+      'acme/v',
+      '--lane',
+      'gpt2+none',
+      '--variant',
+      'fp8',
+      '--store',
+      src.store,
+      '--json',
+    ]);
     expect(errOf(wrong.stderr)).toMatchObject({ code: 'not_found', details: { rule: 'repo.no_such_variant' } });
   }, 120_000);
 
