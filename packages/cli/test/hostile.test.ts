@@ -198,13 +198,15 @@ describe('tfs ls and du with bad refs: every good ref listed, each bad one named
 
     const du = await tfs(store, 'du');
     expect(du.code, du.err).toBe(4);
-    expect(
-      du.out
-        .trimEnd()
-        .split('\n')
-        .slice(1)
-        .map((l) => l.trim().split(/\s+/).pop()),
-    ).toEqual(['local/m', 'local/n']);
+    const duLines = du.out.trimEnd().split('\n');
+    const perRepo = duLines.indexOf('per repository (its branches and tags together):');
+    expect(perRepo).toBeGreaterThan(0);
+    expect(duLines.slice(1, perRepo).map((l) => l.trim().split(/\s+/).pop())).toEqual(['local/m', 'local/n']);
+    // Each good ref is its repository's main: one repository each, the bad refs in none.
+    expect(duLines.slice(perRepo + 1).map((l) => l.trim().split(/\s+/).slice(-3).join(' '))).toEqual([
+      'local/m (1 ref)',
+      'local/n (1 ref)',
+    ]);
     expect(du.err.split('\n').filter((l) => l.startsWith('warning: '))).toHaveLength(3);
     const dj = await tfs(store, 'du', '--json');
     expect(dj.code, dj.err).toBe(4);

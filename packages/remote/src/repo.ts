@@ -104,6 +104,8 @@ export async function pullRevision(
     }
   }
   const name = localName;
+  // `pull --cache`: whatever local ref this names is cached (evictable), not saved.
+  const cached = options.cached ? { cached: true } : {};
   const lease = await store.lease({ purpose: `pull ${spec}` });
   try {
     let variant: string | null = null;
@@ -139,10 +141,10 @@ export async function pullRevision(
             });
           }
           if (held === target) return;
-          await store.setRef(name, target, { expected: null, lease: l });
+          await store.setRef(name, target, { expected: null, lease: l, ...cached });
           return;
         }
-        await store.setRef(name, target, { expected: options.expected, lease: l });
+        await store.setRef(name, target, { expected: options.expected, lease: l, ...cached });
         return;
       }
       await moveBranch(store, {
@@ -153,6 +155,7 @@ export async function pullRevision(
         author: options.author ?? 'tfs',
         message: `pull ${spec}`,
         upstream: { source: options.source ?? '', revision: res.commit ?? res.head },
+        ...cached,
       });
     });
     return {

@@ -288,7 +288,17 @@ export const pullCommand = defineCommand<PullArgs>({
           details: { rule: 'cli.repo_required' },
         });
       }
-      const r = isRepoSpec(ref)
+      // A bare ref (a repository's main) with nothing selected is the ref as it is: the plain pull,
+      // which asks the origin for nothing beyond the closure. A revision, a variant, a file or a
+      // selection resolves through the repository.
+      const viaRevision =
+        isRepoSpec(ref) &&
+        (ref.includes('@') ||
+          args.variant !== undefined ||
+          args.file !== undefined ||
+          (args.component?.length ?? 0) > 0 ||
+          (args.tensors?.length ?? 0) > 0);
+      const r = viaRevision
         ? await pullRevision(store, origin, ref, {
             ...options,
             ...(args.variant !== undefined ? { variant: args.variant } : {}),

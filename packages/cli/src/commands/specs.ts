@@ -111,11 +111,6 @@ export const SPECS = {
     command: 'remote <action> [name] [url]',
     describe: 'Name origins: add NAME URL, ls, rm NAME (kept in remotes.json in the store folder)',
   },
-  diff: {
-    command: 'diff <refA> <refB>',
-    describe:
-      'Compare two snapshots tensor by tensor (changed, renamed, added, removed), files, configs and the pull cost, from headers only',
-  },
   upload: {
     command: 'upload <folder> <repo>',
     describe:
@@ -134,6 +129,11 @@ export const SPECS = {
     command: 'download <repo> <dir>',
     describe:
       "Write a revision's tree (owner/name[@rev]) as a plain folder: every file, each variant with its chunks/ (or --variant V, --file PATH), from the store or --from an origin",
+  },
+  diff: {
+    command: 'diff <refA> <refB>',
+    describe:
+      'Compare two snapshots tensor by tensor (changed, renamed, added, removed), files, configs and the pull cost, from headers only',
   },
   env: {
     command: 'env',

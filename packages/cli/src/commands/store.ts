@@ -785,7 +785,7 @@ export const duCommand = defineCommand({
       ...(u.repositories.length > 0 ? ['per repository (its branches and tags together):'] : []),
       ...u.repositories.map(
         (r) =>
-          `${col(r.logicalBytes)} ${col(r.storedBytes)} ${col(r.exclusiveBytes)} ${col(r.sharedBytes)}  ${r.repo} (${r.refs.length} refs)`,
+          `${col(r.logicalBytes)} ${col(r.storedBytes)} ${col(r.exclusiveBytes)} ${col(r.sharedBytes)}  ${r.repo} (${r.refs.length} ref${r.refs.length === 1 ? '' : 's'})`,
       ),
     ]);
     failOnProblems(ctx, u.problems, u.refs.length);

@@ -226,7 +226,10 @@ export const uploadCommand = defineCommand<UploadArgs>({
     const bar = ctx.progress('upload');
     try {
       const built = await buildTree(store, args.folder, lease, ctx.signal);
-      const author = authorName(ctx);
+      // On a hub the author is the token's owner id (the hub checks it, so the log says truthfully
+      // which token moved the branch); elsewhere TENSORFS_AUTHOR or the user running the command.
+      const author =
+        origin !== undefined ? await (await loadRemote()).authorFor(origin, authorName(ctx)) : authorName(ctx);
       const message = args.message ?? '';
       let sent: SendResult | null = null;
       let moved: { commit: ObjectId; previous: ObjectId | null };

@@ -3,7 +3,8 @@
  * store, folders, hubs and buckets, since all a repository needs is objects and refs moved by
  * compare-and-swap.
  */
-import { requireFunction, requireObject, requireString } from '../args.js';
+import { requireObject, requireString } from '../args.js';
+import { requireStore } from './check.js';
 import { COZYTENSORS_MAGIC } from '../cozytensors/header.js';
 import { isTensorFSError, TensorFSError, throwIfAborted } from '../errors.js';
 import { type ObjectId, parseObjectId } from '../ids.js';
@@ -31,11 +32,6 @@ import {
 export type HeadKind = 'revision' | 'tree' | 'checkpoint';
 
 const HEX40 = /^[0-9a-f]{40}$/;
-
-function requireStore(store: unknown): asserts store is Store {
-  requireObject(store, 'store', 'repo');
-  requireFunction((store as Store).getRef, 'store.getRef', 'repo');
-}
 
 function requireOptionsObject(options: unknown): void {
   requireObject(options, 'options', 'repo');

@@ -4,10 +4,11 @@
  * header it reads (spec/v1/repository.md, "Resolution"). Commands and readers take this, so no
  * verb parses revisions on its own.
  */
-import { requireString } from '../args.js';
+import { requireObject, requireString } from '../args.js';
 import type { ObjectId } from '../ids.js';
 import type { Store } from '../store/contract.js';
 import { parseRepoSpec } from './names.js';
+import { requireStore } from './check.js';
 import { headKindOf, type ResolvedRevision, resolveRevision } from './operations.js';
 import { decodeRevision, type RevisionDocument } from './revision.js';
 
@@ -41,7 +42,9 @@ export async function resolveSpec(
   spec: string,
   options: { signal?: AbortSignal } = {},
 ): Promise<ResolvedSpec> {
+  requireStore(store);
   requireString(spec, 'spec', 'repo');
+  requireObject(options, 'options', 'repo');
   const { signal } = options;
   const fromResolution = (r: ResolvedRevision): ResolvedSpec => ({
     target: r.target,
