@@ -165,13 +165,16 @@ describe('remote GC on a hub', () => {
   it('pushes racing GC for 30 rounds: 0 missing objects; afterwards exactly the reachable objects are left', async () => {
     const { backing, admin, writer } = await hub();
     const src = await newStore();
-    const GRACE = 2000;
+    const GRACE = 1000;
     let removed = 0;
     for (let r = 0; r < 30; r++) {
       const ref = `race/m${r % 3}`;
       await src.importPath(folderOf(roundFiles(r)), { name: ref });
       const [, g] = await Promise.all([push(src, writer, ref), gcOrigin(admin, { graceMs: GRACE })]);
       removed += g.removed;
+      // At least 120 ms a round, so the race outlasts the window however fast the machine is:
+      // a round's objects, unreachable three rounds later, are past the grace ten rounds later.
+      await new Promise((res) => setTimeout(res, 120));
     }
     const reachable = await closurePresent(writer);
     expect(removed).toBeGreaterThan(0); // rounds older than the window went while the race ran
@@ -199,6 +202,8 @@ describe('remote GC on S3 racing pushes', () => {
       await src.importPath(folderOf(roundFiles(r)), { name: ref });
       const [, g] = await Promise.all([push(src, o, ref), gcOrigin(o, { graceMs: GRACE })]);
       removed += g.removed;
+      // At least 120 ms a round: the race outlasts the window (and S3's one-second LastModified).
+      await new Promise((res) => setTimeout(res, 120));
     }
     const reachable = await closurePresent(o);
     expect(removed).toBeGreaterThan(0);
