@@ -146,23 +146,7 @@ export const importCommand = defineCommand<ImportArgs>({
           }),
         true,
       );
-      ctx.result(
-        {
-          ref: name,
-          snapshot: r.snapshot,
-          files: r.files,
-          bytes: r.bytes,
-          bytesFetched: r.bytesFetched,
-          bytesWritten: r.bytesWritten,
-          objectsWritten: r.objectsWritten,
-          source: r.source,
-        },
-        () => [
-          `${name} -> ${r.snapshot}`,
-          sourceLine(args.path, r),
-          `${r.files} files, ${formatBytes(r.bytes)}; wrote ${r.objectsWritten} new objects (${formatBytes(r.bytesWritten)})`,
-        ],
-      );
+      sourceImportResult(ctx, name, r, sourceLine(args.path, r));
       return;
     }
     if (isWebSource(args.path)) return importWeb(args, ctx);
@@ -223,21 +207,31 @@ async function importWeb(args: ImportArgs, ctx: CommandContext): Promise<void> {
       }),
     true,
   );
+  sourceImportResult(ctx, name, r, webSourceLine(args.path, r));
+}
+
+/** The result of an import through the source pipeline (hf://, https://, civitai://): one shape for all. */
+function sourceImportResult(
+  ctx: CommandContext,
+  name: string,
+  r: {
+    snapshot: ObjectId;
+    files: number;
+    bytes: number;
+    bytesFetched: number;
+    bytesWritten: number;
+    objectsWritten: number;
+    source: unknown;
+  },
+  source: string,
+): void {
+  const { snapshot, files, bytes, bytesFetched, bytesWritten, objectsWritten } = r;
   ctx.result(
-    {
-      ref: name,
-      snapshot: r.snapshot,
-      files: r.files,
-      bytes: r.bytes,
-      bytesFetched: r.bytesFetched,
-      bytesWritten: r.bytesWritten,
-      objectsWritten: r.objectsWritten,
-      source: r.source,
-    },
+    { ref: name, snapshot, files, bytes, bytesFetched, bytesWritten, objectsWritten, source: r.source },
     () => [
-      `${name} -> ${r.snapshot}`,
-      webSourceLine(args.path, r),
-      `${r.files} files, ${formatBytes(r.bytes)}; wrote ${r.objectsWritten} new objects (${formatBytes(r.bytesWritten)})`,
+      `${name} -> ${snapshot}`,
+      source,
+      `${files} files, ${formatBytes(bytes)}; wrote ${objectsWritten} new objects (${formatBytes(bytesWritten)})`,
     ],
   );
 }

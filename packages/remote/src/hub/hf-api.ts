@@ -27,7 +27,7 @@ import {
   servedTree,
 } from './hf-files.js';
 import { type HfRevision, HfRevisions } from './hf-revisions.js';
-import { parseRange } from './objects.js';
+import { parseRange, rangeHeaders } from './objects.js';
 import { drained, statusOf } from './respond.js';
 import type { HubStore } from './types.js';
 import { Digest } from './verify.js';
@@ -435,17 +435,7 @@ export class HfApi {
       'cache-control': 'no-cache',
       'content-disposition': `inline; filename*=UTF-8''${encodeURIComponent(file.path.split('/').pop()!)}`,
     };
-    if (range === 'unsatisfiable') {
-      res.setHeader('content-range', `bytes */${size}`);
-      throw new TensorFSError('invalid_argument', 'the range is not satisfiable', {
-        details: { rule: 'hub.range_unsatisfiable', limit: size },
-      });
-    }
-    const start = range?.start ?? 0;
-    const end = range?.end ?? size - 1;
-    const length = size === 0 ? 0 : end - start + 1;
-    if (range) headers['content-range'] = `bytes ${start}-${end}/${size}`;
-    headers['content-length'] = length;
+    const { start, end, length } = rangeHeaders(res, headers, range, size);
     if (head || length === 0) {
       res.writeHead(range ? 206 : 200, headers);
       res.end();

@@ -1,4 +1,5 @@
 /** The object routes: reads (whole, ranges, HEAD), batched reads, existence, and single-request uploads. */
+import type * as http from 'node:http';
 import { type ObjectId, TensorFSError, isObjectId, isTensorFSError } from '@tensorfs/format';
 import { deny } from './auth.js';
 import type { RequestContext } from './context.js';
@@ -76,6 +77,31 @@ async function sendBatch(c: RequestContext, ids: readonly ObjectId[]): Promise<v
   }
 }
 
+/**
+ * The bounds a parsed range serves, with `content-range` / `content-length` set in `headers`;
+ * an unsatisfiable range throws `invalid_argument` (`hub.range_unsatisfiable`) after setting
+ * `content-range: bytes *\/size`, so the error answer tells the client what it can ask within.
+ */
+export function rangeHeaders(
+  res: http.ServerResponse,
+  headers: Record<string, string | number>,
+  range: ReturnType<typeof parseRange>,
+  size: number,
+): { start: number; end: number; length: number } {
+  if (range === 'unsatisfiable') {
+    res.setHeader('content-range', `bytes */${size}`);
+    throw new TensorFSError('invalid_argument', 'the range is not satisfiable', {
+      details: { rule: 'hub.range_unsatisfiable', limit: size },
+    });
+  }
+  const start = range?.start ?? 0;
+  const end = range?.end ?? size - 1;
+  const length = size === 0 ? 0 : end - start + 1;
+  if (range) headers['content-range'] = `bytes ${start}-${end}/${size}`;
+  headers['content-length'] = length;
+  return { start, end, length };
+}
+
 /** A `Range: bytes=…` header against `size`: null (none or not understood), unsatisfiable, or the inclusive bounds. */
 export function parseRange(
   h: string | undefined,
@@ -137,19 +163,8 @@ export async function sendObject(c: RequestContext, id: ObjectId, head: boolean)
     etag: `"${id.slice(7)}"`,
     'cache-control': head ? 'no-cache' : 'public, max-age=31536000, immutable',
   };
-  if (range === 'unsatisfiable') {
-    r.cancel();
-    // The error body like every other refusal, with the size the client can ask within.
-    res.setHeader('content-range', `bytes */${size}`);
-    throw new TensorFSError('invalid_argument', 'the range is not satisfiable', {
-      details: { rule: 'hub.range_unsatisfiable', limit: size },
-    });
-  }
-  const start = range?.start ?? 0;
-  const end = range?.end ?? size - 1;
-  const length = size === 0 ? 0 : end - start + 1;
-  if (range) headers['content-range'] = `bytes ${start}-${end}/${size}`;
-  headers['content-length'] = length;
+  if (range === 'unsatisfiable') r.cancel();
+  const { start, end, length } = rangeHeaders(res, headers, range, size);
   res.writeHead(range ? 206 : 200, headers);
   // The head goes out now, even though the body's last piece waits for the digest.
   res.flushHeaders();
