@@ -18,7 +18,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { noise, REPO_ROOT, safetensorsBytes } from '@tensorfs/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -29,9 +29,21 @@ const USERS = [`tfsa${suffix}`, `tfsb${suffix}`] as const;
 let root = '';
 let store = '';
 const uid: Record<string, number> = {};
+/** Folders above the checkout the test opened to others (o+x), with the modes to put back. */
+const opened: [string, number][] = [];
 
 beforeAll(() => {
   if (process.getuid?.() !== 0) throw new Error('the shared-store test creates Unix users: it must run as root');
+  // The users run this checkout's dist/bin.js: every folder above it must let others through
+  // (a checkout under `mktemp -d`, mode 0700, would not). Opened for the test, restored after.
+  for (let d = REPO_ROOT; ; d = dirname(d)) {
+    const mode = statSync(d).mode & 0o7777;
+    if ((mode & 0o001) === 0) {
+      opened.push([d, mode]);
+      chmodSync(d, mode | 0o001);
+    }
+    if (dirname(d) === d) break;
+  }
   execFileSync('groupadd', [GROUP]);
   for (const u of USERS) {
     // Primary group: the user's own (USERGROUPS) — G only as a supplementary group, as on a real host.
@@ -50,6 +62,7 @@ beforeAll(() => {
 });
 
 afterAll(() => {
+  for (const [d, mode] of opened) chmodSync(d, mode);
   if (root) rmSync(root, { recursive: true, force: true });
   for (const u of USERS) {
     try {
