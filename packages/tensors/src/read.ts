@@ -89,6 +89,7 @@ export {
   type SliceRange,
   sliceBytes,
   sliceReadBytes,
+  sliceReads,
 } from './slice.js';
 export { type InheritOptions, type TensorData, TensorWriter, type TensorWriterOptions } from './writer.js';
 export {

@@ -201,14 +201,25 @@ function boundaries(t: SliceableTensor): number[] {
   return out;
 }
 
+/** `options.gap` checked: an integer ≥ 0, or {@link SLICE_GAP_BYTES} when absent. */
+function gapOf(options: SliceOptions): number {
+  const { gap } = options;
+  if (gap === undefined) return SLICE_GAP_BYTES;
+  if (typeof gap !== 'number' || !Number.isSafeInteger(gap) || gap < 0) {
+    wrongArgument('tensors', 'options.gap', 'an integer ≥ 0', gap);
+  }
+  return gap;
+}
+
 /**
- * Groups a plan's runs into reads: runs closer than {@link SLICE_GAP_BYTES} share one read, unless
- * the gap holds a whole object of the tensor (so no object outside the slice is ever read) or the
- * read would pass 8 MiB.
+ * Groups a plan's runs into reads: runs at most `gap` bytes apart share one read, unless the gap
+ * holds a whole object of the tensor (so no object outside the slice is ever read) or the read
+ * would pass 2 MiB. With `gap` 0 every run is its own read (only the slice's bytes are read).
  */
 function groupRuns(
   t: SliceableTensor,
   runs: SlicePlan['runs'],
+  gap = SLICE_GAP_BYTES,
 ): Array<{ at: number; end: number; first: number; last: number }> {
   const ends = boundaries(t);
   const groups: Array<{ at: number; end: number; first: number; last: number }> = [];
@@ -216,7 +227,7 @@ function groupRuns(
   for (let i = 0; i < runs.length; i++) {
     const [at, len] = runs[i]!;
     const g = groups[groups.length - 1];
-    if (g !== undefined && at - g.end <= SLICE_GAP_BYTES && at + len - g.at <= MAX_READ) {
+    if (g !== undefined && at - g.end <= gap && at + len - g.at <= MAX_READ) {
       // Does an object lie wholly inside the gap [g.end, at)? Object k spans [ends[k-1], ends[k]).
       while (b < ends.length && ends[b]! <= g.end) b++;
       let inGap = false;
@@ -252,6 +263,7 @@ export async function readSliceWith(
   if (typeof readRange !== 'function') wrongArgument('tensors', 'readRange', 'a function', readRange);
   checkOptions(options);
   const plan = planSlice(t, ranges);
+  const gap = gapOf(options);
   const { signal, into } = options;
   if (into !== undefined && (!(into instanceof Uint8Array) || into.length < plan.byteLength)) {
     throw new TensorFSError('invalid_argument', 'the `into` buffer is too small for the slice', {
@@ -265,7 +277,7 @@ export async function readSliceWith(
   const out = into !== undefined ? into.subarray(0, plan.byteLength) : new Uint8Array(plan.byteLength);
   const tasks: Array<() => Promise<void>> = [];
   let done = 0;
-  for (const g of groupRuns(t, plan.runs)) {
+  for (const g of groupRuns(t, plan.runs, gap)) {
     const len = g.end - g.at;
     const dst = done;
     done += plan.runs.slice(g.first, g.last + 1).reduce((n, r) => n + r[1], 0);
@@ -312,9 +324,27 @@ export async function readSliceWith(
   return out;
 }
 
+/**
+ * The bytes a slice read touches (its reads, gaps read through included) and the number of reads,
+ * with `options.gap` as `readSlice` takes it: for benches and tests.
+ */
+export function sliceReads(
+  t: SliceableTensor,
+  ranges: readonly SliceRange[],
+  options: Pick<SliceOptions, 'gap'> = {},
+): { bytes: number; reads: number } {
+  checkOptions(options);
+  const groups = groupRuns(t, planSlice(t, ranges).runs, gapOf(options));
+  return { bytes: groups.reduce((n, g) => n + g.end - g.at, 0), reads: groups.length };
+}
+
 /** The bytes a slice read touches (its reads, gaps read through included): for benches and tests. */
-export function sliceReadBytes(t: SliceableTensor, ranges: readonly SliceRange[]): number {
-  return groupRuns(t, planSlice(t, ranges).runs).reduce((n, g) => n + g.end - g.at, 0);
+export function sliceReadBytes(
+  t: SliceableTensor,
+  ranges: readonly SliceRange[],
+  options: Pick<SliceOptions, 'gap'> = {},
+): number {
+  return sliceReads(t, ranges, options).bytes;
 }
 
 /** Slices bytes already in memory (row-major, `elementBytes` per element) by `ranges`. */
@@ -419,7 +449,11 @@ export async function readEncodedSlice(
   };
   const plan = planSlice(logical, ranges);
   const rank = t.shape.length;
-  const read = { ...(options.verify ? { verify: true } : {}), ...(options.signal ? { signal: options.signal } : {}) };
+  const read = {
+    ...(options.verify ? { verify: true } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
+    ...(options.gap !== undefined ? { gap: options.gap } : {}),
+  };
   if (scheme === 'int8' || scheme === 'fp8_e4m3fn' || scheme === 'fp8_e5m2') {
     const gran = p.granularity as string;
     if (rank > 2 && gran !== 'tensor' && gran !== 'none')

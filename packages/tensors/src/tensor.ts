@@ -154,4 +154,11 @@ export interface SliceOptions extends ReadOptions {
    * otherwise. Not with `decode`.
    */
   into?: Uint8Array;
+  /**
+   * Gaps of at most this many bytes between two runs of the slice are read through (one read
+   * instead of two, the gap's bytes discarded); `0` reads exactly the slice's bytes, one read per
+   * run. A gap that holds a whole object of the tensor is never read through.
+   * @default SLICE_GAP_BYTES (64 KiB)
+   */
+  gap?: number;
 }

@@ -4,6 +4,7 @@ import * as fsp from 'node:fs/promises';
 import path from 'node:path';
 import { recordsSourceOf, type Store } from '@tensorfs/cas';
 import { isTensorFSError, type RecordRef, writeSafetensorsHeader } from '@tensorfs/format';
+import { objectFile } from '@tensorfs/testkit';
 import { decode } from '@tensorfs/format/encodings';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -14,6 +15,7 @@ import {
   readEncodedSlice,
   type SliceRange,
   sliceReadBytes,
+  sliceReads,
 } from '../src/index.js';
 import { FIXTURES, type TestStore, tempStore } from './helpers.js';
 
@@ -361,6 +363,150 @@ describe('readSlice', () => {
         [0, 1],
       ]),
     ).toBe(120 + 120);
+  });
+
+  it('gap: 0 reads exactly the slice, one read per run; a gap at the limit is read through', async () => {
+    // 'mat' [16, 12] BF16 is one object of 16 rows of 24 bytes; columns 6..12 are 16 runs of 12
+    // bytes with 12-byte gaps between them.
+    const specs1: Spec[] = [{ name: 'mat', dtype: 'BF16', shape: [16, 12] }];
+    const { bytes, infos } = safetensors(specs1);
+    const file = path.join(t.scratch, 'm.safetensors');
+    await fsp.writeFile(file, bytes);
+    await t.local!.importPath(file, { name: 'm', threads: 1 });
+    const reads: number[] = [];
+    const store: Store = Object.create(t.store);
+    Object.assign(store, {
+      recordsSource: (records: readonly RecordRef[]) =>
+        recordsSourceOf(records, async (r, start, target) => {
+          reads.push(target.length);
+          target.set(await t.store.readObjectRange(r.digest, start, target.length));
+        }),
+    });
+    const mat = (await openTensors(store, 'm')).get('mat');
+    const cols: SliceRange[] = [
+      [0, 16],
+      [6, 12],
+    ];
+    const [expected] = numpySlices(file, [
+      { offset: infos[0]!.byteOffset, dtype: 'BF16', shape: [16, 12], ranges: cols as unknown as number[][] },
+    ]);
+    const cases = [
+      { gap: undefined, bytes: 15 * 24 + 12, reads: 1 },
+      { gap: 12, bytes: 15 * 24 + 12, reads: 1 },
+      { gap: 11, bytes: 16 * 12, reads: 16 },
+      { gap: 0, bytes: 16 * 12, reads: 16 },
+    ];
+    for (const c of cases) {
+      const options = c.gap === undefined ? {} : { gap: c.gap };
+      reads.length = 0;
+      const got = await mat.readSlice(cols, options);
+      expect(hex(got), `gap ${c.gap}`).toBe(expected);
+      expect({ bytes: reads.reduce((a, b) => a + b, 0), reads: reads.length }, `gap ${c.gap}`).toEqual({
+        bytes: c.bytes,
+        reads: c.reads,
+      });
+      expect(sliceReads(mat, cols, options)).toEqual({ bytes: c.bytes, reads: c.reads });
+      expect(sliceReadBytes(mat, cols, options)).toBe(c.bytes);
+    }
+    // Rows are one run whatever the gap.
+    reads.length = 0;
+    await mat.readSlice([[2, 5]], { gap: 0 });
+    expect(reads).toEqual([3 * 24]);
+    for (const gap of [-1, 1.5, '4', Number.NaN]) {
+      expect(await rejection(mat.readSlice(cols, { gap: gap as number }))).toEqual({
+        code: 'invalid_argument',
+        rule: 'tensors.argument',
+      });
+      expect(codeOf(() => sliceReads(mat, cols, { gap: gap as number }))).toEqual({
+        code: 'invalid_argument',
+        rule: 'tensors.argument',
+        axis: undefined,
+      });
+    }
+  });
+
+  it('is cancellable (no read left running), and under verify a corrupt object is corrupt, exact runs or not', async () => {
+    const { bytes } = safetensors([
+      { name: 'mat', dtype: 'BF16', shape: [16, 12] },
+      { name: 'other', dtype: 'BF16', shape: [16, 12] },
+    ]);
+    const file = path.join(t.scratch, 'm.safetensors');
+    await fsp.writeFile(file, bytes);
+    await t.local!.importPath(file, { name: 'm', threads: 1 });
+    // A store whose reads can abort a controller after the n-th read, and that counts reads that
+    // are still running.
+    let abortAfter = Number.POSITIVE_INFINITY;
+    let pieces = 0;
+    let running = 0;
+    let controller = new AbortController();
+    const store: Store = Object.create(t.store);
+    Object.assign(store, {
+      recordsSource: (records: readonly RecordRef[], o?: { verify?: boolean }) => {
+        const inner = t.store.recordsSource(records, o);
+        return recordsSourceOf(records, async (r, start, target) => {
+          running++;
+          try {
+            await new Promise((res) => setTimeout(res, 1));
+            const at = records.slice(0, records.indexOf(r)).reduce((n, x) => n + x.length, 0) + start;
+            target.set(await inner.read(at, target.length));
+            if (++pieces === abortAfter) controller.abort();
+          } finally {
+            running--;
+          }
+        });
+      },
+    });
+    const set = await openTensors(store, 'm');
+    const cols: SliceRange[] = [
+      [0, 16],
+      [6, 12],
+    ];
+    for (const gap of [undefined, 0]) {
+      const options = gap === undefined ? {} : { gap };
+      controller = new AbortController();
+      controller.abort();
+      expect(await rejection(set.get('mat').readSlice(cols, { ...options, signal: controller.signal }))).toEqual({
+        code: 'cancelled',
+        rule: undefined,
+      });
+    }
+    // Mid-slice: 16 exact reads, the controller aborted by the third.
+    controller = new AbortController();
+    pieces = 0;
+    abortAfter = 3;
+    const into = new Uint8Array(16 * 12).fill(7);
+    const p = set.get('mat').readSlice(cols, { gap: 0, into, signal: controller.signal });
+    expect(await rejection(p)).toEqual({ code: 'cancelled', rule: undefined });
+    expect(running).toBe(0);
+    const copy = into.slice();
+    await new Promise((res) => setTimeout(res, 20));
+    expect(into).toEqual(copy);
+    expect(pieces).toBeLessThan(16);
+    abortAfter = Number.POSITIVE_INFINITY;
+    // One flipped byte in mat's object: every verified slice of it is corrupt; unverified, the
+    // flipped byte is what is read.
+    const mat = set.get('mat');
+    const whole = await mat.read();
+    const victim = objectFile(t.root, mat.records[0]!.digest);
+    const stored = await fsp.readFile(victim);
+    stored[2 * 24 + 13] = stored[2 * 24 + 13]! ^ 0xff;
+    await fsp.chmod(victim, 0o644);
+    await fsp.writeFile(victim, stored);
+    const unverified = await mat.readSlice(cols, { gap: 0 });
+    expect(unverified[2 * 12 + 1]).toBe(whole[2 * 24 + 13]! ^ 0xff);
+    // (The first verified read finds the mismatch, `store.digest`, and quarantines the object;
+    // reads racing it, and later ones, are refused as quarantined: `corrupt` too.)
+    for (const gap of [0, undefined]) {
+      const options = gap === undefined ? {} : { gap };
+      const e = await mat.readSlice(cols, { ...options, verify: true }).then(
+        () => null,
+        (error: unknown) => error,
+      );
+      expect(isTensorFSError(e) && { code: e.code, digest: e.details.digest }, `gap ${gap}`).toEqual({
+        code: 'corrupt',
+        digest: mat.records[0]!.digest,
+      });
+    }
   });
 
   it('slices GGUF block types on whole blocks, and says why not inside one', async () => {
