@@ -68,13 +68,17 @@ try {
   const fullRanges = [[infos[0].byteOffset, wholeBytes]];
   const layerRanges = [[layer[0].byteOffset, layerBytes]];
 
+  // Minor page faults too: each is a first touch of a fresh 4 KiB page (what a load into memory
+  // its allocator did not hand back from an earlier, freed load pays), on each side.
+  const faults = () => process.resourceUsage().minorPageFault;
   const timed = async (fn) => {
+    const f0 = faults();
     const c0 = process.cpuUsage();
     const t0 = performance.now();
     await fn();
     const wall = performance.now() - t0;
     const c = process.cpuUsage(c0);
-    return { wall, cpu: (c.user + c.system) / 1000 };
+    return { wall, cpu: (c.user + c.system) / 1000, faults: faults() - f0 };
   };
   const ours = (options) => () =>
     timed(async () => {
@@ -83,7 +87,7 @@ try {
     });
   const python = (cmd) => async () => {
     const r = await py.call({ ...cmd, file });
-    return { wall: r.ms, cpu: r.cpu };
+    return { wall: r.ms, cpu: r.cpu, faults: r.faults };
   };
   // The pooled arena: one buffer the caller keeps and passes as `into` on every load (touched
   // once by the warm-up round), as a serving process reloading weights would.
@@ -104,13 +108,13 @@ try {
       { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
     );
     const r = JSON.parse(out);
-    return { wall: r.ms, cpu: r.cpu };
+    return { wall: r.ms, cpu: r.cpu, faults: r.faults };
   };
   const freshPython = (cmd) => async () => {
     const worker = startWorker();
     try {
       const r = await worker.call({ ...cmd, file });
-      return { wall: r.ms, cpu: r.cpu };
+      return { wall: r.ms, cpu: r.cpu, faults: r.faults };
     } finally {
       await worker.close();
     }
@@ -179,7 +183,11 @@ try {
       const m = Object.fromEntries(
         names.map((n) => [
           n,
-          { wall: median(samples[n].map((x) => x.wall)), cpu: median(samples[n].map((x) => x.cpu)) },
+          {
+            wall: median(samples[n].map((x) => x.wall)),
+            cpu: median(samples[n].map((x) => x.cpu)),
+            faults: median(samples[n].map((x) => x.faults)),
+          },
         ]),
       );
       const label = `${suite.name}, ${cold ? 'cold' : 'warm'}`;
@@ -196,6 +204,7 @@ try {
       for (const v of ['ours c=1', 'ours c=2'])
         if (m[v]) compare(`  concurrency 4 vs ${v.slice(5)}, ${label}`, m.ours, v.slice(5), m[v]);
       if (m['ours verify']) compare(`  verify cost, ${label}`, m['ours verify'], 'unverified', m.ours);
+      console.log(`  minor page faults (median), ${label}: ${names.map((n) => `${n} ${m[n].faults}`).join(', ')}`);
     }
   }
   await store.close();

@@ -25,7 +25,7 @@ export function ensureSafetensors() {
   execFileSync('python3', args, { stdio: 'inherit' });
 }
 
-/** Starts the worker; `call(cmd)` resolves with `{ ms, bytes }`. */
+/** Starts the worker; `call(cmd)` resolves with `{ ms, cpu, bytes, faults }`. */
 export function startWorker() {
   ensureSafetensors();
   const child = spawn('python3', [join(here, 'safetensors_worker.py')], { stdio: ['pipe', 'pipe', 'inherit'] });

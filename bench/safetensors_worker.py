@@ -2,7 +2,9 @@
 
 One long-lived process: reads one JSON command a line on stdin, answers one JSON line on
 stdout with the in-process wall and CPU time (ms; CPU of all threads) of the work, so interpreter and import start-up are not
-counted (TensorFS's figures are in-process too). numpy framework: torch is not needed.
+counted (TensorFS's figures are in-process too), and the minor page faults it took (first
+touches of memory: how much of what it returned was fresh memory rather than memory its
+allocator reused). numpy framework: torch is not needed.
 
 Commands:
   {"op": "evict", "files": [...]}                      posix_fadvise(DONTNEED) each file (cold reads)
@@ -15,6 +17,7 @@ Each result is kept until the next command (as a loader would keep it), then dro
 
 import json
 import os
+import resource
 import sys
 import time
 
@@ -58,6 +61,7 @@ def get_slice(file, shards):
 for line in sys.stdin:
     cmd = json.loads(line)
     kept = None
+    f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     t0 = time.perf_counter()
     c0 = time.process_time()
     nbytes = 0
@@ -74,5 +78,6 @@ for line in sys.stdin:
         raise SystemExit(f"unknown op {cmd['op']}")
     ms = (time.perf_counter() - t0) * 1000
     cpu = (time.process_time() - c0) * 1000
-    sys.stdout.write(json.dumps({"ms": ms, "cpu": cpu, "bytes": nbytes}) + "\n")
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
+    sys.stdout.write(json.dumps({"ms": ms, "cpu": cpu, "bytes": nbytes, "faults": faults}) + "\n")
     sys.stdout.flush()
