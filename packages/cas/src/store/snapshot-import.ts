@@ -33,13 +33,7 @@ export async function importPathAsSnapshot(
     if (options.name !== undefined) {
       await store.setRef(options.name, snapshot, { lease, expected: options.expected });
     }
-    return {
-      snapshot,
-      files: result.files,
-      bytes: result.bytes,
-      bytesWritten: result.bytesWritten,
-      objectsWritten: result.objectsWritten,
-    };
+    return resultOf(snapshot, result);
   } finally {
     await lease.release();
   }
@@ -55,6 +49,11 @@ export async function importEntriesAsSnapshot(
 ): Promise<ImportResult> {
   const result = await importFound(objects, lease, found, options);
   const snapshot = await store.putManifest({ entries: result.entries }, { lease });
+  return resultOf(snapshot, result);
+}
+
+/** What an import reports: the snapshot and the counts of the import that built it. */
+function resultOf(snapshot: ObjectId, result: Omit<ImportResult, 'snapshot'>): ImportResult {
   return {
     snapshot,
     files: result.files,
