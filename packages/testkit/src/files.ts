@@ -13,9 +13,10 @@ export function tempDir(prefix = 'tfs-test-'): string {
   return d;
 }
 
+// Removing a store of 100,000 objects takes more than the default hook limit on a busy machine.
 afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+}, 600_000);
 
 /** The repository's root folder. */
 export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
