@@ -40,9 +40,10 @@ try {
     const set = await openTensors(store, 'bench/cached');
     for (const v of set) if ((await v.read()).length !== v.byteLength) throw new Error('short read');
   };
-  const [ours, baseline] = await paired(readAll(withUse), readAll(without), 9);
+  const PAIRS = Number(process.env.TENSORFS_BENCH_CACHE_PAIRS ?? 9);
+  const [ours, baseline] = await paired(readAll(withUse), readAll(without), PAIRS);
   report('read 100 tensors, use recorded (batched)', ours, 'not recorded', baseline);
-  const [eagerMs, baseline2] = await paired(readAll(eager), readAll(without), 5);
+  const [eagerMs, baseline2] = await paired(readAll(eager), readAll(without), Math.max(5, Math.floor(PAIRS / 2)));
   report('read 100 tensors, a write per use', eagerMs, 'not recorded', baseline2);
   for (const s of [withUse, without, eager]) await s.close();
 
