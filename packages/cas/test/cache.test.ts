@@ -3,8 +3,12 @@
  * batches, the listing's exclusive bytes, and eviction least recently used first under a budget,
  * never of what a saved ref, a root or a live lease (a writer's or a reader's) reaches.
  */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { LocalStore, parseDuration, parseSize } from '@tensorfs/cas';
 import type { ObjectId } from '@tensorfs/format';
@@ -47,6 +51,32 @@ async function cachedModels(s: LocalStore, n: number): Promise<{ ids: ObjectId[]
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const READER = fileURLToPath(new URL('./reader-child.mjs', import.meta.url));
+
+/** A reading process (reader-child.mjs): its stdout lines awaited one by one, stdin to steer it. */
+function startReader(root: string, ref: string, object: ObjectId) {
+  const child = spawn(process.execPath, [READER, root, ref, object], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let err = '';
+  child.stderr.on('data', (d) => {
+    err += String(d);
+  });
+  const exit = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  return {
+    child,
+    exit,
+    send: (line: string) => child.stdin.write(`${line}\n`),
+    /** The next line; it must match `want`. */
+    async line(want: string | RegExp): Promise<string> {
+      const { value, done } = await lines.next();
+      if (done) throw new Error(`reader ended: ${err}`);
+      if (typeof want === 'string') expect(value).toBe(want);
+      else expect(value).toMatch(want);
+      return value as string;
+    },
+  };
+}
 
 describe('saved and cached refs', () => {
   it('refs are saved by default; cached only when asked; a saved ref stays saved; pin and unpin move them', async () => {
@@ -226,6 +256,54 @@ describe('prune', () => {
     await reader.close();
     const again = await s.prune({ maxBytes: 0 });
     expect(again.evicted.map((e) => e.name)).toEqual(['m0']);
+    expect(objectFolderBytes(root)).toBe(0);
+    await s.close();
+  });
+
+  it('a reader in another process keeps the cached model and the cached object it reads until it closes; a killed one keeps nothing', {
+    timeout: 60_000,
+  }, async () => {
+    const root = tempDir();
+    const s = await LocalStore.open(root, { useFlushMs: 0 });
+    const { ids, manifests } = await cachedModels(s, 2);
+    const objectBytes = bytesOf(300_000, 77);
+    const { id: object } = await s.put(objectBytes);
+    await s.addCachedObjects([object], 'test');
+    const before = objectFolderBytes(root);
+    const reader = startReader(root, 'm0', object);
+    await reader.line('holding');
+    // Prune to 0 while the other process holds m0 and the object open: only m1 goes.
+    const r = await s.prune({ maxBytes: 0 });
+    expect(r.evicted.map((e) => e.name)).toEqual(['m1']);
+    expect(r.bytes).toBe(OWN + manifests[1]!);
+    expect(objectFolderBytes(root)).toBe(before - r.bytes);
+    expect(await s.getRef('m0')).toBe(ids[0]);
+    expect(await s.has(object)).toBe(true);
+    // The read completes with exact bytes.
+    reader.send('go');
+    const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
+    expect(await reader.line(/^file base\.bin /)).toBe(`file base.bin ${sha(bytesOf(BASE, 1))} ${BASE}`);
+    expect(await reader.line(/^file own\.bin /)).toBe(`file own.bin ${sha(bytesOf(OWN, 10))} ${OWN}`);
+    expect(await reader.line(/^object /)).toBe(`object ${sha(objectBytes)} ${objectBytes.length}`);
+    // Still held after the read (until the reader closes).
+    expect((await s.prune({ maxBytes: 0 })).evicted).toEqual([]);
+    reader.send('close');
+    await reader.line('closed');
+    expect(await reader.exit).toBe(0);
+    const after = await s.prune({ maxBytes: 0 });
+    expect(after.evicted.map((e) => e.name).sort()).toEqual(['m0', object].sort());
+    expect(objectFolderBytes(root)).toBe(0);
+    // A reader killed while holding (SIGKILL: no close) holds nothing: its lease is a dead process's.
+    const { ids: again } = await cachedModels(s, 1);
+    const { id: object2 } = await s.put(objectBytes);
+    await s.addCachedObjects([object2], 'test');
+    const killed = startReader(root, 'm0', object2);
+    await killed.line('holding');
+    expect((await s.prune({ maxBytes: 0 })).evicted).toEqual([]);
+    killed.child.kill('SIGKILL');
+    await killed.exit;
+    const last = await s.prune({ maxBytes: 0 });
+    expect(last.evicted.map((e) => e.id).sort()).toEqual([again[0]!, object2].sort());
     expect(objectFolderBytes(root)).toBe(0);
     await s.close();
   });

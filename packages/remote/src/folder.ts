@@ -22,6 +22,7 @@ import {
   type SetRefOptions,
   validateRefName,
 } from '@tensorfs/format/store';
+import { freshenFolder } from './gc-folder.js';
 import { cancelled, sleep } from './http.js';
 import { type CallOptions, type ObjectRead, OriginBase } from './origin.js';
 import { verified } from './verify-stream.js';
@@ -246,6 +247,12 @@ export class FolderOrigin extends OriginBase {
       }
     }
     return out;
+  }
+
+  /** {@link lacks}, and each chunk held gets a new mtime (its retention age restarts). */
+  freshen(ids: readonly ObjectId[], options: CallOptions = {}): Promise<ObjectId[]> {
+    for (const id of ids) parseObjectId(id);
+    return freshenFolder(this.root, ids, options.signal);
   }
 
   /** The chunk file's size (`not_found` when absent). */

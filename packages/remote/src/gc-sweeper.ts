@@ -13,6 +13,10 @@ export interface SweepableObject {
 export interface Sweeper {
   /** Every stored object (temps and upload parts excluded). */
   list(signal?: AbortSignal): AsyncIterable<SweepableObject>;
-  /** Deletes these objects (absent ones are no error). */
-  remove(ids: readonly ObjectId[], signal?: AbortSignal): Promise<void>;
+  /**
+   * Deletes those of `ids` still last written before `cutoffMs`, their age re-checked right
+   * before each delete (a push that skipped one freshened it since the listing: it stays).
+   * Absent ones are no error. Returns the ids deleted.
+   */
+  remove(ids: readonly ObjectId[], cutoffMs: number, signal?: AbortSignal): Promise<ObjectId[]>;
 }

@@ -9,10 +9,11 @@
  * before it moves the ref. An object it uploads is younger than the window, so it is no
  * candidate whatever the mark saw; and the objects are listed (with their ages) before the mark
  * starts, so a ref moved before the mark is marked, and one moved after it names only objects
- * the origin already held (marked through another ref, or young) or uploaded (young). The one
- * case the window cannot cover is a push that skips an object because the origin holds it while
- * that object is unreachable and already older than the window (it was left by a removed ref):
- * docs/remote.md says so, and how long a window makes it impossible in practice.
+ * the origin already held (marked through another ref, or young) or uploaded (young). What a push
+ * skips because the origin holds it (perhaps unreachable and old) it freshens (`Origin.freshen`),
+ * and the sweep re-checks each object's age right before its delete against the listing's cutoff
+ * (the sweeper does: a folder renames aside first, S3 lists the batch's key range again), so a
+ * freshened object stays; docs/remote.md "Retention" says what window S3 leaves.
  */
 import { LocalStore } from '@tensorfs/cas';
 import {
@@ -180,28 +181,33 @@ export async function sweepStore(
     else doomed.push(o);
   }
   doomed.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  let bytes = 0;
-  for (const o of doomed) bytes += o.size;
+  let gone = doomed;
   if (!options.dryRun) {
+    // Each object's age is re-checked right before its delete (the sweeper does it), against
+    // the same cutoff as the listing: one a push freshened (skipped because the origin held
+    // it) at any time since that listing stays, however long this GC has run.
+    const removed = new Set<ObjectId>();
     for (let i = 0; i < doomed.length; i += DELETE_BATCH) {
       throwIfAborted(signal);
-      await sweeper.remove(
-        doomed.slice(i, i + DELETE_BATCH).map((o) => o.id),
-        signal,
-      );
+      const batch = doomed.slice(i, i + DELETE_BATCH).map((o) => o.id);
+      for (const id of await sweeper.remove(batch, now - graceMs, signal)) removed.add(id);
       options.onProgress?.({ phase: 'sweep', done: Math.min(i + DELETE_BATCH, doomed.length), total: doomed.length });
     }
+    young += doomed.length - removed.size;
+    gone = doomed.filter((o) => removed.has(o.id));
   }
+  let bytes = 0;
+  for (const o of gone) bytes += o.size;
   return {
     origin: display,
     dryRun: options.dryRun ?? false,
     refs,
     reachable: reachable.size,
-    removed: doomed.length,
+    removed: gone.length,
     bytes,
-    kept: listed.length - doomed.length,
+    kept: listed.length - gone.length,
     young,
-    ids: doomed.slice(0, 1000).map((o) => o.id),
+    ids: gone.slice(0, 1000).map((o) => o.id),
   };
 }
 
@@ -211,7 +217,7 @@ export function sweeperOf(origin: Origin): Sweeper | null {
   if (origin instanceof S3Origin) {
     return {
       list: (signal) => origin.listChunks(signal),
-      remove: (ids, signal) => origin.deleteChunks(ids, signal),
+      remove: (ids, cutoffMs, signal) => origin.deleteChunks(ids, cutoffMs, signal),
     };
   }
   return null;

@@ -341,7 +341,20 @@ export class HubOrigin extends StaticHttpOrigin {
     await res.body.dump().catch(() => {});
   }
 
-  override async lacks(ids: readonly ObjectId[], options: CallOptions = {}): Promise<ObjectId[]> {
+  override lacks(ids: readonly ObjectId[], options: CallOptions = {}): Promise<ObjectId[]> {
+    return this.askLacks(ids, false, options);
+  }
+
+  /**
+   * {@link lacks} with `"freshen": true`: the hub restarts the retention age of what it holds
+   * (its store's mtime, or the bucket's `LastModified`), so its GC keeps what a push skips. A
+   * hub from before this ignores the key and only answers.
+   */
+  freshen(ids: readonly ObjectId[], options: CallOptions = {}): Promise<ObjectId[]> {
+    return this.askLacks(ids, true, options);
+  }
+
+  private async askLacks(ids: readonly ObjectId[], freshen: boolean, options: CallOptions): Promise<ObjectId[]> {
     throwIfAborted(options.signal);
     const out: ObjectId[] = [];
     for (let i = 0; i < ids.length; i += LACKS_BATCH) {
@@ -350,7 +363,7 @@ export class HubOrigin extends StaticHttpOrigin {
         method: 'POST',
         url: `${this.base}/v1/objects/lacks`,
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ ids: batch }),
+        body: JSON.stringify(freshen ? { ids: batch, freshen: true } : { ids: batch }),
         signal: options.signal,
       });
       const asked = new Set<string>(batch);

@@ -80,6 +80,11 @@ export class LocalRefsOrigin extends OriginBase {
     return this.objects.lacks(ids, options);
   }
 
+  /** The objects' origin's `freshen` (a bucket: objects copied onto themselves, a new `LastModified`). */
+  freshen(ids: readonly ObjectId[], options?: CallOptions): Promise<ObjectId[]> {
+    return this.objects.freshen ? this.objects.freshen(ids, options) : this.objects.lacks(ids, options);
+  }
+
   objectSize(id: ObjectId, options?: CallOptions): Promise<number> {
     return this.objects.objectSize(id, options);
   }

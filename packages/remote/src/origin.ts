@@ -92,6 +92,13 @@ export interface Origin extends Store {
   readonly writable: boolean;
   /** The subset of `ids` the origin does not hold (one batched question where it can). */
   lacks(ids: readonly ObjectId[], options?: CallOptions): Promise<ObjectId[]>;
+  /**
+   * Optional: {@link lacks}, and every one of `ids` the origin holds is made young again for
+   * retention (its age restarts: a folder's mtime, S3's `LastModified`, a hub's store), so a
+   * remote GC's grace window covers what a push skips because the origin has it
+   * (docs/remote.md "Retention"). Returns the ids the origin does not hold.
+   */
+  freshen?(ids: readonly ObjectId[], options?: CallOptions): Promise<ObjectId[]>;
   /** Reads an object from `offset` (`not_found` when absent). */
   read(id: ObjectId, offset: number, options?: ReadOptions): Promise<ObjectRead>;
   /**

@@ -118,7 +118,9 @@ export async function sendClosure(
   for (const r of referencing) leaves.delete(r.id);
 
   const all = [...leaves.keys(), ...referencing.map((r) => r.id)];
-  const lacking = new Set(await origin.lacks(all, { signal }));
+  // What the origin holds is skipped, and freshened where the origin can (its age restarts), so
+  // a remote GC that listed it as old and unreachable re-checks its age and keeps it.
+  const lacking = new Set(await (origin.freshen ? origin.freshen(all, { signal }) : origin.lacks(all, { signal })));
   const total = { objects: all.length, bytes: 0 };
   for (const l of leaves.values()) total.bytes += l;
   for (const r of referencing) total.bytes += r.length;

@@ -414,11 +414,48 @@ export class S3Origin extends OriginBase {
     } while (token);
   }
 
-  /** Deletes objects (at most 1,000 per request; absent ones are no error): retention, `tfs gc`. */
-  async deleteChunks(ids: readonly ObjectId[], signal?: AbortSignal): Promise<void> {
+  /**
+   * Deletes those of `ids` whose `LastModified` is still before `cutoffMs`, re-checked right
+   * before the delete by listing the key range of each batch of 1,000 (so an object a push
+   * freshened since the GC's first listing stays); absent ones are no error. Returns the ids
+   * deleted. Retention, `tfs gc`.
+   */
+  async deleteChunks(ids: readonly ObjectId[], cutoffMs: number, signal?: AbortSignal): Promise<ObjectId[]> {
     const { sdk } = await this.c();
-    for (let i = 0; i < ids.length; i += 1000) {
-      const Objects = ids.slice(i, i + 1000).map((id) => ({ Key: this.key(id) }));
+    const sorted = [...ids].sort();
+    const removed: ObjectId[] = [];
+    const base = `${this.prefix}chunks/`;
+    for (let i = 0; i < sorted.length; i += 1000) {
+      const batch = sorted.slice(i, i + 1000);
+      const wanted = new Set(batch);
+      const first = this.key(batch[0]!);
+      const last = this.key(batch[batch.length - 1]!);
+      const old: ObjectId[] = [];
+      let token: string | undefined;
+      let done = false;
+      do {
+        const page = await this.send<ListObjectsV2CommandOutput>(
+          new sdk.ListObjectsV2Command({
+            Bucket: this.bucket,
+            Prefix: base,
+            ...(token ? { ContinuationToken: token } : { StartAfter: first.slice(0, -1) }),
+          }),
+          signal,
+          'list objects',
+        );
+        for (const c of page.Contents ?? []) {
+          const key = c.Key ?? '';
+          if (key > last) {
+            done = true;
+            break;
+          }
+          const id = `sha256:${key.slice(base.length)}` as ObjectId;
+          if (wanted.has(id) && (c.LastModified?.getTime() ?? 0) < cutoffMs) old.push(id);
+        }
+        token = page.NextContinuationToken;
+      } while (token && !done);
+      if (old.length === 0) continue;
+      const Objects = old.map((id) => ({ Key: this.key(id) }));
       const out = await this.send<{ Errors?: { Key?: string; Code?: string; Message?: string }[] }>(
         new sdk.DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects, Quiet: true } }),
         signal,
@@ -430,7 +467,9 @@ export class S3Origin extends OriginBase {
           details: { rule: 's3.delete_failed', bucket: this.bucket, code: failed[0]!.Code ?? '' },
         });
       }
+      removed.push(...old);
     }
+    return removed;
   }
 
   /** Every key under `refs/` that holds an id, sorted; the others named with why. */
@@ -609,6 +648,48 @@ export class S3Origin extends OriginBase {
       }
     };
     await Promise.all(Array.from({ length: Math.min(16, ids.length) }, worker));
+    return out;
+  }
+
+  /**
+   * {@link lacks}, and each object the bucket holds is copied onto itself (`CopyObject`,
+   * metadata `REPLACE`), which gives it a new `LastModified`: a remote GC's grace window starts
+   * again for what a push skips. An object the service will not copy in one request (over
+   * 5 GiB) is only looked for.
+   */
+  async freshen(ids: readonly ObjectId[], options: CallOptions = {}): Promise<ObjectId[]> {
+    throwIfAborted(options.signal);
+    const { sdk } = await this.c();
+    const out: ObjectId[] = [];
+    const unsure: ObjectId[] = [];
+    let next = 0;
+    const worker = async () => {
+      while (next < ids.length) {
+        const id = ids[next++]!;
+        const Key = this.key(id);
+        try {
+          await this.send(
+            new sdk.CopyObjectCommand({
+              Bucket: this.bucket,
+              Key,
+              CopySource: `${this.bucket}/${Key.split('/').map(encodeURIComponent).join('/')}`,
+              MetadataDirective: 'REPLACE',
+              ContentType: 'application/octet-stream',
+            }),
+            options.signal,
+            'freshen object',
+            true,
+          );
+        } catch (err) {
+          const status = statusOf(err);
+          if (status === 404) out.push(id);
+          else if (status === 400) unsure.push(id);
+          else throw s3Error(err, 'freshen object', this.context);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(16, ids.length) }, worker));
+    if (unsure.length > 0) out.push(...(await this.lacks(unsure, options)));
     return out;
   }
 

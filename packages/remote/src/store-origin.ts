@@ -46,6 +46,11 @@ export class StoreOrigin implements Origin {
 
   has: Store['has'] = (id, options) => this.store.has(id, options);
   lacks: Store['lacks'] = (ids, options) => this.store.lacks(ids, options);
+  /** The store's own `freshen` (a local store's: mtimes under its write lock), else `lacks`. */
+  freshen: NonNullable<Origin['freshen']> = (ids, options) => {
+    const s = this.store as Store & { freshen?: Origin['freshen'] };
+    return typeof s.freshen === 'function' ? s.freshen(ids, options) : this.store.lacks(ids, options);
+  };
   objectSize: Store['objectSize'] = (id, options) => this.store.objectSize(id, options);
   readObject: Store['readObject'] = (id, options) => this.store.readObject(id, options);
   readObjectRange: Store['readObjectRange'] = (id, offset, length, options) =>

@@ -6,8 +6,10 @@
  * other means (an import, a plain `setRef`, a file written by hand) reads as saved, so a mistake
  * only ever keeps bytes. Use is recorded in memory ({@link UseTracker}) and written in one
  * transaction at most every `flushMs` and at close: a read costs a `Map.set`, never a write. The
- * first use of a cached ref in a process also puts its id in that process's reader lease (one
- * write per ref and process), so a prune elsewhere never evicts what this process is reading.
+ * first use of a cached ref, and the first read of a cached object, in a process also puts its
+ * id in that process's reader lease (one write per ref, or per batch of objects, and process;
+ * released at close, idle after `flushMs`, dropped once the process is dead), so a prune
+ * elsewhere never evicts what this process is reading.
  */
 import { type ObjectId, TensorFSError } from '@tensorfs/format';
 import { checkString } from './args.js';
@@ -143,7 +145,12 @@ export class UseTracker {
     private readonly flushMs: number,
   ) {}
 
-  /** A ref was resolved or read. If it is cached, the first use holds its id in the reader lease. */
+  /**
+   * A ref was resolved or read. If it is cached, the first use holds its id in the reader lease:
+   * the row is checked and the id leased in one write-lock hold, the same lock a prune deletes a
+   * cached ref under (only when no live lease holds its id), so from here on the ref and all it
+   * reaches stay while this process uses it. One write per cached ref and process.
+   */
   ref(name: string, id: ObjectId | null): void {
     if (this.closed || id === null) return;
     const now = Date.now();
@@ -157,23 +164,66 @@ export class UseTracker {
     const db = this.db();
     if (db === null) return;
     try {
-      const row = db.prepare('SELECT id FROM cached_refs WHERE name = ?').pluck().get(name) as ObjectId | undefined;
-      if (row !== id) return;
-      this.lease ??= new DbLease(db, 10 * 60_000, 'reading cached refs', true);
-      this.lease.add([id]);
-      this.leased.set(id, now);
-      this.writes++;
+      const held = immediate(db, () => {
+        const row = db.prepare('SELECT id FROM cached_refs WHERE name = ?').pluck().get(name) as ObjectId | undefined;
+        if (row !== id) return false;
+        this.holdSync(db, [id]);
+        return true;
+      });
+      if (held) this.leased.set(id, now);
     } catch {
       // Recording use is best effort: a busy or read-only store still reads.
     }
   }
 
-  /** Objects were read. */
+  /**
+   * Objects are about to be read. Each cached object among them (a `cache_entries` row: fetched
+   * on read) is held in the reader lease before its first read in this process (one write per
+   * batch of newly seen cached objects, none for the others: they are looked up once, a read),
+   * so a prune elsewhere skips it while this process reads it.
+   */
   objectsRead(ids: Iterable<ObjectId>): void {
     if (this.closed) return;
     const now = Date.now();
-    for (const id of ids) this.objects.set(id, now);
+    let fresh: ObjectId[] | undefined;
+    for (const id of ids) {
+      this.objects.set(id, now);
+      if (this.leased.has(id)) this.leased.set(id, now);
+      else if (!this.looked.has(id)) (fresh ??= []).push(id);
+    }
     this.schedule();
+    if (fresh !== undefined) this.holdCachedObjects(fresh, now);
+  }
+
+  /** Ids looked up in `cache_entries` and found not cached (bounded: cleared when large). */
+  private looked = new Set<ObjectId>();
+
+  private holdCachedObjects(ids: ObjectId[], now: number): void {
+    const db = this.db();
+    if (db === null) return;
+    try {
+      const cached: ObjectId[] = [];
+      const one = db.prepare('SELECT 1 FROM cache_entries WHERE id = ?').pluck();
+      for (const id of ids) {
+        if (one.get(id) !== undefined) cached.push(id);
+        else {
+          if (this.looked.size >= 100_000) this.looked.clear();
+          this.looked.add(id);
+        }
+      }
+      if (cached.length === 0) return;
+      immediate(db, () => this.holdSync(db, cached));
+      for (const id of cached) this.leased.set(id, now);
+    } catch {
+      // Best effort, as above.
+    }
+  }
+
+  /** Inside a transaction: adds `ids` to this process's reader lease (made on first need). */
+  private holdSync(db: Db, ids: readonly ObjectId[]): void {
+    this.lease ??= new DbLease(db, 10 * 60_000, 'reading cached refs and objects', true);
+    this.lease.add(ids);
+    this.writes++;
   }
 
   private schedule(): void {

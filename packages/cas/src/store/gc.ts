@@ -226,6 +226,36 @@ export function sweep(
 }
 
 /**
+ * The ids of `ids` the store does not hold; every one it holds gets a new mtime, each checked
+ * and touched under the write lock, so GC's sweep (stat and unlink under the same lock) sees it
+ * young and keeps it for the grace period: what a hub's push skips because the store has it.
+ */
+export function freshenObjects(db: Db, objects: Objects, ids: readonly ObjectId[]): ObjectId[] {
+  const lacking: ObjectId[] = [];
+  immediate(db, () => {
+    const now = new Date();
+    for (const id of ids) {
+      const file = objects.path(id);
+      if (objects.quarantined(id)) {
+        lacking.push(id); // damaged: the sender's good copy is wanted
+        continue;
+      }
+      try {
+        fs.utimesSync(file, now, now);
+      } catch (err) {
+        const code = errnoOf(err);
+        if (code === 'ENOENT' || code === 'ENOTDIR') lacking.push(id);
+        else if (code === 'EPERM' || code === 'EACCES' || code === 'EROFS') {
+          // Another user's object in a shared store: present, not freshened.
+          if (!fs.existsSync(file)) lacking.push(id);
+        } else throw ioError(err, 'utimes', 'objects/');
+      }
+    }
+  });
+  return lacking;
+}
+
+/**
  * Under the lock: adds `top` and what it reaches to `marked`, following `follow` children (a
  * checkpoint's source snapshot) as the mark's walk does.
  */

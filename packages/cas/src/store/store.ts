@@ -42,7 +42,7 @@ import { type CacheListing, addCachedObjects, listCache } from './cache-list.js'
 import { type Db, openDb } from './db.js';
 import { type ExportOptions, exportFile, exportSnapshot, readManifest } from './export.js';
 import type { FileSource } from './file-source.js';
-import { type GcOptions, type GcResult, collect } from './gc.js';
+import { type GcOptions, type GcResult, collect, freshenObjects } from './gc.js';
 import type { Found, ImportOptions, ImportResult } from './import.js';
 import { type Layout, validateRefName } from './layout.js';
 import { DEFAULT_LEASE_TTL_MS, DbLease, type Lease, type LeaseOptions } from './leases.js';
@@ -204,6 +204,16 @@ export class LocalStore implements Store {
       if (!(await this.objects.has(id))) out.push(id);
     }
     return out;
+  }
+
+  /** {@link lacks}, and each held object's mtime restarts under the write lock (GC's grace; remote push). */
+  async freshen(ids: readonly ObjectId[], options: CallOptions = {}): Promise<ObjectId[]> {
+    if (!Array.isArray(ids)) checkObjects(ids, 'ids');
+    for (const id of ids) parseObjectId(id);
+    checkOptions(options);
+    this.live();
+    this.objects.assertWritable();
+    return freshenObjects(this.db, this.objects, ids);
   }
 
   /**

@@ -2,6 +2,7 @@
 import type * as http from 'node:http';
 import { type ObjectId, TensorFSError, isObjectId, isTensorFSError } from '@tensorfs/format';
 import { deny } from './auth.js';
+import type { Origin } from '../origin.js';
 import type { RequestContext } from './context.js';
 import { drained, methodNotAllowed, readJson, sendJson } from './respond.js';
 import { Digest, corruptObject } from './verify.js';
@@ -224,14 +225,23 @@ export async function sendObject(c: RequestContext, id: ObjectId, head: boolean)
 export async function postLacks(c: RequestContext): Promise<void> {
   const p = c.principal;
   if (!p.read && !p.write) throw deny(p, 'query objects');
-  const body = (await readJson(c.req, c.hub.maxJson)) as { ids?: unknown };
+  const body = (await readJson(c.req, c.hub.maxJson)) as { ids?: unknown; freshen?: unknown };
   if (!Array.isArray(body?.ids) || body.ids.length > 10_000 || !body.ids.every(isObjectId)) {
     throw new TensorFSError('invalid_argument', '"ids" must be a list of at most 10000 ids', {
       details: { rule: 'hub.bad_body' },
     });
   }
   const ids = body.ids as ObjectId[];
-  const lacks = new Set(await c.hub.store.lacks(ids, { signal: c.signal }));
+  // `"freshen": true` (a push's question, a writer's): what the hub holds gets its retention age
+  // restarted, so a GC of the hub's store keeps what the push skips (docs/remote.md "Retention").
+  const freshen = body.freshen === true;
+  if (freshen && !p.write) throw deny(p, 'freshen objects');
+  const store = c.hub.store as typeof c.hub.store & { freshen?: Origin['freshen'] };
+  const lacks = new Set(
+    freshen && typeof store.freshen === 'function'
+      ? await store.freshen(ids, { signal: c.signal })
+      : await store.lacks(ids, { signal: c.signal }),
+  );
   // An object the hub found damaged is lacking, whatever the storage says: a client sends a good copy.
   for (const id of ids) if (c.hub.quarantine.has(id)) lacks.add(id);
   return sendJson(c.res, 200, { lacks: ids.filter((id) => lacks.has(id)) });
