@@ -2,11 +2,11 @@
 // TENSORFS_BENCH_SCALE=10000,100000,1000000 for the million), a new store is built directly
 // through the store API: N tiny distinct objects (16 B, admitted with putBatch in groups of
 // 8,192) and N/100 refs, each naming a snapshot of 100 files of one object. Then, whole process
-// (`tfs …`, under `ulimit -n 1024`): `ls`, `du`, `verify`, `verify --data`, `gc --dry-run`; in
-// process: a pull's missing-object planning (a real `pull` of a snapshot naming all N objects,
-// from the store itself as origin, so every object is present: the walk of the manifest and
-// the existence check of each leaf, nothing transferred); and the size of metadata.sqlite3 (+
-// WAL). Prints the growth table: each figure and its ratio to the size before.
+// (`tfs …`, under `ulimit -n 1024`): `ls`, `du`, `verify`, `verify --data`, `gc --dry-run`; a
+// pull's missing-object planning (a real `pull` of a snapshot naming all N objects, from the
+// store itself as origin, so every object is present: the walk of the manifest, the existence
+// check of each leaf and the ref's closure check, nothing transferred; timed inside a process of
+// its own, without its start-up); and the size of metadata.sqlite3 (+ WAL). Prints the growth table: each figure and its ratio to the size before.
 //
 // TENSORFS_BENCH_DIR puts the stores elsewhere (e.g. /dev/shm: a tmpfs makes the build's
 // fsyncs free; 1,000,000 objects take about 4.5 GiB there). The build is timed but is not part
@@ -74,13 +74,19 @@ function cli(args) {
   return performance.now() - t0;
 }
 
-/** A pull of a snapshot of every object, from the store itself: planning only (all present). */
-async function plan(root, ids) {
+/**
+ * A pull of a snapshot of every object, from the store itself: planning only (all present). Run
+ * in a process of its own (`--plan <root>`), as the commands are, so each size starts as cold.
+ */
+async function planChild(root) {
   const store = await LocalStore.open(root);
+  const ids = [];
+  for (const r of (await store.scanRefs()).refs) {
+    for (const e of (await store.getManifest(r.id)).entries) ids.push(e.records[0].digest);
+  }
   const width = String(ids.length).length;
   const entries = ids.map((id, i) => file(`f${String(i).padStart(width, '0')}`, id));
-  const all = await store.putManifest({ entries });
-  await store.setRef('scale/all', all);
+  await store.setRef('scale/all', await store.putManifest({ entries }));
   const t0 = performance.now();
   const r = await pull(store, new StoreOrigin(store), 'scale/all', { name: 'scale/copy' });
   const ms = performance.now() - t0;
@@ -88,13 +94,26 @@ async function plan(root, ids) {
   if (r.objects.present !== ids.length + 1 || r.objects.fetched !== 0) {
     throw new Error(`planning found ${JSON.stringify(r.objects)} for ${ids.length} objects`);
   }
-  return ms;
+  console.log(JSON.stringify({ ms }));
+}
+
+function plan(root) {
+  const out = execFileSync(process.execPath, [fileURLToPath(import.meta.url), '--plan', root], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    encoding: 'utf8',
+  });
+  return JSON.parse(out).ms;
+}
+
+if (process.argv[2] === '--plan') {
+  await planChild(process.argv[3]);
+  process.exit(0);
 }
 
 const rows = [];
 for (const n of SCALES) {
   const root = join(dir, `s${n}`);
-  const { ids, tObjects, tRefs } = await build(root, n);
+  const { tObjects, tRefs } = await build(root, n);
   const row = { n, build: tObjects, refs: tRefs };
   const size = (f) => {
     try {
@@ -109,7 +128,7 @@ for (const n of SCALES) {
   row.verify = cli(`--store ${root} verify --json`);
   row.data = cli(`--store ${root} verify --data --json`);
   row.gc = cli(`--store ${root} gc --dry-run --json`);
-  row.plan = await plan(root, ids);
+  row.plan = plan(root);
   rows.push(row);
   rmSync(root, { recursive: true, force: true });
   console.log(`N=${n} done (load ${loadavg()[0].toFixed(1)}): ${JSON.stringify(row)}`);
