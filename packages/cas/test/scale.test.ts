@@ -74,6 +74,13 @@ describe('whole-store passes', () => {
     expect(await s.lacks(ask)).toEqual([absent, bad, bad]);
     expect(await s.has(bad)).toBe(false);
     await expectCode(s.lacks([ids[0]!, 'sha256:xyz' as ObjectId]), 'invalid_argument');
+    // A path that cannot be told (a prefix folder that is a file) is io, not "absent".
+    const used = new Set(ids.map((id) => id.slice(7, 9)));
+    const free = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0')).find((p) => !used.has(p))!;
+    const blocked = `sha256:${free.repeat(32)}` as ObjectId;
+    writeFileSync(join(root, 'objects', 'sha256', free), 'not a folder');
+    await expectCode(s.lacks([ids[1]!, blocked]), 'io');
+    rmSync(join(root, 'objects', 'sha256', free));
     // A good copy lifts the quarantine: nothing but the absent id is lacking.
     await s.put(bytesOf(20, 100 + 7));
     expect(await s.lacks(ask)).toEqual([absent]);

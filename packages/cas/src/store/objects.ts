@@ -209,17 +209,25 @@ export class Objects {
     const out: ObjectId[] = [];
     for (const id of ids) {
       if (anyQuarantined && this.quarantined(id)) out.push(id);
-      else {
-        let st: fs.Stats | undefined;
-        try {
-          st = fs.statSync(this.path(id), { throwIfNoEntry: false });
-        } catch (err) {
-          throw ioError(err, 'stat', objectRel(id));
-        }
-        if (st === undefined) out.push(id);
-      }
+      else if (!this.fileExistsSync(id)) out.push(id);
     }
     return out;
+  }
+
+  /**
+   * True if the object file exists, false if it does not; `io` if it cannot be told (a folder on
+   * the way is not one, permissions). `existsSync` answers the common case (present) without
+   * allocating a `Stats` (a million of them were a fifth of a 1,000,000-object plan, with the
+   * garbage collection they caused); only a "no" is asked again with `stat`, for its reason.
+   */
+  private fileExistsSync(id: ObjectId): boolean {
+    const file = this.path(id);
+    if (fs.existsSync(file)) return true;
+    try {
+      return fs.statSync(file, { throwIfNoEntry: false }) !== undefined;
+    } catch (err) {
+      throw ioError(err, 'stat', objectRel(id));
+    }
   }
 
   /** True if verify or a reader found this object corrupt and no good copy was admitted since. */
