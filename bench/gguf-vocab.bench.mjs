@@ -3,7 +3,8 @@
 // whole processes. TENSORFS_BENCH_VOCAB=<file> reuses a file already generated (the generator takes
 // ~30 s); TENSORFS_BENCH_BEFORE=<ESM bundle of an older @tensorfs/format> also parses with that
 // build in the same rounds; TENSORFS_BENCH_BEFORE_BIN=<an older packages/cli/dist/bin.js> also runs
-// that build's `tfs inspect` in the same rounds.
+// that build's `tfs inspect` in the same rounds. The peer is `@huggingface/gguf` parsing the same
+// header in a whole process of its own (`gguf(file, { allowLocalFile: true })`).
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -37,8 +38,11 @@ try {
   // Whole processes, interleaved: tfs inspect, tfs inspect --json (stdout discarded), node -e 0.
   const bin = join(here, '..', 'packages', 'cli', 'dist', 'bin.js');
   const beforeBin = process.env.TENSORFS_BENCH_BEFORE_BIN;
+  // The peer: @huggingface/gguf reading the same file's header, as a whole process too.
+  const hf = `import { gguf } from '@huggingface/gguf'; await gguf(${JSON.stringify(file)}, { allowLocalFile: true });`;
   const processes = {
     node: ['-e', '0'],
+    hf: ['--input-type=module', '-e', hf],
     inspect: [bin, 'inspect', file],
     json: [bin, 'inspect', '--json', file],
   };
@@ -48,6 +52,8 @@ try {
   }
   const p = interleaveProcesses(processes, { runs: Number(process.env.TENSORFS_BENCH_RUNS ?? 7) });
   compare('tfs inspect (whole process)', p.inspect, 'node -e 0', p.node);
+  compare('tfs inspect (whole process)', p.inspect, '@huggingface/gguf', p.hf);
+  compare('@huggingface/gguf (whole process)', p.hf, 'node -e 0', p.node);
   if (beforeBin) compare('  before: tfs inspect', p.beforeInspect, 'node -e 0', p.node);
   compare('tfs inspect --json > /dev/null', p.json, 'node -e 0', p.node);
   if (beforeBin) compare('  before: tfs inspect --json', p.beforeJson, 'node -e 0', p.node);

@@ -6,6 +6,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import { syncBuiltinESMExports } from 'node:module';
 import { join } from 'node:path';
@@ -414,6 +415,12 @@ describe('verify --data with unreadable objects', () => {
         bad.has(String(p))
           ? Promise.reject(Object.assign(new Error('I/O error'), { code: 'EIO' }))
           : (real as (...a: unknown[]) => unknown)(p, ...rest)) as typeof fsp.open);
+    // The small leaf is read in one synchronous call: it fails there the same way.
+    const realRead = fs.readFileSync;
+    const spySync = vi.spyOn(fs, 'readFileSync').mockImplementation(((p: string, ...rest: unknown[]) => {
+      if (bad.has(String(p))) throw Object.assign(new Error('I/O error'), { code: 'EIO' });
+      return (realRead as (...a: unknown[]) => unknown)(p, ...rest);
+    }) as typeof fs.readFileSync);
     syncBuiltinESMExports();
     try {
       const v = await s.verify({ data: true });
@@ -421,6 +428,7 @@ describe('verify --data with unreadable objects', () => {
       expect(v.rehashed).toBe(3);
     } finally {
       spy.mockRestore();
+      spySync.mockRestore();
       syncBuiltinESMExports();
     }
     expect((await s.verify({ data: true })).unreadable).toEqual([]);

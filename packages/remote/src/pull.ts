@@ -116,7 +116,7 @@ export async function fetchSelection(
     // The referencing objects (manifests) first: they say what else is needed.
     let topBytes = await t.referencing(remoteId);
     let localId = remoteId;
-    let leaves = new Map<ObjectId, number | undefined>();
+    const leaves = new Map<ObjectId, number | undefined>();
     if (isCheckpointHeader(topBytes) && (options.components?.length || options.tensors?.length)) {
       // A checkpoint's selection is a new header over a subset of its objects (see selectCheckpoint).
       const selected = encodeCheckpoint(
@@ -152,7 +152,7 @@ export async function fetchSelection(
       );
     }
     await t.walk(topBytes, leaves);
-    leaves = new Map([...leaves].filter(([id]) => !t.referencingIds.has(id)));
+    for (const id of t.referencingIds) leaves.delete(id);
     await t.fetchAll(leaves, { fetchedEarlier: selectionFetched, ...(made ? { made } : {}) });
     for (const id of selectionFetched) if (!leaves.has(id)) await t.countFetched(id);
     await finish(localId, lease);

@@ -16,7 +16,7 @@ import { childrenOfSync, reach } from './graph.js';
 import type { Layout } from './layout.js';
 import { leasedObjects, pruneLeases } from './leases.js';
 import type { Objects } from './objects.js';
-import { listObjects } from './walk.js';
+import { listObjectFolders, statStoredObject } from './walk.js';
 
 /** Options of {@link LocalStore.gc}. */
 export interface GcOptions {
@@ -75,9 +75,19 @@ export async function collect(ctx: GcContext, graceMs: number, options: GcOption
   const cutoff = Date.now() - graceMs;
   const candidates: { id: ObjectId; size: number }[] = [];
   let total = 0;
-  for await (const o of listObjects(layout, signal)) {
-    total++;
-    if (!state.marked.has(o.id) && o.mtimeMs < cutoff) candidates.push({ id: o.id, size: o.size });
+  // Only what the mark did not reach is stat'ed (its age and size): a store that keeps most of
+  // its objects costs a folder listing, not a stat per object.
+  for await (const f of listObjectFolders(layout, signal)) {
+    for (const id of f.ids) {
+      if (state.marked.has(id)) {
+        total++;
+        continue;
+      }
+      const o = statStoredObject(layout, id);
+      if (o === null) continue;
+      total++;
+      if (o.mtimeMs < cutoff) candidates.push({ id, size: o.size });
+    }
   }
   if (dryRun) {
     result.removed = candidates.length;

@@ -1,5 +1,5 @@
 /** Where things live under a store root (docs/store.md), and ref name rules. */
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 import { type ObjectId, TensorFSError, parseObjectId } from '@tensorfs/format';
 
 /** Paths of one store. */
@@ -22,15 +22,18 @@ export function layoutOf(root: string): Layout {
   };
 }
 
+// Joined by hand: `layout.objects` is already normalized and an id's hex holds no separator, so
+// this is what `join` returns, at a fraction of its cost (a path per object per pass: a fifth of
+// a `verify --data` of 100,000 small objects went to `join`).
+
 /** `objects/sha256/xx/yy` for an id. */
 export function objectDir(layout: Layout, id: ObjectId): string {
-  const hex = id.slice(7);
-  return join(layout.objects, hex.slice(0, 2), hex.slice(2, 4));
+  return `${layout.objects}${sep}${id.slice(7, 9)}${sep}${id.slice(9, 11)}`;
 }
 
 /** `objects/sha256/xx/yy/<hex>` for an id. */
 export function objectPath(layout: Layout, id: ObjectId): string {
-  return join(objectDir(layout, id), id.slice(7));
+  return `${layout.objects}${sep}${id.slice(7, 9)}${sep}${id.slice(9, 11)}${sep}${id.slice(7)}`;
 }
 
 /** Store-relative path of an object, safe to put in error details. */

@@ -61,7 +61,7 @@ export async function closureOf(objects: Objects, id: ObjectId): Promise<ObjectI
 
 /** Under the lock: `id` and `children` must all be stored, else `not_found`. */
 export function assertPresentSync(objects: Objects, id: ObjectId, children: readonly ObjectId[]): void {
-  const absent = [id, ...children].filter((c) => !objects.existsSync(c));
+  const absent = objects.absentSync([id, ...children]);
   if (absent.length > 0) {
     throw new TensorFSError('not_found', 'objects referenced by this snapshot are missing from the store', {
       details: { missing: absent.slice(0, 20), count: absent.length },

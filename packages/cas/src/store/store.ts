@@ -197,13 +197,8 @@ export class LocalStore implements Store {
     if (!Array.isArray(ids)) checkObjects(ids, 'ids');
     checkOptions(options);
     this.live();
-    const out: ObjectId[] = [];
-    for (const id of ids) {
-      throwIfAborted(options.signal);
-      checkString(id, 'ids[]');
-      if (!(await this.objects.has(id))) out.push(id);
-    }
-    return out;
+    for (const id of ids) checkString(id, 'ids[]');
+    return this.objects.lacks(ids, options.signal);
   }
 
   /** {@link lacks}, and each held object's mtime restarts under the write lock (GC's grace; remote push). */
