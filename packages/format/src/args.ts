@@ -100,6 +100,28 @@ export function requireOptions(value: unknown, what: string, area: ArgumentArea)
   if (value !== undefined && (typeof value !== 'object' || value === null)) fail(area, what, 'an object', value);
 }
 
+/**
+ * `invalid_argument` unless `value` is the options bag of a call: `undefined` or an object whose
+ * `signal` (an AbortSignal), `onProgress` (a function) and `lease` (an object with a string `id`)
+ * have their kinds when given. The one check of call options of every package.
+ */
+export function requireCallOptions(value: unknown, what: string, area: ArgumentArea): void {
+  if (value === undefined) return;
+  if (typeof value !== 'object' || value === null) fail(area, what, 'an object', value);
+  const o = value as Record<string, unknown>;
+  const signal = o.signal as { aborted?: unknown } | null | undefined;
+  if (signal !== undefined && (typeof signal !== 'object' || signal === null || typeof signal.aborted !== 'boolean')) {
+    fail(area, `${what}.signal`, 'an AbortSignal', signal);
+  }
+  if (o.onProgress !== undefined && typeof o.onProgress !== 'function') {
+    fail(area, `${what}.onProgress`, 'a function', o.onProgress);
+  }
+  const lease = o.lease as { id?: unknown } | null | undefined;
+  if (lease !== undefined && (typeof lease !== 'object' || lease === null || typeof lease.id !== 'string')) {
+    fail(area, `${what}.lease`, 'a Lease', lease);
+  }
+}
+
 /** `invalid_argument` unless `value` is a bigint. @internal */
 export function requireBigint(value: unknown, what: string, area: ArgumentArea): asserts value is bigint {
   if (typeof value !== 'bigint') fail(area, what, 'a bigint', value);

@@ -6,6 +6,7 @@ import {
   fromHex,
   parseGgufHeader,
   parseSafetensorsHeader,
+  requireCallOptions,
   throwIfAborted,
   toTensorFSError,
   writeSafetensors,
@@ -38,5 +39,13 @@ describe('rules of throws that named none', () => {
     const g = expectCodeSync(() => parseGgufHeader(new Uint8Array(32), { fileSize: 8 }), 'invalid_argument');
     expect(g.details.rule).toBe('gguf.file_size');
     expect(expectCodeSync(() => fromHex('AB'), 'malformed').details.rule).toBe('ids.hex');
+  });
+
+  it('call options: one check of signal, onProgress and lease for every area', () => {
+    expect(requireCallOptions(undefined, 'options', 'tensors')).toBeUndefined();
+    const lease = expectCodeSync(() => requireCallOptions({ lease: 7 }, 'options', 'store'), 'invalid_argument');
+    expect(lease.details).toEqual({ rule: 'store.argument', argument: 'options.lease', actual: 7 });
+    const signal = expectCodeSync(() => requireCallOptions({ signal: {} }, 'o', 'tensors'), 'invalid_argument');
+    expect(signal.details).toEqual({ rule: 'tensors.argument', argument: 'o.signal', actual: 'object' });
   });
 });
