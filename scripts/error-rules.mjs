@@ -212,7 +212,7 @@ export function render({ rules, unnamed, inherited, sites }) {
     '',
     `${sites} throw sites of \`new TensorFSError\` in \`packages/*/src\`: ${sites - bare - passed} name their rule ` +
       `(a literal, or a parameter typed with the area's rule type), ${passed} pass on the rule of the error they wrap ` +
-      `(\`details: { ...error.details, … }\`), ${bare} name none; ${rules.size} distinct rules ` +
+      `(\`details: { ...error.details, … }\`, \`rule: problem.rule\`), ${bare} name none; ${rules.size} distinct rules ` +
       '(a `*` ends a rule named at run time from that prefix).',
     '',
   ];
