@@ -1,12 +1,16 @@
 #!/usr/bin/env node
 // The error rules the code throws, as a table: every `new TensorFSError(code, message, { details:
-// { rule } })` in packages/*/src, read with the TypeScript parser, grouped by area (the rule's
-// first word) with its codes and the files that throw it; a rule built at run time (a template
-// such as `repo.${why}`) is listed by its fixed prefix. Throw sites that name no rule are counted
-// per file, so the ones left are visible and the count can only be changed on purpose.
+// { rule } })` in packages/*/src, grouped by area (the rule's first word) with its codes and the
+// files that throw it. A rule is named by a literal, by a template (`repo.${why}` is listed by its
+// fixed prefix; `${area}.denied` with `area` typed as a union of areas, as every rule it spells),
+// or by a helper's parameter typed with the area's rule type (`rule: CborRule`, a union of
+// literals: the typed rule table of that area; the TypeScript checker reads it). A site that wraps
+// a caught error (`details: { ...error.details, tensor }`, `rule: problem.rule`) passes that rule on.
+// Every other site names no rule: they are listed and the script exits 1, so none is added again.
 // The table is the generated part of spec/errors.md, between its two markers.
 //
-//   node scripts/error-rules.mjs [--check] [repo-root]   (--check: exit 1 when spec/errors.md is stale)
+//   node scripts/error-rules.mjs [--check] [repo-root]
+//   (exit 1 when a throw site names no rule; with --check also when spec/errors.md is stale)
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,50 +28,166 @@ function* sources(dir) {
   }
 }
 
-/** The `rule` of a `{ details: { rule } }` options argument: a literal, a template's fixed head, or null. */
-function ruleOf(options) {
-  if (!options || !ts.isObjectLiteralExpression(options)) return null;
-  const prop = (obj, name) =>
-    obj.properties.find((p) => ts.isPropertyAssignment(p) && p.name && p.name.getText() === name)?.initializer;
-  const details = prop(options, 'details');
-  if (!details || !ts.isObjectLiteralExpression(details)) return null;
-  const rule = prop(details, 'rule');
-  if (!rule) return null;
-  if (ts.isStringLiteral(rule) || ts.isNoSubstitutionTemplateLiteral(rule)) return { rule: rule.text, dynamic: false };
-  if (ts.isTemplateExpression(rule)) return { rule: `${rule.head.text}*`, dynamic: true };
-  return { rule: '*', dynamic: true };
+const prop = (obj, name) =>
+  obj.properties.find(
+    (p) => (ts.isPropertyAssignment(p) || ts.isShorthandPropertyAssignment(p)) && p.name?.getText() === name,
+  );
+
+/** The rule names a type allows: string literals, a template's fixed head (`gguf.*`), or null for `string`. */
+function rulesOfType(type) {
+  const out = [];
+  for (const t of type.isUnion() ? type.types : [type]) {
+    if (t.isStringLiteral()) out.push({ rule: t.value, dynamic: false });
+    else if (t.flags & ts.TypeFlags.TemplateLiteral && t.texts[0].includes('.')) {
+      out.push({ rule: `${t.texts[0]}*`, dynamic: true });
+    } else return null;
+  }
+  return out.length > 0 ? out : null;
 }
+
+/**
+ * The rules an expression can name: a literal, a template's fixed head, both arms of a `?:`, or
+ * (through the type checker) whatever its type allows — a parameter typed with an area's rule
+ * type (`rule: CborRule`) names every rule of that type. null when it can be any string.
+ */
+function rulesOfExpression(expr, checker) {
+  if (ts.isParenthesizedExpression(expr)) return rulesOfExpression(expr.expression, checker);
+  if (ts.isStringLiteral(expr) || ts.isNoSubstitutionTemplateLiteral(expr))
+    return [{ rule: expr.text, dynamic: false }];
+  if (ts.isTemplateExpression(expr)) {
+    if (expr.head.text.includes('.')) return [{ rule: `${expr.head.text}*`, dynamic: true }];
+    // `${area}.denied` with `area` typed as a union of areas: every rule it spells.
+    let out = [expr.head.text];
+    for (const span of expr.templateSpans) {
+      const values = rulesOfType(checker().getTypeAtLocation(span.expression));
+      if (!values || values.some((v) => v.dynamic)) return null;
+      out = out.flatMap((a) => values.map((v) => a + v.rule + span.literal.text));
+    }
+    return out.map((rule) => ({ rule, dynamic: false }));
+  }
+  if (ts.isConditionalExpression(expr)) {
+    const a = rulesOfExpression(expr.whenTrue, checker);
+    const b = rulesOfExpression(expr.whenFalse, checker);
+    return a && b ? [...a, ...b] : null;
+  }
+  if (ts.isBinaryExpression(expr) && expr.operatorToken.kind === ts.SyntaxKind.QuestionQuestionToken) {
+    const b = rulesOfExpression(expr.right, checker);
+    return b && rulesOfExpression(expr.left, checker) ? b : null;
+  }
+  return rulesOfType(checker().getTypeAtLocation(expr));
+}
+
+/**
+ * What a throw site's options argument says about its rule: `{ rules }` it names, `{ inherits }`
+ * when it passes on the details of an error it wraps (`details: { ...err.details, tensor }`), or
+ * null when it names none.
+ */
+function ruleOf(options, checker) {
+  if (!options || !ts.isObjectLiteralExpression(options)) return null;
+  const d = prop(options, 'details');
+  if (!d) return null;
+  const details = ts.isShorthandPropertyAssignment(d) ? d.name : d.initializer;
+  const wraps = (e) => ts.isPropertyAccessExpression(e) && e.name.text === 'details';
+  if (wraps(details)) return { inherits: details.expression.getText() };
+  if (!ts.isObjectLiteralExpression(details)) return typedRule(details, checker);
+  const r = prop(details, 'rule');
+  if (r) {
+    const expr = ts.isShorthandPropertyAssignment(r) ? r.name : r.initializer;
+    const rules = rulesOfExpression(expr, checker);
+    if (rules) return { rules };
+    // `rule: problem.rule`: the rule of the failure it reports, passed on.
+    const passed = ts.isBinaryExpression(expr) ? expr.left : expr;
+    if (ts.isPropertyAccessExpression(passed) && passed.name.text === 'rule') {
+      return { inherits: passed.expression.getText() };
+    }
+    return null;
+  }
+  const spread = details.properties.find((p) => ts.isSpreadAssignment(p) && wraps(p.expression));
+  if (spread) return { inherits: spread.expression.expression.getText() };
+  // A spread of a typed value (`{ ...refusal, lane }`): the rule its type gives.
+  return details.properties.some(ts.isSpreadAssignment) ? typedRule(details, checker) : null;
+}
+
+/** The rules the type of a details value allows for its `rule` (`const details = { rule: … }`). */
+function typedRule(details, checker) {
+  const rule = checker().getTypeAtLocation(details).getProperty('rule');
+  const rules = rule && rulesOfType(checker().getTypeOfSymbolAtLocation(rule, details));
+  return rules ? { rules } : null;
+}
+
+/** The TypeScript program of the sources, with the repository's compiler options when it has them. */
+function program(root, files) {
+  const base = path.join(root, 'tsconfig.base.json');
+  let options = { strict: true, target: ts.ScriptTarget.ES2022 };
+  if (fs.existsSync(base)) {
+    const host = { ...ts.sys, onUnRecoverableConfigFileDiagnostic() {} };
+    options = ts.getParsedCommandLineOfConfigFile(base, {}, host)?.options ?? options;
+  }
+  const lib = ['lib.es2022.d.ts', 'lib.dom.d.ts'];
+  return ts.createProgram(files, { ...options, composite: false, declaration: false, noEmit: true, lib, types: [] });
+}
+
+class NeedsTypes extends Error {}
 
 /** Every throw site of the repository at `root`. */
 export function collect(root) {
   const rules = new Map(); // rule -> { codes:Set, files:Set }
-  const unnamed = new Map(); // file -> count
+  const unnamed = new Map(); // file -> [line]
+  const inherited = new Map(); // file -> count
   let sites = 0;
   const pkgs = path.join(root, 'packages');
-  for (const pkg of fs.readdirSync(pkgs).sort()) {
-    for (const file of sources(path.join(pkgs, pkg, 'src'))) {
-      const rel = path.relative(root, file).split(path.sep).join('/');
-      const sf = ts.createSourceFile(file, fs.readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
-      const visit = (node) => {
-        if (ts.isNewExpression(node) && node.expression.getText(sf) === 'TensorFSError') {
-          sites++;
-          const [code, , options] = node.arguments ?? [];
-          const c = code && ts.isStringLiteral(code) ? code.text : '(computed)';
-          const r = ruleOf(options);
-          if (r === null || r.rule === '*') unnamed.set(rel, (unnamed.get(rel) ?? 0) + 1);
-          else {
-            const e = rules.get(r.rule) ?? { codes: new Set(), files: new Set() };
+  const files = [];
+  for (const pkg of fs.readdirSync(pkgs).sort()) files.push(...sources(path.join(pkgs, pkg, 'src')));
+  let prog;
+  let tc;
+  const checker = () => {
+    prog ??= program(root, files);
+    tc ??= prog.getTypeChecker();
+    return tc;
+  };
+  for (const file of files) {
+    const rel = path.relative(root, file).split(path.sep).join('/');
+    const parsed = ts.createSourceFile(file, fs.readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+    // A site the parser alone cannot name is looked up in the program's copy of the file.
+    const inProgram = (node) => {
+      const sf = checker() && prog.getSourceFile(file);
+      const find = (n) =>
+        n.pos === node.pos && n.end === node.end && n.kind === node.kind ? n : ts.forEachChild(n, find);
+      return find(sf);
+    };
+    const visit = (node) => {
+      if (ts.isNewExpression(node) && node.expression.getText(parsed) === 'TensorFSError') {
+        sites++;
+        const [code, , options] = node.arguments ?? [];
+        const c = code && ts.isStringLiteral(code) ? code.text : '(computed)';
+        let r;
+        try {
+          r = ruleOf(options, () => {
+            throw new NeedsTypes();
+          });
+        } catch (e) {
+          if (!(e instanceof NeedsTypes)) throw e;
+          const again = inProgram(node);
+          r = ruleOf(again.arguments?.[2], checker);
+        }
+        if (r === null) {
+          const line = parsed.getLineAndCharacterOfPosition(node.getStart(parsed)).line + 1;
+          unnamed.set(rel, [...(unnamed.get(rel) ?? []), line]);
+        } else if (r.inherits) inherited.set(rel, (inherited.get(rel) ?? 0) + 1);
+        else {
+          for (const { rule } of r.rules) {
+            const e = rules.get(rule) ?? { codes: new Set(), files: new Set() };
             e.codes.add(c);
             e.files.add(rel);
-            rules.set(r.rule, e);
+            rules.set(rule, e);
           }
         }
-        ts.forEachChild(node, visit);
-      };
-      visit(sf);
-    }
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(parsed);
   }
-  return { rules, unnamed, sites };
+  return { rules, unnamed, inherited, sites };
 }
 
 /** A Markdown table with padded columns, as the repository's formatter writes tables. */
@@ -78,8 +198,9 @@ function table(header, rows) {
 }
 
 /** The generated Markdown. */
-export function render({ rules, unnamed, sites }) {
-  const named = sites - [...unnamed.values()].reduce((a, b) => a + b, 0);
+export function render({ rules, unnamed, inherited, sites }) {
+  const bare = [...unnamed.values()].reduce((a, b) => a + b.length, 0);
+  const passed = [...inherited.values()].reduce((a, b) => a + b, 0);
   const byArea = new Map();
   for (const [rule, e] of [...rules].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))) {
     const area = rule.split('.')[0].replace(/\*$/, '');
@@ -89,8 +210,10 @@ export function render({ rules, unnamed, sites }) {
   const out = [
     BEGIN,
     '',
-    `${sites} throw sites of \`new TensorFSError\` in \`packages/*/src\`; ${named} name their rule there, ` +
-      `${rules.size} distinct rules (a \`*\` ends a rule named at run time from that prefix).`,
+    `${sites} throw sites of \`new TensorFSError\` in \`packages/*/src\`: ${sites - bare - passed} name their rule ` +
+      `(a literal, or a parameter typed with the area's rule type), ${passed} pass on the rule of the error they wrap ` +
+      `(\`details: { ...error.details, … }\`, \`rule: problem.rule\`), ${bare} name none; ${rules.size} distinct rules ` +
+      '(a `*` ends a rule named at run time from that prefix).',
     '',
   ];
   for (const [area, list] of byArea) {
@@ -104,25 +227,33 @@ export function render({ rules, unnamed, sites }) {
     ]);
     out.push(`### \`${area}\``, '', ...table(['rule', 'codes', 'thrown in'], rows), '');
   }
-  out.push(
-    '### Throw sites that name no rule in place',
-    '',
-    'Most build their rule in a helper or pass a caught error on; each is still a `TensorFSError` with its code.',
-    '',
-    ...table(
-      ['file', 'sites'],
-      [...unnamed].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([file, n]) => [`\`${file}\``, String(n)]),
-    ),
-  );
-  out.push('', END);
+  if (bare > 0) {
+    out.push(
+      '### Throw sites that name no rule',
+      '',
+      'Each must name one: `pnpm errors` fails while this list is not empty.',
+      '',
+      ...table(
+        ['file', 'lines'],
+        [...unnamed].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([file, n]) => [`\`${file}\``, n.join(', ')]),
+      ),
+      '',
+    );
+  }
+  out.push(END);
   return out.join('\n');
 }
 
+/** The throw sites that name no rule, as `file:line` lines. */
+export function ruleless({ unnamed }) {
+  return [...unnamed].flatMap(([file, lines]) => lines.map((l) => `${file}:${l}`));
+}
+
 /** spec/errors.md with its generated part replaced. */
-export function updated(root) {
+export function updated(root, found = collect(root)) {
   const file = path.join(root, 'spec', 'errors.md');
   const text = fs.readFileSync(file, 'utf8');
-  const table = render(collect(root));
+  const table = render(found);
   const a = text.indexOf(BEGIN);
   const b = text.indexOf(END);
   if (a < 0 || b < a) return `${text.trimEnd()}\n\n## Every rule the code throws\n\n${table}\n`;
@@ -136,15 +267,23 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     args.find((a) => !a.startsWith('--')) ?? path.join(path.dirname(fileURLToPath(import.meta.url)), '..'),
   );
   const file = path.join(root, 'spec', 'errors.md');
-  const next = updated(root);
+  const found = collect(root);
+  const next = updated(root, found);
+  let failed = false;
   if (check) {
     if (fs.readFileSync(file, 'utf8') !== next) {
       console.error('spec/errors.md is stale: run `pnpm errors` (node scripts/error-rules.mjs) and commit it');
-      process.exit(1);
-    }
-    console.log('spec/errors.md: the rule table is current');
+      failed = true;
+    } else console.log('spec/errors.md: the rule table is current');
   } else {
     fs.writeFileSync(file, next);
     console.log('spec/errors.md: rule table written');
   }
+  const bare = ruleless(found);
+  if (bare.length > 0) {
+    console.error(`${bare.length} throw sites name no rule (give each \`details: { rule: '<area>.<rule>' }\`):`);
+    for (const site of bare) console.error(`  ${site}`);
+    failed = true;
+  }
+  if (failed) process.exit(1);
 }

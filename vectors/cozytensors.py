@@ -2,7 +2,7 @@
 """Generates the cozytensors v1 golden vectors (vectors/v1/cozytensors/headers.json).
 
 Independent of the TypeScript code under test: the headers are encoded by the canonical CBOR
-encoder below (written from spec/v1/cozytensors.md, floats included), record digests come from
+encoder of vectors/canonical_cbor.py (written from the specs, floats included), record digests come from
 Python's hashlib over seeded bytes cut on the 64 MiB grid, and every rejection is built by hand
 from a valid header with exactly one thing wrong.
 
@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import struct
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generate import seeded_bytes  # noqa: E402  (the seeded byte runs every vector set shares)
+from canonical_cbor import Raw, cbor, head  # noqa: E402,F401  (the one canonical CBOR encoder of the vectors)
 
 OUT = Path(__file__).resolve().parent / "v1" / "cozytensors"
 GRID = 64 * 1024 * 1024
@@ -28,61 +28,6 @@ BITS = {
     "F8_E8M0": 8, "F8_E4M3FNUZ": 8, "F8_E5M2FNUZ": 8, "I16": 16, "U16": 16, "F16": 16, "BF16": 16,
     "I32": 32, "U32": 32, "F32": 32, "C64": 64, "F64": 64, "I64": 64, "U64": 64,
 }
-
-
-# --------------------------------------------------------------------------------------------
-# Canonical CBOR with the JSON number rule of spec/v1/cozytensors.md
-
-
-class Raw(bytes):
-    """Bytes spliced into the output as they are (to build invalid headers)."""
-
-
-def head(major: int, arg: int) -> bytes:
-    if arg < 24:
-        return bytes([major << 5 | arg])
-    for info, fmt in ((24, ">B"), (25, ">H"), (26, ">I"), (27, ">Q")):
-        if arg < 1 << (8 * struct.calcsize(fmt)):
-            return bytes([major << 5 | info]) + struct.pack(fmt, arg)
-    raise ValueError(arg)
-
-
-def number(v) -> bytes:
-    if isinstance(v, float) and v.is_integer() and -(2**64) <= v < 2**64:
-        v = int(v)
-    if isinstance(v, int):
-        return head(0, v) if v >= 0 else head(1, -1 - v)
-    assert math.isfinite(v), "JSON numbers are finite"
-    for tag, fmt in ((0xF9, ">e"), (0xFA, ">f")):
-        try:
-            b = struct.pack(fmt, v)
-        except OverflowError:
-            continue
-        if struct.unpack(fmt, b)[0] == v:
-            return bytes([tag]) + b
-    return b"\xfb" + struct.pack(">d", v)
-
-
-def cbor(v) -> bytes:
-    if isinstance(v, Raw):
-        return bytes(v)
-    if v is None:
-        return b"\xf6"
-    if isinstance(v, bool):
-        return b"\xf5" if v else b"\xf4"
-    if isinstance(v, (int, float)):
-        return number(v)
-    if isinstance(v, bytes):
-        return head(2, len(v)) + v
-    if isinstance(v, str):
-        b = v.encode("utf-8")
-        return head(3, len(b)) + b
-    if isinstance(v, list):
-        return head(4, len(v)) + b"".join(cbor(x) for x in v)
-    if isinstance(v, dict):
-        items = sorted((cbor(k), cbor(x)) for k, x in v.items())
-        return head(5, len(items)) + b"".join(k + x for k, x in items)
-    raise TypeError(type(v))
 
 
 # --------------------------------------------------------------------------------------------

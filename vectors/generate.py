@@ -4,7 +4,7 @@
 Independent of the TypeScript code under test: the files are written by the reference Python
 writers (`safetensors`, `gguf`), the cuts are computed here from the spec's rules
 (spec/v1/planner.md), every digest is Python's hashlib, and the manifests are encoded by the small
-canonical CBOR encoder below (spec/v1/manifest.md).
+canonical CBOR encoder of vectors/canonical_cbor.py (spec/v1/manifest.md).
 
     python3 vectors/generate.py        # rewrites vectors/v1/ (deterministic: run twice, no diff)
 
@@ -24,6 +24,9 @@ from pathlib import Path
 import numpy as np
 import gguf
 from safetensors.numpy import save as st_save
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from canonical_cbor import cbor, head as cbor_head  # noqa: E402  (shared with cozytensors.py and repository.py)
 
 OUT = Path(__file__).resolve().parent / "v1"
 FILES = OUT / "files"
@@ -133,34 +136,7 @@ def records(data: bytes, cuts) -> list[dict]:
 
 
 # --------------------------------------------------------------------------------------------
-# Canonical CBOR (RFC 8949 §4.2.1), just what TFM1 needs
-
-
-def cbor_head(major: int, arg: int) -> bytes:
-    if arg < 24:
-        return bytes([major << 5 | arg])
-    for info, fmt in ((24, ">B"), (25, ">H"), (26, ">I"), (27, ">Q")):
-        if arg < 1 << (8 * struct.calcsize(fmt)):
-            return bytes([major << 5 | info]) + struct.pack(fmt, arg)
-    raise ValueError(arg)
-
-
-def cbor(v) -> bytes:
-    if isinstance(v, bool):
-        return b"\xf5" if v else b"\xf4"
-    if isinstance(v, int):
-        return cbor_head(0, v) if v >= 0 else cbor_head(1, -1 - v)
-    if isinstance(v, bytes):
-        return cbor_head(2, len(v)) + v
-    if isinstance(v, str):
-        b = v.encode("utf-8")
-        return cbor_head(3, len(b)) + b
-    if isinstance(v, list):
-        return cbor_head(4, len(v)) + b"".join(cbor(x) for x in v)
-    if isinstance(v, dict):
-        items = sorted((cbor(k), cbor(x)) for k, x in v.items())
-        return cbor_head(5, len(items)) + b"".join(k + x for k, x in items)
-    raise TypeError(type(v))
+# Canonical CBOR (RFC 8949 §4.2.1): vectors/canonical_cbor.py, the one encoder of the vectors
 
 
 def tfm1(manifest: dict) -> bytes:

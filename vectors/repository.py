@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Generates the repository v1 golden vectors (vectors/v1/repository/repository.json).
 
-Independent of the TypeScript code under test: revision documents are encoded by a canonical CBOR
-encoder written here from spec/v1/repository.md (only what a revision document uses: unsigned
+Independent of the TypeScript code under test: revision documents are encoded by the canonical CBOR
+encoder of vectors/canonical_cbor.py, written from the specs (a revision document uses unsigned
 integers, byte and text strings, arrays, maps, null), ids come from Python's hashlib, the ref
 layout and the variant names are computed by this script's own reading of the spec, and every
 rejection is built by hand from a valid document with exactly one thing wrong.
@@ -15,51 +15,18 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import struct
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from canonical_cbor import Raw, cbor, head  # noqa: E402,F401  (the one canonical CBOR encoder of the vectors)
 
 OUT = Path(__file__).resolve().parent / "v1" / "repository"
 MAGIC = b"TFR1"
 
 
 # --------------------------------------------------------------------------------------------
-# Canonical CBOR (RFC 8949 §4.2.1 core deterministic encoding), the subset a revision uses
-
-
-class Raw(bytes):
-    """Bytes spliced into the output as they are (to build invalid documents)."""
-
-
-def head(major: int, arg: int) -> bytes:
-    if arg < 24:
-        return bytes([major << 5 | arg])
-    for info, fmt in ((24, ">B"), (25, ">H"), (26, ">I"), (27, ">Q")):
-        if arg < 1 << (8 * struct.calcsize(fmt)):
-            return bytes([major << 5 | info]) + struct.pack(fmt, arg)
-    raise ValueError(arg)
-
-
-def cbor(v) -> bytes:
-    if isinstance(v, Raw):
-        return bytes(v)
-    if v is None:
-        return b"\xf6"
-    if isinstance(v, bool):
-        raise TypeError("a revision document holds no booleans")
-    if isinstance(v, int):
-        return head(0, v) if v >= 0 else head(1, -1 - v)
-    if isinstance(v, bytes):
-        return head(2, len(v)) + v
-    if isinstance(v, str):
-        b = v.encode("utf-8")
-        return head(3, len(b)) + b
-    if isinstance(v, list):
-        return head(4, len(v)) + b"".join(cbor(x) for x in v)
-    if isinstance(v, dict):
-        # Keys sorted by their encodings: shorter first, then bytewise.
-        items = sorted((cbor(k), cbor(x)) for k, x in v.items())
-        return head(5, len(items)) + b"".join(k + x for k, x in items)
-    raise TypeError(type(v))
+# Canonical CBOR: vectors/canonical_cbor.py (a revision document holds no booleans or floats)
 
 
 def sha(b: bytes) -> str:

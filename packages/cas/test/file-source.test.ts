@@ -42,7 +42,7 @@ describe('@tensorfs/cas/file', () => {
   it('says not_found for a missing file and invalid_argument for a folder', async () => {
     const dir = tempDir();
     mkdirSync(join(dir, 'sub'));
-    expect(await codeOf(file.openFileSource(join(dir, 'missing.gguf')))).toBe('not_found');
+    expect(await codeOf(file.openFileSource(join(dir, 'missing.gguf')))).toBe('not_found source.not_found');
     expect(await codeOf(file.openFileSource(join(dir, 'sub')))).toBe('invalid_argument store.file_type');
   });
 });

@@ -10,7 +10,7 @@ const stop = (signal: string): void => {
   if (interrupted) process.exit(12);
   interrupted = true;
   // The reason is what a platform `signal.throwIfAborted()` would throw: make it `cancelled`.
-  controller.abort(new TensorFSError('cancelled', 'interrupted', { details: { signal } }));
+  controller.abort(new TensorFSError('cancelled', 'interrupted', { details: { rule: 'cli.interrupted', signal } }));
 };
 process.on('SIGINT', () => stop('SIGINT'));
 process.on('SIGTERM', () => stop('SIGTERM'));
@@ -22,7 +22,7 @@ const json = process.argv.includes('--json');
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {
   if (err.code === 'EPIPE') process.exit(0);
   const e = new TensorFSError('io', `cannot write to stdout${err.code ? ` (${err.code})` : ''}`, {
-    details: { op: 'write', path: 'stdout', ...(err.code ? { errno: err.code } : {}) },
+    details: { rule: 'cli.stdout', op: 'write', path: 'stdout', ...(err.code ? { errno: err.code } : {}) },
   });
   try {
     process.stderr.write(json ? `${JSON.stringify({ error: e.toJSON() })}\n` : `error[io]: ${e.message}\n`);

@@ -20,7 +20,7 @@ const errnoOf = (error: unknown): string | undefined => (error as NodeJS.ErrnoEx
 /** `io` for a failed write of `dest`, naming its errno. */
 export function outputError(dest: string, error: unknown): TensorFSError {
   return new TensorFSError('io', `cannot write ${path.basename(dest)} (${errnoOf(error) ?? 'error'})`, {
-    details: { path: path.basename(dest), errno: errnoOf(error) },
+    details: { rule: 'cli.write_io', path: path.basename(dest), errno: errnoOf(error) },
     cause: error,
   });
 }

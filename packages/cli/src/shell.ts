@@ -82,7 +82,9 @@ export async function runCommands(
     .fail((message: string | undefined, err: Error | undefined) => {
       failure = err
         ? toTensorFSError(err, 'invalid_argument')
-        : new TensorFSError('invalid_argument', (message ?? 'invalid arguments').replace(/\s*\n\s*/g, ' '));
+        : new TensorFSError('invalid_argument', (message ?? 'invalid arguments').replace(/\s*\n\s*/g, ' '), {
+            details: { rule: 'cli.usage' },
+          });
       throw failure;
     });
 

@@ -578,7 +578,7 @@ describe('the web page in headless Chromium', () => {
     expect(((await missing.json()) as { error: unknown }).error).toEqual({
       code: 'not_found',
       message: 'no such ref',
-      details: { ref: 'zz' },
+      details: { rule: 'store.no_ref', ref: 'zz' },
     });
     expect((await fetch(`${base}elsewhere`)).status).toBe(404);
     const html = await fetch(base);

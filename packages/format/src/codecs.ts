@@ -220,7 +220,7 @@ export const safetensorsCodec: ContainerCodec<'safetensors', SafetensorsHeader, 
       const expected = tensors[i]!;
       if (info.name !== expected.name || info.dataOffsets[0] !== at || info.byteLength !== expected.byteLength) {
         throw new TensorFSError('internal', 'the safetensors header writer did not keep the given order', {
-          details: { tensor: expected.name },
+          details: { rule: 'codec.writer_order', tensor: expected.name },
         });
       }
       at = info.dataOffsets[1];
@@ -318,7 +318,7 @@ export const ggufCodec: ContainerCodec<'gguf', GgufHeader, GgufTemplate> = {
     const padding = written.tensors.map((info, i) => {
       if (info.name !== tensors[i]!.name || info.byteLength !== tensors[i]!.byteLength) {
         throw new TensorFSError('internal', 'the GGUF header writer did not keep the given order', {
-          details: { tensor: tensors[i]!.name },
+          details: { rule: 'codec.writer_order', tensor: tensors[i]!.name },
         });
       }
       return info.paddedLength - info.byteLength;
@@ -485,7 +485,7 @@ function asArgument<T>(check: () => T, tensor: string): T {
 function toLength(length: bigint, tensor: string): number {
   if (length > BigInt(Number.MAX_SAFE_INTEGER)) {
     throw new TensorFSError('limit_exceeded', 'a tensor is larger than 2^53 - 1 bytes', {
-      details: { tensor, actual: length },
+      details: { rule: 'codec.tensor_too_large', tensor, actual: length },
     });
   }
   return Number(length);

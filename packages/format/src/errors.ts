@@ -117,16 +117,22 @@ export function isErrorCode(value: unknown): value is ErrorCode {
 export function toTensorFSError(err: unknown, fallback: ErrorCode = 'internal', message?: string): TensorFSError {
   if (isTensorFSError(err)) return err;
   if (typeof err === 'object' && err !== null && (err as { name?: unknown }).name === 'AbortError') {
-    return new TensorFSError('cancelled', message ?? 'operation cancelled', { cause: err });
+    return new TensorFSError('cancelled', message ?? 'operation cancelled', {
+      details: { rule: 'errors.cancelled' },
+      cause: err,
+    });
   }
   const text = err instanceof Error ? err.message : safeString(err);
-  return new TensorFSError(fallback, message ?? text, { cause: err });
+  return new TensorFSError(fallback, message ?? text, { details: { rule: 'errors.foreign' }, cause: err });
 }
 
 /** Throws `cancelled` if the signal is aborted. */
 export function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) {
-    throw new TensorFSError('cancelled', 'operation cancelled', { cause: signal.reason });
+    throw new TensorFSError('cancelled', 'operation cancelled', {
+      details: { rule: 'errors.cancelled' },
+      cause: signal.reason,
+    });
   }
 }
 

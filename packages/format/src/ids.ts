@@ -28,7 +28,7 @@ export function toHex(bytes: Uint8Array): string {
 export function fromHex(hex: string): Uint8Array {
   requireString(hex, 'hex', 'ids');
   if (hex.length % 2 !== 0 || !/^[0-9a-f]*$/.test(hex)) {
-    throw new TensorFSError('malformed', 'not lowercase hex', { details: { length: hex.length } });
+    throw new TensorFSError('malformed', 'not lowercase hex', { details: { rule: 'ids.hex', length: hex.length } });
   }
   const out = new Uint8Array(hex.length / 2);
   for (let i = 0; i < out.length; i++) out[i] = Number.parseInt(hex.slice(i * 2, i * 2 + 2), 16);
@@ -59,7 +59,9 @@ export function parseObjectId(value: string): ObjectId {
 export function objectIdFromDigest(digest: Uint8Array): ObjectId {
   requireBytes(digest, 'digest', 'ids');
   if (digest.length !== 32) {
-    throw new TensorFSError('invalid_argument', 'a SHA-256 digest is 32 bytes', { details: { actual: digest.length } });
+    throw new TensorFSError('invalid_argument', 'a SHA-256 digest is 32 bytes', {
+      details: { rule: 'ids.digest_length', actual: digest.length },
+    });
   }
   for (let i = 0; i < 32; i++) {
     ID_CODES[7 + 2 * i] = HEX_CODES[digest[i]! >> 4]!;

@@ -3,7 +3,7 @@
  * @packageDocumentation
  */
 export * from './errors.js';
-export { wrongArgument } from './args.js';
+export { type ArgumentArea, requireCallOptions, wrongArgument } from './args.js';
 export * from './ids.js';
 export * from './json.js';
 export * from './source.js';

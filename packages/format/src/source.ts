@@ -139,7 +139,11 @@ export async function readInto(
 
 function readFailure(err: unknown, offset: number, length: number, signal: AbortSignal | undefined): TensorFSError {
   if (isTensorFSError(err)) return err;
-  if (signal?.aborted) return new TensorFSError('cancelled', 'operation cancelled', { cause: signal.reason });
+  if (signal?.aborted)
+    return new TensorFSError('cancelled', 'operation cancelled', {
+      details: { rule: 'source.cancelled' },
+      cause: signal.reason,
+    });
   // The message names the failure, never a path: a source's own error text may hold one.
   const name = err instanceof Error ? err.name : typeof err;
   const code = (err as { code?: unknown } | null)?.code;

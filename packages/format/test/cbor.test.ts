@@ -112,6 +112,10 @@ describe('canonical CBOR encoding', () => {
     for (const value of bad) {
       expect(() => encodeCbor(value as CborValue)).toThrow(expect.objectContaining({ code: 'invalid_argument' }));
     }
+    // A lone surrogate is not UTF-8: the rule is spec/errors.md's `cbor.utf8` (it was misspelled `cbor-utf8`).
+    expect(() => encodeCbor('\ud800')).toThrow(
+      expect.objectContaining({ code: 'invalid_argument', details: { rule: 'cbor.utf8' } }),
+    );
     const cyclic: CborValue[] = [];
     cyclic.push(cyclic);
     expect(() => encodeCbor(cyclic)).toThrow(

@@ -1,6 +1,6 @@
 /**
  * The v1 cozytensors vectors (vectors/v1/cozytensors/headers.json, encoded by
- * vectors/cozytensors.py's own canonical CBOR encoder and hashed with Python's hashlib).
+ * vectors/cozytensors.py with the generators' own canonical CBOR encoder, vectors/canonical_cbor.py, and hashed with Python's hashlib).
  */
 import {
   type CheckpointHeader,

@@ -1,6 +1,6 @@
 /**
- * The v1 golden manifest vectors (vectors/v1/manifests.json, encoded by vectors/generate.py's own
- * canonical CBOR encoder and hashed with Python's hashlib).
+ * The v1 golden manifest vectors (vectors/v1/manifests.json, encoded by vectors/generate.py with the
+ * generators' own canonical CBOR encoder, vectors/canonical_cbor.py, and hashed with Python's hashlib).
  */
 import {
   compareBytes,

@@ -1,6 +1,6 @@
 /**
  * The v1 repository vectors (vectors/v1/repository/repository.json, encoded by
- * vectors/repository.py's own canonical CBOR encoder and hashed with Python's hashlib): every
+ * vectors/repository.py with the generators' own canonical CBOR encoder, vectors/canonical_cbor.py, and hashed with Python's hashlib): every
  * revision document through `encodeRevision` / `decodeRevision` to the same bytes and id, every
  * rejection with its code and rule, the ref layout and the variant names.
  */

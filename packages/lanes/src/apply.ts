@@ -578,11 +578,14 @@ class RecordsView implements TensorView {
     this.component = like.component;
   }
   part(role: string): TensorView {
-    throw new TensorFSError('not_found', 'a plain tensor has no parts', { details: { tensor: this.name, role } });
+    throw new TensorFSError('not_found', 'a plain tensor has no parts', {
+      details: { rule: 'tensors.no_part', tensor: this.name, role },
+    });
   }
   async *pieces(options: { signal?: AbortSignal } = {}): AsyncIterable<Uint8Array> {
     for (const r of this.records) {
-      if (options.signal?.aborted) throw new TensorFSError('cancelled', 'the read was cancelled');
+      if (options.signal?.aborted)
+        throw new TensorFSError('cancelled', 'the read was cancelled', { details: { rule: 'lanes.cancelled' } });
       yield await this.store.readObject(r.digest);
     }
   }
@@ -592,7 +595,7 @@ class RecordsView implements TensorView {
   async readInto(buffer: Uint8Array, offset = 0): Promise<Uint8Array> {
     if (offset + this.byteLength > buffer.length)
       throw new TensorFSError('invalid_argument', 'the buffer is too small for the tensor', {
-        details: { tensor: this.name },
+        details: { rule: 'tensors.buffer_size', tensor: this.name },
       });
     let at = offset;
     for await (const p of this.pieces()) {

@@ -49,9 +49,20 @@ export interface BindStep {
 }
 
 /** Why a bind was refused: the first disagreeing tensor. */
+/** The rules a bind refuses by: the error rule of {@link BindRefusal}. */
+export type BindRefusalRule =
+  | 'lanes.missing_tensor'
+  | 'lanes.shape_mismatch'
+  | 'lanes.same_count_wrong_dims'
+  | 'lanes.extra_tensor'
+  | 'lanes.convention_undeclared'
+  | 'lanes.convention_mismatch'
+  | 'lanes.extra_component'
+  | 'lanes.missing_component';
+
 export interface BindRefusal {
   /** `lanes.missing_tensor`, `lanes.shape_mismatch`, `lanes.same_count_wrong_dims`, `lanes.extra_tensor`, `lanes.convention_undeclared`, `lanes.convention_mismatch`, `lanes.extra_component`, `lanes.missing_component`. */
-  rule: string;
+  rule: BindRefusalRule;
   component: string;
   tensor: string;
   expected: { shape: number[]; dtypes: string[] } | null;
@@ -611,7 +622,7 @@ export function bind(
       const firstQuant = chosen.comp.entries.find((e) => e.quantized)?.parts[0];
       const tensor = firstQuant?.name ?? '';
       const t = cand.get(tensor);
-      const refusal = (rule: string, message: string): BindRefusal => ({
+      const refusal = (rule: BindRefusalRule, message: string): BindRefusal => ({
         rule,
         component: c,
         tensor,

@@ -11,6 +11,7 @@ export {
   bindOrThrow,
   type BindOptions,
   type BindRefusal,
+  type BindRefusalRule,
   type BindResult,
   type BindStep,
   type CandidateHeaders,

@@ -111,7 +111,14 @@ function fill(t: string, vars: Record<string, string>): string {
   });
 }
 
-function fail(where: string, rule: string, msg: string, details: Record<string, unknown> = {}): never {
+/** The rules a morphism document breaks. */
+type MorphismRule =
+  | 'lanes.morphism_ambiguous'
+  | 'lanes.morphism_permute'
+  | 'lanes.morphism_seam'
+  | 'lanes.morphism_unmapped';
+
+function fail(where: string, rule: MorphismRule, msg: string, details: Record<string, unknown> = {}): never {
   throw new TensorFSError(rule === 'lanes.morphism_ambiguous' ? 'conflict' : 'malformed', `${where}: ${msg}`, {
     details: { rule, morphism: where, ...details },
   });

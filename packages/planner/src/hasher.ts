@@ -74,7 +74,10 @@ export function nobleHasher(): Hasher {
  */
 export function webCryptoHasher(): Hasher {
   const subtle = globalThis.crypto?.subtle;
-  if (!subtle) throw new TensorFSError('unsupported', 'WebCrypto (crypto.subtle) is not available here');
+  if (!subtle)
+    throw new TensorFSError('unsupported', 'WebCrypto (crypto.subtle) is not available here', {
+      details: { rule: 'planner.no_webcrypto' },
+    });
   const fallback = nobleHasher();
   return {
     parallelism: 1,

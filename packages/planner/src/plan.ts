@@ -142,7 +142,11 @@ export async function planAndHash(source: ByteSource, options: PlanOptions = {})
       ? { profile: cuts.profile, size, records, tensors: cuts.tensors }
       : { profile: cuts.profile, size, records };
   } catch (err) {
-    if (signal?.aborted) throw new TensorFSError('cancelled', 'planning cancelled', { cause: signal.reason });
+    if (signal?.aborted)
+      throw new TensorFSError('cancelled', 'planning cancelled', {
+        details: { rule: 'planner.cancelled' },
+        cause: signal.reason,
+      });
     throw toTensorFSError(err);
   }
 }
@@ -185,21 +189,27 @@ function checkOptions(options: PlanOptions): void {
 
 function checkSize(size: number): number {
   if (!Number.isSafeInteger(size) || size < 0) {
-    throw new TensorFSError('invalid_argument', 'source size must be an integer ≥ 0', { details: { actual: size } });
+    throw new TensorFSError('invalid_argument', 'source size must be an integer ≥ 0', {
+      details: { rule: 'planner.source_size', actual: size },
+    });
   }
   return size;
 }
 
 function checkConcurrency(n: number): number {
   if (!Number.isSafeInteger(n) || n < 1 || n > 64) {
-    throw new TensorFSError('invalid_argument', 'concurrency must be an integer in 1…64', { details: { actual: n } });
+    throw new TensorFSError('invalid_argument', 'concurrency must be an integer in 1…64', {
+      details: { rule: 'planner.concurrency', actual: n },
+    });
   }
   return n;
 }
 
 function checkAlign(n: number): number {
   if (!Number.isSafeInteger(n) || n < 1 || n > 1 << 20 || (n & (n - 1)) !== 0) {
-    throw new TensorFSError('invalid_argument', 'align must be a power of two in 1…1 MiB', { details: { actual: n } });
+    throw new TensorFSError('invalid_argument', 'align must be a power of two in 1…1 MiB', {
+      details: { rule: 'planner.align', actual: n },
+    });
   }
   return n;
 }

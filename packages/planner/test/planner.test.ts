@@ -286,7 +286,7 @@ describe('align', () => {
     const f = safetensorsBytes([{ name: 'a', data: seededBytes(65, 10) }]);
     for (const align of [0, 3, 4097, 2 << 20, 1.5]) {
       const e = await expectCode(plan(f, { align }), 'invalid_argument');
-      expect(e.details).toEqual({ actual: align });
+      expect(e.details).toEqual({ rule: 'planner.align', actual: align });
     }
     expect((await plan(f, { align: 1 << 20 })).records).toHaveLength(2);
   });

@@ -186,14 +186,15 @@ export class FetchingStore implements Store {
     if (isObjectId(refOrId)) {
       if (!(await this.has(refOrId))) {
         throw new TensorFSError('not_found', 'object neither in the store nor at the origin', {
-          details: { digest: refOrId },
+          details: { rule: 'remote.no_object', digest: refOrId },
         });
       }
       return refOrId;
     }
     const id =
       (await this.local.getRef(refOrId)) ?? (await this.origin.getRef(refOrId, { signal: this.options.signal }));
-    if (id === null) throw new TensorFSError('not_found', 'no such ref', { details: { ref: refOrId } });
+    if (id === null)
+      throw new TensorFSError('not_found', 'no such ref', { details: { rule: 'remote.no_ref', ref: refOrId } });
     await this.one(id);
     return id;
   }

@@ -12,7 +12,10 @@ const HEX64 = /^[0-9a-f]{64}$/;
 
 function ioErr(err: unknown, op: string): TensorFSError {
   const code = (err as { code?: string }).code ?? 'EIO';
-  return new TensorFSError('io', `${op} failed (${code})`, { details: { op, errno: code }, cause: err });
+  return new TensorFSError('io', `${op} failed (${code})`, {
+    details: { rule: 'folder.io', op, errno: code },
+    cause: err,
+  });
 }
 
 /** Lists and deletes the objects of the folder origin at `root` (upload temps are not objects). */

@@ -20,7 +20,7 @@
  */
 import { type Store, validateRefName } from '@tensorfs/cas';
 import { comparePaths, type ObjectId, TensorFSError, throwIfAborted, validatePath } from '@tensorfs/format';
-import picomatch from 'picomatch';
+import { globMatcher } from './glob.js';
 import type { Credential } from './credentials.js';
 import { importSources, type SourceProgress } from './sources/pipeline.js';
 import type { Source, SourceFile } from './sources/source.js';
@@ -409,7 +409,11 @@ function discard(body: HttpResponse['body']): void {
   body.dump().catch(() => {});
 }
 
-function treeError(rule: string, url: string, message: string): TensorFSError {
+function treeError(
+  rule: 'hf.tree_pages' | 'hf.bad_tree' | 'hf.tree_next_origin',
+  url: string,
+  message: string,
+): TensorFSError {
   return new TensorFSError('malformed', message, { details: { rule, url: displayUrl(url) } });
 }
 
@@ -481,7 +485,7 @@ export function huggingFaceSource(
   if (globs.some((g) => typeof g !== 'string' || g.length === 0)) {
     throw new TensorFSError('invalid_argument', 'an include glob is empty', { details: { rule: 'hf.include' } });
   }
-  const match = globs.length > 0 ? picomatch(globs, { dot: true }) : () => true;
+  const match = globs.length > 0 ? globMatcher(globs) : () => true;
   return {
     async resolve(signal) {
       const repo = new HuggingFaceRepo(spec, { ...options, ...(signal ? { signal } : {}) });

@@ -341,18 +341,20 @@ export function errorFromBody(
 ): TensorFSError {
   let code = codeOfStatus(status);
   let message = `the origin answered ${status}`;
-  let rule = `http.${status}`;
+  // The rule the origin's error named, passed on; a bare status names `http.<status>`.
+  const answer = { details: { rule: `http.${status}` } };
   try {
     const v = JSON.parse(text) as { error?: { code?: unknown; message?: unknown; details?: { rule?: unknown } } };
     if (v?.error && isErrorCode(v.error.code)) {
       code = v.error.code;
       if (typeof v.error.message === 'string') message = `origin: ${redact(v.error.message.slice(0, 300), secrets)}`;
-      if (typeof v.error.details?.rule === 'string') rule = redact(v.error.details.rule.slice(0, 100), secrets);
+      if (typeof v.error.details?.rule === 'string')
+        answer.details.rule = redact(v.error.details.rule.slice(0, 100), secrets);
     }
   } catch {
     // not a hub error body: the status decides
   }
-  return new TensorFSError(code, message, { details: { rule, status, url: displayUrl(url), attempts } });
+  return new TensorFSError(code, message, { details: { ...answer.details, status, url: displayUrl(url), attempts } });
 }
 
 /** The secret parts of the credential headers one request presented. */

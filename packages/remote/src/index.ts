@@ -26,6 +26,7 @@ export type {
 } from './origin.js';
 export { authorFor, originDestination, type OriginDestinationOptions } from './author.js';
 export { FolderOrigin } from './folder.js';
+export { globMatcher } from './glob.js';
 export {
   HubOrigin,
   type HubIdentity,

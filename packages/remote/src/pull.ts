@@ -16,7 +16,7 @@ import {
 } from '@tensorfs/format';
 import type { Lease, Store } from '@tensorfs/format/store';
 import { selectCheckpoint } from '@tensorfs/tensors';
-import picomatch from 'picomatch';
+import { globMatcher } from './glob.js';
 import { cancelled } from './http.js';
 import type { Origin } from './origin.js';
 import { referencesOf } from './references.js';
@@ -122,7 +122,7 @@ export async function fetchSelection(
       const selected = encodeCheckpoint(
         selectCheckpoint(decodeCheckpoint(topBytes), {
           ...(options.components?.length ? { components: options.components } : {}),
-          ...(options.tensors?.length ? { tensors: picomatch(options.tensors as string[], { dot: true }) } : {}),
+          ...(options.tensors?.length ? { tensors: globMatcher(options.tensors) } : {}),
         }),
       );
       localId = (await store.put([selected], { lease })).id;

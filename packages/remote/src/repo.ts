@@ -25,7 +25,7 @@ import {
 } from '@tensorfs/format';
 import type { Lease, Store } from '@tensorfs/format/store';
 import { selectCheckpoint } from '@tensorfs/tensors';
-import picomatch from 'picomatch';
+import { globMatcher } from './glob.js';
 import type { Origin } from './origin.js';
 import { type PullOptions, type SelectionResult, fetchSelection } from './pull.js';
 import { type PushOptions, type SendResult, sendClosure } from './push.js';
@@ -209,7 +209,7 @@ async function selectTree(
       const selected = encodeCheckpoint(
         selectCheckpoint(decodeCheckpoint(header), {
           ...(components.length ? { components } : {}),
-          ...(tensors.length ? { tensors: picomatch(tensors as string[], { dot: true }) } : {}),
+          ...(tensors.length ? { tensors: globMatcher(tensors) } : {}),
         }),
       );
       const { id } = await store.put([selected], { lease });

@@ -170,7 +170,7 @@ export function s3Error(err: unknown, op: string, context: S3ErrorContext = {}):
       details: { rule: 's3.no_region' },
     });
   }
-  const details: Record<string, string | number> = { rule: `s3.${name}`, status: status ?? 0 };
+  const details = { rule: `s3.${name}` as const, status: status ?? 0 };
   if (status === 401 || status === 403) {
     const who = context.accessKeyId ? `access key id ${context.accessKeyId}` : 'the credentials';
     return new TensorFSError('denied', `s3 origin: ${op} failed: the service refused ${who} (${name})`, {

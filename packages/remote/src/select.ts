@@ -6,7 +6,7 @@
 import { type Manifest, type ObjectId, TensorFSError } from '@tensorfs/format';
 import type { Lease, Store } from '@tensorfs/format/store';
 import { compose, openTensors } from '@tensorfs/tensors';
-import picomatch from 'picomatch';
+import { globMatcher } from './glob.js';
 import { FetchingStore } from './fetching-store.js';
 import type { Origin } from './origin.js';
 import type { FetchOptions } from './transfer.js';
@@ -27,7 +27,7 @@ export async function selectTensors(
   fetched?: Set<ObjectId>,
 ): Promise<ObjectId> {
   const fs = new RecordingStore(store, origin, { ...options, lease }, fetched ?? new Set());
-  const match = picomatch(globs as string[], { dot: true });
+  const match = globMatcher(globs);
   const set = await openTensors(fs, snapshot, { signal: options.signal });
   const byTarget = new Map<string, { names: string[]; paths: string[] }>();
   for (const f of set.files) {

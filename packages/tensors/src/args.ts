@@ -4,7 +4,7 @@
  * from inside. One check per call, before any read.
  * @internal
  */
-import { wrongArgument } from '@tensorfs/format';
+import { requireCallOptions, wrongArgument } from '@tensorfs/format';
 
 function wrong(what: string, expected: string, value: unknown): never {
   return wrongArgument('tensors', what, expected, value);
@@ -22,17 +22,9 @@ export function checkStore(value: unknown, what = 'store'): void {
   }
 }
 
-/** An options bag: `undefined` or an object, its `signal` an AbortSignal and `onProgress` a function when given. */
+/** An options bag: `undefined` or an object, its `signal`, `onProgress` and `lease` of their kinds when given. */
 export function checkOptions(value: unknown, what = 'options'): void {
-  if (value === undefined) return;
-  if (!isObject(value)) wrong(what, 'an object', value);
-  const signal = value.signal;
-  if (signal !== undefined && (!isObject(signal) || typeof signal.aborted !== 'boolean')) {
-    wrong(`${what}.signal`, 'an AbortSignal', signal);
-  }
-  if (value.onProgress !== undefined && typeof value.onProgress !== 'function') {
-    wrong(`${what}.onProgress`, 'a function', value.onProgress);
-  }
+  requireCallOptions(value, what, 'tensors');
 }
 
 /** A string argument (a ref, a path, a name). */

@@ -100,7 +100,9 @@ export async function exportCheckpoint(
   }
   const variant = options.variant ?? 'model';
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$/.test(variant)) {
-    throw new TensorFSError('invalid_argument', 'a variant is a plain file name stem', { details: { variant } });
+    throw new TensorFSError('invalid_argument', 'a variant is a plain file name stem', {
+      details: { rule: 'tensors.variant_name', variant },
+    });
   }
   await atomicWrite(join(root, `${variant}.cozytensors`), [checkpoint.bytes]);
   let files = 1;
@@ -127,7 +129,7 @@ export async function exportCheckpoint(
     files++;
   } else if (format !== 'cozytensors') {
     throw new TensorFSError('invalid_argument', 'export format is safetensors, cozytensors or portable', {
-      details: { format },
+      details: { rule: 'tensors.export_format', format },
     });
   }
   return { files, bytes };
@@ -340,7 +342,7 @@ async function atomicWrite(dest: string, parts: readonly Uint8Array[]): Promise<
       );
     }
     throw new TensorFSError('io', 'could not write an export file', {
-      details: { code: (error as { code?: string }).code, file: dest.split(/[\\/]/).pop() },
+      details: { rule: 'tensors.export_io', code: (error as { code?: string }).code, file: dest.split(/[\\/]/).pop() },
       cause: error,
     });
   }

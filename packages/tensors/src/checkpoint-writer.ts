@@ -192,7 +192,7 @@ export class CheckpointWriter {
     } catch (error) {
       if ((error as { code?: string }).code === 'ENOENT') return;
       throw new TensorFSError('io', 'cannot read the resume journal', {
-        details: { code: (error as { code?: string }).code },
+        details: { rule: 'tensors.journal_io', code: (error as { code?: string }).code },
         cause: error,
       });
     }
@@ -414,7 +414,9 @@ export class CheckpointWriter {
 
   private open(): void {
     if (this.state !== 'open') {
-      throw new TensorFSError('invalid_argument', `the writer is ${this.state}`, { details: {} });
+      throw new TensorFSError('invalid_argument', `the writer is ${this.state}`, {
+        details: { rule: 'tensors.writer_state' },
+      });
     }
   }
 
@@ -528,7 +530,7 @@ export class CheckpointWriter {
     const expected = checkpointDataSize(dtype, shape);
     if (expected !== view.byteLength) {
       throw new TensorFSError('invalid_argument', 'the view does not have the length its dtype and shape need', {
-        details: { tensor: what, expected, actual: view.byteLength },
+        details: { rule: 'tensors.tensor_length', tensor: what, expected, actual: view.byteLength },
       });
     }
     if (view.aligned && view.records.every((r) => r.length <= 64 * 1024 * 1024)) {
@@ -556,7 +558,7 @@ export class CheckpointWriter {
         throwIfAborted(this.options.signal);
         if (!(c instanceof Uint8Array)) {
           throw new TensorFSError('invalid_argument', 'asset data must be Uint8Array pieces', {
-            details: { asset: name },
+            details: { rule: 'tensors.asset_data', asset: name },
           });
         }
         chunks.push(c);
@@ -588,7 +590,7 @@ export class CheckpointWriter {
       for (const r of records) {
         if (!(await this.store.has(r.digest))) {
           throw new TensorFSError('not_found', 'an object of the asset is not in the store', {
-            details: { component, asset: name, digest: r.digest },
+            details: { rule: 'tensors.missing_object', component, asset: name, digest: r.digest },
           });
         }
       }
@@ -616,7 +618,12 @@ export class CheckpointWriter {
     }
     if (total !== byteLength) {
       throw new TensorFSError('invalid_argument', 'tensor data does not have the length its dtype and shape need', {
-        details: { tensor: name, expected: byteLength, actual: total > byteLength ? `more than ${byteLength}` : total },
+        details: {
+          rule: 'tensors.tensor_length',
+          tensor: name,
+          expected: byteLength,
+          actual: total > byteLength ? `more than ${byteLength}` : total,
+        },
       });
     }
     this.counts.tensors++;
@@ -632,7 +639,9 @@ export class CheckpointWriter {
   private stateOf(component: string): ComponentState {
     const c = this.components.get(component);
     if (c === undefined) {
-      throw new TensorFSError('not_found', 'no such component in the writer', { details: { component } });
+      throw new TensorFSError('not_found', 'no such component in the writer', {
+        details: { rule: 'tensors.no_component', component },
+      });
     }
     return c;
   }
@@ -650,7 +659,7 @@ export class CheckpointWriter {
   private async step(run: () => Promise<void>, failOnError = true): Promise<void> {
     if (this.busy) {
       throw new TensorFSError('invalid_argument', 'wait for the previous call to finish (tensors keep their order)', {
-        details: {},
+        details: { rule: 'tensors.writer_busy' },
       });
     }
     this.open();

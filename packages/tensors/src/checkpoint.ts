@@ -195,7 +195,7 @@ class OpenedCheckpoint implements Checkpoint {
     const c = this.components.get(name);
     if (c === undefined) {
       throw new TensorFSError('not_found', 'no such component in the checkpoint', {
-        details: { component: name, checkpoint: this.id },
+        details: { rule: 'tensors.no_component', component: name, checkpoint: this.id },
       });
     }
     return c;
@@ -233,7 +233,7 @@ class ComponentView implements CheckpointComponentView {
     const records = this.assetRecords.get(name);
     if (records === undefined) {
       throw new TensorFSError('not_found', 'no such asset in the component', {
-        details: { component: this.name, asset: name },
+        details: { rule: 'tensors.no_asset', component: this.name, asset: name },
       });
     }
     return records;

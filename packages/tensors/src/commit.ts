@@ -73,7 +73,7 @@ export async function commit(store: Store, options: CommitOptions): Promise<Comm
     claim(touched, path);
     if (!entries.delete(path)) {
       throw new TensorFSError('not_found', 'a path to remove is not in the base snapshot', {
-        details: { path, ...(base !== null ? { snapshot: base } : {}) },
+        details: { rule: 'tensors.commit_remove_missing', path, ...(base !== null ? { snapshot: base } : {}) },
       });
     }
   }
@@ -102,7 +102,9 @@ export async function commit(store: Store, options: CommitOptions): Promise<Comm
 
 function claim(touched: Set<string>, path: string): void {
   if (touched.has(path)) {
-    throw new TensorFSError('invalid_argument', 'a path is put or removed twice in one commit', { details: { path } });
+    throw new TensorFSError('invalid_argument', 'a path is put or removed twice in one commit', {
+      details: { rule: 'tensors.commit_duplicate_path', path },
+    });
   }
   touched.add(path);
 }
@@ -118,7 +120,7 @@ async function requireObjects(store: Store, entries: readonly ManifestEntry[], s
       throwIfAborted(signal);
       if (!(await store.has(record.digest))) {
         throw new TensorFSError('not_found', 'an object of a new entry is not in the store', {
-          details: { path: entry.path, digest: record.digest },
+          details: { rule: 'tensors.missing_object', path: entry.path, digest: record.digest },
         });
       }
     }

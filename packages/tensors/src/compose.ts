@@ -86,7 +86,7 @@ export async function compose(
     for (const from of renames.keys()) {
       if (!present.has(from)) {
         throw new TensorFSError('not_found', 'a tensor to rename is not in the file', {
-          details: { tensor: from, path: file },
+          details: { rule: 'tensors.compose_missing', tensor: from, path: file },
         });
       }
     }
@@ -98,7 +98,7 @@ export async function compose(
         const earlier = from.get(name);
         if (earlier !== undefined) {
           throw new TensorFSError('invalid_argument', 'two tensors would have the same name', {
-            details: { tensor: name, from: [earlier, view.name], path: file },
+            details: { rule: 'tensors.compose_duplicate', tensor: name, from: [earlier, view.name], path: file },
           });
         }
         from.set(name, view.name);
@@ -169,7 +169,7 @@ export function selector(
   for (const name of names) {
     if (!present.has(name)) {
       throw new TensorFSError('not_found', 'a tensor to drop is not in the file', {
-        details: { tensor: name, path: file },
+        details: { rule: 'tensors.compose_missing', tensor: name, path: file },
       });
     }
   }
@@ -269,14 +269,14 @@ function checkAcrossShards(
   const others = new Map(views.filter((v) => !targets.includes(v.file)).map((v) => [v.name, v.file]));
   if (others.size === 0 && placements.length === 0) {
     throw new TensorFSError('invalid_argument', 'a sharded model cannot lose all its tensors', {
-      details: { path: index },
+      details: { rule: 'tensors.compose_empty', path: index },
     });
   }
   for (const p of placements) {
     const other = others.get(p.name);
     if (other !== undefined) {
       throw new TensorFSError('invalid_argument', 'another shard of the model already has a tensor of this name', {
-        details: { tensor: p.name, from: p.view.name, path: other, index },
+        details: { rule: 'tensors.compose_duplicate', tensor: p.name, from: p.view.name, path: other, index },
       });
     }
   }

@@ -80,7 +80,9 @@ export function viewEncoding(view: TensorView, bytes?: Uint8Array): Encoded | nu
   if (view.format !== 'gguf' || view.blockSize <= 1) return null;
   const type = ggmlTypeByName(view.dtype);
   if (!type)
-    throw new TensorFSError('unsupported', `no encoding for ${view.dtype}`, { details: { tensor: view.name } });
+    throw new TensorFSError('unsupported', `no encoding for ${view.dtype}`, {
+      details: { rule: 'tensors.decode_no_encoding', tensor: view.name },
+    });
   return importGgufTensor(type.id, [...view.shape].reverse().map(Number), bytes);
 }
 
@@ -146,7 +148,13 @@ export async function readDecodedInto(
   const length = n * WIDTH[dtype];
   if (!Number.isSafeInteger(offset) || offset < 0 || offset + length > buffer.length) {
     throw new TensorFSError('invalid_argument', 'the buffer is too small for the decoded tensor', {
-      details: { tensor: view.name, limit: buffer.length - offset, actual: length, offset },
+      details: {
+        rule: 'tensors.buffer_size',
+        tensor: view.name,
+        limit: buffer.length - offset,
+        actual: length,
+        offset,
+      },
     });
   }
   const ev = encodedView(view);
@@ -186,7 +194,10 @@ export async function readDecodedInto(
     return target;
   }
   const enc = viewEncoding(view, raw);
-  if (!enc) throw new TensorFSError('internal', 'no encoding for a block type');
+  if (!enc)
+    throw new TensorFSError('internal', 'no encoding for a block type', {
+      details: { rule: 'tensors.decode_no_encoding' },
+    });
   try {
     decodeInto(enc, target, { dtype, ...(options.signal ? { signal: options.signal } : {}) });
   } catch (err) {

@@ -212,7 +212,7 @@ class FileOpener {
     const entry = this.tree.file(path);
     if (entry.size > MAX_SHARD_INDEX_SIZE) {
       throw new TensorFSError('limit_exceeded', 'a shard index is too large', {
-        details: { path, limit: MAX_SHARD_INDEX_SIZE, actual: entry.size },
+        details: { rule: 'tensors.shard_index_limit', path, limit: MAX_SHARD_INDEX_SIZE, actual: entry.size },
       });
     }
     const source = this.store.recordsSource(entry.records, { verify: true });
@@ -227,14 +227,14 @@ class FileOpener {
         shardEntry = this.tree.file(shardPath);
       } catch (error) {
         throw new TensorFSError('not_found', 'a shard index names a shard that is not in the snapshot', {
-          details: { path, shard, snapshot: this.tree.id },
+          details: { rule: 'tensors.missing_shard', path, shard, snapshot: this.tree.id },
           cause: error,
         });
       }
       const opened = await this.openFile(shardEntry, path);
       if (opened.header.format !== 'safetensors') {
         throw new TensorFSError('malformed', 'a safetensors shard index names a file that is not safetensors', {
-          details: { path, shard },
+          details: { rule: 'tensors.shard_not_safetensors', path, shard },
         });
       }
       headers.set(shard, opened.header.header);
@@ -250,7 +250,9 @@ class FileOpener {
   private async headerRecord(entry: ManifestFileEntry): Promise<Uint8Array> {
     const first = entry.records[0];
     if (first === undefined) {
-      throw new TensorFSError('corrupt', 'a planned tensor file has no records', { details: { path: entry.path } });
+      throw new TensorFSError('corrupt', 'a planned tensor file has no records', {
+        details: { rule: 'tensors.no_records', path: entry.path },
+      });
     }
     const bytes = await this.store.readObject(first.digest, { verify: true });
     if (bytes.length !== first.length) {
@@ -429,12 +431,17 @@ class StoredTensorSet implements TensorSet {
     }
     if (found.length === 0) {
       throw new TensorFSError('not_found', 'no such tensor', {
-        details: { tensor: name, snapshot: this.snapshot, ...(file !== undefined ? { path: file } : {}) },
+        details: {
+          rule: 'tensors.no_tensor',
+          tensor: name,
+          snapshot: this.snapshot,
+          ...(file !== undefined ? { path: file } : {}),
+        },
       });
     }
     if (found.length > 1) {
       throw new TensorFSError('invalid_argument', 'several files have a tensor of this name; say which file', {
-        details: { tensor: name, files: found.map((v) => v.file) },
+        details: { rule: 'tensors.ambiguous_tensor', tensor: name, files: found.map((v) => v.file) },
       });
     }
     return found[0]!;
@@ -447,7 +454,9 @@ class StoredTensorSet implements TensorSet {
   ggufHeader(file: string): GgufTemplate {
     const opened = this.opened(file);
     if (opened.header.format !== 'gguf') {
-      throw new TensorFSError('invalid_argument', 'not a GGUF file', { details: { path: file } });
+      throw new TensorFSError('invalid_argument', 'not a GGUF file', {
+        details: { rule: 'tensors.not_gguf', path: file },
+      });
     }
     return opened.template as ContainerTemplateOf<'gguf'>;
   }
@@ -464,7 +473,7 @@ class StoredTensorSet implements TensorSet {
     const parsed = this.parsedIndexes.get(index);
     if (parsed === undefined) {
       throw new TensorFSError('not_found', 'no such shard index in the opened set', {
-        details: { path: index, snapshot: this.snapshot },
+        details: { rule: 'tensors.no_file', path: index, snapshot: this.snapshot },
       });
     }
     return parsed;
@@ -474,7 +483,7 @@ class StoredTensorSet implements TensorSet {
     const opened = this.byFile.get(file);
     if (opened === undefined) {
       throw new TensorFSError('not_found', 'no such tensor file in the opened set', {
-        details: { path: file, snapshot: this.snapshot },
+        details: { rule: 'tensors.no_file', path: file, snapshot: this.snapshot },
       });
     }
     return opened;

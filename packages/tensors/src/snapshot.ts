@@ -57,14 +57,19 @@ export class SnapshotTree {
       const entry = this.byPath.get(current);
       if (entry === undefined) {
         throw new TensorFSError('not_found', 'no such file in the snapshot', {
-          details: { path: current, snapshot: this.id, ...(current !== path ? { from: path } : {}) },
+          details: {
+            rule: 'tensors.no_file',
+            path: current,
+            snapshot: this.id,
+            ...(current !== path ? { from: path } : {}),
+          },
         });
       }
       if (entry.kind === 'file') return entry;
       current = joinPath(dirname(current), entry.target);
     }
     throw new TensorFSError('limit_exceeded', 'too many symlinks while resolving a snapshot path', {
-      details: { path, limit: MAX_SYMLINK_HOPS },
+      details: { rule: 'tensors.symlink_limit', path, limit: MAX_SYMLINK_HOPS },
     });
   }
 }

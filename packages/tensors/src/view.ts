@@ -135,7 +135,13 @@ export class StoredTensorView implements TensorView {
     if (options.decode) return readDecodedInto(this, buffer, offset, options);
     if (!Number.isSafeInteger(offset) || offset < 0 || offset + this.byteLength > buffer.length) {
       throw new TensorFSError('invalid_argument', 'the buffer is too small for the tensor', {
-        details: { tensor: this.name, limit: buffer.length - offset, actual: this.byteLength, offset },
+        details: {
+          rule: 'tensors.buffer_size',
+          tensor: this.name,
+          limit: buffer.length - offset,
+          actual: this.byteLength,
+          offset,
+        },
       });
     }
     // Memory stays bounded by one object (or one 64 MiB window) whatever the tensor's size. A

@@ -122,7 +122,7 @@ export class TensorWriter {
   get lease(): Lease {
     if (this.held === undefined) {
       throw new TensorFSError('invalid_argument', 'the writer has no lease before its first call', {
-        details: { path: this.path },
+        details: { rule: 'tensors.writer_lease', path: this.path },
       });
     }
     return this.held;
@@ -161,7 +161,13 @@ export class TensorWriter {
       const byteLength = this.admit(name, view.dtype, view.shape);
       if (byteLength !== view.byteLength) {
         throw new TensorFSError('invalid_argument', 'the tensor does not have this length in the target format', {
-          details: { tensor: name, dtype: view.dtype, expected: byteLength, actual: view.byteLength },
+          details: {
+            rule: 'tensors.tensor_length',
+            tensor: name,
+            dtype: view.dtype,
+            expected: byteLength,
+            actual: view.byteLength,
+          },
         });
       }
       let records: readonly RecordRef[];
@@ -214,11 +220,13 @@ export class TensorWriter {
   private async step(run: () => Promise<void>): Promise<void> {
     if (this.busy) {
       throw new TensorFSError('invalid_argument', 'wait for the previous add to finish (tensors keep their order)', {
-        details: { path: this.path },
+        details: { rule: 'tensors.writer_busy', path: this.path },
       });
     }
     if (this.state !== 'open') {
-      throw new TensorFSError('invalid_argument', `the writer is ${this.state}`, { details: { path: this.path } });
+      throw new TensorFSError('invalid_argument', `the writer is ${this.state}`, {
+        details: { rule: 'tensors.writer_state', path: this.path },
+      });
     }
     this.busy = true;
     try {
@@ -240,7 +248,7 @@ export class TensorWriter {
   private admit(name: string, dtype: string, shape: readonly bigint[]): number {
     if (typeof name !== 'string' || this.names.has(name)) {
       throw new TensorFSError('invalid_argument', 'a tensor of this name was already added', {
-        details: { tensor: name, path: this.path },
+        details: { rule: 'tensors.writer_duplicate', tensor: name, path: this.path },
       });
     }
     return this.codec.byteLength(name, dtype, shape);
@@ -265,7 +273,12 @@ export class TensorWriter {
     }
     if (total !== byteLength) {
       throw new TensorFSError('invalid_argument', 'tensor data does not have the length its dtype and shape need', {
-        details: { tensor: name, expected: byteLength, actual: total > byteLength ? `more than ${byteLength}` : total },
+        details: {
+          rule: 'tensors.tensor_length',
+          tensor: name,
+          expected: byteLength,
+          actual: total > byteLength ? `more than ${byteLength}` : total,
+        },
       });
     }
     return records;
@@ -326,7 +339,10 @@ function toDimension(value: bigint | number): bigint {
   if (typeof value === 'bigint' && value >= 0n) return value;
   if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return BigInt(value);
   throw new TensorFSError('invalid_argument', 'a dimension is a non-negative integer', {
-    details: { actual: typeof value === 'bigint' || typeof value === 'number' ? value : typeof value },
+    details: {
+      rule: 'tensors.shape',
+      actual: typeof value === 'bigint' || typeof value === 'number' ? value : typeof value,
+    },
   });
 }
 

@@ -300,7 +300,10 @@ class HashWorker {
     });
     const fail = (cause: unknown) => {
       this.dead = true;
-      const err = new TensorFSError('internal', 'the hashing thread failed', { cause });
+      const err = new TensorFSError('internal', 'the hashing thread failed', {
+        details: { rule: 'hash.thread_failed' },
+        cause,
+      });
       for (const w of this.waiting.values()) w.reject(err);
       this.waiting.clear();
     };
@@ -311,7 +314,10 @@ class HashWorker {
 
   /** Posts `m` (moving the buffers in `transfer`) and resolves with the reply to it. */
   private ask(m: object, transfer?: readonly ArrayBuffer[]): Promise<Reply> {
-    if (this.dead) return Promise.reject(new TensorFSError('internal', 'the hashing thread failed'));
+    if (this.dead)
+      return Promise.reject(
+        new TensorFSError('internal', 'the hashing thread failed', { details: { rule: 'hash.thread_failed' } }),
+      );
     const tag = this.nextTag++;
     return new Promise((resolve, reject) => {
       this.waiting.set(tag, { resolve, reject });
@@ -332,7 +338,8 @@ class HashWorker {
     let done = false;
     let end = 0;
     let refused = false;
-    const finished = () => new TensorFSError('internal', 'the follower is finished');
+    const finished = () =>
+      new TensorFSError('internal', 'the follower is finished', { details: { rule: 'hash.follower_finished' } });
     const note = (r: Reply) => {
       if (r.refused) refused = true;
     };
@@ -404,7 +411,10 @@ class InlineFollower implements FileFollower {
   }
 
   append(chunks: readonly Uint8Array[], at: number): Promise<void> {
-    if (this.done) return Promise.reject(new TensorFSError('internal', 'the follower is finished'));
+    if (this.done)
+      return Promise.reject(
+        new TensorFSError('internal', 'the follower is finished', { details: { rule: 'hash.follower_finished' } }),
+      );
     const run = this.chain.then(async () => {
       await this.catchUp(this.end);
       if (at !== this.at) throw readError('EINVAL');
@@ -445,7 +455,8 @@ class InlineFollower implements FileFollower {
   }
 
   async digest(end: number): Promise<Uint8Array> {
-    if (this.done) throw new TensorFSError('internal', 'the follower is finished');
+    if (this.done)
+      throw new TensorFSError('internal', 'the follower is finished', { details: { rule: 'hash.follower_finished' } });
     this.done = true;
     await this.chain;
     await this.catchUp(Math.max(end, this.end));

@@ -50,7 +50,7 @@ export function createNodeHasher(options: NodeHasherOptions = {}): NodeHasher {
   const threads = options.threads ?? availableParallelism();
   if (!Number.isSafeInteger(threads) || threads < 1 || threads > 256) {
     throw new TensorFSError('invalid_argument', 'threads must be an integer in 1…256', {
-      details: { actual: threads },
+      details: { rule: 'hash.threads', actual: threads },
     });
   }
   const inlineBelow = options.inlineBelow ?? 256 * 1024;
@@ -107,7 +107,10 @@ function nodeStream(): HashStream {
 }
 
 function cancelled(signal: AbortSignal): TensorFSError {
-  return new TensorFSError('cancelled', 'hashing cancelled', { cause: signal.reason });
+  return new TensorFSError('cancelled', 'hashing cancelled', {
+    details: { rule: 'hash.cancelled' },
+    cause: signal.reason,
+  });
 }
 
 /**
@@ -157,7 +160,11 @@ class WorkerPool {
       );
     }
     if (this.slots.length === 0) {
-      return Promise.reject(new TensorFSError('unavailable', 'hash workers cannot start on this platform'));
+      return Promise.reject(
+        new TensorFSError('unavailable', 'hash workers cannot start on this platform', {
+          details: { rule: 'hash.no_workers' },
+        }),
+      );
     }
     return new Promise<Uint8Array>((resolve, reject) => {
       const { sendable, transfer } = toMessage(pieces);
@@ -218,7 +225,7 @@ class WorkerPool {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    const err = new TensorFSError('cancelled', 'the hasher was closed');
+    const err = new TensorFSError('cancelled', 'the hasher was closed', { details: { rule: 'store.hasher_closed' } });
     for (const job of this.queue.splice(0)) job.reject(err);
     await Promise.all(
       this.slots.map(async (slot) => {
@@ -254,7 +261,10 @@ class WorkerPool {
   private replace(slot: Slot, cause: unknown): void {
     const index = this.slots.indexOf(slot);
     if (index === -1 || this.closed) return;
-    const err = new TensorFSError('internal', 'a hash worker failed', { cause });
+    const err = new TensorFSError('internal', 'a hash worker failed', {
+      details: { rule: 'hash.worker_failed' },
+      cause,
+    });
     slot.job?.reject(err);
     slot.job = undefined;
     void slot.worker.terminate();

@@ -4,7 +4,7 @@
  * from inside. One check per call, before any I/O.
  * @internal
  */
-import { wrongArgument } from '@tensorfs/format';
+import { requireCallOptions, wrongArgument } from '@tensorfs/format';
 
 function wrong(what: string, expected: string, value: unknown): never {
   return wrongArgument('store', what, expected, value);
@@ -12,25 +12,7 @@ function wrong(what: string, expected: string, value: unknown): never {
 
 /** An options bag: `undefined` or an object, with `signal` an AbortSignal and callbacks functions when given. */
 export function checkOptions(value: unknown, what = 'options'): void {
-  if (value === undefined) return;
-  if (typeof value !== 'object' || value === null) wrong(what, 'an object', value);
-  const o = value as Record<string, unknown>;
-  const signal = o.signal;
-  if (
-    signal !== undefined &&
-    (typeof signal !== 'object' || signal === null || typeof (signal as AbortSignal).aborted !== 'boolean')
-  ) {
-    wrong(`${what}.signal`, 'an AbortSignal', signal);
-  }
-  if (o.onProgress !== undefined && typeof o.onProgress !== 'function')
-    wrong(`${what}.onProgress`, 'a function', o.onProgress);
-  const lease = o.lease;
-  if (
-    lease !== undefined &&
-    (typeof lease !== 'object' || lease === null || typeof (lease as { id?: unknown }).id !== 'string')
-  ) {
-    wrong(`${what}.lease`, 'a Lease', lease);
-  }
+  requireCallOptions(value, what, 'store');
 }
 
 /** A string argument (a ref name, a path, an id before its own validation). */

@@ -94,7 +94,8 @@ export function markRefWrite(db: Db, name: string, id: ObjectId, previous: Objec
 export function setCached(db: Db, layout: Layout, name: string, cached: boolean): boolean {
   return immediate(db, () => {
     const id = readRefSync(layout, name);
-    if (id === null) throw new TensorFSError('not_found', 'no such ref', { details: { ref: name } });
+    if (id === null)
+      throw new TensorFSError('not_found', 'no such ref', { details: { rule: 'store.no_ref', ref: name } });
     const row = db.prepare('SELECT id FROM cached_refs WHERE name = ?').pluck().get(name) as ObjectId | undefined;
     const was = row === id;
     if (cached) {

@@ -156,12 +156,12 @@ export function sqliteError(err: unknown, op: string): TensorFSError {
   if (code === 'SQLITE_ERROR' && schema) return damagedMetadata(`missing ${schema[1]} ${schema[2]}`, err);
   if (code === 'SQLITE_BUSY') {
     return new TensorFSError('unavailable', 'the store is busy (another process holds its write lock)', {
-      details: { limit: BUSY_TIMEOUT_MS },
+      details: { rule: 'store.busy', limit: BUSY_TIMEOUT_MS },
       cause: err,
     });
   }
   return new TensorFSError('io', `metadata.sqlite3: ${op} failed${code ? ` (${code})` : ''}`, {
-    details: { op, path: 'metadata.sqlite3', ...(code ? { errno: code } : {}) },
+    details: { rule: 'metadata.io', op, path: 'metadata.sqlite3', ...(code ? { errno: code } : {}) },
     cause: err,
   });
 }
@@ -170,13 +170,13 @@ function migrate(db: Db, readOnly: boolean): void {
   const version = db.pragma('user_version', { simple: true }) as number;
   if (version > SCHEMA_VERSION) {
     throw new TensorFSError('unsupported', 'metadata.sqlite3 was written by a newer TensorFS', {
-      details: { actual: version, limit: SCHEMA_VERSION },
+      details: { rule: 'metadata.newer_schema', actual: version, limit: SCHEMA_VERSION },
     });
   }
   if (version === SCHEMA_VERSION) return;
   if (readOnly) {
     throw new TensorFSError('unsupported', 'metadata.sqlite3 needs a migration; open the store read-write once', {
-      details: { actual: version, expected: SCHEMA_VERSION },
+      details: { rule: 'metadata.needs_migration', actual: version, expected: SCHEMA_VERSION },
     });
   }
   immediate(db, () => {

@@ -41,9 +41,12 @@ export async function exportFile(
   validatePath(path);
   const m = await readManifest(objects, snapshot);
   const entry = m.entries.find((e) => e.path === path);
-  if (!entry) throw new TensorFSError('not_found', 'no such path in the snapshot', { details: { path } });
+  if (!entry)
+    throw new TensorFSError('not_found', 'no such path in the snapshot', { details: { rule: 'store.no_path', path } });
   if (entry.kind !== 'file') {
-    throw new TensorFSError('invalid_argument', 'not a regular file in the snapshot', { details: { path } });
+    throw new TensorFSError('invalid_argument', 'not a regular file in the snapshot', {
+      details: { rule: 'store.not_a_file', path },
+    });
   }
   await refuseInsideStore(storeRoot, resolve(dest));
   await writeRecordsFile(objects, entry.records, resolve(dest), { ...options, mode: entry.mode });
@@ -135,7 +138,9 @@ async function ensureParents(root: string, rel: string): Promise<void> {
     try {
       const st = await fsp.lstat(dir);
       if (!st.isDirectory()) {
-        throw new TensorFSError('conflict', 'export path passes through a non-directory', { details: { path: rel } });
+        throw new TensorFSError('conflict', 'export path passes through a non-directory', {
+          details: { rule: 'export.not_a_folder', path: rel },
+        });
       }
     } catch (err) {
       if (errnoOf(err) !== 'ENOENT') throw ioError(err, 'export', rel);

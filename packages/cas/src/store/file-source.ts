@@ -44,8 +44,10 @@ export async function openFileSource(path: string): Promise<FileSource & { close
         cause: err,
       });
     }
-    if (errno === 'ENOENT' || errno === 'ENOTDIR') throw new TensorFSError('not_found', 'no such file', { cause: err });
-    if (errno === 'EACCES' || errno === 'EPERM') throw new TensorFSError('denied', 'permission denied', { cause: err });
+    if (errno === 'ENOENT' || errno === 'ENOTDIR')
+      throw new TensorFSError('not_found', 'no such file', { details: { rule: 'source.not_found' }, cause: err });
+    if (errno === 'EACCES' || errno === 'EPERM')
+      throw new TensorFSError('denied', 'permission denied', { details: { rule: 'source.denied' }, cause: err });
     throw ioError(err, 'open');
   }
   try {

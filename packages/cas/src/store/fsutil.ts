@@ -27,7 +27,7 @@ export function ioError(err: unknown, op: string, path?: string): TensorFSError 
   if (isTensorFSError(err)) return err;
   const errno = (err as NodeJS.ErrnoException | undefined)?.code;
   return new TensorFSError('io', `${op} failed${errno ? ` (${errno})` : ''}`, {
-    details: { op, ...(errno ? { errno } : {}), ...(path ? { path } : {}) },
+    details: { rule: 'store.io', op, ...(errno ? { errno } : {}), ...(path ? { path } : {}) },
     cause: err,
   });
 }
@@ -189,7 +189,7 @@ function parentsToSync(dir: string, created: string): string[] {
 
 /** `conflict`: a file being read ended at `offset`, before its size when opened. */
 export function shrank(message: string, offset: number): TensorFSError {
-  return new TensorFSError('conflict', message, { details: { offset } });
+  return new TensorFSError('conflict', message, { details: { rule: 'store.file_shrank', offset } });
 }
 
 /** Bytes per chunk when the store streams or copies a file (reads, exports, imports, hashing). */

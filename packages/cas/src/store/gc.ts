@@ -63,7 +63,7 @@ export async function collect(ctx: GcContext, graceMs: number, options: GcOption
   const { dryRun = false, signal } = options;
   if (!Number.isSafeInteger(graceMs) || graceMs < 0) {
     throw new TensorFSError('invalid_argument', 'graceMs must be a non-negative integer', {
-      details: { actual: graceMs },
+      details: { rule: 'gc.bad_grace', actual: graceMs },
     });
   }
   if (!dryRun) {
@@ -137,7 +137,7 @@ export async function markLive(
   const r = await reach(ctx.objects, await tops(), signal);
   if (r.corrupt.length > 0) {
     throw new TensorFSError('corrupt', 'GC refuses to run: a ref or root names an object that does not decode', {
-      details: { corrupt: r.corrupt },
+      details: { rule: 'gc.corrupt_root', corrupt: r.corrupt },
     });
   }
   // A ref or root (or an object one of them reaches through) whose own object is absent: what it
@@ -199,7 +199,7 @@ export function sweep(
     immediate(db, () => {
       if (Date.now() - state.started > REF_LOG_MAX_AGE_MS) {
         throw new TensorFSError('unavailable', 'GC ran longer than the ref log is kept; run it again', {
-          details: { limit: REF_LOG_MAX_AGE_MS, removed: out.removed },
+          details: { rule: 'gc.ref_log_expired', limit: REF_LOG_MAX_AGE_MS, removed: out.removed },
         });
       }
       // Refs or roots set since the mark: add what they reach before unlinking anything.

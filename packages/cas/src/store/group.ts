@@ -110,7 +110,7 @@ function runSyncfs(dir: string): Promise<'ok' | 'unsupported'> {
       }
       reject(
         new TensorFSError('io', 'sync failed (EIO)', {
-          details: { op: 'syncfs', errno: 'EIO', path: 'tmp/' },
+          details: { rule: 'store.sync_io', op: 'syncfs', errno: 'EIO', path: 'tmp/' },
           cause: new Error(String(stderr).trim() || String(err)),
         }),
       );

@@ -197,7 +197,7 @@ export async function scanHfCache(path: string): Promise<HfCacheScan> {
   if (form === 'snapshot') return { form, repos: [await scanRepo(dirname(dirname(dir)), basename(dir))], skipped: [] };
   const repos: HfCacheRepo[] = [];
   const skipped: string[] = [];
-  const names = (await fsp.readdir(dir)).sort();
+  const names = (await fsp.readdir(dir)).sort(comparePaths);
   for (const n of names) {
     const full = join(dir, n);
     if (/^(models|datasets)--/.test(n) && (await isRepoFolder(full))) repos.push(await scanRepo(full));

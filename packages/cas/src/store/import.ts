@@ -229,7 +229,9 @@ export async function scanTree(given: string): Promise<Found[]> {
     }
   } catch (err) {
     if (errnoOf(err) === 'ENOENT')
-      throw new TensorFSError('not_found', 'nothing to import at this path', { details: { path: name } });
+      throw new TensorFSError('not_found', 'nothing to import at this path', {
+        details: { rule: 'import.not_found', path: name },
+      });
     throw accessError(err, 'stat', name);
   }
   if (st.isFile()) {
@@ -287,7 +289,10 @@ export async function scanTree(given: string): Promise<Found[]> {
 function accessError(err: unknown, op: string, path: string): TensorFSError {
   const errno = errnoOf(err);
   if (errno === 'EACCES' || errno === 'EPERM') {
-    return new TensorFSError('denied', `permission denied (${op})`, { details: { op, errno, path }, cause: err });
+    return new TensorFSError('denied', `permission denied (${op})`, {
+      details: { rule: 'import.denied', op, errno, path },
+      cause: err,
+    });
   }
   return ioError(err, op, path);
 }
@@ -715,7 +720,8 @@ class EarlyTemps {
   async synced(early: Early): Promise<Temp> {
     const tmp = await early.synced;
     this.all.delete(early);
-    if (tmp === null) throw new TensorFSError('internal', 'early temp was discarded', { details: {} });
+    if (tmp === null)
+      throw new TensorFSError('internal', 'early temp was discarded', { details: { rule: 'import.internal' } });
     return tmp;
   }
 

@@ -17,7 +17,9 @@ export { DEFAULT_LEASE_TTL_MS, type Lease, type LeaseOptions } from '@tensorfs/f
 export function assertLeaseLive(db: Db, id: string): void {
   const expires = db.prepare('SELECT expires_ms FROM leases WHERE id = ?').pluck().get(id) as number | undefined;
   if (expires === undefined || expires <= Date.now()) {
-    throw new TensorFSError('conflict', 'lease expired or released', { details: { lease: id } });
+    throw new TensorFSError('conflict', 'lease expired or released', {
+      details: { rule: 'store.lease_dead', lease: id },
+    });
   }
 }
 
@@ -35,7 +37,7 @@ export class DbLease implements Lease {
   ) {
     if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0) {
       throw new TensorFSError('invalid_argument', 'lease ttlMs must be a positive integer', {
-        details: { actual: ttlMs },
+        details: { rule: 'store.lease_ttl', actual: ttlMs },
       });
     }
     const now = Date.now();

@@ -115,7 +115,7 @@ export async function openLocal<S>(
   checkOptions(options);
   if (options.graceMs !== undefined && (!Number.isSafeInteger(options.graceMs) || options.graceMs < 0)) {
     throw new TensorFSError('invalid_argument', 'graceMs must be a non-negative integer', {
-      details: { actual: options.graceMs },
+      details: { rule: 'gc.bad_grace', actual: options.graceMs },
     });
   }
   const layout = layoutOf(resolve(root));

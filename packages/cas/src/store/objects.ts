@@ -400,7 +400,9 @@ export class Objects {
       | number
       | undefined;
     if (live === undefined || live <= Date.now()) {
-      throw new TensorFSError('conflict', 'lease expired or released', { details: { lease: leaseId } });
+      throw new TensorFSError('conflict', 'lease expired or released', {
+        details: { rule: 'store.lease_dead', lease: leaseId },
+      });
     }
   }
 
@@ -409,7 +411,9 @@ export class Objects {
       | number
       | undefined;
     if (live === undefined || live <= Date.now()) {
-      throw new TensorFSError('conflict', 'lease expired or released', { details: { lease: leaseId } });
+      throw new TensorFSError('conflict', 'lease expired or released', {
+        details: { rule: 'store.lease_dead', lease: leaseId },
+      });
     }
     this.db.prepare('INSERT OR IGNORE INTO lease_objects(lease_id, object_id) VALUES (?, ?)').run(leaseId, id);
   }
@@ -428,7 +432,7 @@ export class Objects {
     const { id, length } = hashChunks(chunks);
     if (options.expected !== undefined && parseObjectId(options.expected) !== id) {
       throw new TensorFSError('corrupt', 'bytes do not hash to the expected id', {
-        details: { expected: options.expected, actual: id },
+        details: { rule: 'store.digest_mismatch', expected: options.expected, actual: id },
       });
     }
     return this.putHashed(id, chunks, options.lease, length);
@@ -471,7 +475,7 @@ export class Objects {
         n += chunk.length;
         if (expectedLength !== undefined && n > expectedLength) {
           throw new TensorFSError('corrupt', 'stream is longer than expected', {
-            details: { expected: expectedLength, actual: n, digest: expected },
+            details: { rule: 'store.length', expected: expectedLength, actual: n, digest: expected },
           });
         }
         h.update(chunk);
@@ -483,12 +487,12 @@ export class Objects {
       const id = objectIdFromDigest(h.digest());
       if (expectedLength !== undefined && tmp.length !== expectedLength) {
         throw new TensorFSError('corrupt', 'stream is shorter than expected', {
-          details: { expected: expectedLength, actual: tmp.length, digest: expected },
+          details: { rule: 'store.length', expected: expectedLength, actual: tmp.length, digest: expected },
         });
       }
       if (expected !== undefined && id !== expected) {
         throw new TensorFSError('corrupt', 'stream does not hash to the expected id', {
-          details: { expected, actual: id },
+          details: { rule: 'store.digest_mismatch', expected, actual: id },
         });
       }
       if (expected === undefined && this.present(id, options.lease, tmp.length) >= 0) {
@@ -682,14 +686,16 @@ export class Objects {
   private refuseQuarantined(id: ObjectId): void {
     if (this.quarantined(id)) {
       throw new TensorFSError('corrupt', 'object is quarantined as corrupt (run verify, re-admit a good copy)', {
-        details: { digest: id },
+        details: { rule: 'store.quarantined', digest: id },
       });
     }
   }
 
   private openError(err: unknown, id: ObjectId): TensorFSError {
     if (errnoOf(err) === 'ENOENT') {
-      return new TensorFSError('not_found', 'object not in the store', { details: { digest: id } });
+      return new TensorFSError('not_found', 'object not in the store', {
+        details: { rule: 'store.not_found', digest: id },
+      });
     }
     return ioError(err, 'open', objectRel(id));
   }
@@ -809,12 +815,12 @@ export class Objects {
     const offset = options.offset ?? 0;
     if (!Number.isSafeInteger(chunkSize) || chunkSize < 1) {
       throw new TensorFSError('invalid_argument', 'chunkSize must be a positive integer', {
-        details: { actual: chunkSize },
+        details: { rule: 'store.chunk_size', actual: chunkSize },
       });
     }
     if (!Number.isSafeInteger(offset) || offset < 0 || (offset > 0 && options.verify)) {
       throw new TensorFSError('invalid_argument', 'offset must be a non-negative integer (0 with verify)', {
-        details: { actual: offset },
+        details: { rule: 'store.offset', actual: offset },
       });
     }
     const { fh, size } = await this.open(id);

@@ -104,7 +104,9 @@ export async function writeRecordsFile(
     await fh.close().catch(() => {});
     await fsp.rm(tmp, { force: true });
     if (errnoOf(err) === 'EISDIR') {
-      throw new TensorFSError('conflict', 'export destination is a directory', { details: { path: basename(dest) } });
+      throw new TensorFSError('conflict', 'export destination is a directory', {
+        details: { rule: 'export.is_directory', path: basename(dest) },
+      });
     }
     throw ioError(err, 'export', basename(dest));
   }

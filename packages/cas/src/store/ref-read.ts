@@ -84,10 +84,13 @@ export async function resolveRefOrId(
 ): Promise<ObjectId> {
   if (isObjectId(refOrId)) {
     if (await parts.objects.has(refOrId)) return refOrId;
-    throw new TensorFSError('not_found', 'object not in the store', { details: { digest: refOrId } });
+    throw new TensorFSError('not_found', 'object not in the store', {
+      details: { rule: 'store.not_found', digest: refOrId },
+    });
   }
   const id = await readRef(parts.layout, refOrId);
-  if (id === null) throw new TensorFSError('not_found', 'no such ref', { details: { ref: refOrId } });
+  if (id === null)
+    throw new TensorFSError('not_found', 'no such ref', { details: { rule: 'store.no_ref', ref: refOrId } });
   use?.ref(refOrId, id);
   return id;
 }

@@ -64,7 +64,7 @@ export function assertPresentSync(objects: Objects, id: ObjectId, children: read
   const absent = objects.absentSync([id, ...children]);
   if (absent.length > 0) {
     throw new TensorFSError('not_found', 'objects referenced by this snapshot are missing from the store', {
-      details: { missing: absent.slice(0, 20), count: absent.length },
+      details: { rule: 'store.missing_objects', missing: absent.slice(0, 20), count: absent.length },
     });
   }
 }

@@ -93,7 +93,7 @@ function checkExpected(name: string, current: ObjectId | null, expected: ObjectI
           ? 'ref does not exist (it was expected to hold an id)'
           : 'ref holds another id than expected (compare-and-swap failed)';
     throw new TensorFSError('conflict', why, {
-      details: { ref: name, expected, actual: current },
+      details: { rule: 'store.ref_cas', ref: name, expected, actual: current },
     });
   }
 }
@@ -140,7 +140,7 @@ export function removeRef(db: Db, layout: Layout, name: string, expected: Object
     // A damaged ref (bad content, a symlink, a FIFO) can be removed, but not compared.
     const current = currentForUpdate(layout, name, expected, () => lexists(file));
     if (current === null && !(expected === undefined && lexists(file) && !isDir(file)))
-      throw new TensorFSError('not_found', 'no such ref', { details: { ref: name } });
+      throw new TensorFSError('not_found', 'no such ref', { details: { rule: 'store.no_ref', ref: name } });
     if (current !== null) checkExpected(name, current, expected);
     // A deleted ref is no longer cached: the same name set again later is saved unless marked.
     db.prepare('DELETE FROM cached_refs WHERE name = ?').run(name);

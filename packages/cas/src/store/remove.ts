@@ -69,7 +69,7 @@ export async function removeAndFree(
   const { signal, keepObjects = false } = options;
   if (!Number.isSafeInteger(graceMs) || graceMs < 0) {
     throw new TensorFSError('invalid_argument', 'graceMs must be a non-negative integer', {
-      details: { actual: graceMs },
+      details: { rule: 'gc.bad_grace', actual: graceMs },
     });
   }
   const result: RemoveResult = {
@@ -92,11 +92,12 @@ export async function removeAndFree(
     removeRef(db, layout, name, undefined);
     return { ...result, keptObjects: true };
   }
-  if (id === null) throw new TensorFSError('not_found', 'no such ref', { details: { ref: name } });
+  if (id === null)
+    throw new TensorFSError('not_found', 'no such ref', { details: { rule: 'store.no_ref', ref: name } });
   result.id = id;
   if (options.expected !== undefined && options.expected !== id) {
     throw new TensorFSError('conflict', 'ref holds another id than expected (compare-and-swap failed)', {
-      details: { ref: name, expected: options.expected, actual: id },
+      details: { rule: 'store.ref_cas', ref: name, expected: options.expected, actual: id },
     });
   }
   if (keepObjects) {

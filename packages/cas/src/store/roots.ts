@@ -18,7 +18,7 @@ export async function addRoot(parts: StoreParts, id: ObjectId, reason: string): 
   parseObjectId(id);
   if (typeof reason !== 'string' || reason.length === 0 || reason.length > 500) {
     throw new TensorFSError('invalid_argument', 'a root needs a reason of 1..500 characters', {
-      details: { actual: typeof reason === 'string' ? reason.length : typeof reason },
+      details: { rule: 'store.root_reason', actual: typeof reason === 'string' ? reason.length : typeof reason },
     });
   }
   const children = await closureOf(parts.objects, id);
@@ -37,7 +37,8 @@ export async function addRoot(parts: StoreParts, id: ObjectId, reason: string): 
 export function removeRoot(db: Db, id: ObjectId): void {
   parseObjectId(id);
   const changes = durably(db, () => db.prepare('DELETE FROM roots WHERE id = ?').run(id).changes);
-  if (changes === 0) throw new TensorFSError('not_found', 'not a root', { details: { digest: id } });
+  if (changes === 0)
+    throw new TensorFSError('not_found', 'not a root', { details: { rule: 'store.not_a_root', digest: id } });
 }
 
 /** Every root, oldest first. */

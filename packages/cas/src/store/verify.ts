@@ -51,7 +51,9 @@ const VERIFY_CONCURRENCY = 4;
 export async function verifyStore(objects: Objects, tops: ObjectId[], options: VerifyOptions): Promise<VerifyResult> {
   const { data = false, sample = 1, all = false, signal, onProgress } = options;
   if (!(sample > 0 && sample <= 1)) {
-    throw new TensorFSError('invalid_argument', 'sample must be in (0, 1]', { details: { actual: sample } });
+    throw new TensorFSError('invalid_argument', 'sample must be in (0, 1]', {
+      details: { rule: 'store.verify_sample', actual: sample },
+    });
   }
   const r = await reach(objects, tops, signal);
   const targets = new Map(r.objects);

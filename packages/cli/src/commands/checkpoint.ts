@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import {
   branchRefName,
+  comparePaths,
   decodeCheckpoint,
   type ObjectId,
   parseObjectId,
@@ -335,7 +336,7 @@ async function sourceSignature(root: string): Promise<[string, number, number][]
   const walk = async (p: string, rel: string): Promise<void> => {
     const st = await fsp.stat(p);
     if (st.isDirectory()) {
-      for (const name of (await fsp.readdir(p)).sort())
+      for (const name of (await fsp.readdir(p)).sort(comparePaths))
         await walk(path.join(p, name), rel === '' ? name : `${rel}/${name}`);
     } else out.push([rel, st.size, st.mtimeMs]);
   };

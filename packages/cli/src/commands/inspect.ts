@@ -159,7 +159,7 @@ function looksLikeJson(head: Uint8Array): boolean {
 async function inspectIndex(file: string, bytes: Uint8Array, strict: boolean, ctx: CommandContext): Promise<void> {
   if (bytes.length > MAX_SHARD_INDEX_SIZE) {
     throw new TensorFSError('limit_exceeded', 'shard index larger than the limit', {
-      details: { limit: MAX_SHARD_INDEX_SIZE, actual: bytes.length },
+      details: { rule: 'tensors.shard_index_limit', limit: MAX_SHARD_INDEX_SIZE, actual: bytes.length },
     });
   }
   const index = parseShardIndex(bytes);

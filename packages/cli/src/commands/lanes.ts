@@ -83,7 +83,7 @@ async function shardHeaders(index: string, ctx: CommandContext): Promise<Safeten
   const bytes = await fsp.readFile(index);
   if (bytes.length > MAX_SHARD_INDEX_SIZE)
     throw new TensorFSError('limit_exceeded', 'shard index larger than the limit', {
-      details: { limit: MAX_SHARD_INDEX_SIZE, actual: bytes.length },
+      details: { rule: 'tensors.shard_index_limit', limit: MAX_SHARD_INDEX_SIZE, actual: bytes.length },
     });
   const parsed = parseShardIndex(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length));
   const headers = new Map<string, SafetensorsHeader>();

@@ -58,23 +58,27 @@ function parseSeams(text: string): Seams {
     try {
       raw = fs.readFileSync(raw, 'utf8');
     } catch {
-      throw new TensorFSError('invalid_argument', '--seams: not inline JSON and not a readable file');
+      throw new TensorFSError('invalid_argument', '--seams: not inline JSON and not a readable file', {
+        details: { rule: 'cli.seams_file' },
+      });
     }
   }
   let value: unknown;
   try {
     value = JSON.parse(raw);
   } catch {
-    throw new TensorFSError('invalid_argument', '--seams: not valid JSON');
+    throw new TensorFSError('invalid_argument', '--seams: not valid JSON', { details: { rule: 'cli.seams_json' } });
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new TensorFSError('invalid_argument', '--seams: expected an object {"tensor":[offsets]}');
+    throw new TensorFSError('invalid_argument', '--seams: expected an object {"tensor":[offsets]}', {
+      details: { rule: 'cli.seams_shape' },
+    });
   }
   const seams: Record<string, number[]> = Object.create(null);
   for (const [name, offsets] of Object.entries(value)) {
     if (!Array.isArray(offsets) || !offsets.every((o) => Number.isSafeInteger(o) && o > 0)) {
       throw new TensorFSError('invalid_argument', '--seams: offsets must be positive integers', {
-        details: { tensor: name },
+        details: { rule: 'cli.seams_shape', tensor: name },
       });
     }
     seams[name] = offsets;

@@ -351,12 +351,13 @@ export const refCommand = defineCommand<RefArgs>({
   handler: async (args, ctx) => {
     if (args.action === 'get') {
       const id = await withStore(ctx, true, (s) => s.getRef(args.name));
-      if (id === null) throw new TensorFSError('not_found', 'no such ref', { details: { ref: args.name } });
+      if (id === null)
+        throw new TensorFSError('not_found', 'no such ref', { details: { rule: 'store.no_ref', ref: args.name } });
       ctx.result({ name: args.name, id }, () => id);
     } else if (args.action === 'set') {
       if (args.target === undefined) {
         throw new TensorFSError('invalid_argument', 'ref set needs a target (an id or a ref)', {
-          details: { ref: args.name },
+          details: { rule: 'cli.ref_target', ref: args.name },
         });
       }
       await withStore(ctx, false, async (s) => {
@@ -378,7 +379,7 @@ export const refCommand = defineCommand<RefArgs>({
       const expected = parseExpected(args.expected);
       if (expected === null) {
         throw new TensorFSError('invalid_argument', 'ref rm --expected takes the id the ref must hold, not none', {
-          details: { ref: args.name },
+          details: { rule: 'cli.rm_expected_none', ref: args.name },
         });
       }
       await withStore(ctx, false, (s) => s.deleteRef(args.name, { expected }));
@@ -447,7 +448,9 @@ export const exportCommand = defineCommand<ExportArgs>({
     }
     const modes = [args.safetensors, args.cozytensors, args.portable].filter(Boolean).length;
     if (modes > 1) {
-      throw new TensorFSError('invalid_argument', 'choose one of --safetensors, --cozytensors and --portable');
+      throw new TensorFSError('invalid_argument', 'choose one of --safetensors, --cozytensors and --portable', {
+        details: { rule: 'cli.export_format' },
+      });
     }
     const bar = ctx.progress('export');
     // Verifying opens the store for writing, so a corrupt object found here is quarantined for
@@ -471,7 +474,7 @@ export const exportCommand = defineCommand<ExportArgs>({
           'invalid_argument',
           '--cozytensors, --portable and --variant are for checkpoints; this is a snapshot',
           {
-            details: { ref: args.ref },
+            details: { rule: 'cli.export_snapshot_format', ref: args.ref },
           },
         );
       }
@@ -527,12 +530,17 @@ export const verifyCommand = defineCommand<{
     ]);
     if (r.missing.length + r.corrupt.length > 0) {
       throw new TensorFSError('corrupt', 'the store has missing or corrupt objects', {
-        details: { missing: r.missing.length, corrupt: r.corrupt.length, unreadable: r.unreadable.length },
+        details: {
+          rule: 'cli.verify_corrupt',
+          missing: r.missing.length,
+          corrupt: r.corrupt.length,
+          unreadable: r.unreadable.length,
+        },
       });
     }
     if (r.unreadable.length > 0) {
       throw new TensorFSError('io', 'some objects could not be read', {
-        details: { unreadable: r.unreadable.length },
+        details: { rule: 'cli.verify_unreadable', unreadable: r.unreadable.length },
       });
     }
   },
@@ -701,7 +709,7 @@ export const rmCommand = defineCommand<RmArgs>({
     const expected = parseExpected(args.expected);
     if (expected === null) {
       throw new TensorFSError('invalid_argument', 'rm --expected takes the id the ref must hold, not none', {
-        details: { ref: args.ref },
+        details: { rule: 'cli.rm_expected_none', ref: args.ref },
       });
     }
     const out = await withStore(ctx, false, async (s) => {

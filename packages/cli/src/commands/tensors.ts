@@ -30,7 +30,7 @@ import type { Argv } from 'yargs';
 import { formatBytes } from '../progress.js';
 import { checkpointTensorRows, isCheckpoint } from './checkpoint-view.js';
 import { fetchingStore } from './remote.js';
-import type { FetchingStore } from '@tensorfs/remote';
+import { type FetchingStore, globMatcher } from '@tensorfs/remote';
 import { resolveModelId, VARIANT_OPTION } from './revision.js';
 import { SPECS } from './specs.js';
 import { fileDestination, outputError, writeAtomically } from '../destination.js';
@@ -397,12 +397,12 @@ async function catView(
     if (args.component !== undefined) cp.component(args.component);
     if (holders.length === 0) {
       throw new TensorFSError('not_found', 'no such tensor in the checkpoint', {
-        details: { tensor: name, ...(args.component ? { component: args.component } : {}) },
+        details: { rule: 'cli.no_tensor', tensor: name, ...(args.component ? { component: args.component } : {}) },
       });
     }
     if (holders.length > 1) {
       throw new TensorFSError('invalid_argument', 'several components have this tensor: name one with --component', {
-        details: { tensor: name, components: holders.map((c) => c.name) },
+        details: { rule: 'cli.ambiguous_tensor', tensor: name, components: holders.map((c) => c.name) },
       });
     }
     const view = holders[0]!.tensors.get(name)!;
@@ -432,20 +432,11 @@ function splitRole(tensor: string): [string, string | undefined] {
 
 /** Writes a tensor to `dest` through a temp beside it: fsync, rename; nothing is left on failure. */
 
-/** `*` any run, `?` one character: a whole-name pattern. */
-function globToRegExp(glob: string): RegExp {
-  const body = glob
-    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
-    .replace(/\*/g, '.*')
-    .replace(/\?/g, '.');
-  return new RegExp(`^${body}$`, 'u');
-}
-
 /** The only tensor file of a snapshot (for `compose` without `--file`). */
 function onlyFile(set: TensorSet): string {
   if (set.files.length !== 1) {
     throw new TensorFSError('invalid_argument', 'the snapshot has several tensor files: name one with --file', {
-      details: { files: set.files.map((f) => f.path) },
+      details: { rule: 'cli.file_required', files: set.files.map((f) => f.path) },
     });
   }
   return set.files[0]!.path;
@@ -473,7 +464,11 @@ export const composeCommand = defineCommand<ComposeArgs>({
         describe: 'checkpoint: compose this component only (default: every component)',
       })
       .option('rekey', { type: 'string', describe: 'a JSON file mapping old tensor names to new ones' })
-      .option('trim', { type: 'string', array: true, describe: 'drop tensors whose name matches (* and ?)' })
+      .option('trim', {
+        type: 'string',
+        array: true,
+        describe: 'drop tensors whose name matches this glob (the dialect of --tensors)',
+      })
       .option('name', {
         type: 'string',
         demandOption: true,
@@ -486,11 +481,13 @@ export const composeCommand = defineCommand<ComposeArgs>({
       }) as unknown as Argv<ComposeArgs & GlobalArgs>,
   handler: async (args, ctx) => {
     if (args.rekey === undefined && (args.trim === undefined || args.trim.length === 0)) {
-      throw new TensorFSError('invalid_argument', 'nothing to compose: give --rekey and/or --trim');
+      throw new TensorFSError('invalid_argument', 'nothing to compose: give --rekey and/or --trim', {
+        details: { rule: 'cli.compose_nothing' },
+      });
     }
     const changes: ComposeChanges = {
       ...(args.rekey !== undefined ? { rename: await readRekeyMap(args.rekey) } : {}),
-      ...(args.trim?.length ? { drop: matchAny(args.trim.map(globToRegExp)) } : {}),
+      ...(args.trim?.length ? { drop: globMatcher(args.trim) } : {}),
     };
     await withStore(ctx, false, async (store) => {
       const { id, kind } = await modelKind(store, args.ref);
@@ -542,7 +539,10 @@ export const composeCommand = defineCommand<ComposeArgs>({
 
 /** A `--trim` pattern that matches no tensor is `not_found` (unless `--allow-empty`). */
 function checkTrimMatches(trim: readonly string[], names: readonly string[], where: Record<string, string>): void {
-  const idle = trim.filter((t) => !names.some((n) => globToRegExp(t).test(n)));
+  const idle = trim.filter((t) => {
+    const match = globMatcher(t);
+    return !names.some((n) => match(n));
+  });
   if (idle.length > 0) {
     throw new TensorFSError('not_found', `--trim ${idle.join(', ')} matches no tensor (--allow-empty to go on)`, {
       details: { rule: 'cli.trim_no_match', patterns: idle, ...where },
@@ -584,10 +584,6 @@ async function composeCheckpointRef(
   ]);
 }
 
-function matchAny(patterns: readonly RegExp[]): (name: string) => boolean {
-  return (name) => patterns.some((p) => p.test(name));
-}
-
 /** Reads a `{ "old": "new" }` JSON file. */
 async function readRekeyMap(file: string): Promise<Map<string, string>> {
   let text: string;
@@ -595,7 +591,7 @@ async function readRekeyMap(file: string): Promise<Map<string, string>> {
     text = await fsp.readFile(file, 'utf8');
   } catch (error) {
     throw new TensorFSError('not_found', `cannot read ${path.basename(file)}`, {
-      details: { path: path.basename(file), errno: (error as NodeJS.ErrnoException).code },
+      details: { rule: 'cli.rekey_read', path: path.basename(file), errno: (error as NodeJS.ErrnoException).code },
     });
   }
   let value: unknown;
@@ -603,12 +599,14 @@ async function readRekeyMap(file: string): Promise<Map<string, string>> {
     value = JSON.parse(text);
   } catch (error) {
     throw new TensorFSError('invalid_argument', 'the rekey map is not JSON', {
-      details: { path: path.basename(file) },
+      details: { rule: 'cli.rekey_json', path: path.basename(file) },
       cause: error,
     });
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new TensorFSError('invalid_argument', 'the rekey map is a JSON object of old name to new name');
+    throw new TensorFSError('invalid_argument', 'the rekey map is a JSON object of old name to new name', {
+      details: { rule: 'cli.rekey_shape' },
+    });
   }
   const dup = duplicateKey(text);
   if (dup !== undefined) {
@@ -620,7 +618,7 @@ async function readRekeyMap(file: string): Promise<Map<string, string>> {
   for (const [from, to] of Object.entries(value)) {
     if (typeof to !== 'string') {
       throw new TensorFSError('invalid_argument', 'every new name in the rekey map is a string', {
-        details: { tensor: from },
+        details: { rule: 'cli.rekey_shape', tensor: from },
       });
     }
     map.set(from, to);

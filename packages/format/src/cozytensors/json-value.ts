@@ -86,12 +86,15 @@ function defineKey(out: { [key: string]: JsonValue }, key: string, value: JsonVa
   Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
+/** The rules a config value breaks: not JSON, nested too deep, a number that is not finite. */
+type ConfigRule = 'cozytensors.config' | 'cozytensors.config_depth' | 'cozytensors.config_number';
+
 /**
  * Checks that `value` is a {@link JsonValue} and returns the CBOR value to encode.
  * @internal
  */
 export function jsonToCbor(value: unknown, code: ErrorCode, where: string, depth = 0): CborValue {
-  const fail = (message: string, rule = 'cozytensors.config'): never => {
+  const fail = (message: string, rule: ConfigRule = 'cozytensors.config'): never => {
     throw new TensorFSError(code, `${where}: ${message}`, { details: { rule } });
   };
   if (depth > MAX_CONFIG_DEPTH) fail('nesting too deep', 'cozytensors.config_depth');
@@ -123,7 +126,7 @@ function isPlainObject(value: object): boolean {
  * @internal
  */
 export function cborToJson(value: CborValue, where: string, depth = 0): JsonValue {
-  const fail = (message: string, rule = 'cozytensors.config'): never => {
+  const fail = (message: string, rule: ConfigRule = 'cozytensors.config'): never => {
     throw new TensorFSError('malformed', `${where}: ${message}`, { details: { rule } });
   };
   if (depth > MAX_CONFIG_DEPTH) fail('nesting too deep', 'cozytensors.config_depth');

@@ -133,7 +133,10 @@ export function castFloat32(src: Float32Array, n: number, dtype: DecodedDtype, d
       },
     );
   }
-  if (!LITTLE_ENDIAN_HOST) throw new TensorFSError('unsupported', 'decoding needs a little-endian host');
+  if (!LITTLE_ENDIAN_HOST)
+    throw new TensorFSError('unsupported', 'decoding needs a little-endian host', {
+      details: { rule: 'encodings.big_endian_host' },
+    });
   if (dtype === 'F32') {
     dst.set(new Uint8Array(src.buffer, src.byteOffset, n * 4));
     return;

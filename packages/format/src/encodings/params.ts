@@ -259,7 +259,10 @@ export function expectCount(scheme: string, p: Part, n: number): void {
 }
 
 function aligned(bytes: Uint8Array, width: number): ArrayBuffer {
-  if (!LITTLE_ENDIAN_HOST) throw new TensorFSError('unsupported', 'decoding needs a little-endian host');
+  if (!LITTLE_ENDIAN_HOST)
+    throw new TensorFSError('unsupported', 'decoding needs a little-endian host', {
+      details: { rule: 'encodings.big_endian_host' },
+    });
   if (bytes.byteOffset % width === 0 && bytes.buffer instanceof ArrayBuffer) return bytes.buffer;
   return bytes.slice().buffer;
 }
@@ -300,7 +303,9 @@ export function floats(p: Part): Float32Array {
     case 'U8':
       return Float32Array.from(b);
     default:
-      throw new TensorFSError('internal', `no float view for ${p.dtype}`);
+      throw new TensorFSError('internal', `no float view for ${p.dtype}`, {
+        details: { rule: 'encodings.float_view' },
+      });
   }
 }
 

@@ -69,7 +69,7 @@ export function parseGgufHeader(bytes: Uint8Array, options: GgufParseOptions = {
   const fileSize = options.fileSize ?? bytes.length;
   if (!Number.isSafeInteger(fileSize) || fileSize < bytes.length) {
     throw new TensorFSError('invalid_argument', 'fileSize must be an integer at least bytes.length', {
-      details: { fileSize, length: bytes.length },
+      details: { rule: 'gguf.file_size', fileSize, length: bytes.length },
     });
   }
   try {
@@ -110,7 +110,7 @@ export function limitsOption(options: GgufParseOptions): GgufLimits {
     const least = name === 'maxHeaderBytes' ? GGUF_FIXED_HEADER_BYTES : 0;
     if (!Number.isSafeInteger(value) || value < least) {
       throw new TensorFSError('invalid_argument', `${name} must be an integer of at least ${least}`, {
-        details: { [name]: value },
+        details: { rule: 'gguf.options', [name]: value },
       });
     }
   }

@@ -25,12 +25,12 @@ export async function readGgufHeader(source: ByteSource, options: GgufParseOptio
   const fileSize = source.size;
   if (!Number.isSafeInteger(fileSize) || fileSize < 0) {
     throw new TensorFSError('invalid_argument', 'the source size must be a non-negative integer', {
-      details: { size: fileSize },
+      details: { rule: 'gguf.file_size', size: fileSize },
     });
   }
   if (options.fileSize !== undefined && options.fileSize !== fileSize) {
     throw new TensorFSError('invalid_argument', 'fileSize differs from the source size', {
-      details: { fileSize: options.fileSize, size: fileSize },
+      details: { rule: 'gguf.file_size', fileSize: options.fileSize, size: fileSize },
     });
   }
   const limits = limitsOption(options);
@@ -38,7 +38,7 @@ export async function readGgufHeader(source: ByteSource, options: GgufParseOptio
   const first = options.initialReadBytes ?? GGUF_INITIAL_READ_BYTES;
   if (!Number.isSafeInteger(first) || first < 1) {
     throw new TensorFSError('invalid_argument', 'initialReadBytes must be a positive integer', {
-      details: { initialReadBytes: first },
+      details: { rule: 'gguf.options', initialReadBytes: first },
     });
   }
   let bytes = await readCopy(source, new Uint8Array(0), Math.min(fileSize, first), options.signal);

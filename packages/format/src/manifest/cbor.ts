@@ -240,7 +240,7 @@ function encodeInteger(w: Writer, v: bigint): void {
 }
 
 function encodeText(s: string): Uint8Array {
-  if (LONE_SURROGATE.test(s)) invalid('text contains a lone surrogate (not encodable as UTF-8)', 'cbor-utf8');
+  if (LONE_SURROGATE.test(s)) invalid('text contains a lone surrogate (not encodable as UTF-8)', 'cbor.utf8');
   return utf8Encoder.encode(s);
 }
 
@@ -282,7 +282,24 @@ export function compareBytes(a: Uint8Array, b: Uint8Array): number {
   return a.length - b.length;
 }
 
-function invalid(message: string, rule: string): never {
+/** The rules of the `cbor` area: what encoding refuses (`invalid_argument`) and strict decoding refuses (`malformed`). */
+export type CborRule =
+  | 'cbor.type'
+  | 'cbor.depth'
+  | 'cbor.key_type'
+  | 'cbor.duplicate_key'
+  | 'cbor.int_range'
+  | 'cbor.utf8'
+  | 'cbor.truncated'
+  | 'cbor.head'
+  | 'cbor.non_shortest'
+  | 'cbor.simple'
+  | 'cbor.tag'
+  | 'cbor.float'
+  | 'cbor.key_order'
+  | 'cbor.trailing';
+
+function invalid(message: string, rule: CborRule): never {
   throw new TensorFSError('invalid_argument', message, { details: { rule } });
 }
 
@@ -319,7 +336,7 @@ class Reader {
     this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   }
 
-  fail(message: string, rule: string, offset: number): never {
+  fail(message: string, rule: CborRule, offset: number): never {
     throw new TensorFSError('malformed', message, { details: { rule, offset } });
   }
 

@@ -35,7 +35,6 @@ export const MANIFEST_VERSION = 1;
 /** At most this many entries in one manifest. */
 export const MAX_MANIFEST_ENTRIES = 1_000_000;
 
-const utf8 = new TextEncoder();
 const MANIFEST_KEYS = ['entries', 'version'];
 const FILE_KEYS = ['kind', 'mode', 'path', 'profile', 'records', 'size'];
 const SYMLINK_KEYS = ['kind', 'path', 'target'];
@@ -294,7 +293,7 @@ function validateManifest(manifest: Manifest, code: ErrorCode, checkDigests = tr
     if (typeof entry !== 'object' || entry === null) fail('shape', 'an entry must be an object');
     const { path } = entry;
     checkPath(path, code, false);
-    if (prev !== undefined && comparePathBytes(prev, path) >= 0) {
+    if (prev !== undefined && comparePaths(prev, path) >= 0) {
       fail('entries-order', 'entries are not sorted by path bytes, or a path repeats', { path });
     }
     prev = path;
@@ -352,23 +351,6 @@ function validateManifest(manifest: Manifest, code: ErrorCode, checkDigests = tr
       }
     });
   }
-}
-
-/**
- * The order of two well-formed strings' UTF-8 bytes, without encoding them: UTF-16 code units
- * order like code points (and so like UTF-8) unless a surrogate meets a unit at or above U+E000,
- * so only a first difference involving a surrogate or beyond needs the bytes.
- */
-function comparePathBytes(a: string, b: string): number {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    const x = a.charCodeAt(i);
-    const y = b.charCodeAt(i);
-    if (x === y) continue;
-    if (x < 0xd800 && y < 0xd800) return x - y;
-    return compareBytes(utf8.encode(a), utf8.encode(b));
-  }
-  return a.length - b.length;
 }
 
 /** One path segment in the {@link validateManifest} trie. */

@@ -35,7 +35,7 @@ export function validateSymlinkTarget(linkPath: string, target: string): void {
 }
 
 /** @internal A manifest rule's full name: `entries-order` → `manifest.entries_order`. */
-export function manifestRule(rule: string): string {
+export function manifestRule(rule: string): `manifest.${string}` {
   return `manifest.${rule.replaceAll('-', '_')}`;
 }
 

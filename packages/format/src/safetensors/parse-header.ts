@@ -52,19 +52,19 @@ export function parseSafetensorsHeader(bytes: Uint8Array, options: SafetensorsPa
   checkSize(fileSize, 'fileSize');
   if (fileSize < bytes.length) {
     throw new TensorFSError('invalid_argument', 'fileSize is smaller than the bytes given', {
-      details: { fileSize, actual: bytes.length },
+      details: { rule: 'safetensors.file_size', fileSize, actual: bytes.length },
     });
   }
   checkPrefixPresent(fileSize);
   if (bytes.length < PREFIX_SIZE) {
     throw new TensorFSError('invalid_argument', 'bytes must hold the 8-byte length prefix', {
-      details: { actual: bytes.length },
+      details: { rule: 'safetensors.need_more_bytes', actual: bytes.length },
     });
   }
   const n = headerLength(bytes, fileSize, maxHeaderSize);
   if (bytes.length < PREFIX_SIZE + n) {
     throw new TensorFSError('invalid_argument', 'bytes stop before the end of the header', {
-      details: { expected: PREFIX_SIZE + n, actual: bytes.length },
+      details: { rule: 'safetensors.need_more_bytes', expected: PREFIX_SIZE + n, actual: bytes.length },
     });
   }
   return parseHeaderBody(bytes.subarray(PREFIX_SIZE, PREFIX_SIZE + n), fileSize, strict);
@@ -88,7 +88,7 @@ export async function readSafetensorsHeader(
   checkSize(fileSize, 'source.size');
   if (options.fileSize !== undefined && options.fileSize !== fileSize) {
     throw new TensorFSError('invalid_argument', 'fileSize contradicts the source size', {
-      details: { fileSize: options.fileSize, actual: fileSize },
+      details: { rule: 'safetensors.file_size', fileSize: options.fileSize, actual: fileSize },
     });
   }
   checkPrefixPresent(fileSize);
@@ -111,7 +111,7 @@ export function resolveMaxHeaderSize(value: number | undefined): number {
   const max = value ?? MAX_SAFETENSORS_HEADER_SIZE;
   if (!Number.isSafeInteger(max) || max < 0 || max > MAX_SAFETENSORS_HEADER_SIZE) {
     throw new TensorFSError('invalid_argument', 'maxHeaderSize must be an integer in 0…100,000,000', {
-      details: { limit: MAX_SAFETENSORS_HEADER_SIZE, actual: max },
+      details: { rule: 'safetensors.options', limit: MAX_SAFETENSORS_HEADER_SIZE, actual: max },
     });
   }
   return max;
@@ -120,7 +120,7 @@ export function resolveMaxHeaderSize(value: number | undefined): number {
 function checkSize(size: number, what: string): void {
   if (!Number.isSafeInteger(size) || size < 0) {
     throw new TensorFSError('invalid_argument', `${what} must be a non-negative safe integer`, {
-      details: { actual: size },
+      details: { rule: 'safetensors.file_size', actual: size },
     });
   }
 }

@@ -129,7 +129,7 @@ function limitOption(value: number | undefined, fallback: number, what: string):
   if (value === undefined) return fallback;
   if (!Number.isSafeInteger(value) || value < 0) {
     throw new TensorFSError('invalid_argument', `${what} must be a non-negative integer`, {
-      details: { actual: value },
+      details: { rule: 'safetensors.options', actual: value },
     });
   }
   return value;
@@ -188,7 +188,7 @@ export function checkShardIndex(
   for (const shard of index.shards) {
     if (!headersByShard.has(shard)) {
       throw new TensorFSError('invalid_argument', 'no header given for a shard the index names', {
-        details: { shard },
+        details: { rule: 'safetensors.shard_header_missing', shard },
       });
     }
   }

@@ -110,11 +110,16 @@ export function writeSafetensors(
   tensors: readonly SafetensorsWriteTensorData[],
   options: SafetensorsWriteOptions = {},
 ): Uint8Array {
-  if (!Array.isArray(tensors)) throw new TensorFSError('invalid_argument', 'tensors must be an array');
+  if (!Array.isArray(tensors))
+    throw new TensorFSError('invalid_argument', 'tensors must be an array', {
+      details: { rule: 'safetensors.argument', argument: 'tensors' },
+    });
   requireOptions(options, 'options', 'safetensors');
   const described = tensors.map((t, i) => {
     if (!(t?.data instanceof Uint8Array)) {
-      throw new TensorFSError('invalid_argument', 'tensor data must be a Uint8Array', { details: { index: i } });
+      throw new TensorFSError('invalid_argument', 'tensor data must be a Uint8Array', {
+        details: { rule: 'safetensors.argument', argument: 'tensors[].data', index: i },
+      });
     }
     if (t.byteLength !== undefined && BigInt(t.byteLength) !== BigInt(t.data.length)) {
       throw new TensorFSError('invalid_argument', 'byteLength differs from data.length', {
@@ -131,7 +136,7 @@ export function writeSafetensors(
     out = new Uint8Array(size);
   } catch (cause) {
     throw new TensorFSError('limit_exceeded', 'file too large to build in memory', {
-      details: { actual: size },
+      details: { rule: 'safetensors.in_memory_limit', actual: size },
       cause,
     });
   }
@@ -148,10 +153,13 @@ function planHeader(
   const orderOption = options.order ?? 'given';
   if (orderOption !== 'given' && orderOption !== 'reference') {
     throw new TensorFSError('invalid_argument', 'order must be "given" or "reference"', {
-      details: { actual: String(orderOption) },
+      details: { rule: 'safetensors.options', actual: String(orderOption) },
     });
   }
-  if (!Array.isArray(tensors)) throw new TensorFSError('invalid_argument', 'tensors must be an array');
+  if (!Array.isArray(tensors))
+    throw new TensorFSError('invalid_argument', 'tensors must be an array', {
+      details: { rule: 'safetensors.argument', argument: 'tensors' },
+    });
   const maxHeaderSize = resolveMaxHeaderSize(options.maxHeaderSize);
   const metadata = metadataEntries(options.metadata);
   const planned = tensors.map(planTensor);
@@ -185,7 +193,11 @@ function planHeader(
   const dataStart = 8 + headerSize;
   if (typeof running === 'bigint' || dataStart + running > Number.MAX_SAFE_INTEGER) {
     throw new TensorFSError('limit_exceeded', 'file size exceeds 2^53 − 1 bytes', {
-      details: { limit: Number.MAX_SAFE_INTEGER, actual: BigInt(dataStart) + BigInt(running) },
+      details: {
+        rule: 'safetensors.file_size_limit',
+        limit: Number.MAX_SAFE_INTEGER,
+        actual: BigInt(dataStart) + BigInt(running),
+      },
     });
   }
   const bytes = new Uint8Array(dataStart);
@@ -208,7 +220,9 @@ function planHeader(
 
 function planTensor(t: SafetensorsWriteTensor, index: number): PlannedTensor {
   if (typeof t !== 'object' || t === null) {
-    throw new TensorFSError('invalid_argument', 'a tensor must be an object', { details: { index } });
+    throw new TensorFSError('invalid_argument', 'a tensor must be an object', {
+      details: { rule: 'safetensors.argument', argument: 'tensors[]', index },
+    });
   }
   checkWellFormed(t.name, 'tensor name', 'R7');
   const details = { tensor: t.name };

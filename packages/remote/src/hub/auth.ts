@@ -2,7 +2,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type * as http from 'node:http';
 import { parseRepoRefName, TensorFSError } from '@tensorfs/format';
-import picomatch from 'picomatch';
+import { globMatcher } from '../glob.js';
 
 /**
  * One token of a tokens file. A scope is a glob over repository ids (`acme/*`), optionally with
@@ -74,7 +74,7 @@ interface Scope {
   rev: Glob | null;
 }
 
-const glob = (g: string): Glob => (g === '*' || g === '**' ? () => true : picomatch(g, { dot: true }));
+const glob = (g: string): Glob => (g === '*' || g === '**' ? () => true : globMatcher(g));
 
 function scopesOf(globs: readonly string[] | undefined): Scope[] {
   return (globs ?? []).map((g) => {

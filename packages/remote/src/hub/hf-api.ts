@@ -74,7 +74,7 @@ function decode(s: string): string | null {
 }
 
 /** A bad request the client should see as a missing entry / revision (with a 400). */
-function badRequest(rule: string, message: string): TensorFSError {
+function badRequest(rule: 'hf.bad_cursor' | 'hf.bad_path', message: string): TensorFSError {
   return new TensorFSError('invalid_argument', message, { details: { rule } });
 }
 

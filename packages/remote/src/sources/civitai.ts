@@ -8,7 +8,7 @@
  * only: never to a download URL elsewhere, nor past a redirect (the CDN).
  */
 import { TensorFSError, validatePath } from '@tensorfs/format';
-import picomatch from 'picomatch';
+import { globMatcher } from '../glob.js';
 import type { Credential } from '../credentials.js';
 import { displayUrl, HttpClient, type HttpOptions, readText } from '../http.js';
 import { checkHttpUrl, httpSourceFile, probeHttpFile } from './https.js';
@@ -150,7 +150,7 @@ export function civitaiSource(url: string, options: CivitaiOptions = {}): Source
   if (globs.some((g) => typeof g !== 'string' || g.length === 0)) {
     throw new TensorFSError('invalid_argument', 'an include glob is empty', { details: { rule: 'civitai.include' } });
   }
-  const match = globs.length > 0 ? picomatch(globs, { dot: true }) : () => true;
+  const match = globs.length > 0 ? globMatcher(globs) : () => true;
   const hasToken = options.token !== undefined && options.token !== '';
   const hint = hasToken
     ? ' (the token in CIVITAI_TOKEN has no access to it)'

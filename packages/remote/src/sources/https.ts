@@ -10,7 +10,7 @@ import { basename } from 'node:path';
 import { TensorFSError, validatePath } from '@tensorfs/format';
 import { displayUrl, HttpClient, type HttpOptions, type HttpResponse } from '../http.js';
 import { openSpool } from './spool.js';
-import type { AnnouncedDigest, OpenedRange, Source, SourceFile, SourceVoice, Spool } from './source.js';
+import type { AnnouncedDigest, OpenedRange, Source, SourceArea, SourceFile, SourceVoice, Spool } from './source.js';
 
 /** Where an `https://` import came from: recorded with the snapshot, and printed. */
 export interface HttpsProvenance {
@@ -65,7 +65,7 @@ function discard(res: HttpResponse): void {
 }
 
 /** `invalid_argument` unless `url` is an http(s) URL without user info. */
-export function checkHttpUrl(url: string, rules: string): URL {
+export function checkHttpUrl(url: string, rules: SourceArea): URL {
   let u: URL;
   try {
     u = new URL(url);
@@ -225,7 +225,7 @@ export function httpSourceFile(
 }
 
 /** `invalid_argument` unless `hex` is a SHA-256 (64 hex digits, either case); returns it lowercased. */
-export function checkSha256(hex: string, rule: string): string {
+export function checkSha256(hex: string, rule: `${SourceArea}.sha256`): string {
   if (typeof hex !== 'string' || !/^[0-9a-fA-F]{64}$/.test(hex)) {
     throw new TensorFSError('invalid_argument', 'a SHA-256 is 64 hex digits', { details: { rule } });
   }

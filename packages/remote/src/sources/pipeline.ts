@@ -239,7 +239,8 @@ class Admission {
     this.items = [];
     this.pending.clear();
     this.bytes = 0;
-    if (!supports(this.store, 'objects.batch')) throw new TensorFSError('internal', 'no group commit', {});
+    if (!supports(this.store, 'objects.batch'))
+      throw new TensorFSError('internal', 'no group commit', { details: { rule: 'import.no_batch' } });
     const out = await this.store.putBatch(
       items.map((i) => ({ bytes: [i.bytes], expected: i.id })),
       { lease: this.lease, ...(this.signal ? { signal: this.signal } : {}) },

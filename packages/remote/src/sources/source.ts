@@ -17,12 +17,15 @@ export interface OpenedRange {
   skip: number;
 }
 
+/** The areas of the sources' error rules: `<area>.denied`, `<area>.size_mismatch`... */
+export type SourceArea = 'hf' | 'https' | 'civitai' | 'import';
+
 /**
  * Words a source's errors use: the rule prefix (`hf`, `https`, `civitai`) and who served the bytes
  * (`the Hub`, `the server`).
  */
 export interface SourceVoice {
-  rules: string;
+  rules: SourceArea;
   who: string;
 }
 
