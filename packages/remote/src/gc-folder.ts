@@ -94,7 +94,7 @@ export async function freshenFolder(root: string, ids: readonly ObjectId[], sign
   const out: ObjectId[] = [];
   const now = new Date();
   for (const id of ids) {
-    if (signal?.aborted) throw new TensorFSError('cancelled', 'cancelled');
+    if (signal?.aborted) throw new TensorFSError('cancelled', 'cancelled', { details: { rule: 'remote.cancelled' } });
     try {
       await fsp.utimes(join(root, 'chunks', id.slice(7)), now, now);
     } catch (err) {
