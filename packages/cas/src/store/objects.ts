@@ -108,8 +108,12 @@ export class Objects {
     readonly layout: Layout,
     private readonly db: Db,
     private readonly readOnly: boolean,
-    /** `StoreOptions.directIO`: large temps written with O_DIRECT unless refused. */
-    private readonly wantsDirect = false,
+    /**
+     * `StoreOptions.directIO`: true, every large temp and part written with O_DIRECT unless
+     * refused; false, none; undefined (the default), imported records direct and parts as their
+     * caller asks (buffered when it does not say).
+     */
+    private readonly wantsDirect: boolean | undefined = undefined,
   ) {
     this.isQuarantinedStmt = db.prepare('SELECT 1 FROM corrupt_objects WHERE id = ?').pluck();
   }
@@ -128,9 +132,14 @@ export class Objects {
     for (const d of created) fs.chmodSync(d, SHARED_DIR_MODE);
   }
 
-  /** True while large temps are written with O_DIRECT (asked for, and not refused). */
+  /** True while imported records are written with O_DIRECT (not turned off, and not refused). */
   get directIO(): boolean {
-    return this.wantsDirect && !this.refused;
+    return this.wantsDirect !== false && !this.refused;
+  }
+
+  /** True while parts whose caller does not choose are written with O_DIRECT (`directIO: true`, not refused). */
+  get partsDirect(): boolean {
+    return this.wantsDirect === true && !this.refused;
   }
 
   /** False once the filesystem refused O_DIRECT (or where the OS has none): a part asking for it gets buffered writes. */
