@@ -592,7 +592,8 @@ export class Objects {
     const final = this.path(id);
     let published = true;
     try {
-      if (!this.dirsReady.has(dir)) {
+      // A folder in `dirs` was made (or found) by an earlier publish of this group already.
+      if (!this.dirsReady.has(dir) && !dirs.has(dir)) {
         // Ready (its entry known durable) only once the caller's sync of `dirs` succeeded: a
         // later publish must not skip the parent fsync because this one created the folder.
         const changed = mkdirsNew(dir);
@@ -613,7 +614,9 @@ export class Objects {
           this.clearQuarantine(id);
         }
       }
-      fs.rmSync(tmp.path, { force: true });
+      // unlink, not rm: rm would lstat first (one more call per object of a group); after a
+      // rename the name is gone already.
+      unlinkQuiet(tmp.path);
       // Also when another writer won: it may not have fsynced the folder yet.
       dirs.add(dir);
       return published;
@@ -974,6 +977,15 @@ function linkOrRenameSync(tmp: string, final: string): void {
     if (errnoOf(err) !== 'ENOENT') throw err;
   }
   fs.renameSync(tmp, final);
+}
+
+/** unlink of a name that may be gone already (ENOENT is not an error). */
+function unlinkQuiet(path: string): void {
+  try {
+    fs.unlinkSync(path);
+  } catch (err) {
+    if (errnoOf(err) !== 'ENOENT') throw err;
+  }
 }
 
 /**
