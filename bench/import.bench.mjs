@@ -31,6 +31,7 @@ import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { createNodeHasher, fileHandleSource, LocalStore } from '@tensorfs/cas';
 import { planAndHash } from '@tensorfs/planner';
+import { importSources, localSource } from '@tensorfs/remote';
 import * as fsp from 'node:fs/promises';
 import { writeLayersModel } from './lib.mjs';
 
@@ -193,6 +194,16 @@ const cases = {
   'dd direct + fdatasync': (file) => dd(file, ['oflag=direct']),
   'tfs import (process)': (file) => importProcess('tfs import (process)', file, { TENSORFS_DIRECT_IO: '' }),
   'tfs import buffered': (file) => importProcess('tfs import buffered', file, { TENSORFS_DIRECT_IO: '0' }),
+  // The one import pipeline with the local adapter into the same store (issue 23 item 3; docs/decisions.md 22).
+  'importSources(localSource)': async (file) => {
+    const root = mkdtempSync(join(dir, 'store-'));
+    const store = await LocalStore.open(root);
+    const m = await measured(() => importSources(store, localSource(file), { name: 'base' }));
+    await store.close();
+    rmSync(root, { recursive: true, force: true });
+    return m;
+  },
+  'import (default)': (file) => importWith(ours.LocalStore, file),
   import: (file) => importWith(ours.LocalStore, file, { directIO: false }),
   'import (directIO)': (file) => importWith(ours.LocalStore, file, { directIO: true }),
   ...(before
