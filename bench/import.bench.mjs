@@ -14,6 +14,10 @@
 // - `hash ∥ write`: hash only and write only at the same time, nothing linking them: the work
 //   import cannot avoid, perfectly overlapped. Import can only add to it (the digest must come
 //   before publishing, the manifest after).
+// Whole process (issue 29 item 3): `tfs import` (node packages/cli/dist/bin.js, a new store each
+// time) with no option, and with TENSORFS_DIRECT_IO=0 (every write through the page cache, the
+// default before), against `cp` then `sync`; each followed by `read after`: reading every object
+// file of the new store at once (the first read of a model just imported), timed apart.
 // TENSORFS_BENCH_BEFORE_CAS=<an ESM bundle of an older @tensorfs/cas> also imports with that
 // build in the same rounds; TENSORFS_BENCH_CAS=<bundle> imports with that build instead of the
 // built package. TENSORFS_BENCH_RUNS sets the rounds (default 5); TENSORFS_BENCH_CASES=<a,b,…>
@@ -23,9 +27,11 @@ import { randomFillSync } from 'node:crypto';
 import { constants, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { createNodeHasher, fileHandleSource, LocalStore } from '@tensorfs/cas';
 import { planAndHash } from '@tensorfs/planner';
+import { importSources, localSource } from '@tensorfs/remote';
 import * as fsp from 'node:fs/promises';
 import { writeLayersModel } from './lib.mjs';
 
@@ -42,10 +48,13 @@ function childCpuMs() {
   return (Number(f[13]) + Number(f[14])) * 10;
 }
 
-function child(cmd, args) {
+function child(cmd, args, env) {
   const c0 = childCpuMs();
   const t0 = performance.now();
-  execFileSync(cmd, args, { stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync(cmd, args, {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    ...(env ? { env: { ...process.env, ...env } } : {}),
+  });
   return { wall: performance.now() - t0, cpu: childCpuMs() - c0 };
 }
 
@@ -113,6 +122,49 @@ async function writeOnly(direct) {
   rmSync(out, { recursive: true, force: true });
 }
 
+const TFS = fileURLToPath(new URL('../packages/cli/dist/bin.js', import.meta.url));
+/** Read times of every object file right after each whole-process import, per case. */
+const readAfter = {};
+
+/** Every object file under `root` read once, in full (the first read after an import). */
+async function readObjects(root) {
+  const files = [];
+  const walk = async (d) => {
+    for (const e of await fsp.readdir(d, { withFileTypes: true })) {
+      if (e.isDirectory()) await walk(join(d, e.name));
+      else files.push(join(d, e.name));
+    }
+  };
+  await walk(join(root, 'objects'));
+  const buf = Buffer.allocUnsafe(8 * MiB);
+  let bytes = 0;
+  for (const f of files) {
+    const fh = await fsp.open(f);
+    try {
+      for (;;) {
+        const { bytesRead } = await fh.read(buf, 0, buf.length, null);
+        if (bytesRead === 0) break;
+        bytes += bytesRead;
+      }
+    } finally {
+      await fh.close();
+    }
+  }
+  return bytes;
+}
+
+/** `tfs import` as a user runs it (a new process, a new store), then the first read of what it stored. */
+async function importProcess(name, file, env) {
+  const root = mkdtempSync(join(dir, 'cli-'));
+  const m = child(process.execPath, [TFS, '--store', root, 'import', file, '--name', 'base'], env);
+  const t0 = performance.now();
+  const bytes = await readObjects(root);
+  (readAfter[name] ??= []).push(performance.now() - t0);
+  if (bytes < 1024 * MiB) throw new Error(`stored only ${bytes} bytes`);
+  rmSync(root, { recursive: true, force: true });
+  return m;
+}
+
 function dd(file, flags) {
   const out = mkdtempSync(join(dir, 'dd-'));
   const m = child('dd', [`if=${file}`, `of=${out}/f`, 'bs=4M', 'conv=fdatasync', 'status=none', ...flags]);
@@ -140,6 +192,18 @@ const cases = {
   // one fdatasync. Anything that must see every byte in memory pays at least this; `cp` does not.
   'dd + fdatasync': (file) => dd(file, []),
   'dd direct + fdatasync': (file) => dd(file, ['oflag=direct']),
+  'tfs import (process)': (file) => importProcess('tfs import (process)', file, { TENSORFS_DIRECT_IO: '' }),
+  'tfs import buffered': (file) => importProcess('tfs import buffered', file, { TENSORFS_DIRECT_IO: '0' }),
+  // The one import pipeline with the local adapter into the same store (issue 23 item 3; docs/decisions.md 22).
+  'importSources(localSource)': async (file) => {
+    const root = mkdtempSync(join(dir, 'store-'));
+    const store = await LocalStore.open(root);
+    const m = await measured(() => importSources(store, localSource(file), { name: 'base' }));
+    await store.close();
+    rmSync(root, { recursive: true, force: true });
+    return m;
+  },
+  'import (default)': (file) => importWith(ours.LocalStore, file),
   import: (file) => importWith(ours.LocalStore, file, { directIO: false }),
   'import (directIO)': (file) => importWith(ours.LocalStore, file, { directIO: true }),
   ...(before
@@ -188,6 +252,15 @@ try {
       `${n.padEnd(23)} wall ${wall.toFixed(0).padStart(5)} ms  CPU ${cpu.toFixed(0).padStart(5)} ms  ${((size / MiB / wall) * 1000).toFixed(0).padStart(5)} MiB/s | vs cp + sync ${vs('cp + sync')} ${med['openssl dgst -sha256'] ? ` | vs openssl ${vs('openssl dgst -sha256')}` : ''} (wall / CPU)`,
     );
     console.log(`${''.padEnd(23)} samples wall ${samples[n].wall.map((x) => x.toFixed(0)).join(' ')}`);
+  }
+  for (const [n, xs] of Object.entries(readAfter)) {
+    const t = median(xs.slice(-RUNS));
+    console.log(
+      `read after ${n}: ${t.toFixed(0)} ms (${((size / MiB / t) * 1000).toFixed(0)} MiB/s) samples ${xs
+        .slice(-RUNS)
+        .map((x) => x.toFixed(0))
+        .join(' ')}`,
+    );
   }
   // Ours against the floor of its own write mode: "import = X× cp + sync; the floor for reading
   // the bytes into memory and writing them (buffered / O_DIRECT) is Y×; ours is Z× that floor".

@@ -2,7 +2,8 @@
 // objects are byte-exact whatever their length (the write is padded to the alignment and cut back
 // with ftruncate), small or unaligned bytes go through the page cache, and a filesystem that
 // refuses O_DIRECT falls back to buffered writes for the rest of the store's life.
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
 import { LocalStore } from '@tensorfs/cas';
@@ -87,19 +88,71 @@ describe('direct writes', () => {
     await s.close();
   });
 
-  it('is off by default (imports land in the page cache); TENSORFS_DIRECT_IO=1 turns it on', async () => {
+  it('is on by default for imports (issue 29); directIO: false or TENSORFS_DIRECT_IO=0 turns it off', async () => {
     const direct = vi.spyOn(Objects.prototype as unknown as { fillDirect: () => unknown }, 'fillDirect');
     const root = tempDir();
     const s = await LocalStore.open(root);
     await expectStored(root, s, await importOdd(s));
-    expect(direct).not.toHaveBeenCalled();
+    expect(direct).toHaveBeenCalledTimes(linux ? 3 : 0);
     await s.close();
-    vi.stubEnv('TENSORFS_DIRECT_IO', '1');
+    direct.mockClear();
+    const off = await LocalStore.open(tempDir(), { directIO: false });
+    await importOdd(off, 2);
+    expect(direct).not.toHaveBeenCalled();
+    await off.close();
+    vi.stubEnv('TENSORFS_DIRECT_IO', '0');
     const t = await LocalStore.open(tempDir());
     await importOdd(t, 3);
-    expect(direct).toHaveBeenCalledTimes(linux ? 3 : 0);
+    expect(direct).not.toHaveBeenCalled();
     await t.close();
+    vi.stubEnv('TENSORFS_DIRECT_IO', '1');
+    const u = await LocalStore.open(tempDir());
+    await importOdd(u, 4);
+    expect(direct).toHaveBeenCalledTimes(linux ? 3 : 0);
+    await u.close();
     vi.unstubAllEnvs();
+  });
+
+  it.runIf(linux)('by default a part is buffered unless its caller asks; directIO: true makes it direct', async () => {
+    const bytes = filled(5 << 20, 7);
+    const resident = (file: string) =>
+      Number(
+        execFileSync('fincore', ['--bytes', '--noheadings', '--output', 'RES', file], { encoding: 'utf8' }).trim(),
+      );
+    const pages: Record<string, number> = {};
+    for (const [label, options, direct] of [
+      ['default', {}, undefined],
+      ['default, asked', {}, true],
+      ['directIO: true', { directIO: true }, undefined],
+    ] as const) {
+      const root = tempDir();
+      const s = await LocalStore.open(root, options);
+      const part = await s.openPart('p', { expectedLength: bytes.length, ...(direct !== undefined ? { direct } : {}) });
+      await part.write(bytes);
+      await part.commit({ expected: idOf(bytes) });
+      pages[label] = resident(objectFile(root, idOf(bytes)));
+      await s.close();
+    }
+    expect(pages).toEqual({ default: bytes.length, 'default, asked': 0, 'directIO: true': 0 });
+  });
+
+  it('on tmpfs the default import is byte-exact, direct where the kernel takes O_DIRECT there and buffered once refused', async () => {
+    if (!existsSync('/dev/shm')) return expect(linux).toBe(false);
+    const direct = vi.spyOn(Objects.prototype as unknown as { fillDirect: () => unknown }, 'fillDirect');
+    const root = mkdtempSync(join('/dev/shm', 'tfs-direct-'));
+    try {
+      const s = await LocalStore.open(root);
+      await expectStored(root, s, await importOdd(s));
+      const objects = (s as unknown as { objects: Objects }).objects;
+      // tmpfs refused O_DIRECT before Linux 6.6 (EINVAL) and takes it since.
+      const refused = !objects.directPossible;
+      expect(direct.mock.calls.length).toBe(linux ? 3 : 0);
+      await expectStored(root, s, await importOdd(s, 5));
+      expect(direct.mock.calls.length).toBe(linux ? (refused ? 3 : 6) : 0);
+      await s.close();
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 
   it.runIf(linux)('falls back to buffered writes when the filesystem refuses O_DIRECT', async () => {

@@ -86,3 +86,9 @@ export function directView(chunks: readonly Uint8Array[], length: number): Uint8
   if (c.byteOffset + padded > c.buffer.byteLength) return null;
   return new Uint8Array(c.buffer, c.byteOffset, padded);
 }
+
+/** `StoreOptions.directIO` from `TENSORFS_DIRECT_IO`: `1` true, `0` false, anything else the default (undefined). */
+export function directFromEnv(): boolean | undefined {
+  const v = process.env.TENSORFS_DIRECT_IO;
+  return v === '1' ? true : v === '0' ? false : undefined;
+}

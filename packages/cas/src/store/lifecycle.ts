@@ -48,13 +48,14 @@ export interface StoreOptions {
    */
   recreateMetadata?: boolean;
   /**
-   * Write large new objects (imported records, pulled parts) with `O_DIRECT` where the OS and
-   * filesystem allow it (Linux): the device reads the writer's buffer, saving the CPU of copying
-   * every byte into the page cache (on a 2-core VM, half of an import's CPU). The price: the new
-   * objects are not in the page cache, so the first read after an import or pull comes from disk,
-   * and reads stay slower while those pages are cached (measured 15–40 % more CPU per read here).
-   * Worth it for transfers larger than the page cache, or when nothing reads right after. Default:
-   * `TENSORFS_DIRECT_IO=1` in the environment, else off.
+   * Writes of large new objects with `O_DIRECT` where the OS and filesystem allow it (Linux; a
+   * filesystem that refuses, such as tmpfs before Linux 6.6, gets buffered writes): the device
+   * reads the writer's buffer, saving the CPU of copying every byte into the page cache. Default
+   * (undefined): imported records are written direct, parts (`openPart`) as their caller asks,
+   * buffered when it does not say. `true`: parts too; `false`: nothing direct. The price:
+   * directly written objects are not in the page cache, so their first read comes from the disk
+   * (docs/store.md "Direct I/O"). `TENSORFS_DIRECT_IO=1` / `=0` in the environment sets `true` /
+   * `false`.
    */
   directIO?: boolean;
   /**

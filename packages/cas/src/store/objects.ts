@@ -114,8 +114,12 @@ export class Objects {
     readonly layout: Layout,
     private readonly db: Db,
     private readonly readOnly: boolean,
-    /** `StoreOptions.directIO`: large temps written with O_DIRECT unless refused. */
-    private readonly wantsDirect = false,
+    /**
+     * `StoreOptions.directIO`: true, every large temp and part written with O_DIRECT unless
+     * refused; false, none; undefined (the default), imported records direct and parts as their
+     * caller asks (buffered when it does not say).
+     */
+    private readonly wantsDirect: boolean | undefined = undefined,
   ) {
     this.isQuarantinedStmt = db.prepare('SELECT 1 FROM corrupt_objects WHERE id = ?').pluck();
     this.anyQuarantinedStmt = db.prepare('SELECT 1 FROM corrupt_objects LIMIT 1').pluck();
@@ -135,9 +139,14 @@ export class Objects {
     for (const d of created) fs.chmodSync(d, SHARED_DIR_MODE);
   }
 
-  /** True while large temps are written with O_DIRECT (asked for, and not refused). */
+  /** True while imported records are written with O_DIRECT (not turned off, and not refused). */
   get directIO(): boolean {
-    return this.wantsDirect && !this.refused;
+    return this.wantsDirect !== false && !this.refused;
+  }
+
+  /** True while parts whose caller does not choose are written with O_DIRECT (`directIO: true`, not refused). */
+  get partsDirect(): boolean {
+    return this.wantsDirect === true && !this.refused;
   }
 
   /** False once the filesystem refused O_DIRECT (or where the OS has none): a part asking for it gets buffered writes. */
@@ -644,7 +653,8 @@ export class Objects {
     const final = this.path(id);
     let published = true;
     try {
-      if (!this.dirsReady.has(dir)) {
+      // A folder in `dirs` was made (or found) by an earlier publish of this group already.
+      if (!this.dirsReady.has(dir) && !dirs.has(dir)) {
         // Ready (its entry known durable) only once the caller's sync of `dirs` succeeded: a
         // later publish must not skip the parent fsync because this one created the folder.
         const changed = mkdirsNew(dir);
@@ -665,7 +675,9 @@ export class Objects {
           this.clearQuarantine(id);
         }
       }
-      fs.rmSync(tmp.path, { force: true });
+      // unlink, not rm: rm would lstat first (one more call per object of a group); after a
+      // rename the name is gone already.
+      unlinkQuiet(tmp.path);
       // Also when another writer won: it may not have fsynced the folder yet.
       dirs.add(dir);
       return published;
@@ -1058,6 +1070,15 @@ function linkOrRenameSync(tmp: string, final: string): void {
     if (errnoOf(err) !== 'ENOENT') throw err;
   }
   fs.renameSync(tmp, final);
+}
+
+/** unlink of a name that may be gone already (ENOENT is not an error). */
+function unlinkQuiet(path: string): void {
+  try {
+    fs.unlinkSync(path);
+  } catch (err) {
+    if (errnoOf(err) !== 'ENOENT') throw err;
+  }
 }
 
 /**

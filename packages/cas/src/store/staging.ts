@@ -42,7 +42,7 @@ export async function openPart(
   key: string,
   expectedLength: number,
   signal?: AbortSignal,
-  wantDirect: boolean = objects.directIO,
+  wantDirect: boolean = objects.partsDirect,
 ): Promise<ObjectPart> {
   objects.assertWritable();
   if (!PART_KEY.test(key)) {

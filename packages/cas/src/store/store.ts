@@ -40,6 +40,7 @@ import {
 import { DEFAULT_USE_FLUSH_MS, UseTracker, cachedRefRows, setCached } from './cache.js';
 import { type CacheListing, addCachedObjects, listCache } from './cache-list.js';
 import { type Db, openDb } from './db.js';
+import { directFromEnv } from './direct.js';
 import { type ExportOptions, exportFile, exportSnapshot, readManifest } from './export.js';
 import type { FileSource } from './file-source.js';
 import { type GcOptions, type GcResult, collect, freshenObjects } from './gc.js';
@@ -116,7 +117,7 @@ export class LocalStore implements Store {
     this.db = db;
     this.readOnly = options.readOnly ?? false;
     this.graceMs = options.graceMs ?? DEFAULT_GRACE_MS;
-    this.objects = new Objects(layout, db, this.readOnly, options.directIO ?? process.env.TENSORFS_DIRECT_IO === '1');
+    this.objects = new Objects(layout, db, this.readOnly, options.directIO ?? directFromEnv());
     this.parts = { layout, db, objects: this.objects };
     if (!this.readOnly && isSharedRoot(layout.root)) this.objects.shareFolders();
     if (options.recordUse ?? !this.readOnly) {
