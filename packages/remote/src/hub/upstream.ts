@@ -18,7 +18,7 @@
  *   was fetched is the hub's tokens file, checked before anything is fetched.
  */
 import { type ManifestEntry, TensorFSError, isTensorFSError, moveBranch, sortManifestEntries } from '@tensorfs/format';
-import { type HfFile, HuggingFaceRepo, importHuggingFace } from '../hf.js';
+import { type HfFile, HuggingFaceRepo, importHuggingFace } from '../hf/index.js';
 import type { HfApi, HfSource } from './hf-api.js';
 import { COMMIT_RE, type HfRevision } from './hf-revisions.js';
 import type { UpstreamOptions } from './types.js';
