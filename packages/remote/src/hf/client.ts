@@ -40,7 +40,7 @@ export interface HfOptions {
 const TREE_PAGE_LIMIT = 64 * 1024 * 1024;
 const MAX_FILES = 1_000_000;
 
-/** The Hub API of one model repository. */
+/** The Hub API of one model (or, with `spec.type` `dataset`, dataset) repository. */
 export class HuggingFaceRepo {
   readonly endpoint: string;
   private readonly origin: string;
@@ -84,9 +84,14 @@ export class HuggingFaceRepo {
     return this.spec.repo.split('/').map(encodeURIComponent).join('/');
   }
 
-  /** `{endpoint}/{repo}/resolve/{commit}/{path}`. */
+  /** `{endpoint}/api/models/{repo}` (`/api/datasets/…` for a dataset). */
+  private apiPath(): string {
+    return `${this.endpoint}/api/${this.spec.type === 'dataset' ? 'datasets' : 'models'}/${this.repoPath()}`;
+  }
+
+  /** `{endpoint}/{repo}/resolve/{commit}/{path}` (`{endpoint}/datasets/{repo}/…` for a dataset). */
   resolveUrl(commit: string, path: string): string {
-    return `${this.endpoint}/${this.repoPath()}/resolve/${encodeURIComponent(commit)}/${path.split('/').map(encodeURIComponent).join('/')}`;
+    return `${this.endpoint}/${this.spec.type === 'dataset' ? 'datasets/' : ''}${this.repoPath()}/resolve/${encodeURIComponent(commit)}/${path.split('/').map(encodeURIComponent).join('/')}`;
   }
 
   /** Sends a request to the Hub; 401/403/404 become `denied` / `not_found` saying what to do. */
@@ -135,9 +140,13 @@ export class HuggingFaceRepo {
         details: { rule: 'hf.entry_not_found', ...details },
       });
     }
-    return new TensorFSError('not_found', `no model repository ${repo} on the Hub`, {
-      details: { rule: 'hf.repo_not_found', ...details },
-    });
+    return new TensorFSError(
+      'not_found',
+      `no ${this.spec.type === 'dataset' ? 'dataset' : 'model'} repository ${repo} on the Hub`,
+      {
+        details: { rule: 'hf.repo_not_found', ...details },
+      },
+    );
   }
 
   private async getJson<T>(
@@ -161,7 +170,7 @@ export class HuggingFaceRepo {
    *   (asked for a commit, answered another).
    */
   async resolveRevision(revision = this.spec.revision): Promise<string> {
-    const url = `${this.endpoint}/api/models/${this.repoPath()}/revision/${encodeURIComponent(revision)}`;
+    const url = `${this.apiPath()}/revision/${encodeURIComponent(revision)}`;
     const { value } = await this.getJson<{ sha?: unknown }>(url, { revision });
     const sha = value?.sha;
     if (typeof sha !== 'string' || !/^[0-9a-f]{40}$/.test(sha)) {
@@ -185,8 +194,7 @@ export class HuggingFaceRepo {
   async listFiles(commit: string): Promise<HfFile[]> {
     const out: HfFile[] = [];
     const seen = new Set<string>();
-    let url: string | undefined =
-      `${this.endpoint}/api/models/${this.repoPath()}/tree/${encodeURIComponent(commit)}?recursive=true`;
+    let url: string | undefined = `${this.apiPath()}/tree/${encodeURIComponent(commit)}?recursive=true`;
     let pages = 0;
     while (url !== undefined) {
       throwIfAborted(this.options.signal);

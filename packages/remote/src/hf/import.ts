@@ -23,6 +23,7 @@ import type { ObjectId } from '@tensorfs/format';
 import { importSources, type SourceProgress } from '../sources/pipeline.js';
 import type { HfOptions } from './client.js';
 import { type HfProvenance, huggingFaceSource } from './source.js';
+import type { HfRepoSpec } from './url.js';
 
 /** Progress of {@link importHuggingFace}: the import pipeline's. */
 export type HfProgress = SourceProgress;
@@ -54,8 +55,8 @@ export interface HfImportResult {
 }
 
 /**
- * Imports `hf://owner/repo[@revision]` (files selected by `include`) into `store` as a snapshot
- * whose objects are exactly those a local import of the same files makes, through the one import
+ * Imports `hf://owner/repo[@revision]` (or a parsed spec, which may name a dataset; files
+ * selected by `include`) into `store` as a snapshot whose objects are exactly those a local import of the same files makes, through the one import
  * pipeline ({@link importSources}). The revision is resolved to a commit first and every file read
  * at that commit; each file's bytes are checked against the Hub's SHA-256 (LFS) or git blob id
  * before the snapshot is written, and the ref (with `name`) is set last. Objects of a failed
@@ -67,7 +68,7 @@ export interface HfImportResult {
  */
 export async function importHuggingFace(
   store: Store,
-  url: string,
+  url: string | HfRepoSpec,
   options: HfImportOptions = {},
 ): Promise<HfImportResult> {
   const source = huggingFaceSource(url, options);

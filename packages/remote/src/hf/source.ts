@@ -8,7 +8,7 @@ import picomatch from 'picomatch';
 import { displayUrl } from '../http.js';
 import type { Source, SourceFile } from '../sources/source.js';
 import { type HfFile, type HfOptions, HuggingFaceRepo } from './client.js';
-import { parseHfUrl } from './url.js';
+import { type HfRepoSpec, parseHfUrl } from './url.js';
 
 /** Where an import came from: recorded with the snapshot, and printed. */
 export interface HfProvenance {
@@ -16,6 +16,8 @@ export interface HfProvenance {
   /** The Hub (scheme, host and path only). */
   endpoint: string;
   repo: string;
+  /** `dataset` for a dataset repository (absent: a model). */
+  type?: 'dataset';
   /** The revision as asked. */
   revision: string;
   /** The commit it named (40 hex digits): every file was read at this commit. */
@@ -27,16 +29,17 @@ export interface HfProvenance {
 }
 
 /**
- * `hf://owner/repo[@revision]` as a source of the import pipeline: resolved to a commit, its files
- * listed (those `include` selects) with the SHA-256 (LFS) or git blob id the Hub announces, each
- * file's `HEAD` checked against the listing before its bytes are read.
+ * `hf://owner/repo[@revision]` (or a parsed spec, which may name a dataset) as a source of the
+ * import pipeline: resolved to a commit, its files listed (those `include` selects) with the
+ * SHA-256 (LFS) or git blob id the Hub announces, each file's `HEAD` checked against the listing
+ * before its bytes are read.
  * @throws {TensorFSError} `invalid_argument` (URL, globs) at once; the rest when resolved.
  */
 export function huggingFaceSource(
-  url: string,
+  url: string | HfRepoSpec,
   options: HfOptions & { include?: string | readonly string[] } = {},
 ): Source<HfProvenance> {
-  const spec = parseHfUrl(url);
+  const spec = specOf(url);
   const globs =
     options.include === undefined ? [] : typeof options.include === 'string' ? [options.include] : [...options.include];
   if (globs.some((g) => typeof g !== 'string' || g.length === 0)) {
@@ -65,6 +68,7 @@ export function huggingFaceSource(
           kind: 'huggingface',
           endpoint: displayUrl(repo.endpoint).replace(/\/$/, ''),
           repo: spec.repo,
+          ...(spec.type === 'dataset' ? { type: 'dataset' as const } : {}),
           revision: spec.revision,
           commit,
           ...(globs.length > 0 ? { include: globs } : {}),
@@ -73,6 +77,13 @@ export function huggingFaceSource(
       };
     },
   };
+}
+
+/** A URL parsed, or a spec checked by the same grammar (its type kept). */
+function specOf(url: string | HfRepoSpec): HfRepoSpec {
+  if (typeof url === 'string') return parseHfUrl(url);
+  const spec = parseHfUrl(`hf://${url?.repo}@${url?.revision}`);
+  return url.type === 'dataset' ? { ...spec, type: 'dataset' } : spec;
 }
 
 /** One file of the repository at `commit` for the pipeline. */

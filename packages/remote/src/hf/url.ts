@@ -13,6 +13,11 @@ export interface HfRepoSpec {
   repo: string;
   /** A branch, tag or commit as given (default `main`). */
   revision: string;
+  /**
+   * The repository type (default `model`). `hf://` URLs name models only; the pull-through hub
+   * asks its upstream for datasets too (`/api/datasets/…`, `/datasets/{repo}/resolve/…`).
+   */
+  type?: 'model' | 'dataset';
 }
 
 const SEGMENT = /^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?$/;
