@@ -17,6 +17,7 @@ import {
 import type { Lease, Store } from '@tensorfs/format/store';
 import { selectCheckpoint } from '@tensorfs/tensors';
 import picomatch from 'picomatch';
+import { carryFileSha256 } from './file-sha256.js';
 import { cancelled } from './http.js';
 import type { Origin } from './origin.js';
 import { referencesOf } from './references.js';
@@ -155,6 +156,7 @@ export async function fetchSelection(
     leaves = new Map([...leaves].filter(([id]) => !t.referencingIds.has(id)));
     await t.fetchAll(leaves, { fetchedEarlier: selectionFetched, ...(made ? { made } : {}) });
     for (const id of selectionFetched) if (!leaves.has(id)) await t.countFetched(id);
+    await carryFileSha256(origin, store, store, remoteId, { as: localId, lease, ...(signal ? { signal } : {}) });
     await finish(localId, lease);
     return {
       id: localId,
