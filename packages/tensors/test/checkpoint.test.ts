@@ -176,7 +176,8 @@ describe.each(STORE_KINDS)('CheckpointWriter → openCheckpoint (%s store)', (ki
     const set = await openTensors(t.store, 'snap');
     expect(set.get('big').records).toEqual(records);
     const added = [...(await t.objects())].filter((o) => !before.has(o));
-    expect(added).toHaveLength(2); // the safetensors header object and the manifest: no tensor bytes
+    // the safetensors header object, the manifest and the tree's whole-file SHA-256 list: no tensor bytes
+    expect(added).toHaveLength(3);
   });
 
   it('base: keeps every tensor of the base without reading it, replaces in place, adds at the end', async () => {

@@ -204,15 +204,15 @@ parentPort.on('message', ({ seq, file, op, bytes }) => {
 });
 `;
 
-/** Shared bytes at least this long are hashed in place (waited for); shorter ones are copied. */
+/** Records at least this long are waited for; shorter ones are copied and not waited for. */
 const IN_PLACE_FROM = 1 << 20;
 
 /** One file's whole SHA-256, fed with its records in file order. */
 export interface FileHash {
   /**
    * Feeds one record's bytes (in file order). The returned promise settles once the bytes are
-   * hashed: await it before reusing them. Null bytes (a record too big to buffer, then the file's
-   * only one) make the file's SHA-256 that record's id.
+   * hashed or copied: await it before reusing them. A record that is the whole file (the file's
+   * only one; its bytes may be null when too big to buffer) is not hashed: its id is the digest.
    */
   add(record: { offset: number; length: number; digest: ObjectId }, bytes: readonly Uint8Array[] | null): Promise<void>;
   /** The SHA-256 (hex) when the file has several records; undefined for zero or one. */
@@ -223,7 +223,8 @@ export interface FileHash {
  * The whole-file SHA-256s of an import's files, each hashed once more over the very bytes the
  * planner read, on one worker thread of its own (started at the first file of several records),
  * so the import's own thread only passes views: views of a `SharedArrayBuffer` (the hashing pool's
- * buffers) travel without a copy. A file whose first record is the whole file is never hashed.
+ * buffers, with more than one hashing thread) travel without a copy. A file whose first record is
+ * the whole file is never hashed.
  */
 export class WholeFileHashes {
   private worker: Worker | undefined;
@@ -245,12 +246,13 @@ export class WholeFileHashes {
         if (bytes === null) return; // only a blob's one record is unbuffered (handled above)
         sent = true;
         const length = bytes.reduce((n, b) => n + b.length, 0);
-        if (length >= IN_PLACE_FROM && bytes.every((b) => b.buffer instanceof SharedArrayBuffer)) {
-          // A view of shared memory, hashed in place: the caller waits before reusing it.
+        if (length >= IN_PLACE_FROM) {
+          // Waited for: a view of shared memory is hashed in place (the caller reuses it after),
+          // other bytes are copied into the message; either way at most one big record is queued.
           await this.send({ file: id, op: 'update', bytes });
           return;
         }
-        // Small or unshared: copied into the message (in order with the rest), not waited for.
+        // Small: copied into the message (in order with the rest), not waited for.
         const copies = bytes.map((b) => (b.buffer instanceof SharedArrayBuffer ? b.slice() : b));
         this.send({ file: id, op: 'update', bytes: copies }).catch(() => {});
       },
