@@ -3,7 +3,8 @@
 // out present, are never written on a re-import, and never outlive a failed import.
 import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { LocalStore } from '@tensorfs/cas';
+import { LocalStore, fileSha256Ref } from '@tensorfs/cas';
+import type { ObjectId } from '@tensorfs/format';
 import { expectCode, idOf, safetensorsBytes, storedObjects, tempDir } from '@tensorfs/testkit';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Objects } from '../src/store/objects.js';
@@ -28,6 +29,8 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
+const listOf = async (s: LocalStore, tree: ObjectId): Promise<ObjectId> => (await s.getRef(fileSha256Ref(tree)))!;
+
 describe('first import overlaps hashing and writing', () => {
   it('writes every record of a new store early, publishes them all, leaves no temp', async () => {
     const dir = tempDir();
@@ -50,7 +53,8 @@ describe('first import overlaps hashing and writing', () => {
     expect(r.objectsWritten).toBe(records.length);
     expect(r.bytesWritten).toBe(records.reduce((n, b) => n + b.length, 0));
     expect(await storedObjects(root)).toEqual(
-      new Set([...records.map((b) => idOf(b)), r.snapshot].map((id) => id.slice(7))),
+      // …and the tree's whole-file SHA-256 list (file-sha256.ts), named by its side ref.
+      new Set([...records.map((b) => idOf(b)), r.snapshot, await listOf(s, r.snapshot)].map((id) => id.slice(7))),
     );
     expect(readdirSync(join(root, 'tmp'))).toEqual([]);
     expect((await s.verify()).corrupt).toEqual([]);
@@ -85,7 +89,8 @@ describe('first import overlaps hashing and writing', () => {
     const r = await s.importPath(file, { name: 'm' });
     expect(r.objectsWritten).toBe(3);
     expect(await storedObjects(root)).toEqual(
-      new Set([...records.map((b) => idOf(b)), r.snapshot].map((id) => id.slice(7))),
+      // …and the tree's whole-file SHA-256 list (file-sha256.ts), named by its side ref.
+      new Set([...records.map((b) => idOf(b)), r.snapshot, await listOf(s, r.snapshot)].map((id) => id.slice(7))),
     );
     expect(readdirSync(join(root, 'tmp'))).toEqual([]);
     expect((await s.verify()).corrupt).toEqual([]);

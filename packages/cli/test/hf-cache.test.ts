@@ -163,4 +163,27 @@ describe('tfs import / export --hf-cache with transformers and huggingface_hub',
     expect(reports[cache].warnings).toEqual([]);
     expect(reports[cache].models['org/ft2']).toEqual({ logits_equal: true, tensors_equal: true, tensors: 21 });
   }, 600_000);
+
+  it('export --hf-cache of a checkpoint revision: its --safetensors export, loaded offline by from_pretrained equal to the original', async () => {
+    const store = join(tempDir(), 'store');
+    const c = await tfs(['--store', store, 'convert', join(work, 'models', 'ft1'), '--name', 'cp/ft1', '--json']);
+    expect(c.code, c.stdout + c.stderr).toBe(0);
+    const out = join(tempDir(), 'exported');
+    const e = await tfs(['--store', store, 'export', 'cp/ft1', out, '--hf-cache', '--json']);
+    expect(e.code, e.stdout + e.stderr).toBe(0);
+    const r = JSON.parse(e.stdout);
+    expect(r).toMatchObject({ folder: 'models--cp--ft1', ref: 'main' });
+    const snap = join(out, 'models--cp--ft1', 'snapshots', r.commit);
+    // The files of the --safetensors export, byte for byte.
+    const flat = join(tempDir(), 'flat');
+    expect((await tfs(['--store', store, 'export', 'cp/ft1', flat, '--safetensors'])).code).toBe(0);
+    expect(readdirSync(snap).sort()).toEqual(readdirSync(flat).sort());
+    for (const f of readdirSync(flat))
+      expect(readFileSync(join(snap, f)).equals(readFileSync(join(flat, f))), f).toBe(true);
+    const reports = JSON.parse(
+      await py(['check', JSON.stringify({ [out]: [{ repo: 'cp/ft1', dir: join(work, 'models', 'ft1') }] })]),
+    );
+    expect(reports[out].models['cp/ft1']).toEqual({ logits_equal: true, tensors_equal: true, tensors: 21 });
+    expect(reports[out].warnings).toEqual([]);
+  }, 600_000);
 });

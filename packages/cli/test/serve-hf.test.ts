@@ -1,8 +1,10 @@
 /** `tfs serve` speaking the Hugging Face API, and `--upstream`/`--offline` pull-through, as a user runs them. Run `pnpm build` first. */
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { bytesOf } from '@tensorfs/testkit';
+import { execFileSync } from 'node:child_process';
+import { bytesOf, safetensorsBytes } from '@tensorfs/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { tfsServe, tfsSync } from './remote-servers.js';
 
@@ -65,6 +67,41 @@ describe('tfs serve and the Hugging Face API', () => {
       await up.stop('SIGTERM');
       await down.stop('SIGTERM');
       await offline.stop('SIGTERM');
+    }
+  }, 60_000);
+
+  it('a multi-record file imported with plain tfs import: its first HEAD on a read-only hub answers at once with the SHA-256 recorded at import', async () => {
+    const d = temp();
+    mkdirSync(join(d, 'm'));
+    // 72 MiB in 9 tensors: 10 records, so no object id is the file's SHA-256.
+    const tensors = Array.from({ length: 9 }, (_, i) => ({
+      name: `layer.${i}.weight`,
+      data: bytesOf(8 << 20, 40 + i),
+    }));
+    const file = join(d, 'm', 'model.safetensors');
+    writeFileSync(file, safetensorsBytes(tensors));
+    const expected = /([0-9a-f]{64})\s*$/.exec(
+      execFileSync('openssl', ['dgst', '-sha256', file], { encoding: 'utf8' }),
+    )![1];
+    const store = join(d, 'store');
+    expect(tfsSync(['import', join(d, 'm'), '--name', 'team/big', '--store', store]).code).toBe(0);
+    // Proof that the HEAD reads no tensor byte: one tensor's object is moved away (a hash pass
+    // would fail on it; only the GET needs it).
+    const hex = createHash('sha256').update(tensors[4]!.data).digest('hex');
+    const object = join(store, 'objects', 'sha256', hex.slice(0, 2), hex.slice(2, 4), hex);
+    renameSync(object, `${object}.away`);
+    // No tokens: the hub opens the store read-only and cannot keep anything it computes.
+    const hub = await tfsServe(['--store', store]);
+    try {
+      const t0 = performance.now();
+      const head = await fetch(`${hub.url}/team/big/resolve/main/model.safetensors`, { method: 'HEAD' });
+      const ms = performance.now() - t0;
+      expect(head.status).toBe(200);
+      expect(head.headers.get('x-linked-etag')).toBe(`"${expected}"`);
+      expect(head.headers.get('x-linked-size')).toBe(String(statSync(file).size));
+      expect(ms).toBeLessThan(1000);
+    } finally {
+      await hub.stop('SIGTERM');
     }
   }, 60_000);
 });

@@ -84,7 +84,7 @@ export {
   type HfProgress,
   type HfProvenance,
   type HfRepoSpec,
-} from './hf.js';
+} from './hf/index.js';
 export {
   DEFAULT_REMOTE_GRACE_MS,
   gcBacking,

@@ -16,6 +16,7 @@ import {
 } from '@tensorfs/format';
 import type { Lease, Store } from '@tensorfs/format/store';
 import { selectCheckpoint } from '@tensorfs/tensors';
+import { carryFileSha256 } from './file-sha256.js';
 import { globMatcher } from './glob.js';
 import { cancelled } from './http.js';
 import type { Origin } from './origin.js';
@@ -155,6 +156,7 @@ export async function fetchSelection(
     for (const id of t.referencingIds) leaves.delete(id);
     await t.fetchAll(leaves, { fetchedEarlier: selectionFetched, ...(made ? { made } : {}) });
     for (const id of selectionFetched) if (!leaves.has(id)) await t.countFetched(id);
+    await carryFileSha256(origin, store, store, remoteId, { as: localId, lease, ...(signal ? { signal } : {}) });
     await finish(localId, lease);
     return {
       id: localId,

@@ -3,6 +3,7 @@
  * the objects that reference them), then move the remote ref by compare-and-swap.
  */
 import { type ObjectId, TensorFSError, isObjectId } from '@tensorfs/format';
+import { carryFileSha256 } from './file-sha256.js';
 import { cancelled } from './http.js';
 import type { Store } from '@tensorfs/format/store';
 import type { Origin } from './origin.js';
@@ -68,6 +69,7 @@ export async function push(store: Store, origin: Origin, ref: string, options: P
 
   const sent = await sendClosure(store, origin, id, options);
   if (signal?.aborted) throw cancelled();
+  await carryFileSha256(store, origin, store, id, signal ? { signal } : {});
   await origin.setRef(name, id, { expected, signal });
   return {
     ref,

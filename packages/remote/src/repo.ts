@@ -25,6 +25,7 @@ import {
 } from '@tensorfs/format';
 import type { Lease, Store } from '@tensorfs/format/store';
 import { selectCheckpoint } from '@tensorfs/tensors';
+import { carryFileSha256 } from './file-sha256.js';
 import { globMatcher } from './glob.js';
 import type { Origin } from './origin.js';
 import { type PullOptions, type SelectionResult, fetchSelection } from './pull.js';
@@ -254,6 +255,7 @@ export async function publishTree(
     throw new TensorFSError('unsupported', 'this origin is read-only', { details: { rule: 'remote.read_only' } });
   }
   const sent = await sendClosure(store, origin, tree, options);
+  await carryFileSha256(store, origin, store, tree, options.signal ? { signal: options.signal } : {});
   const moved = await moveBranch(origin, {
     repo: options.repo,
     branch: options.branch,

@@ -6,9 +6,9 @@ import { isTensorFSError } from '@tensorfs/format';
 import { acceptedCounter } from '@tensorfs/testkit';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HuggingFaceRepo } from '../src/hf.js';
+import { HuggingFaceRepo } from '../src/hf/index.js';
 import { parseHfUrl } from '../src/index.js';
-import { nextLink } from '../src/hf.js';
+import { nextLink } from '../src/hf/index.js';
 
 function expectTensorFSError(err: unknown): void {
   if (!isTensorFSError(err)) throw new Error(`not a TensorFSError: ${String((err as Error)?.stack ?? err)}`);

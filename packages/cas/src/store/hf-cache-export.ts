@@ -14,7 +14,14 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
-import { type ObjectId, TensorFSError, parseObjectId, resolveRevision, throwIfAborted } from '@tensorfs/format';
+import {
+  type ObjectId,
+  TensorFSError,
+  parseObjectId,
+  resolveRevision,
+  throwIfAborted,
+  wrongArgument,
+} from '@tensorfs/format';
 import { errnoOf, fsyncDir, ioError, mkdirDurable, tempName } from './fsutil.js';
 import { type HfRepoType, gitBlobHasher, hfRepoOf, isLfsFile } from './hf-cache.js';
 import { checkObject, checkOptions, checkString } from './args.js';
@@ -27,6 +34,12 @@ const CHUNK = 8 << 20;
 export interface HfCacheExportOptions {
   /** Rehash every object before its bytes are written (default true). */
   verify?: boolean;
+  /**
+   * The tree a checkpoint revision is exported as: its `--safetensors` export (`@tensorfs/tensors`
+   * `safetensorsExportTree`, which puts the few objects it makes into the store). Without it a
+   * checkpoint revision is `unsupported` (`hf_cache.checkpoint_target`).
+   */
+  checkpointTree?: (store: LocalStore, checkpoint: ObjectId) => Promise<ObjectId>;
   signal?: AbortSignal;
   onProgress?: (p: { files: number; filesTotal: number; bytes: number; bytesTotal: number }) => void;
 }
@@ -43,7 +56,7 @@ export interface HfCacheExportResult {
   commit: string;
   /** The `refs/` entry written, if the revision was a branch or a tag. */
   ref: string | null;
-  /** The tree exported. */
+  /** The tree exported (for a checkpoint revision: its `--safetensors` export tree). */
   snapshot: ObjectId;
   files: number;
   bytes: number;
@@ -94,7 +107,10 @@ export async function exportHfCache(
   checkOptions(options);
   const { signal } = options;
   const rev = await resolveRevision(store, repo, revision ?? undefined);
-  if (rev.targetKind !== 'tree') {
+  if (options.checkpointTree !== undefined && typeof options.checkpointTree !== 'function') {
+    wrongArgument('store', 'options.checkpointTree', 'a function', options.checkpointTree);
+  }
+  if (rev.targetKind !== 'tree' && options.checkpointTree === undefined) {
     throw new TensorFSError(
       'unsupported',
       'this revision is a checkpoint, not a tree: export it with --safetensors, import that folder and export the tree',
@@ -106,7 +122,9 @@ export async function exportHfCache(
   const { id, type, folder } = hfRepoOf(rev.repo);
   const commit = hfCommitOf(rev);
   const refName = rev.kind === 'id' ? null : rev.revision;
-  const m = await store.getManifest(rev.target);
+  // A checkpoint as the files its `--safetensors` export writes (what the hub serves it as).
+  const tree = rev.targetKind === 'tree' ? rev.target : await options.checkpointTree!(store, rev.target);
+  const m = await store.getManifest(tree);
   try {
     await mkdirDurable(root);
   } catch (err) {
@@ -175,7 +193,7 @@ export async function exportHfCache(
       folder,
       commit,
       ref: refName,
-      snapshot: rev.target,
+      snapshot: tree,
       files: progress.files,
       bytes: progress.bytes,
       blobsKept,

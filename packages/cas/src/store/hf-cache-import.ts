@@ -7,6 +7,7 @@
  * move the branches (and tag the commits no ref names). A failure before the last step leaves no
  * ref changed; the objects already admitted are unreferenced and go with the next GC.
  */
+import { recordFileSha256 } from './file-sha256.js';
 import {
   type ObjectId,
   TensorFSError,
@@ -115,6 +116,7 @@ export async function importHfCache(
   const lease = await store.lease({ purpose: 'import Hugging Face cache' });
   try {
     const snapshots = new Map<string, Map<string, ObjectId>>();
+    const sha256s = new Map<ObjectId, ReadonlyMap<string, string>>();
     for (const repo of scan.repos) {
       const out: HfCacheRepoResult = {
         repo: repo.repo,
@@ -146,6 +148,7 @@ export async function importHfCache(
         progress.bytes += r.bytes;
         progress.bytesWritten += r.bytesWritten;
         ids.set(snap.commit, r.snapshot);
+        if (r.fileSha256) sha256s.set(r.snapshot, r.fileSha256);
         out.commits.push({
           commit: snap.commit,
           snapshot: r.snapshot,
@@ -226,6 +229,10 @@ export async function importHfCache(
         await createTag(store, { repo: repo.repo, tag, revision: doc.id, signal });
         out.tags.push({ name: tag, commit: snap.commit, created: true });
       }
+    }
+    // Named: each snapshot's whole-file SHA-256s are kept with it (what a hub answers as ETags).
+    for (const [id, sha256] of sha256s) {
+      await recordFileSha256(store, id, (await store.getManifest(id)).entries, sha256, { lease });
     }
     return result;
   } finally {

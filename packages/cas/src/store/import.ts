@@ -26,6 +26,7 @@ import {
 import { planAndHash, type ReadRecord, type Seams } from '@tensorfs/planner';
 import { createNodeHasher } from '../hash/index.js';
 import { DIRECT_ALIGN, DIRECT_MIN_BYTES } from './direct.js';
+import { WholeFileHashes } from './file-sha256.js';
 import { fileHandleSource } from './file-source.js';
 import { CHUNK_BYTES, errnoOf, ioError, readFully } from './fsutil.js';
 import type { Lease } from './leases.js';
@@ -77,6 +78,12 @@ export interface ImportResult {
   bytes: number;
   bytesWritten: number;
   objectsWritten: number;
+  /**
+   * `importEntries` only: the SHA-256 (hex) of each file of several records, by path, for the
+   * caller to record (`recordFileSha256`) once it names the snapshot. `importPath` with `name`
+   * records them itself.
+   */
+  fileSha256?: ReadonlyMap<string, string>;
 }
 
 /** One entry of a scanned tree: `rel` in the snapshot, read from `abs`. */
@@ -339,6 +346,8 @@ export interface TreeImport {
   bytes: number;
   bytesWritten: number;
   objectsWritten: number;
+  /** The SHA-256 (hex) of each file of several records, by path (see `file-sha256.ts`). */
+  fileSha256: Map<string, string>;
 }
 
 /** Plans, hashes and admits every entry; returns the manifest entries and counts. */
@@ -373,6 +382,8 @@ export async function importFound(
   let objectsWritten = 0;
   const entries: ManifestEntry[] = [];
   const hasher = createNodeHasher({ threads: options.threads });
+  const wholes = new WholeFileHashes();
+  const fileSha256 = new Map<string, string>();
   const counted = (r: PutResult): void => {
     if (r.written) {
       objectsWritten++;
@@ -414,6 +425,7 @@ export async function importFound(
           const size = f.size;
           const seams = options.seams?.[f.rel];
           const whole = f.expect ? new WholeFile(f.expect, size) : undefined;
+          const sha256 = wholes.file(size);
           const plan = await planAndHash(fileHandleSource(fh, size), {
             hasher,
             signal,
@@ -424,6 +436,8 @@ export async function importFound(
             onRead: (record, bytes) => early.start(record, bytes),
             onRecord: async (record, bytes) => {
               whole?.add(record.digest, bytes);
+              const hashed = sha256.add(record, bytes);
+              hashed.catch(() => {});
               const temp = early.take(record.index);
               if (bytes === null) {
                 // Read again from the file: bytes that differ from what was hashed mean the
@@ -468,8 +482,11 @@ export async function importFound(
               }
               progress.bytes += record.length;
               onProgress?.({ ...progress });
+              await hashed;
             },
           });
+          const hex = await sha256.finish();
+          if (hex !== undefined) fileSha256.set(f.rel, hex);
           // After every byte was read: the handle and the name must still be the file scanned,
           // unchanged (a write during the read would have moved mtime/ctime).
           await checkUnchanged(f, fh);
@@ -502,6 +519,7 @@ export async function importFound(
     await flushes.settle();
     await early.abandon();
     await hasher.close();
+    await wholes.close();
   }
   return {
     entries,
@@ -509,6 +527,7 @@ export async function importFound(
     bytes: progress.bytesTotal,
     bytesWritten: progress.bytesWritten,
     objectsWritten,
+    fileSha256,
   };
 }
 

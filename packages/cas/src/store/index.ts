@@ -57,3 +57,10 @@ export {
 } from './hf-cache-import.js';
 export { type HfCacheExportOptions, type HfCacheExportResult, exportHfCache, hfCommitOf } from './hf-cache-export.js';
 export type { Found, ContentDigest, Stamp, TreeImport } from './import.js';
+export {
+  copyFileSha256,
+  fileSha256Ref,
+  mayHaveFileSha256,
+  readFileSha256,
+  recordsKey,
+} from './file-sha256.js';

@@ -22,6 +22,7 @@ import type { Layout } from './layout.js';
 import type { Objects } from './objects.js';
 import type { StoreParts } from './parts.js';
 import { type RefEntry, readRef, scanRefs } from './refs.js';
+import { isSideRef } from './file-sha256.js';
 
 /**
  * A ref that a listing could not show or measure, and why. The listing goes on with the other refs.
@@ -129,6 +130,7 @@ export async function* refHeads(
   for (const problem of scan.problems) yield { problem };
   for (const r of scan.refs) {
     throwIfAborted(signal);
+    if (isSideRef(r.name)) continue; // names a server's note (`_hf/…`), not a snapshot
     let head: Head;
     try {
       head = await readHead(parts.objects, r.id);

@@ -6,7 +6,8 @@ import { basename, resolve } from 'node:path';
 import type { Manifest, ObjectId } from '@tensorfs/format';
 import { type Found, type ImportOptions, type ImportResult, importFound, importTree } from './import.js';
 import type { Lease, LeaseOptions } from './leases.js';
-import type { Objects } from './objects.js';
+import { recordFileSha256 } from './file-sha256.js';
+import type { Chunks, Objects, PutResult } from './objects.js';
 import type { LocalSetRefOptions } from './ref-write.js';
 
 /** What an import writes through: the store's own lease, manifest and ref methods. */
@@ -14,6 +15,7 @@ export interface SnapshotWriter {
   lease(options?: LeaseOptions): Promise<Lease>;
   putManifest(m: Manifest, options?: { lease?: Lease }): Promise<ObjectId>;
   setRef(name: string, id: ObjectId, options?: LocalSetRefOptions): Promise<void>;
+  put(bytes: Chunks, options?: { lease?: Lease }): Promise<PutResult>;
 }
 
 /**
@@ -32,6 +34,7 @@ export async function importPathAsSnapshot(
     const snapshot = await store.putManifest({ entries: result.entries }, { lease });
     if (options.name !== undefined) {
       await store.setRef(options.name, snapshot, { lease, expected: options.expected });
+      await recordFileSha256(store, snapshot, result.entries, result.fileSha256, { lease });
     }
     return resultOf(snapshot, result);
   } finally {
@@ -60,5 +63,6 @@ function resultOf(snapshot: ObjectId, result: Omit<ImportResult, 'snapshot'>): I
     bytes: result.bytes,
     bytesWritten: result.bytesWritten,
     objectsWritten: result.objectsWritten,
+    fileSha256: result.fileSha256,
   };
 }

@@ -3,6 +3,7 @@
  * `tfs export <repo>[@<rev>] <dir> --hf-cache`. The layout logic lives in `@tensorfs/cas`.
  */
 import { exportHfCache, importHfCache, type LocalStore } from '@tensorfs/cas';
+import { openCheckpoint, safetensorsExportTree } from '@tensorfs/tensors';
 import { parseRepoSpec, TensorFSError } from '@tensorfs/format';
 import type { CommandContext } from '../context.js';
 import { formatBytes } from '../progress.js';
@@ -67,6 +68,8 @@ export async function runHfCacheExport(
   const bar = ctx.progress('export');
   const r = await exportHfCache(store, repo, revision, dir, {
     verify: options.verify,
+    // A checkpoint revision: the files its `--safetensors` export writes (what the hub serves).
+    checkpointTree: async (s, id) => safetensorsExportTree(s, await openCheckpoint(s, id)),
     signal: ctx.signal,
     onProgress: (p) => bar.update(p.bytes, p.bytesTotal),
   }).finally(() => bar.done());

@@ -8,7 +8,9 @@
  *   its `--safetensors` export: the export's layout snapshot, built without writing to the store
  *   (the few objects it makes — a safetensors header, a `config.json` — stay in memory).
  * - A file's SHA-256: a file of one record is that object (its id is the digest). Otherwise it is
- *   computed once (single flight per record list, every object verified while hashing) and kept
+ *   the one recorded with the tree (`tfs import` and pulls keep a list per tree, the side ref
+ *   `_hf/sha256/<tree hex>`: `@tensorfs/cas` `readFileSha256`), so the first `HEAD` reads one
+ *   small object, over a read-only store too. A tree without one has it computed once (single flight per record list, every object verified while hashing) and kept
  *   in memory and, when the store takes writes, as a side ref `_hf/etags/<key>` → a small object
  *   `sha256:<hex>\n`, where `<key>` is the SHA-256 of the record list (`<id> <length>\n` per
  *   record). The same bytes in any tree share one entry; a pull-through import records what the
@@ -24,6 +26,7 @@ import {
   parseObjectId,
   sortManifestEntries,
 } from '@tensorfs/format';
+import { readFileSha256, recordsKey } from '@tensorfs/cas';
 import { type Store, MemoryStore } from '@tensorfs/format/store';
 import type { HubStore } from './types.js';
 import type { Quarantine } from './verify.js';
@@ -128,12 +131,8 @@ export async function servedTree(
   return { target, files: list, byPath: new Map(list.map((f) => [f.path, f])), extra };
 }
 
-/** The key of a record list: the SHA-256 (hex) of `<id> <length>\n` per record. */
-export function recordsKey(records: readonly RecordRef[]): string {
-  const h = createHash('sha256');
-  for (const r of records) h.update(`${r.digest} ${r.length}\n`);
-  return h.digest('hex');
-}
+/** The key of a record list (the one `@tensorfs/cas` keys its whole-file SHA-256 lists by). */
+export { recordsKey };
 
 /** The side ref holding the SHA-256 of the file a record list makes. */
 export function etagRefName(key: string): string {
@@ -142,6 +141,7 @@ export function etagRefName(key: string): string {
 
 const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
 const MAX_REMEMBERED = 200_000;
+const LISTS_KEPT = 256;
 
 /** Reads an object as a stream, from memory (an export's header) or the store. */
 export async function openObject(
@@ -172,6 +172,7 @@ export async function openObject(
 export class FileDigests {
   private readonly known = new Map<string, string>();
   private readonly running = new Map<string, Promise<string>>();
+  private readonly lists = new Map<ObjectId, Promise<Map<string, string>>>();
   /** Aborted when the hub closes: computations in flight stop reading. */
   readonly stopped = new AbortController();
 
@@ -211,12 +212,29 @@ export class FileDigests {
     return p;
   }
 
+  /** The whole-file SHA-256 list recorded with `target` (read once per target; empty if none). */
+  private listOf(target: ObjectId): Promise<Map<string, string>> {
+    let p = this.lists.get(target);
+    if (p === undefined) {
+      p = readFileSha256(this.store, target);
+      if (this.lists.size >= LISTS_KEPT) this.lists.delete(this.lists.keys().next().value as ObjectId);
+      this.lists.set(target, p);
+    }
+    return p;
+  }
+
   private remember(key: string, hex: string): void {
     if (this.known.size >= MAX_REMEMBERED) this.known.delete(this.known.keys().next().value as string);
     this.known.set(key, hex);
   }
 
   private async load(tree: ServedTree, file: ServedFile, key: string): Promise<string> {
+    // Recorded with the tree (at import or pull): no hash pass, and no write to the store.
+    const listed = (await this.listOf(tree.target)).get(key);
+    if (listed !== undefined) {
+      this.remember(key, listed);
+      return listed;
+    }
     const stored = await this.stored(key);
     if (stored !== undefined) {
       this.remember(key, stored);

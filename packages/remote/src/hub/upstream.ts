@@ -4,7 +4,7 @@
  * then serves it.
  *
  * - A revision the store lacks (a branch or tag name) is pinned to the upstream's commit
- *   (`GET /api/models/{repo}/revision/{rev}`), imported with the `hf://` importer (headers first,
+ *   (`GET /api/models/{repo}/revision/{rev}`, `/api/datasets/…` for a dataset), imported with the `hf://` importer (headers first,
  *   every file checked against the SHA-256 the upstream announced, or its git blob id for small
  *   non-LFS files), and recorded as the branch of that name, whose revision document says
  *   `upstream: { source: "<endpoint>/<repo>", revision: <commit> }`. A request for one file
@@ -16,19 +16,30 @@
  *   and file).
  * - The upstream is asked with the hub's own token only (never the client's); who may read what
  *   was fetched is the hub's tokens file, checked before anything is fetched.
+ * - A dataset (the hub's repository `datasets/owner/name`, asked for under `/api/datasets/…` or
+ *   `/datasets/…/resolve/…`) is fetched the same way from the upstream's dataset routes and kept
+ *   under that same repository name, so it is served as a dataset afterwards.
  */
 import { type ManifestEntry, TensorFSError, isTensorFSError, moveBranch, sortManifestEntries } from '@tensorfs/format';
-import { type HfFile, HuggingFaceRepo, importHuggingFace } from '../hf.js';
+import { type HfFile, type HfRepoSpec, HuggingFaceRepo, importHuggingFace } from '../hf/index.js';
 import type { HfApi, HfSource } from './hf-api.js';
 import { COMMIT_RE, type HfRevision } from './hf-revisions.js';
 import type { UpstreamOptions } from './types.js';
 
 /** How long a failed upstream listing is remembered. */
 const FAILURE_MS = 30_000;
+const DATASET_PREFIX = 'datasets/';
 
 /** Glob characters escaped, so an include pattern matches exactly one path. */
 function exactGlob(path: string): string {
   return path.replace(/[\\*?[\]{}()!+@|^$]/g, (ch) => `\\${ch}`);
+}
+
+/** The upstream's name of the hub's repository `repo`: `datasets/owner/name` is the dataset `owner/name`. */
+function upstreamSpec(repo: string, revision: string): HfRepoSpec {
+  return repo.startsWith(DATASET_PREFIX)
+    ? { repo: repo.slice(DATASET_PREFIX.length), revision, type: 'dataset' }
+    : { repo, revision };
 }
 
 /** The branch a 40-hex upstream commit asked for by a client is kept on (a branch name has at most 32 characters). */
@@ -62,14 +73,11 @@ export class PullThrough implements HfSource {
   }
 
   private repo(repo: string, revision: string): HuggingFaceRepo {
-    return new HuggingFaceRepo(
-      { repo, revision },
-      {
-        endpoint: this.endpoint,
-        ...(this.options.token !== undefined ? { token: this.options.token } : {}),
-        ...(this.options.http ? { http: this.options.http } : {}),
-      },
-    );
+    return new HuggingFaceRepo(upstreamSpec(repo, revision), {
+      endpoint: this.endpoint,
+      ...(this.options.token !== undefined ? { token: this.options.token } : {}),
+      ...(this.options.http ? { http: this.options.http } : {}),
+    });
   }
 
   /** The upstream's files at `commit` (asked once per commit: a commit never changes). */
@@ -90,8 +98,6 @@ export class PullThrough implements HfSource {
     api: HfApi,
     { repo, revision, path, local }: { repo: string; revision: string; path?: string; local?: HfRevision },
   ): Promise<HfRevision | null> {
-    // Datasets are not imported from an upstream (the importer reads model repositories).
-    if (repo.startsWith('datasets/')) return null;
     const hf = this.repo(repo, revision);
     const missing = (err: unknown) => isTensorFSError(err) && err.code === 'not_found';
     let commit: string;
@@ -114,7 +120,7 @@ export class PullThrough implements HfSource {
     }
     const onBranch = local?.kind === 'branch' && local.name !== null ? local.name : undefined;
     const branch = onBranch ?? (COMMIT_RE.test(revision) ? upstreamBranch(revision) : revision);
-    const result = await importHuggingFace(api.store, `hf://${repo}@${commit}`, {
+    const result = await importHuggingFace(api.store, upstreamSpec(repo, commit), {
       endpoint: this.endpoint,
       ...(this.options.token !== undefined ? { token: this.options.token } : {}),
       ...(this.options.http ? { http: this.options.http } : {}),

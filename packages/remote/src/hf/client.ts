@@ -1,29 +1,10 @@
 /**
- * Hugging Face Hub sources: `hf://owner/repo[@revision]` imported as a snapshot.
- *
- * What is asked of the Hub, in order (`endpoint` is `HF_ENDPOINT` in the CLI, by default the
- * public Hub):
- * 1. `GET /api/models/{repo}/revision/{revision}`: the commit the revision (branch, tag or commit)
- *    names now. Everything after is asked at that commit, so a branch moving meanwhile changes
- *    nothing, and the commit is recorded with the result.
- * 2. `GET /api/models/{repo}/tree/{commit}?recursive=true`, following `Link: <…>; rel="next"`
- *    (same origin only): every file with its size, git blob id and, for LFS files, its SHA-256.
- * 3. For each file the include globs select: `HEAD /{repo}/resolve/{commit}/{path}` without
- *    following the redirect, for what the Hub announces (`X-Repo-Commit`, `X-Linked-Etag` /
- *    `ETag`, `X-Linked-Size`); then `GET` with `Range` on the same URL, following redirects (the
- *    Hub sends LFS files to a CDN on another origin; the token is not sent there). A
- *    safetensors/GGUF header is read by bounded ranges first; the rest of the file in one stream.
- * 4. Each file is planned and hashed as a local import plans it (same records, same objects),
- *    and its whole bytes are checked against what the Hub announced (SHA-256 for LFS files, the
- *    git blob id for the others) before the snapshot is written: a mismatch is `corrupt` and
- *    nothing is referenced.
+ * The Hub's REST API of one repository, as the importer and the pull-through hub ask it: the
+ * commit a revision names, the file listing at a commit, what `HEAD` announces for a file, and
+ * byte ranges of a file (see the steps in `./import.ts`).
  */
-import { type Store, validateRefName } from '@tensorfs/cas';
-import { comparePaths, type ObjectId, TensorFSError, throwIfAborted, validatePath } from '@tensorfs/format';
-import { globMatcher } from './glob.js';
-import type { Credential } from './credentials.js';
-import { importSources, type SourceProgress } from './sources/pipeline.js';
-import type { Source, SourceFile } from './sources/source.js';
+import { comparePaths, TensorFSError, throwIfAborted, validatePath } from '@tensorfs/format';
+import type { Credential } from '../credentials.js';
 import {
   cancelled,
   displayUrl,
@@ -32,50 +13,8 @@ import {
   type HttpResponse,
   offlineFromEnv,
   readText,
-} from './http.js';
-
-/** The public Hub. */
-export const HF_DEFAULT_ENDPOINT = 'https://huggingface.co';
-
-/** A parsed `hf://` URL. */
-export interface HfRepoSpec {
-  /** `owner/name` (or a legacy one-segment name such as `gpt2`). */
-  repo: string;
-  /** A branch, tag or commit as given (default `main`). */
-  revision: string;
-}
-
-const SEGMENT = /^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?$/;
-
-/**
- * Parses `hf://owner/repo[@revision]`. Only model repositories are supported (`hf://datasets/…`
- * and `hf://spaces/…` are `unsupported`); a revision may hold `/` (`refs/pr/1`).
- * @throws {TensorFSError} `invalid_argument` (`hf.url`), `unsupported` (`hf.repo_type`).
- */
-export function parseHfUrl(url: string): HfRepoSpec {
-  const bad = (why: string) =>
-    new TensorFSError('invalid_argument', `not a Hugging Face source (${why}): hf://owner/repo[@revision]`, {
-      details: { rule: 'hf.url' },
-    });
-  if (typeof url !== 'string' || !url.startsWith('hf://')) throw bad('scheme');
-  const rest = url.slice(5);
-  const at = rest.indexOf('@');
-  const repoPart = at < 0 ? rest : rest.slice(0, at);
-  const revision = at < 0 ? 'main' : rest.slice(at + 1);
-  const segments = repoPart.split('/');
-  if (segments.length === 3 && ['datasets', 'spaces'].includes(segments[0]!)) {
-    throw new TensorFSError('unsupported', `only model repositories can be imported, not ${segments[0]}`, {
-      details: { rule: 'hf.repo_type', actual: segments[0] },
-    });
-  }
-  if (segments.length < 1 || segments.length > 2 || !segments.every((s) => SEGMENT.test(s) && !s.includes('..'))) {
-    throw bad('repository name');
-  }
-  if (revision.length === 0 || revision.length > 256 || /[\u0000-\u001f\u007f]/.test(revision)) {
-    throw bad('revision');
-  }
-  return { repo: segments.join('/'), revision };
-}
+} from '../http.js';
+import { HF_DEFAULT_ENDPOINT, type HfRepoSpec } from './url.js';
 
 /** One file of a repository at a commit, as the tree API lists it. */
 export interface HfFile {
@@ -86,25 +25,6 @@ export interface HfFile {
   /** For a file stored with LFS: the SHA-256 (64 hex digits) of its bytes. */
   sha256?: string;
 }
-
-/** Where an import came from: recorded with the snapshot, and printed. */
-export interface HfProvenance {
-  kind: 'huggingface';
-  /** The Hub (scheme, host and path only). */
-  endpoint: string;
-  repo: string;
-  /** The revision as asked. */
-  revision: string;
-  /** The commit it named (40 hex digits): every file was read at this commit. */
-  commit: string;
-  /** The include globs, if any. */
-  include?: string[];
-  /** The files imported, with what the Hub announced for each. */
-  files: HfFile[];
-}
-
-/** Progress of {@link importHuggingFace}: the import pipeline's. */
-export type HfProgress = SourceProgress;
 
 /** Options of {@link HuggingFaceRepo} and {@link importHuggingFace}. */
 export interface HfOptions {
@@ -117,36 +37,10 @@ export interface HfOptions {
   signal?: AbortSignal;
 }
 
-/** Options of {@link importHuggingFace}. */
-export interface HfImportOptions extends HfOptions {
-  /** Import only files whose repository path matches one of these globs (picomatch, `dot: true`). */
-  include?: string | readonly string[];
-  /** A ref to point at the snapshot. */
-  name?: string;
-  /** Compare-and-swap for `name` (`null`: must not exist). */
-  expected?: ObjectId | null;
-  /** Hashing threads (default one per core). */
-  threads?: number;
-  onProgress?: (p: HfProgress) => void;
-}
-
-/** What {@link importHuggingFace} made. */
-export interface HfImportResult {
-  snapshot: ObjectId;
-  source: HfProvenance;
-  files: number;
-  /** Bytes of the imported files. */
-  bytes: number;
-  /** Body bytes received over HTTP. */
-  bytesFetched: number;
-  bytesWritten: number;
-  objectsWritten: number;
-}
-
 const TREE_PAGE_LIMIT = 64 * 1024 * 1024;
 const MAX_FILES = 1_000_000;
 
-/** The Hub API of one model repository. */
+/** The Hub API of one model (or, with `spec.type` `dataset`, dataset) repository. */
 export class HuggingFaceRepo {
   readonly endpoint: string;
   private readonly origin: string;
@@ -190,9 +84,14 @@ export class HuggingFaceRepo {
     return this.spec.repo.split('/').map(encodeURIComponent).join('/');
   }
 
-  /** `{endpoint}/{repo}/resolve/{commit}/{path}`. */
+  /** `{endpoint}/api/models/{repo}` (`/api/datasets/…` for a dataset). */
+  private apiPath(): string {
+    return `${this.endpoint}/api/${this.spec.type === 'dataset' ? 'datasets' : 'models'}/${this.repoPath()}`;
+  }
+
+  /** `{endpoint}/{repo}/resolve/{commit}/{path}` (`{endpoint}/datasets/{repo}/…` for a dataset). */
   resolveUrl(commit: string, path: string): string {
-    return `${this.endpoint}/${this.repoPath()}/resolve/${encodeURIComponent(commit)}/${path.split('/').map(encodeURIComponent).join('/')}`;
+    return `${this.endpoint}/${this.spec.type === 'dataset' ? 'datasets/' : ''}${this.repoPath()}/resolve/${encodeURIComponent(commit)}/${path.split('/').map(encodeURIComponent).join('/')}`;
   }
 
   /** Sends a request to the Hub; 401/403/404 become `denied` / `not_found` saying what to do. */
@@ -241,9 +140,13 @@ export class HuggingFaceRepo {
         details: { rule: 'hf.entry_not_found', ...details },
       });
     }
-    return new TensorFSError('not_found', `no model repository ${repo} on the Hub`, {
-      details: { rule: 'hf.repo_not_found', ...details },
-    });
+    return new TensorFSError(
+      'not_found',
+      `no ${this.spec.type === 'dataset' ? 'dataset' : 'model'} repository ${repo} on the Hub`,
+      {
+        details: { rule: 'hf.repo_not_found', ...details },
+      },
+    );
   }
 
   private async getJson<T>(
@@ -267,7 +170,7 @@ export class HuggingFaceRepo {
    *   (asked for a commit, answered another).
    */
   async resolveRevision(revision = this.spec.revision): Promise<string> {
-    const url = `${this.endpoint}/api/models/${this.repoPath()}/revision/${encodeURIComponent(revision)}`;
+    const url = `${this.apiPath()}/revision/${encodeURIComponent(revision)}`;
     const { value } = await this.getJson<{ sha?: unknown }>(url, { revision });
     const sha = value?.sha;
     if (typeof sha !== 'string' || !/^[0-9a-f]{40}$/.test(sha)) {
@@ -291,8 +194,7 @@ export class HuggingFaceRepo {
   async listFiles(commit: string): Promise<HfFile[]> {
     const out: HfFile[] = [];
     const seen = new Set<string>();
-    let url: string | undefined =
-      `${this.endpoint}/api/models/${this.repoPath()}/tree/${encodeURIComponent(commit)}?recursive=true`;
+    let url: string | undefined = `${this.apiPath()}/tree/${encodeURIComponent(commit)}?recursive=true`;
     let pages = 0;
     while (url !== undefined) {
       throwIfAborted(this.options.signal);
@@ -467,128 +369,4 @@ function normalizeEtag(v: string): string {
     .trim()
     .replace(/^W\//, '')
     .replace(/^"(.*)"$/, '$1');
-}
-
-/**
- * `hf://owner/repo[@revision]` as a source of the import pipeline: resolved to a commit, its files
- * listed (those `include` selects) with the SHA-256 (LFS) or git blob id the Hub announces, each
- * file's `HEAD` checked against the listing before its bytes are read.
- * @throws {TensorFSError} `invalid_argument` (URL, globs) at once; the rest when resolved.
- */
-export function huggingFaceSource(
-  url: string,
-  options: HfOptions & { include?: string | readonly string[] } = {},
-): Source<HfProvenance> {
-  const spec = parseHfUrl(url);
-  const globs =
-    options.include === undefined ? [] : typeof options.include === 'string' ? [options.include] : [...options.include];
-  if (globs.some((g) => typeof g !== 'string' || g.length === 0)) {
-    throw new TensorFSError('invalid_argument', 'an include glob is empty', { details: { rule: 'hf.include' } });
-  }
-  const match = globs.length > 0 ? globMatcher(globs) : () => true;
-  return {
-    async resolve(signal) {
-      const repo = new HuggingFaceRepo(spec, { ...options, ...(signal ? { signal } : {}) });
-      const commit = await repo.resolveRevision();
-      const files = (await repo.listFiles(commit)).filter((f) => match(f.path));
-      if (files.length === 0) {
-        throw new TensorFSError(
-          'not_found',
-          `no file of ${spec.repo} at ${commit.slice(0, 12)} matches the include globs`,
-          {
-            details: { rule: 'hf.nothing_selected', repo: spec.repo, commit },
-          },
-        );
-      }
-      return {
-        label: `hf ${spec.repo}`,
-        voice: { rules: 'hf', who: 'the Hub' },
-        files: files.map((f) => hubFile(repo, commit, f)),
-        provenance: () => ({
-          kind: 'huggingface',
-          endpoint: displayUrl(repo.endpoint).replace(/\/$/, ''),
-          repo: spec.repo,
-          revision: spec.revision,
-          commit,
-          ...(globs.length > 0 ? { include: globs } : {}),
-          files,
-        }),
-      };
-    },
-  };
-}
-
-/** One file of the repository at `commit` for the pipeline. */
-function hubFile(repo: HuggingFaceRepo, commit: string, file: HfFile): SourceFile {
-  return {
-    path: file.path,
-    size: file.size,
-    digest:
-      file.sha256 !== undefined ? { algorithm: 'sha256', hex: file.sha256 } : { algorithm: 'git-blob', hex: file.oid },
-    check: () => checkAnnounced(repo, commit, file),
-    open: (start, end) => repo.openRange(commit, file, start, end),
-  };
-}
-
-/** What the Hub's `HEAD` announces for `file` must agree with its tree listing (`corrupt` otherwise). */
-async function checkAnnounced(repo: HuggingFaceRepo, commit: string, file: HfFile): Promise<void> {
-  const announced = await repo.head(commit, file.path);
-  if (announced.commit !== undefined && announced.commit !== commit) {
-    throw new TensorFSError('corrupt', `${file.path}: the Hub served another commit than the one resolved`, {
-      details: { rule: 'hf.commit_mismatch', path: file.path, expected: commit, actual: announced.commit.slice(0, 64) },
-    });
-  }
-  const expectedDigest = file.sha256 ?? file.oid;
-  if (announced.etag !== undefined && announced.etag !== expectedDigest) {
-    throw new TensorFSError('corrupt', `${file.path}: the Hub's ETag differs from its tree listing`, {
-      details: {
-        rule: 'hf.etag_mismatch',
-        path: file.path,
-        expected: expectedDigest,
-        actual: announced.etag.slice(0, 80),
-      },
-    });
-  }
-  if (announced.size !== undefined && announced.size !== file.size) {
-    throw new TensorFSError('corrupt', `${file.path}: the Hub announced another size than its tree listing`, {
-      details: { rule: 'hf.size_mismatch', path: file.path, expected: file.size, actual: announced.size },
-    });
-  }
-}
-
-/**
- * Imports `hf://owner/repo[@revision]` (files selected by `include`) into `store` as a snapshot
- * whose objects are exactly those a local import of the same files makes, through the one import
- * pipeline ({@link importSources}). The revision is resolved to a commit first and every file read
- * at that commit; each file's bytes are checked against the Hub's SHA-256 (LFS) or git blob id
- * before the snapshot is written, and the ref (with `name`) is set last. Objects of a failed
- * import are left unreferenced (GC takes them).
- * @throws {TensorFSError} `invalid_argument` (URL, globs), `denied` (401/403: set `HF_TOKEN`),
- *   `not_found` (repository, revision or file), `corrupt` (bytes, sizes or commits that differ
- *   from what the Hub announced), `malformed` (API answers), `unavailable` (network, 5xx after
- *   retries), `conflict` (`expected`), `cancelled`.
- */
-export async function importHuggingFace(
-  store: Store,
-  url: string,
-  options: HfImportOptions = {},
-): Promise<HfImportResult> {
-  const source = huggingFaceSource(url, options);
-  if (options.name !== undefined) validateRefName(options.name);
-  const r = await importSources(store, source, {
-    ...(options.name !== undefined ? { name: options.name } : {}),
-    ...(options.expected !== undefined ? { expected: options.expected } : {}),
-    ...(options.threads !== undefined ? { threads: options.threads } : {}),
-    ...(options.signal ? { signal: options.signal } : {}),
-    ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-  });
-  return {
-    snapshot: r.snapshot,
-    source: r.sources[0]!,
-    files: r.files,
-    bytes: r.bytes,
-    bytesFetched: r.bytesFetched,
-    bytesWritten: r.bytesWritten,
-    objectsWritten: r.objectsWritten,
-  };
 }
