@@ -467,7 +467,7 @@ describe('readSlice', () => {
       controller.abort();
       expect(await rejection(set.get('mat').readSlice(cols, { ...options, signal: controller.signal }))).toEqual({
         code: 'cancelled',
-        rule: undefined,
+        rule: 'errors.cancelled',
       });
     }
     // Mid-slice: 16 exact reads, the controller aborted by the third.
@@ -476,7 +476,7 @@ describe('readSlice', () => {
     abortAfter = 3;
     const into = new Uint8Array(16 * 12).fill(7);
     const p = set.get('mat').readSlice(cols, { gap: 0, into, signal: controller.signal });
-    expect(await rejection(p)).toEqual({ code: 'cancelled', rule: undefined });
+    expect(await rejection(p)).toEqual({ code: 'cancelled', rule: 'errors.cancelled' });
     expect(running).toBe(0);
     const copy = into.slice();
     await new Promise((res) => setTimeout(res, 20));
