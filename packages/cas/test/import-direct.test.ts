@@ -88,13 +88,17 @@ describe('direct writes', () => {
     await s.close();
   });
 
-  it('is on by default for imports (issue 29); directIO: false or TENSORFS_DIRECT_IO=0 turns it off', async () => {
+  it('is off by default for imports; directIO: true or TENSORFS_DIRECT_IO=1 turns it on', async () => {
     const direct = vi.spyOn(Objects.prototype as unknown as { fillDirect: () => unknown }, 'fillDirect');
     const root = tempDir();
     const s = await LocalStore.open(root);
     await expectStored(root, s, await importOdd(s));
-    expect(direct).toHaveBeenCalledTimes(linux ? 3 : 0);
+    expect(direct).not.toHaveBeenCalled();
     await s.close();
+    const on = await LocalStore.open(tempDir(), { directIO: true });
+    await importOdd(on, 5);
+    expect(direct).toHaveBeenCalledTimes(linux ? 3 : 0);
+    await on.close();
     direct.mockClear();
     const off = await LocalStore.open(tempDir(), { directIO: false });
     await importOdd(off, 2);
@@ -136,12 +140,12 @@ describe('direct writes', () => {
     expect(pages).toEqual({ default: bytes.length, 'default, asked': 0, 'directIO: true': 0 });
   });
 
-  it('on tmpfs the default import is byte-exact, direct where the kernel takes O_DIRECT there and buffered once refused', async () => {
+  it('on tmpfs a directIO import is byte-exact, direct where the kernel takes O_DIRECT there and buffered once refused', async () => {
     if (!existsSync('/dev/shm')) return expect(linux).toBe(false);
     const direct = vi.spyOn(Objects.prototype as unknown as { fillDirect: () => unknown }, 'fillDirect');
     const root = mkdtempSync(join('/dev/shm', 'tfs-direct-'));
     try {
-      const s = await LocalStore.open(root);
+      const s = await LocalStore.open(root, { directIO: true });
       await expectStored(root, s, await importOdd(s));
       const objects = (s as unknown as { objects: Objects }).objects;
       // tmpfs refused O_DIRECT before Linux 6.6 (EINVAL) and takes it since.

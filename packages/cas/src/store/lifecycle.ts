@@ -51,8 +51,8 @@ export interface StoreOptions {
    * Writes of large new objects with `O_DIRECT` where the OS and filesystem allow it (Linux; a
    * filesystem that refuses, such as tmpfs before Linux 6.6, gets buffered writes): the device
    * reads the writer's buffer, saving the CPU of copying every byte into the page cache. Default
-   * (undefined): imported records are written direct, parts (`openPart`) as their caller asks,
-   * buffered when it does not say. `true`: parts too; `false`: nothing direct. The price:
+   * (undefined or `false`): imported records are written buffered, parts (`openPart`) as their
+   * caller asks, buffered when it does not say. `true`: imported records and parts direct. The price:
    * directly written objects are not in the page cache, so their first read comes from the disk
    * (docs/store.md "Direct I/O"). `TENSORFS_DIRECT_IO=1` / `=0` in the environment sets `true` /
    * `false`.

@@ -116,7 +116,7 @@ export class Objects {
     private readonly readOnly: boolean,
     /**
      * `StoreOptions.directIO`: true, every large temp and part written with O_DIRECT unless
-     * refused; false, none; undefined (the default), imported records direct and parts as their
+     * refused; false or undefined (the default), imported records buffered and parts as their
      * caller asks (buffered when it does not say).
      */
     private readonly wantsDirect: boolean | undefined = undefined,
@@ -139,9 +139,9 @@ export class Objects {
     for (const d of created) fs.chmodSync(d, SHARED_DIR_MODE);
   }
 
-  /** True while imported records are written with O_DIRECT (not turned off, and not refused). */
+  /** True while imported records are written with O_DIRECT (`directIO: true`, not refused). */
   get directIO(): boolean {
-    return this.wantsDirect !== false && !this.refused;
+    return this.wantsDirect === true && !this.refused;
   }
 
   /** True while parts whose caller does not choose are written with O_DIRECT (`directIO: true`, not refused). */
