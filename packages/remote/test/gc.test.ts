@@ -299,15 +299,21 @@ describe('remote GC racing pushes of objects the origin already holds, unreachab
     await race(src, origin, () => gcOrigin(origin, { graceMs: 60_000 }), seeded);
   }, 120_000);
 
-  it('hub over a local store: 0 missing objects, every push succeeds', async () => {
-    rounds = 12;
-    const backing = await newStore();
-    const h = await serveHub(new StoreOrigin(backing), {
+  /** A hub over `backing`, and an origin speaking to it with the admin token. */
+  async function adminHub(backing: Parameters<typeof serveHub>[0]): Promise<HubOrigin> {
+    const h = await serveHub(backing, {
       tokens: { tokens: [{ token: ADMIN, read: ['*'], write: ['*'], admin: true }] },
     });
     after(() => h.close());
     const admin = new HubOrigin(h.url, { credential: ADMIN });
     after(() => admin.close());
+    return admin;
+  }
+
+  it('hub over a local store: 0 missing objects, every push succeeds', async () => {
+    rounds = 12;
+    const backing = await newStore();
+    const admin = await adminHub(new StoreOrigin(backing));
     const src = await newStore();
     const seeded = await seed(src, admin);
     const past = new Date(Date.now() - 7200_000);
@@ -319,12 +325,7 @@ describe('remote GC racing pushes of objects the origin already holds, unreachab
 
   it('hub over a bucket (moto): 0 missing objects', async () => {
     rounds = 12; // moto answers slowly: fewer rounds, the same race
-    const h = await serveHub(s3(), {
-      tokens: { tokens: [{ token: ADMIN, read: ['*'], write: ['*'], admin: true }] },
-    });
-    after(() => h.close());
-    const admin = new HubOrigin(h.url, { credential: ADMIN });
-    after(() => admin.close());
+    const admin = await adminHub(s3());
     const src = await newStore();
     const seeded = await seed(src, admin);
     const GRACE = 2000;

@@ -139,13 +139,8 @@ export class Objects {
     for (const d of created) fs.chmodSync(d, SHARED_DIR_MODE);
   }
 
-  /** True while imported records are written with O_DIRECT (`directIO: true`, not refused). */
+  /** True while imported records, and parts whose caller does not choose, are written with O_DIRECT (`directIO: true`, not refused). */
   get directIO(): boolean {
-    return this.wantsDirect === true && !this.refused;
-  }
-
-  /** True while parts whose caller does not choose are written with O_DIRECT (`directIO: true`, not refused). */
-  get partsDirect(): boolean {
     return this.wantsDirect === true && !this.refused;
   }
 

@@ -42,7 +42,7 @@ export async function openPart(
   key: string,
   expectedLength: number,
   signal?: AbortSignal,
-  wantDirect: boolean = objects.partsDirect,
+  wantDirect: boolean = objects.directIO,
 ): Promise<ObjectPart> {
   objects.assertWritable();
   if (!PART_KEY.test(key)) {
