@@ -1,8 +1,7 @@
 /**
  * Topologies from headers, and layouts: `quant(topology)`, always computed, never stored.
  */
-import picomatch from 'picomatch/posix.js';
-import { TensorFSError } from '@tensorfs/format';
+import { globMatcher, TensorFSError } from '@tensorfs/format';
 import { documentDigest } from './canonical.js';
 import type { DocRef, RuleDoc, TopologyComponent, TopologyDoc } from './documents.js';
 import { refOf } from './documents.js';
@@ -97,13 +96,13 @@ export interface Layout {
   components: Record<string, LayoutComponent>;
 }
 
-// Rule globs are picomatch patterns, the one dialect of every pattern a user types (`--tensors`,
-// `--include`, token scopes); tensor keys hold no `/`, so `*` spans any run of a key.
+// Rule globs are in the one dialect of every pattern a user types (`--tensors`, `--include`,
+// token scopes), through its one matcher; tensor keys hold no `/`, so `*` spans any run of a key.
 const globCache = new Map<string, (key: string) => boolean>();
 function glob(pattern: string): (key: string) => boolean {
   let match = globCache.get(pattern);
   if (!match) {
-    match = picomatch(pattern, { dot: true });
+    match = globMatcher(pattern);
     globCache.set(pattern, match);
   }
   return match;

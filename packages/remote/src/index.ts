@@ -26,7 +26,8 @@ export type {
 } from './origin.js';
 export { authorFor, originDestination, type OriginDestinationOptions } from './author.js';
 export { FolderOrigin } from './folder.js';
-export { globMatcher } from './glob.js';
+/** The one glob dialect (from `@tensorfs/format`, re-exported so remote's API is unchanged). */
+export { globMatcher } from '@tensorfs/format';
 export {
   HubOrigin,
   type HubIdentity,

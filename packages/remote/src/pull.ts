@@ -5,6 +5,7 @@
  * keep is in select.ts, the transfer engine in transfer.ts, the sinks in sinks.ts.
  */
 import {
+  globMatcher,
   type ObjectId,
   TensorFSError,
   decodeCheckpoint,
@@ -17,7 +18,6 @@ import {
 import type { Lease, Store } from '@tensorfs/format/store';
 import { selectCheckpoint } from '@tensorfs/tensors';
 import { carryFileSha256 } from './file-sha256.js';
-import { globMatcher } from './glob.js';
 import { cancelled } from './http.js';
 import type { Origin } from './origin.js';
 import { referencesOf } from './references.js';

@@ -6,6 +6,7 @@
  * ones, run here against an origin and a store alike.
  */
 import {
+  globMatcher,
   type Manifest,
   type ManifestEntry,
   type ObjectId,
@@ -26,7 +27,6 @@ import {
 import type { Lease, Store } from '@tensorfs/format/store';
 import { selectCheckpoint } from '@tensorfs/tensors';
 import { carryFileSha256 } from './file-sha256.js';
-import { globMatcher } from './glob.js';
 import type { Origin } from './origin.js';
 import { type PullOptions, type SelectionResult, fetchSelection } from './pull.js';
 import { type PushOptions, type SendResult, sendClosure } from './push.js';

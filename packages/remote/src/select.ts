@@ -3,10 +3,9 @@
  * names match globs (each tensor file trimmed with tensors' compose, read through a
  * {@link FetchingStore} so only headers are fetched).
  */
-import { type Manifest, type ObjectId, TensorFSError } from '@tensorfs/format';
+import { globMatcher, type Manifest, type ObjectId, TensorFSError } from '@tensorfs/format';
 import type { Lease, Store } from '@tensorfs/format/store';
 import { compose, openTensors } from '@tensorfs/tensors';
-import { globMatcher } from './glob.js';
 import { FetchingStore } from './fetching-store.js';
 import type { Origin } from './origin.js';
 import type { FetchOptions } from './transfer.js';

@@ -3,9 +3,8 @@
  * globs select, each with the digest the Hub announces and checked against its `HEAD` before its
  * bytes are read (resumable ranges, hashed as they arrive, by the pipeline).
  */
-import { TensorFSError } from '@tensorfs/format';
+import { globMatcher, TensorFSError } from '@tensorfs/format';
 import { displayUrl } from '../http.js';
-import { globMatcher } from '../glob.js';
 import type { Source, SourceFile } from '../sources/source.js';
 import { type HfFile, type HfOptions, HuggingFaceRepo } from './client.js';
 import { type HfRepoSpec, parseHfUrl } from './url.js';

@@ -1,8 +1,7 @@
 /** Tokens: the tokens file, and who a request is (what it may read and move). */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type * as http from 'node:http';
-import { parseRepoRefName, TensorFSError } from '@tensorfs/format';
-import { globMatcher } from '../glob.js';
+import { globMatcher, parseRepoRefName, TensorFSError } from '@tensorfs/format';
 
 /**
  * One token of a tokens file. A scope is a glob over repository ids (`acme/*`), optionally with

@@ -7,8 +7,7 @@
  * before any ref names it. `CIVITAI_TOKEN` goes as `Authorization: Bearer` to the API's own origin
  * only: never to a download URL elsewhere, nor past a redirect (the CDN).
  */
-import { TensorFSError, validatePath } from '@tensorfs/format';
-import { globMatcher } from '../glob.js';
+import { globMatcher, TensorFSError, validatePath } from '@tensorfs/format';
 import type { Credential } from '../credentials.js';
 import { displayUrl, HttpClient, type HttpOptions, readText } from '../http.js';
 import { checkHttpUrl, httpSourceFile, probeHttpFile } from './https.js';

@@ -3,7 +3,8 @@
  * `--include` (repository paths), token scopes (repository names). picomatch's POSIX flavour
  * with `dot: true`, on every platform: `*` is any run without `/` (tensor names hold none, so it
  * spans a whole dotted name), `**` crosses `/`, `?` one character, `[...]` a class, `{a,b}`
- * alternatives, a leading `!` negates. lanes' rule globs use the same options.
+ * alternatives, a leading `!` negates. lanes' rule globs (lane keys) go through it too.
+ * picomatch's POSIX build reads no Node builtin and no `process`, so this runs in browsers.
  */
 import picomatch from 'picomatch/posix.js';
 
