@@ -11,7 +11,7 @@ import fsp from 'node:fs/promises';
 import { syncBuiltinESMExports } from 'node:module';
 import { join } from 'node:path';
 import { hostname } from 'node:os';
-import { LocalStore } from '@tensorfs/cas';
+import { LocalStore, type Progress } from '@tensorfs/cas';
 import Database from 'better-sqlite3';
 import { describe, expect, it, vi } from 'vitest';
 import { bytesOf, expectCode, tempDir } from '@tensorfs/testkit';
@@ -34,7 +34,7 @@ function swapTree(): { src: string; outside: string } {
 }
 
 /** Runs `swap` once, when the import has finished `big.bin` and has not yet opened `z.txt`. */
-function afterBig(swap: () => void): (p: { files: number; path: string }) => void {
+function afterBig(swap: () => void): (p: Progress) => void {
   let done = false;
   return (p) => {
     if (!done && p.path === 'big.bin' && p.files === 1) {

@@ -36,7 +36,7 @@ describe('import and export', () => {
     const root = tempDir();
     const s = await LocalStore.open(root);
     const seen: number[] = [];
-    const r = await s.importPath(src, { name: 'local/tree', onProgress: (p) => seen.push(p.bytes) });
+    const r = await s.importPath(src, { name: 'local/tree', onProgress: (p) => seen.push(p.done) });
     expect(r.files).toBe(7);
     expect(r.bytes).toBe(6_000_000 + 8 + 18);
     expect(r.bytesWritten).toBeLessThan(3_100_000);

@@ -43,7 +43,7 @@ describe('first import overlaps hashing and writing', () => {
     const r = await s.importPath(file, {
       name: 'm',
       onProgress: (p) => {
-        if (p.bytes > 0 && atFirstRecord < 0) atFirstRecord = fill.mock.calls.length;
+        if (p.done > 0 && atFirstRecord < 0) atFirstRecord = fill.mock.calls.length;
       },
     });
     // Every tensor's temp was started before the first record's digest was acted on; the header

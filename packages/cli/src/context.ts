@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
 import { JsonNumberText, jsonInteger, TensorFSError } from '@tensorfs/format';
-import { Progress } from './progress.js';
+import { ProgressLine, type ProgressMode } from './progress.js';
 
 /** Where a command writes and what it was given globally. */
 export interface CliIO {
@@ -20,6 +20,8 @@ export interface GlobalArgs {
   store?: string;
   /** `--offline`: no command opens a socket. */
   offline?: boolean;
+  /** `--progress`: a bar on a terminal (`auto`, the default), JSON lines on stderr (`json`), or `none`. */
+  progress?: ProgressMode;
 }
 
 /** What a command handler receives besides its own arguments. */
@@ -28,6 +30,8 @@ export class CommandContext {
   readonly signal: AbortSignal;
   /** `--offline` or `TENSORFS_OFFLINE=1`: every network path fails `unavailable` (offline). */
   readonly offline: boolean;
+  /** How progress is shown (`--progress`). */
+  readonly progressMode: ProgressMode;
 
   constructor(
     readonly io: CliIO,
@@ -37,6 +41,7 @@ export class CommandContext {
     this.json = args.json;
     this.offline = args.offline === true || /^(1|true|yes|on)$/i.test(io.env.TENSORFS_OFFLINE?.trim() ?? '');
     this.signal = io.signal ?? new AbortController().signal;
+    this.progressMode = args.progress ?? 'auto';
   }
 
   /**
@@ -100,9 +105,12 @@ export class CommandContext {
     if (lines.length) this.io.stdout.write(`${lines.join('\n')}\n`);
   }
 
-  /** A progress line on stderr, drawn only when stderr is a terminal. */
-  progress(label: string, total?: number): Progress {
-    return new Progress(this.io.stderr, label, total);
+  /**
+   * Where a command's progress events go, on stderr: with `--progress auto` a line drawn only when
+   * stderr is a terminal, with `json` one JSON line per event, with `none` nothing.
+   */
+  progress(label: string): ProgressLine {
+    return new ProgressLine(this.io.stderr, label, this.progressMode);
   }
 }
 

@@ -2,6 +2,7 @@ import { TensorFSError, toTensorFSError } from '@tensorfs/format';
 import type { LazyCommand, TfsCommand } from './command.js';
 import { type CliIO, CommandContext, escapeControls, type GlobalArgs, toJson } from './context.js';
 import { EXIT_CODES } from './exit-codes.js';
+import { PROGRESS_MODES } from './progress.js';
 import { VERSION } from './version.js';
 
 /**
@@ -69,6 +70,12 @@ export async function runCommands(
       default: false,
       global: true,
       describe: 'Open no network connection; what needs one fails (exit 9); also $TENSORFS_OFFLINE=1',
+    })
+    .option('progress', {
+      choices: PROGRESS_MODES,
+      default: 'auto',
+      global: true,
+      describe: 'Progress on stderr: a bar on a terminal (auto), one JSON line per event (json), or none',
     })
     .strict()
     .strictCommands()

@@ -5,6 +5,7 @@
 export * from './errors.js';
 export { type ArgumentArea, requireCallOptions, wrongArgument } from './args.js';
 export { globMatcher } from './glob.js';
+export * from './progress.js';
 export * from './ids.js';
 export * from './json.js';
 export * from './source.js';

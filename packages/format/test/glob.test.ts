@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { globMatcher } from '@tensorfs/format';
+import { expectCodeSync } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
 
 const packages = path.resolve(import.meta.dirname, '..', '..');
@@ -47,6 +48,17 @@ describe('globMatcher', () => {
   it('backslashes are never path separators (POSIX on every platform)', () => {
     expect(globMatcher('a/*')('a\\b')).toBe(false);
     expect(globMatcher('a*')('a\\b')).toBe(true);
+  });
+
+  it('an empty list matches nothing; an empty pattern or a non-string is invalid_argument', () => {
+    expect(globMatcher([])('anything')).toBe(false);
+    expect(expectCodeSync(() => globMatcher(''), 'invalid_argument').details.rule).toBe('glob.empty_pattern');
+    expect(expectCodeSync(() => globMatcher(['a', '']), 'invalid_argument').details.rule).toBe('glob.empty_pattern');
+    expect(expectCodeSync(() => globMatcher([1] as never), 'invalid_argument').details).toMatchObject({
+      rule: 'glob.argument',
+      argument: 'patterns[]',
+    });
+    expect(expectCodeSync(() => globMatcher(0 as never), 'invalid_argument').details.rule).toBe('glob.argument');
   });
 
   it('is the only place any package calls picomatch', () => {

@@ -7,7 +7,14 @@
  * gated when lossy. Convention relayouts are not applied (`unsupported`, `lanes.apply_unsupported`).
  * @packageDocumentation
  */
-import { type ObjectId, type RecordRef, TensorFSError, throwIfAborted } from '@tensorfs/format';
+import {
+  type ObjectId,
+  type Progress,
+  progressEvent,
+  type RecordRef,
+  TensorFSError,
+  throwIfAborted,
+} from '@tensorfs/format';
 import {
   type ComposeResult,
   commit,
@@ -56,17 +63,12 @@ export interface ApplyOptions extends BindOptions {
   batchBytes?: number;
   /** Cancels between batches and tensors (`cancelled`); nothing is referenced by a ref then. */
   signal?: AbortSignal;
-  /** Called after each tensor a step wrote or inherited, per file written. */
-  onProgress?: (p: ApplyProgress) => void;
-}
-
-/** Progress of {@link applyLane}: the phase (`structural` or `T4`) and tensors done of the file. */
-export interface ApplyProgress {
-  phase: 'structural' | 'T4';
-  /** The tensor just written or inherited (source name). */
-  tensor: string;
-  done: number;
-  total: number;
+  /**
+   * Called after each tensor a step wrote or inherited, per file written: phase `structural` or
+   * `T4`, unit `tensors`, `tensors` done of the file's `tensorsTotal`, `tensor` (the source name
+   * just written or inherited) and `path` (the file).
+   */
+  onProgress?: (p: Progress) => void;
 }
 
 /** What {@link applyLane} did. */
@@ -242,7 +244,7 @@ async function applyStructural(
   commitOpts: { ref?: string; expected?: null; signal?: AbortSignal; lease: Lease },
   cost: SeamCost,
   ctx: RelayoutContext,
-  onProgress?: (p: ApplyProgress) => void,
+  onProgress?: (p: Progress) => void,
 ): Promise<{ snapshot: ObjectId; entries: number }> {
   const files = set.files.filter((f) => f.tensors.length > 0);
   if (r.steps.every((s) => s.tier === 'T1')) {
@@ -288,7 +290,14 @@ async function applyStructural(
       else if (a.kind === 'step' && a.step.op === 'relayout')
         await relayout(set, file.path, a.step, a.row, writer, ctx, commitOpts.signal);
       else if (a.kind === 'step') await perform(store, set, file.path, a.step, a.row, writer, commitOpts.lease, cost);
-      onProgress?.({ phase: 'structural', tensor: name, done: i + 1, total: file.tensors.length });
+      onProgress?.(
+        progressEvent('structural', 'tensors', {
+          tensors: i + 1,
+          tensorsTotal: file.tensors.length,
+          tensor: name,
+          path: file.path,
+        }),
+      );
     }
     const entry = await writer.finish();
     const c = await commit(store, { base: set.snapshot, put: [entry], ...commitOpts });
@@ -367,7 +376,14 @@ async function applyT4(
         if (job) await convertT4(job.src, job.dst, writer, batch, options.signal);
         else await writer.inherit(set.get(name, file.path));
       }
-      options.onProgress?.({ phase: 'T4', tensor: name, done: i + 1, total: file.tensors.length });
+      options.onProgress?.(
+        progressEvent('T4', 'tensors', {
+          tensors: i + 1,
+          tensorsTotal: file.tensors.length,
+          tensor: name,
+          path: file.path,
+        }),
+      );
     }
     const entry = await writer.finish();
     const c = await commit(store, {

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { LocalStore } from '@tensorfs/cas';
-import { parseSafetensorsHeader, writeSafetensors } from '@tensorfs/format';
+import { parseSafetensorsHeader, type Progress, writeSafetensors } from '@tensorfs/format';
 import { bind, candidateFromSafetensors, laneSeams } from '@tensorfs/lanes';
 import { applyLane } from '@tensorfs/lanes/apply';
 import { openTensors } from '@tensorfs/tensors';
@@ -186,12 +186,31 @@ describe('T2 through planner seams', () => {
     try {
       await store.importPath(phiDir, { name: 'phi/p', threads: 1 });
       const seen: string[] = [];
+      const events: Progress[] = [];
       await applyLane(store, 'phi/p', 'tiny-llama', cat, {
         name: 'phi/p-split',
-        onProgress: (p) => seen.push(`${p.phase}:${p.done}/${p.total}`),
+        onProgress: (p) => {
+          seen.push(`${p.phase}:${p.done}/${p.total}`);
+          events.push(p);
+        },
       });
       expect(seen.length).toBe(15); // every tensor of the file, fused ones included
       expect(seen.at(-1)).toBe('structural:15/15');
+      // The one progress shape: unit tensors, the tensor just written and its file.
+      const files = (await store.getManifest((await store.getRef('phi/p'))!)).entries.filter((e) =>
+        e.path.endsWith('.safetensors'),
+      );
+      expect(events.at(-1)).toEqual({
+        phase: 'structural',
+        unit: 'tensors',
+        done: 15,
+        total: 15,
+        tensors: 15,
+        tensorsTotal: 15,
+        tensor: events.at(-1)!.tensor,
+        path: files[0]!.path,
+      });
+      expect(typeof events.at(-1)!.tensor).toBe('string');
       const ac = new AbortController();
       await expect(
         applyLane(store, 'phi/p', 'tiny-llama', cat, {

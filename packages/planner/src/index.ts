@@ -11,7 +11,6 @@ export {
   type PlannedRecord,
   type ReadRecord,
   type PlanOptions,
-  type PlanProgress,
   ALIGNED_RECORD_MIN,
   planAndHash,
   planToJSON,

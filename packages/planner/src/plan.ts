@@ -5,6 +5,8 @@ import {
   type ObjectId,
   objectIdFromDigest,
   type PlanProfile,
+  type Progress,
+  progressEvent,
   RECORD_GRID_BYTES,
   type RecordRef,
   TensorFSError,
@@ -26,12 +28,6 @@ export interface PlannedRecord {
   digest: ObjectId;
 }
 
-/** Progress of {@link planAndHash}: bytes hashed so far out of the file size. */
-export interface PlanProgress {
-  bytesDone: number;
-  bytesTotal: number;
-}
-
 /** Options of {@link planAndHash}. */
 export interface PlanOptions {
   /**
@@ -45,8 +41,11 @@ export interface PlanOptions {
   hasher?: Hasher;
   /** Aborts the plan with `cancelled`. */
   signal?: AbortSignal;
-  /** Called in file order as bytes are hashed. */
-  onProgress?: (progress: PlanProgress) => void;
+  /**
+   * Called in file order as bytes are hashed: phase `plan`, unit `bytes`, `bytes` hashed so far of
+   * `bytesTotal` (the file size).
+   */
+  onProgress?: (progress: Progress) => void;
   /**
    * Buffers hashed at once. Memory is about `(concurrency + 1) × 64 MiB` for large files.
    * @default min(hasher.parallelism ?? 1, 8) (at most 9 × 64 MiB of buffers unless asked for more)
@@ -335,7 +334,7 @@ async function hashBuffered(source: ByteSource, cuts: Cuts, bufferSize: number, 
     queue.shift();
     // Every record's onRead has settled (each was awaited above): the buffer can be reused.
     done += batch.length;
-    ctx.onProgress?.({ bytesDone: done, bytesTotal: ctx.size });
+    ctx.onProgress?.(progressEvent('plan', 'bytes', { bytes: done, bytesTotal: ctx.size }));
     free.push(buffer);
   };
   /** Starts reading `batch` piece by piece; each record hashes (and goes to `onRead`) once its piece is in. */
@@ -405,7 +404,7 @@ async function streamRecord(source: ByteSource, offset: number, length: number, 
     at += bytes.length;
     next = at < offset + length ? chunk(at, k + 1) : undefined;
     await stream.update(bytes);
-    ctx.onProgress?.({ bytesDone: at - offset, bytesTotal: ctx.size });
+    ctx.onProgress?.(progressEvent('plan', 'bytes', { bytes: at - offset, bytesTotal: ctx.size }));
   }
   const digest = objectIdFromDigest(await stream.digest());
   for (const buffer of buffers) hasher.release?.(buffer);

@@ -176,9 +176,17 @@ describe('safetensors-v1', () => {
         expect(sha256Id(joined)).toBe(r.digest);
         got.push(Uint8Array.from(joined));
       },
-      onProgress: ({ bytesDone, bytesTotal }) => {
-        expect(bytesTotal).toBe(f.length);
-        progress.push(bytesDone);
+      onProgress: (e) => {
+        // The one progress shape: done/total are the bytes counters.
+        expect(e).toEqual({
+          phase: 'plan',
+          unit: 'bytes',
+          done: e.bytes,
+          total: f.length,
+          bytes: e.bytes,
+          bytesTotal: f.length,
+        });
+        progress.push(e.done);
       },
     });
     expect(indexes).toEqual([0, 1, 2, 3]);

@@ -18,6 +18,8 @@
 import { LocalStore } from '@tensorfs/cas';
 import {
   type ObjectId,
+  type Progress,
+  progressEvent,
   REFERENCE_MAGIC_LENGTH,
   TensorFSError,
   isTensorFSError,
@@ -47,8 +49,12 @@ export interface RemoteGcOptions {
   /** Report what would go (count and bytes), remove nothing. */
   dryRun?: boolean;
   signal?: AbortSignal;
-  /** Called as the mark and the sweep advance. */
-  onProgress?: (p: { phase: 'list' | 'mark' | 'sweep'; done: number; total?: number }) => void;
+  /**
+   * Called as the listing, the mark and the sweep advance, unit `objects`: phase `list` (every
+   * 1000 objects listed), `mark` (referencing objects read) and `sweep` (objects of `objectsTotal`
+   * put through a delete).
+   */
+  onProgress?: (p: Progress) => void;
 }
 
 /** What {@link gcOrigin} did (or, with `dryRun`, would do). */
@@ -89,10 +95,11 @@ function checkGrace(graceMs: number | undefined): number {
  * (manifest, checkpoint header, revision document) references, walked. A ref listing with
  * unreadable entries, or a reachable referencing object that is missing or does not decode,
  * makes GC refuse (`corrupt`, rule `gc.unknown_reach`): it cannot know what that keeps alive.
+ * `onProgress` is called after each referencing object read (phase `mark`, unit `objects`).
  */
 export async function markReachable(
   store: Store,
-  options: { signal?: AbortSignal; onProgress?: (done: number) => void } = {},
+  options: { signal?: AbortSignal; onProgress?: (p: Progress) => void } = {},
 ): Promise<{ refs: number; reachable: Set<ObjectId> }> {
   const { signal } = options;
   const listing = await store.scanRefs({ signal });
@@ -145,7 +152,7 @@ export async function markReachable(
       reachable.add(c.id);
       if (c.follow) queue.push(c.id);
     }
-    options.onProgress?.(++done);
+    options.onProgress?.(progressEvent('mark', 'objects', { objects: ++done }));
   }
   return { refs: listing.refs.length, reachable };
 }
@@ -167,11 +174,11 @@ export async function sweepStore(
   for await (const o of sweeper.list(signal)) {
     throwIfAborted(signal);
     listed.push(o);
-    if (listed.length % 1000 === 0) options.onProgress?.({ phase: 'list', done: listed.length });
+    if (listed.length % 1000 === 0) options.onProgress?.(progressEvent('list', 'objects', { objects: listed.length }));
   }
   const { refs, reachable } = await markReachable(store, {
     signal,
-    onProgress: (done) => options.onProgress?.({ phase: 'mark', done }),
+    ...(options.onProgress ? { onProgress: options.onProgress } : {}),
   });
   const doomed: SweepableObject[] = [];
   let young = 0;
@@ -191,7 +198,12 @@ export async function sweepStore(
       throwIfAborted(signal);
       const batch = doomed.slice(i, i + DELETE_BATCH).map((o) => o.id);
       for (const id of await sweeper.remove(batch, now - graceMs, signal)) removed.add(id);
-      options.onProgress?.({ phase: 'sweep', done: Math.min(i + DELETE_BATCH, doomed.length), total: doomed.length });
+      options.onProgress?.(
+        progressEvent('sweep', 'objects', {
+          objects: Math.min(i + DELETE_BATCH, doomed.length),
+          objectsTotal: doomed.length,
+        }),
+      );
     }
     young += doomed.length - removed.size;
     gone = doomed.filter((o) => removed.has(o.id));

@@ -56,11 +56,10 @@ export {
   fetchObjects,
   BATCH_OBJECT_BYTES,
   type FetchOptions,
-  type PullProgress,
   type TransferCounts,
 } from './transfer.js';
 export { FetchingStore, type FetchingStoreOptions } from './fetching-store.js';
-export { push, type PushOptions, type PushProgress, type PushResult, sendClosure, type SendResult } from './push.js';
+export { push, type PushOptions, type PushResult, sendClosure, type SendResult } from './push.js';
 export {
   serveHub,
   parseTokensConfig,
@@ -82,7 +81,6 @@ export {
   type HfImportOptions,
   type HfImportResult,
   type HfOptions,
-  type HfProgress,
   type HfProvenance,
   type HfRepoSpec,
 } from './hf/index.js';
@@ -120,7 +118,6 @@ export {
   importSources,
   type ImportSourcesOptions,
   type ImportSourcesResult,
-  type SourceProgress,
 } from './sources/pipeline.js';
 export type {
   AnnouncedDigest,

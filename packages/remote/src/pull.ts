@@ -24,7 +24,7 @@ import { referencesOf } from './references.js';
 import { selectComponents, selectTensors } from './select.js';
 import { type FetchOptions, Transfer } from './transfer.js';
 
-export { BATCH_OBJECT_BYTES, type FetchOptions, fetchObjects, type PullProgress } from './transfer.js';
+export { BATCH_OBJECT_BYTES, type FetchOptions, fetchObjects } from './transfer.js';
 export { selectComponents } from './select.js';
 
 /** Options of {@link pull}. */

@@ -2,21 +2,13 @@
  * Push: ask the destination which objects of the closure it lacks, send only those (data before
  * the objects that reference them), then move the remote ref by compare-and-swap.
  */
-import { type ObjectId, TensorFSError, isObjectId } from '@tensorfs/format';
+import { type ObjectId, type Progress, progressEvent, TensorFSError, isObjectId } from '@tensorfs/format';
 import { carryFileSha256 } from './file-sha256.js';
 import { cancelled } from './http.js';
 import type { Store } from '@tensorfs/format/store';
 import type { Origin } from './origin.js';
 import { runPool } from './pool.js';
 import { referencesOf } from './references.js';
-
-/** Progress of a push. */
-export interface PushProgress {
-  objectsDone: number;
-  objectsTotal: number;
-  bytesDone: number;
-  bytesTotal: number;
-}
 
 /** Options of {@link push}. */
 export interface PushOptions {
@@ -32,7 +24,11 @@ export interface PushOptions {
   /** Bytes read from the store per piece while sending (default 8 MiB). */
   pieceBytes?: number;
   signal?: AbortSignal;
-  onProgress?: (p: PushProgress) => void;
+  /**
+   * Called as objects are sent (or found already held by the origin): phase `push`, unit `bytes`,
+   * with `objects`/`objectsTotal` and `bytes`/`bytesTotal` of the closure.
+   */
+  onProgress?: (p: Progress) => void;
 }
 
 /** What a push did. */
@@ -131,7 +127,14 @@ export async function sendClosure(
   let sentObjects = 0;
   let sentBytes = 0;
   const progress = () =>
-    options.onProgress?.({ objectsDone, objectsTotal: total.objects, bytesDone, bytesTotal: total.bytes });
+    options.onProgress?.(
+      progressEvent('push', 'bytes', {
+        objects: objectsDone,
+        objectsTotal: total.objects,
+        bytes: bytesDone,
+        bytesTotal: total.bytes,
+      }),
+    );
   for (const [lid, len] of leaves) {
     if (!lacking.has(lid)) {
       objectsDone++;

@@ -7,7 +7,7 @@
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
-import { type ObjectId, TensorFSError, isTensorFSError } from '@tensorfs/format';
+import { type ObjectId, type Progress, progressEvent, TensorFSError, isTensorFSError } from '@tensorfs/format';
 import { type Lease, type Store, supports } from '@tensorfs/format/store';
 import { cancelled, sleep } from './http.js';
 import type { Origin } from './origin.js';
@@ -15,14 +15,6 @@ import { runPool } from './pool.js';
 import { referencesOf } from './references.js';
 import { FileSink, MemorySink, type Sink } from './sinks.js';
 import { sha256Id } from './verify-stream.js';
-
-/** Progress of a transfer (of a pull). */
-export interface PullProgress {
-  objectsDone: number;
-  objectsTotal: number;
-  bytesDone: number;
-  bytesTotal: number;
-}
 
 /** Options of the transfer engine ({@link fetchObjects}, and the transfer part of a pull). */
 export interface FetchOptions {
@@ -54,7 +46,11 @@ export interface FetchOptions {
   /** Base backoff between attempts (default 200 ms). */
   backoffMs?: number;
   signal?: AbortSignal;
-  onProgress?: (p: PullProgress) => void;
+  /**
+   * Called as objects arrive (or are found already held): phase `pull`, unit `bytes`, with
+   * `objects`/`objectsTotal` and `bytes`/`bytesTotal` of the closure.
+   */
+  onProgress?: (p: Progress) => void;
 }
 
 /** What a transfer found and did. */
@@ -137,12 +133,14 @@ export class Transfer {
   ) {}
 
   private progress(): void {
-    this.o.onProgress?.({
-      objectsDone: this.objectsDone,
-      objectsTotal: this.objectsTotal,
-      bytesDone: this.bytesDone,
-      bytesTotal: this.bytesTotal,
-    });
+    this.o.onProgress?.(
+      progressEvent('pull', 'bytes', {
+        objects: this.objectsDone,
+        objectsTotal: this.objectsTotal,
+        bytes: this.bytesDone,
+        bytesTotal: this.bytesTotal,
+      }),
+    );
   }
 
   /** The bytes of a referencing object: from the store, else fetched, verified and admitted. */

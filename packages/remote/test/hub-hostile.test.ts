@@ -360,7 +360,7 @@ describe('hub upload sessions (issue 24 §2 items 4, 5)', () => {
         const seen: number[] = [];
         const r = await push(store, origin, 'src/big', {
           name,
-          onProgress: (p) => seen.push(p.bytesDone),
+          onProgress: (p) => seen.push(p.done),
         });
         return { r, seen };
       }),

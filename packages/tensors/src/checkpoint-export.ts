@@ -6,7 +6,7 @@
 import { checkCheckpoint, checkOptions, checkStore, checkString } from './args.js';
 import * as fsp from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
-import type { ObjectId as SnapshotId } from '@tensorfs/format';
+import type { Progress, ObjectId as SnapshotId } from '@tensorfs/format';
 import { type Store, validateRefName } from '@tensorfs/format/store';
 
 /**
@@ -17,7 +17,7 @@ export interface SnapshotExporter {
   exportSnapshot(
     snapshot: SnapshotId,
     destDir: string,
-    options?: { verify?: boolean; signal?: AbortSignal },
+    options?: { verify?: boolean; signal?: AbortSignal; onProgress?: (p: Progress) => void },
   ): Promise<{ files: number; bytes: number }>;
 }
 
@@ -29,6 +29,7 @@ import {
   sortManifestEntries,
   TensorFSError,
   throwIfAborted,
+  progressEvent,
   toHex,
 } from '@tensorfs/format';
 import type { Checkpoint, CheckpointComponentView } from './checkpoint.js';
@@ -50,7 +51,12 @@ export interface CheckpointExportOptions {
    */
   ref?: string;
   signal?: AbortSignal;
-  onProgress?: (p: { files: number; bytes: number }) => void;
+  /**
+   * Called as files are written, phase `export`: `safetensors` reports unit `bytes` with
+   * `files`/`filesTotal` and `bytes`/`bytesTotal` (the store's snapshot export); `portable`
+   * reports unit `files` after each file, `files` of `filesTotal` and the `bytes` written so far.
+   */
+  onProgress?: (p: Progress) => void;
 }
 
 /** What an export wrote. */
@@ -90,12 +96,7 @@ export async function exportCheckpoint(
     return store.exportSnapshot(tree, root, {
       verify: true,
       ...(options.signal ? { signal: options.signal } : {}),
-      ...(options.onProgress
-        ? {
-            onProgress: (p: { files: number; bytes: number }) =>
-              options.onProgress!({ files: p.files, bytes: p.bytes }),
-          }
-        : {}),
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     });
   }
   const variant = options.variant ?? 'model';
@@ -114,6 +115,8 @@ export async function exportCheckpoint(
     await exportFolder(chunks);
     const ids = await closure(store, checkpoint);
     if (!ids.includes(checkpoint.id)) ids.push(checkpoint.id);
+    // The header file, one chunk per object, the ref.
+    const filesTotal = 1 + ids.length + 1;
     for (const id of ids) {
       throwIfAborted(options.signal);
       const dest = join(chunks, id.slice('sha256:'.length));
@@ -121,12 +124,13 @@ export async function exportCheckpoint(
       await atomicWrite(dest, parts);
       files++;
       bytes += parts.reduce((n, p) => n + p.length, 0);
-      options.onProgress?.({ files, bytes });
+      options.onProgress?.(progressEvent('export', 'files', { files, filesTotal, bytes }));
     }
     const refPath = join(root, 'refs', ...refName.split('/'));
     await exportFolder(dirname(refPath));
     await atomicWrite(refPath, [new TextEncoder().encode(`${checkpoint.id}\n`)]);
     files++;
+    options.onProgress?.(progressEvent('export', 'files', { files, filesTotal, bytes }));
   } else if (format !== 'cozytensors') {
     throw new TensorFSError('invalid_argument', 'export format is safetensors, cozytensors or portable', {
       details: { rule: 'tensors.export_format', format },

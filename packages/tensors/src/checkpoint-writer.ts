@@ -15,6 +15,8 @@ import {
   encodeCheckpoint,
   type JsonValue,
   type ObjectId,
+  type Progress,
+  progressEvent,
   type RecordRef,
   type SafetensorsDtype,
   safetensorsDtype,
@@ -45,8 +47,11 @@ export interface CheckpointWriterOptions {
   lease?: Lease;
   /** Cancels pending and later calls (`cancelled`). */
   signal?: AbortSignal;
-  /** Called after each tensor or asset with the totals so far. */
-  onProgress?: (p: { tensors: number; assets: number; bytes: number }) => void;
+  /**
+   * Called after each tensor or asset: phase `write`, unit `bytes` (no total: a writer does not
+   * know what it will be given), with the `tensors`, `assets` and `bytes` stored so far.
+   */
+  onProgress?: (p: Progress) => void;
   /**
    * A journal file (created if missing) recording each tensor once its objects are stored. A
    * writer given the journal of a killed one takes a `put`/`putEncoded` of a journaled tensor
@@ -633,7 +638,7 @@ export class CheckpointWriter {
   }
 
   private report(): void {
-    this.options.onProgress?.({ ...this.counts });
+    this.options.onProgress?.(progressEvent('write', 'bytes', this.counts));
   }
 
   private stateOf(component: string): ComponentState {

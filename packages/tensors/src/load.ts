@@ -5,7 +5,15 @@
  * satisfy.
  */
 import { checkBytes, checkCount, checkObject, checkOptions } from './args.js';
-import { type RecordRef, TensorFSError, isTensorFSError, throwIfAborted, wrongArgument } from '@tensorfs/format';
+import {
+  type Progress,
+  progressEvent,
+  type RecordRef,
+  TensorFSError,
+  isTensorFSError,
+  throwIfAborted,
+  wrongArgument,
+} from '@tensorfs/format';
 import type { ReadOptions } from './view.js';
 
 /** What {@link loadTensors} needs of one tensor (a `TensorView` or `CheckpointTensorView` has it). */
@@ -35,16 +43,6 @@ export type LoadableModel =
   | Iterable<LoadableTensor>
   | { readonly components: ReadonlyMap<string, { readonly tensors: ReadonlyMap<string, LoadableTensor> }> }
   | { readonly tensors: ReadonlyMap<string, LoadableTensor> | Iterable<LoadableTensor> };
-
-/** One progress event of {@link loadTensors}: sent after each tensor (or part) is in memory. */
-export interface LoadProgress {
-  /** The key of the tensor just loaded. */
-  readonly tensor: string;
-  readonly tensorsDone: number;
-  readonly tensors: number;
-  readonly bytesDone: number;
-  readonly bytes: number;
-}
 
 /** Options of {@link loadTensors}. */
 export interface LoadOptions {
@@ -78,8 +76,11 @@ export interface LoadOptions {
    * @default 'arena' (measured faster: docs/benchmarks.md "Whole-model loads")
    */
   allocation?: 'arena' | 'each';
-  /** Called after each tensor is loaded. */
-  onProgress?: (progress: LoadProgress) => void;
+  /**
+   * Called after each tensor (or part) is in memory: phase `load`, unit `bytes`, `bytes` of
+   * `bytesTotal`, `tensors` of `tensorsTotal`, and `tensor`, the key just loaded.
+   */
+  onProgress?: (progress: Progress) => void;
 }
 
 /** Where each tensor starts in an arena. */
@@ -361,7 +362,15 @@ export async function loadTensors(model: LoadableModel, options: LoadOptions = {
       }
       tensorsDone++;
       bytesDone += task.length;
-      options.onProgress?.({ tensor: task.key, tensorsDone, tensors: tasks.length, bytesDone, bytes });
+      options.onProgress?.(
+        progressEvent('load', 'bytes', {
+          bytes: bytesDone,
+          bytesTotal: bytes,
+          tensors: tensorsDone,
+          tensorsTotal: tasks.length,
+          tensor: task.key,
+        }),
+      );
     }
   };
   const concurrency = Math.min(options.concurrency ?? DEFAULT_CONCURRENCY, Math.max(1, tasks.length));

@@ -71,7 +71,6 @@ export {
   type LoadableModel,
   type LoadableTensor,
   type LoadOptions,
-  type LoadProgress,
   loadedByteLength,
   loadTensors,
 } from './load.js';

@@ -1,13 +1,12 @@
 import { randomFillSync } from 'node:crypto';
 import * as fsp from 'node:fs/promises';
 import path from 'node:path';
-import { isTensorFSError, writeSafetensorsHeader } from '@tensorfs/format';
+import { isTensorFSError, type Progress, writeSafetensorsHeader } from '@tensorfs/format';
 import { objectFile } from '@tensorfs/testkit';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   ARENA_ALIGN,
   CheckpointWriter,
-  type LoadProgress,
   loadedByteLength,
   loadTensors,
   openCheckpoint,
@@ -67,7 +66,7 @@ describe('loadTensors', () => {
   });
 
   it('loads every tensor byte-exact, in one aligned arena, with progress', async () => {
-    const events: LoadProgress[] = [];
+    const events: Progress[] = [];
     const out = await loadTensors(set, { onProgress: (p) => events.push(p), concurrency: 3 });
     expect([...out.keys()]).toEqual(NAMES);
     for (const [name, bytes] of out) expect(bytes, name).toEqual(byName.get(name));
@@ -76,7 +75,19 @@ describe('loadTensors', () => {
     for (const b of out.values()) expect(b.byteOffset % ARENA_ALIGN).toBe(0);
     expect(events.length).toBe(NAMES.length);
     const total = [...byName.values()].reduce((n, b) => n + b.length, 0);
-    expect(events.at(-1)).toMatchObject({ tensorsDone: 5, tensors: 5, bytesDone: total, bytes: total });
+    const last = events.at(-1)!;
+    expect(last).toEqual({
+      phase: 'load',
+      unit: 'bytes',
+      done: total,
+      total,
+      bytes: total,
+      bytesTotal: total,
+      tensors: 5,
+      tensorsTotal: 5,
+      tensor: last.tensor,
+    });
+    expect(events.map((e) => e.tensors)).toEqual([1, 2, 3, 4, 5]);
     expect(new Set(events.map((e) => e.tensor))).toEqual(new Set(NAMES));
     // One buffer per tensor gives the same bytes.
     const each = await loadTensors(set, { allocation: 'each', verify: true });
@@ -138,7 +149,7 @@ describe('loadTensors', () => {
       concurrency: 1,
       into: arena,
       onProgress: (e) => {
-        if (e.tensorsDone === 1) mid.abort();
+        if (e.tensors === 1) mid.abort();
       },
       signal: mid.signal,
     });

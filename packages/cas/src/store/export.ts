@@ -7,6 +7,8 @@ import { basename, dirname, join, resolve, sep } from 'node:path';
 import {
   type Manifest,
   type ObjectId,
+  type Progress,
+  progressEvent,
   TensorFSError,
   decodeManifest,
   parseObjectId,
@@ -21,7 +23,11 @@ import { type ReadOptions, writeRecordsFile } from './read.js';
 export interface ExportOptions extends ReadOptions {
   signal?: AbortSignal;
   /** Called as bytes are written. */
-  onProgress?: (p: { files: number; filesTotal: number; bytes: number; bytesTotal: number }) => void;
+  /**
+   * Called as bytes are written and as each file is done: phase `export`, unit `bytes`, with
+   * `files`/`filesTotal` and `bytes`/`bytesTotal`.
+   */
+  onProgress?: (p: Progress) => void;
 }
 
 /** Reads, verifies and decodes a manifest; `malformed` if the object is not one. */
@@ -69,7 +75,7 @@ export async function exportSnapshot(
   const bytesTotal = m.entries.reduce((n, e) => n + (e.kind === 'file' ? e.size : 0), 0);
   let files = 0;
   let bytes = 0;
-  const report = () => options.onProgress?.({ files, filesTotal, bytes, bytesTotal });
+  const report = () => options.onProgress?.(progressEvent('export', 'bytes', { files, filesTotal, bytes, bytesTotal }));
   await refuseInsideStore(storeRoot, root);
   try {
     await mkdirDurable(root);

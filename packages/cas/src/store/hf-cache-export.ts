@@ -16,6 +16,8 @@ import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   type ObjectId,
+  type Progress,
+  progressEvent,
   TensorFSError,
   parseObjectId,
   resolveRevision,
@@ -41,7 +43,11 @@ export interface HfCacheExportOptions {
    */
   checkpointTree?: (store: LocalStore, checkpoint: ObjectId) => Promise<ObjectId>;
   signal?: AbortSignal;
-  onProgress?: (p: { files: number; filesTotal: number; bytes: number; bytesTotal: number }) => void;
+  /**
+   * Called as bytes are written and as each file is done: phase `export`, unit `bytes`, with
+   * `files`/`filesTotal` and `bytes`/`bytesTotal`.
+   */
+  onProgress?: (p: Progress) => void;
 }
 
 /** What {@link exportHfCache} wrote. */
@@ -145,7 +151,7 @@ export async function exportHfCache(
       const tmp = join(stage, 'blobs', `${progress.files}.tmp`);
       const { etag, lfs } = await writeBlob(store, e.records, e.size, e.path, tmp, options, (n) => {
         progress.bytes += n;
-        options.onProgress?.({ ...progress });
+        options.onProgress?.(progressEvent('export', 'bytes', progress));
       });
       const file = join(stage, 'blobs', etag);
       if (byEtag.has(etag)) await fsp.rm(tmp);
@@ -154,7 +160,7 @@ export async function exportHfCache(
       byEtag.set(etag, s);
       staged.push(s);
       progress.files++;
-      options.onProgress?.({ ...progress });
+      options.onProgress?.(progressEvent('export', 'bytes', progress));
     }
     // 2. The snapshot's links, as huggingface_hub makes them: relative, into ../../blobs/.
     const links = new Map<string, string>();

@@ -15,18 +15,22 @@ import {
   encodeRevision,
   isTensorFSError,
   moveBranch,
+  type Progress,
+  progressEvent,
   resolveRevision,
   throwIfAborted,
 } from '@tensorfs/format';
 import { type HfCacheForm, type HfRepoType, scanHfCache } from './hf-cache.js';
-import type { Progress } from './import.js';
 import { checkObject, checkOptions, checkString } from './args.js';
 import type { LocalStore } from './store.js';
 
 /** Options of {@link importHfCache}. */
 export interface HfCacheImportOptions {
   signal?: AbortSignal;
-  /** Progress over all snapshots (`files`/`bytes` summed; `path` is `<repo>@<commit>/<file>`). */
+  /**
+   * Progress over all snapshots: phase `import`, unit `bytes` (`files`/`bytes`/`bytesWritten`
+   * summed; `path` is `<repo>@<commit>/<file>`).
+   */
   onProgress?: (p: Progress) => void;
   /** Hashing worker threads (default: one per core). */
   threads?: number;
@@ -95,7 +99,7 @@ export async function importHfCache(
   const { signal } = options;
   const scan = await scanHfCache(path);
   const all = scan.repos.flatMap((r) => r.snapshots);
-  const progress: Progress = {
+  const progress = {
     files: 0,
     filesTotal: all.reduce((n, s) => n + s.entries.length, 0),
     bytes: 0,
@@ -136,13 +140,15 @@ export async function importHfCache(
           signal,
           ...(options.threads !== undefined ? { threads: options.threads } : {}),
           onProgress: (p) =>
-            options.onProgress?.({
-              ...progress,
-              files: before.files + p.files,
-              bytes: before.bytes + p.bytes,
-              bytesWritten: before.bytesWritten + p.bytesWritten,
-              path: `${repo.repo}@${snap.commit.slice(0, 12)}/${p.path}`,
-            }),
+            options.onProgress?.(
+              progressEvent('import', 'bytes', {
+                ...progress,
+                files: before.files + p.files!,
+                bytes: before.bytes + p.bytes!,
+                bytesWritten: before.bytesWritten + p.bytesWritten!,
+                path: `${repo.repo}@${snap.commit.slice(0, 12)}/${p.path}`,
+              }),
+            ),
         });
         progress.files += r.files;
         progress.bytes += r.bytes;

@@ -17,6 +17,8 @@ import {
   comparePaths,
   type ManifestEntry,
   type ObjectId,
+  type Progress,
+  progressEvent,
   TensorFSError,
   isTensorFSError,
   throwIfAborted,
@@ -33,8 +35,8 @@ import type { Lease } from './leases.js';
 import { admitGroup, type GroupItem } from './group.js';
 import { hashChunks, type Objects, type OpenTemp, type PutResult, type Temp } from './objects.js';
 
-/** Progress of an import. */
-export interface Progress {
+/** The running counts of an import, reported as a {@link Progress} (phase `import`, unit `bytes`). */
+interface ImportCounts {
   /** Files finished. */
   files: number;
   filesTotal: number;
@@ -57,6 +59,10 @@ export interface ImportOptions {
    */
   expected?: ObjectId | null;
   signal?: AbortSignal;
+  /**
+   * Called as bytes are hashed and as each file is done: phase `import`, unit `bytes`, with
+   * `files`/`filesTotal`, `bytes`/`bytesTotal`, `bytesWritten` (new objects' bytes) and `path`.
+   */
   onProgress?: (p: Progress) => void;
   /** Hashing worker threads (default: one per core). */
   threads?: number;
@@ -371,7 +377,7 @@ export async function importFound(
   options: ImportOptions,
 ): Promise<TreeImport> {
   const { signal, onProgress } = options;
-  const progress: Progress = {
+  const progress: ImportCounts = {
     files: 0,
     filesTotal: found.length,
     bytes: 0,
@@ -481,7 +487,7 @@ export async function importFound(
                 }
               }
               progress.bytes += record.length;
-              onProgress?.({ ...progress });
+              onProgress?.(progressEvent('import', 'bytes', progress));
               await hashed;
             },
           });
@@ -511,7 +517,7 @@ export async function importFound(
         }
       }
       progress.files++;
-      onProgress?.({ ...progress });
+      onProgress?.(progressEvent('import', 'bytes', progress));
     }
     await group.flush();
     await flushes.drain();

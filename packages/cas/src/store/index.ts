@@ -31,7 +31,9 @@ export { validateRefName, MAX_REF_NAME } from './layout.js';
 export type { GcOptions, GcResult } from './gc.js';
 export type { RemoveOptions, RemoveResult } from './remove.js';
 export type { VerifyOptions, VerifyResult } from './verify.js';
-export type { ImportOptions, ImportResult, Progress } from './import.js';
+export type { ImportOptions, ImportResult } from './import.js';
+/** The one progress shape of every `onProgress` (from `@tensorfs/format`). */
+export type { Progress } from '@tensorfs/format';
 export { type FileSource, fileHandleSource, openFileSource } from './file-source.js';
 export { siblingTemp } from './fsutil.js';
 export {

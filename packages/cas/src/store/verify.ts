@@ -3,7 +3,14 @@
  * length its referrer declares; with `data` each one (or a random sample) is rehashed. Corrupt
  * objects are quarantined, so readers refuse them (`corrupt`) until a good copy is admitted.
  */
-import { type ObjectId, TensorFSError, isTensorFSError, throwIfAborted } from '@tensorfs/format';
+import {
+  type ObjectId,
+  type Progress,
+  progressEvent,
+  TensorFSError,
+  isTensorFSError,
+  throwIfAborted,
+} from '@tensorfs/format';
 import { reach } from './graph.js';
 import type { Objects } from './objects.js';
 import { listObjects } from './walk.js';
@@ -17,8 +24,12 @@ export interface VerifyOptions {
   /** Also check objects nothing references (default: only reachable ones). */
   all?: boolean;
   signal?: AbortSignal;
-  /** Called after each object with the counts so far. */
-  onProgress?: (p: { objects: number; bytes: number }) => void;
+  /**
+   * Called after each object checked: phase `verify`, unit `objects`, `objects` checked so far
+   * (as in the result: missing ones are not counted) of `objectsTotal` (every object the verify
+   * looks for), and the `bytes` of those checked.
+   */
+  onProgress?: (p: Progress) => void;
 }
 
 /** Findings of a verify. */
@@ -97,7 +108,9 @@ export async function verifyStore(objects: Objects, tops: ObjectId[], options: V
         // One unreadable object must not hide the state of the others: list it and go on.
         if (!isTensorFSError(err) || (err.code !== 'io' && err.code !== 'denied')) throw err;
         unreadable.add(id);
-        onProgress?.({ objects: out.objects, bytes: out.bytes });
+        onProgress?.(
+          progressEvent('verify', 'objects', { objects: out.objects, objectsTotal: targets.size, bytes: out.bytes }),
+        );
         return;
       }
       if (actual !== id) {
@@ -109,7 +122,9 @@ export async function verifyStore(objects: Objects, tops: ObjectId[], options: V
     } else if (quarantined.has(id)) {
       corrupt.add(id);
     }
-    onProgress?.({ objects: out.objects, bytes: out.bytes });
+    onProgress?.(
+      progressEvent('verify', 'objects', { objects: out.objects, objectsTotal: targets.size, bytes: out.bytes }),
+    );
   };
   // A few objects at a time (each holds one descriptor while it is hashed): the thread pool
   // overlaps the opens and reads of large objects. Small ones are checked synchronously, so the

@@ -115,7 +115,7 @@ export const downloadCommand = defineCommand<DownloadArgs>({
             concurrency: args.concurrency,
             partsDir: path.join(store.root, 'tmp'),
             signal: ctx.signal,
-            onProgress: (p) => bar.update(p.bytesDone, p.bytesTotal),
+            onProgress: bar.update,
           },
           `download ${args.repo}`,
           async (_id, l) => {

@@ -26,7 +26,7 @@ export async function runHfCacheImport(
   const r = await importHfCache(store, path, {
     signal: ctx.signal,
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
-    onProgress: (p) => bar.update(p.bytes, p.bytesTotal),
+    onProgress: bar.update,
   }).finally(() => bar.done());
   const ratio = r.bytesWritten > 0 ? r.cacheBytes / r.bytesWritten : null;
   ctx.result({ ...r, dedupRatio: ratio }, () => {
@@ -71,7 +71,7 @@ export async function runHfCacheExport(
     // A checkpoint revision: the files its `--safetensors` export writes (what the hub serves).
     checkpointTree: async (s, id) => safetensorsExportTree(s, await openCheckpoint(s, id)),
     signal: ctx.signal,
-    onProgress: (p) => bar.update(p.bytes, p.bytesTotal),
+    onProgress: bar.update,
   }).finally(() => bar.done());
   ctx.result(r, () => [
     `${r.repo}${r.ref !== null ? `@${r.ref}` : ''} -> ${dir}/${r.folder}/snapshots/${r.commit}`,

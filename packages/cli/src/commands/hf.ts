@@ -48,7 +48,7 @@ export async function importFromHub(
       ...(options.threads !== undefined ? { threads: options.threads } : {}),
       http: { offline },
       signal: ctx.signal,
-      onProgress: (p) => bar.update(p.bytes, p.bytesTotal),
+      onProgress: bar.update,
     });
     await recordSource(store.root, r.snapshot, r.source);
     return r;

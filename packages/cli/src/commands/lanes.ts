@@ -339,12 +339,14 @@ export const bindCommand = defineCommand<BindArgs>({
         const imported = st
           ? await importForApply(store, args.target, args.lane, catalog, component, bindOpts, ctx)
           : null;
+        const bar = ctx.progress('bind');
         const done = await applyLane(store, imported ? imported.snapshot : args.target, args.lane, catalog, {
           name: args.name,
           signal: ctx.signal,
           allowLossy: args['allow-lossy'],
+          onProgress: bar.update,
           ...bindOpts,
-        });
+        }).finally(() => bar.done());
         const applied = {
           ref: args.name,
           snapshot: done.snapshot,

@@ -23,12 +23,12 @@ export const planCommand = defineCommand<{ file: string; seams?: string; threads
     const { planAndHash, planToJSON } = await import('@tensorfs/planner');
     const source = await openFileSource(args.file);
     const hasher = createNodeHasher(args.threads === undefined ? {} : { threads: args.threads });
-    const bar = ctx.progress('plan', source.size);
+    const bar = ctx.progress('plan');
     try {
       const plan = await planAndHash(source, {
         hasher,
         signal: ctx.signal,
-        onProgress: (p) => bar.update(p.bytesDone, p.bytesTotal),
+        onProgress: bar.update,
         ...(seams ? { seams } : {}),
       });
       bar.done();

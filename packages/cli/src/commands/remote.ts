@@ -186,13 +186,15 @@ export async function gcRemote(
   ctx: CommandContext,
 ): Promise<void> {
   const origin = await originOf(ctx, args.origin, args);
+  const bar = ctx.progress('gc');
   try {
     const { gcOrigin } = await loadRemote();
     const r = await gcOrigin(origin, {
       dryRun: args.dryRun,
       signal: ctx.signal,
+      onProgress: bar.update,
       ...(args.grace !== undefined ? { graceMs: Math.round(args.grace * 1000) } : {}),
-    });
+    }).finally(() => bar.done());
     ctx.result(r, () => [
       `${r.dryRun ? 'would remove' : 'removed'} ${r.removed} objects (${formatBytes(r.bytes)}, ${r.bytes} B) from ${r.origin}; kept ${r.kept}${r.young === null ? '' : ` (${r.young} unreachable but younger than the grace period)`}; ${r.refs} refs`,
       ...(r.dryRun ? r.ids.map((id) => `would remove ${id}`) : []),
@@ -280,7 +282,7 @@ export const pullCommand = defineCommand<PullArgs>({
         directIO: args.directIo,
         partsDir: path.join(store.root, 'tmp'),
         signal: ctx.signal,
-        onProgress: (p: { bytesDone: number; bytesTotal: number }) => bar.update(p.bytesDone, p.bytesTotal),
+        onProgress: bar.update,
         ...(args.cache ? { cached: true } : {}),
       };
       if (!isRepoSpec(ref) && (args.variant !== undefined || args.file !== undefined)) {
@@ -379,7 +381,7 @@ export const pushCommand = defineCommand<PushArgs>({
         expected: parseExpected(args.expected),
         concurrency: args.concurrency,
         signal: ctx.signal,
-        onProgress: (p) => bar.update(p.bytesDone, p.bytesTotal),
+        onProgress: bar.update,
       });
       bar.done();
       ctx.result(r, () => [

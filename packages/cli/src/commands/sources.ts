@@ -87,7 +87,7 @@ export async function importFromWeb(
       ...(options.expected !== undefined ? { expected: options.expected } : {}),
       ...(options.threads !== undefined ? { threads: options.threads } : {}),
       signal: ctx.signal,
-      onProgress: (p) => bar.update(p.bytes, p.bytesTotal),
+      onProgress: bar.update,
     });
     const recorded = r.sources[0]!;
     await recordSource(store.root, r.snapshot, recorded);

@@ -180,7 +180,7 @@ export const importCommand = defineCommand<ImportArgs>({
           expected: parseExpected(args.expected),
           threads: args.threads,
           signal: ctx.signal,
-          onProgress: (p) => bar.update(p.bytes, p.bytesTotal),
+          onProgress: bar.update,
         }),
       true,
     ).finally(() => bar.done());
@@ -465,7 +465,7 @@ export const exportCommand = defineCommand<ExportArgs>({
           signal: ctx.signal,
           ...(args.variant !== undefined ? { variant: args.variant } : {}),
           ...(isObjectId(args.ref) ? {} : { ref: args.ref }),
-          onProgress: (p) => bar.update(p.bytes),
+          onProgress: bar.update,
         });
         return { checkpoint: id, format, ...out };
       }
@@ -481,7 +481,7 @@ export const exportCommand = defineCommand<ExportArgs>({
       const out = await s.exportSnapshot(id, args.dir, {
         verify: args.verify,
         signal: ctx.signal,
-        onProgress: (p) => bar.update(p.bytes, p.bytesTotal),
+        onProgress: bar.update,
       });
       return { snapshot: id, ...out };
     }).finally(() => bar.done());
@@ -517,7 +517,7 @@ export const verifyCommand = defineCommand<{
           sample: args.sample,
           all: args.all,
           signal: ctx.signal,
-          onProgress: (p) => bar.update(p.bytes),
+          onProgress: bar.update,
         }),
       false,
       args.recreateMetadata,

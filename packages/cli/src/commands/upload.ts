@@ -243,7 +243,7 @@ export const uploadCommand = defineCommand<UploadArgs>({
           message,
           concurrency: args.concurrency,
           signal: ctx.signal,
-          onProgress: (p) => bar.update(p.bytesDone, p.bytesTotal),
+          onProgress: bar.update,
         });
         sent = { objects: r.objects, bytes: r.bytes };
         moved = r;

@@ -19,14 +19,11 @@
  *    nothing is referenced.
  */
 import { type Store, validateRefName } from '@tensorfs/cas';
-import type { ObjectId } from '@tensorfs/format';
-import { importSources, type SourceProgress } from '../sources/pipeline.js';
+import type { ObjectId, Progress } from '@tensorfs/format';
+import { importSources } from '../sources/pipeline.js';
 import type { HfOptions } from './client.js';
 import { type HfProvenance, huggingFaceSource } from './source.js';
 import type { HfRepoSpec } from './url.js';
-
-/** Progress of {@link importHuggingFace}: the import pipeline's. */
-export type HfProgress = SourceProgress;
 
 /** Options of {@link importHuggingFace}. */
 export interface HfImportOptions extends HfOptions {
@@ -38,7 +35,8 @@ export interface HfImportOptions extends HfOptions {
   expected?: ObjectId | null;
   /** Hashing threads (default one per core). */
   threads?: number;
-  onProgress?: (p: HfProgress) => void;
+  /** The import pipeline's progress ({@link importSources}): phase `import`, unit `bytes`. */
+  onProgress?: (p: Progress) => void;
 }
 
 /** What {@link importHuggingFace} made. */

@@ -2,4 +2,4 @@
 export { HF_DEFAULT_ENDPOINT, type HfRepoSpec, parseHfUrl } from './url.js';
 export { type HfFile, type HfOptions, HuggingFaceRepo, nextLink } from './client.js';
 export { type HfProvenance, huggingFaceSource } from './source.js';
-export { type HfImportOptions, type HfImportResult, type HfProgress, importHuggingFace } from './import.js';
+export { type HfImportOptions, type HfImportResult, importHuggingFace } from './import.js';

@@ -13,6 +13,8 @@ import {
   isTensorFSError,
   type ManifestEntry,
   type ObjectId,
+  type Progress,
+  progressEvent,
   RECORD_GRID_BYTES,
   readHead,
   TensorFSError,
@@ -26,8 +28,8 @@ import { cancelled } from '../http.js';
 import { RemoteFile } from './remote-file.js';
 import type { ResolvedSource, Source, SourceFile, SourceVoice } from './source.js';
 
-/** Progress of {@link importSources}. */
-export interface SourceProgress {
+/** The running counts of {@link importSources}, reported as a {@link Progress} (phase `import`, unit `bytes`). */
+interface SourceCounts {
   files: number;
   filesTotal: number;
   /** Bytes of selected files planned and hashed so far. */
@@ -47,7 +49,11 @@ export interface ImportSourcesOptions {
   /** Hashing threads (default one per core). */
   threads?: number;
   signal?: AbortSignal;
-  onProgress?: (p: SourceProgress) => void;
+  /**
+   * Called as bytes are hashed and as each file is done: phase `import`, unit `bytes`, with
+   * `files`/`filesTotal`, `bytes`/`bytesTotal`, `bytesFetched` (body bytes received) and `path`.
+   */
+  onProgress?: (p: Progress) => void;
 }
 
 /** What {@link importSources} made. */
@@ -122,7 +128,7 @@ export async function importSources<P>(
         links.push({ path: link.path, kind: 'symlink', target: link.symlink });
       }
     }
-    const progress: SourceProgress = {
+    const progress: SourceCounts = {
       files: 0,
       filesTotal: files.length,
       bytes: 0,
@@ -144,7 +150,7 @@ export async function importSources<P>(
         entries.push(entry);
         digests[resolved.indexOf(source)]!.set(file.path, digest);
         progress.files++;
-        options.onProgress?.({ ...progress });
+        options.onProgress?.(progressEvent('import', 'bytes', progress));
       }
       await admit.flush();
       throwIfAborted(signal);
@@ -263,7 +269,7 @@ interface FileContext {
   admit: Admission;
   hasher: ReturnType<typeof createNodeHasher>;
   signal: AbortSignal | undefined;
-  progress: SourceProgress;
+  progress: SourceCounts;
   options: ImportSourcesOptions;
 }
 
@@ -370,7 +376,7 @@ async function importFile(
           await admit.put(record.digest, bytes, record.length);
         }
         progress.bytes += record.length;
-        ctx.options.onProgress?.({ ...progress });
+        ctx.options.onProgress?.(progressEvent('import', 'bytes', progress));
       },
     });
     const digest = await verify(source);
