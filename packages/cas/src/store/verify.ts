@@ -84,6 +84,10 @@ export async function verifyStore(objects: Objects, tops: ObjectId[], options: V
   };
   // Looked up once: a query per object was a tenth of a verify of many small objects.
   const quarantined = objects.quarantinedIds();
+  const report = () =>
+    onProgress?.(
+      progressEvent('verify', 'objects', { objects: out.objects, objectsTotal: targets.size, bytes: out.bytes }),
+    );
   const check = async (id: ObjectId, declared: number | undefined): Promise<void> => {
     throwIfAborted(signal);
     if (missing.has(id) || corrupt.has(id)) return;
@@ -108,9 +112,7 @@ export async function verifyStore(objects: Objects, tops: ObjectId[], options: V
         // One unreadable object must not hide the state of the others: list it and go on.
         if (!isTensorFSError(err) || (err.code !== 'io' && err.code !== 'denied')) throw err;
         unreadable.add(id);
-        onProgress?.(
-          progressEvent('verify', 'objects', { objects: out.objects, objectsTotal: targets.size, bytes: out.bytes }),
-        );
+        report();
         return;
       }
       if (actual !== id) {
@@ -122,9 +124,7 @@ export async function verifyStore(objects: Objects, tops: ObjectId[], options: V
     } else if (quarantined.has(id)) {
       corrupt.add(id);
     }
-    onProgress?.(
-      progressEvent('verify', 'objects', { objects: out.objects, objectsTotal: targets.size, bytes: out.bytes }),
-    );
+    report();
   };
   // A few objects at a time (each holds one descriptor while it is hashed): the thread pool
   // overlaps the opens and reads of large objects. Small ones are checked synchronously, so the
