@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { LocalStore } from '@tensorfs/cas';
-import { loadedByteLength, loadTensors, openTensors } from '@tensorfs/tensors';
+import { loadedByteLength, loadTensors, openTensors, TensorPool } from '@tensorfs/tensors';
 import { compare } from './cpu.mjs';
 import { listFiles, median } from './lib.mjs';
 import { writeLlama } from './llama.mjs';
@@ -80,10 +80,25 @@ try {
     const c = process.cpuUsage(c0);
     return { wall, cpu: (c.user + c.system) / 1000, faults: faults() - f0 };
   };
+  // `ours` is the default: one arena from the process-wide pool, which the previous sample's
+  // `release()` gave back to. `fresh(kind)` is a new pool each sample (nothing to reuse but what
+  // the allocator itself reuses): `malloc` is Buffer.allocUnsafeSlow (no zero-fill), `calloc` the
+  // default `new Uint8Array` (main's allocation), with one buffer a tensor or one arena.
   const ours = (options) => () =>
     timed(async () => {
       const set = await openTensors(store, 'bench/llama');
       kept.value = await loadTensors(set, options);
+    });
+  const eachPool = new TensorPool(); // its own: the default pool keeps the arenas
+  const malloc = (n) => {
+    const b = Buffer.allocUnsafeSlow(n);
+    return new Uint8Array(b.buffer, b.byteOffset, n);
+  };
+  const fresh = (kind, options) => () =>
+    timed(async () => {
+      const set = await openTensors(store, 'bench/llama');
+      const pool = new TensorPool(kind === 'malloc' ? { allocate: malloc } : {});
+      kept.value = await loadTensors(set, { ...options, pool });
     });
   const python = (cmd) => async () => {
     const r = await py.call({ ...cmd, file });
@@ -132,11 +147,11 @@ try {
         get_tensor: python({ op: 'get_tensor', names: null }),
         load_file: python({ op: 'load_file' }),
         'fs.read': plain(fullRanges),
-        'ours each': ours({ allocation: 'each' }),
-        'ours pooled': pooled({}),
-        'ours c=1': ours({ concurrency: 1 }),
-        'ours c=2': ours({ concurrency: 2 }),
-        'ours verify': ours({ verify: true }),
+        'each malloc': fresh('malloc', {}),
+        'each calloc': fresh('calloc', {}),
+        'arena calloc': fresh('calloc', { allocation: 'arena' }),
+        'each pooled': ours({ allocation: 'each', pool: eachPool }),
+        'ours into': pooled({}),
       },
     },
     {
@@ -145,8 +160,11 @@ try {
         ours: ours({ prefix: PREFIX }),
         get_tensor: python({ op: 'get_tensor', names: layer.map((i) => i.name) }),
         'fs.read': plain(layerRanges),
-        'ours each': ours({ prefix: PREFIX, allocation: 'each' }),
-        'ours pooled': pooled({ prefix: PREFIX }),
+        'each malloc': fresh('malloc', { prefix: PREFIX }),
+        'each calloc': fresh('calloc', { prefix: PREFIX }),
+        'arena calloc': fresh('calloc', { prefix: PREFIX, allocation: 'arena' }),
+        'each pooled': ours({ prefix: PREFIX, allocation: 'each', pool: eachPool }),
+        'ours into': pooled({ prefix: PREFIX }),
       },
     },
     {
@@ -173,6 +191,8 @@ try {
       const samples = Object.fromEntries(names.map((n) => [n, []]));
       for (let r = 0; r <= runs; r++) {
         for (const n of r % 2 ? [...names].reverse() : names) {
+          // A loader done with its tensors releases them (the default pool takes them back).
+          kept.value?.release?.();
           kept.value = null;
           globalThis.gc?.();
           if (cold) await py.call({ op: 'evict', files: evictable });
@@ -196,19 +216,23 @@ try {
       compare(`load ${label}`, m.ours, 'get_tensor', m.get_tensor, gibps(m.ours));
       if (m.load_file) compare(`load ${label}`, m.ours, 'load_file', m.load_file);
       compare(`load ${label}`, m.ours, 'fs.read', m['fs.read'], `fs.read ${gibps(m['fs.read'])}`);
-      if (m['ours pooled']) {
-        compare(`load ${label}, pooled arena`, m['ours pooled'], 'get_tensor', m.get_tensor, gibps(m['ours pooled']));
-        compare(`load ${label}, pooled arena`, m['ours pooled'], 'fs.read', m['fs.read']);
+      if (m['ours into']) {
+        compare(
+          `load ${label}, caller's arena (into)`,
+          m['ours into'],
+          'get_tensor',
+          m.get_tensor,
+          gibps(m['ours into']),
+        );
       }
-      if (m['ours each']) compare(`  arena vs a buffer a tensor, ${label}`, m.ours, 'each', m['ours each']);
-      for (const v of ['ours c=1', 'ours c=2'])
-        if (m[v]) compare(`  concurrency 4 vs ${v.slice(5)}, ${label}`, m.ours, v.slice(5), m[v]);
-      if (m['ours verify']) compare(`  verify cost, ${label}`, m['ours verify'], 'unverified', m.ours);
+      for (const v of ['each malloc', 'each calloc', 'arena calloc', 'each pooled'])
+        if (m[v]) compare(`load ${label}, ${v}`, m[v], 'get_tensor', m.get_tensor);
       console.log(`  minor page faults (median), ${label}: ${names.map((n) => `${n} ${m[n].faults}`).join(', ')}`);
     }
   }
   await store.close();
 } finally {
+  kept.value?.release?.();
   kept.value = null;
   await py.close();
   await fsp.rm(dir, { recursive: true, force: true });

@@ -14,7 +14,43 @@ import {
   throwIfAborted,
   wrongArgument,
 } from '@tensorfs/format';
+import { defaultTensorPool, TensorPool } from './pool.js';
 import type { ReadOptions } from './view.js';
+
+/**
+ * What {@link loadTensors} returns: key → bytes, in model order, plus {@link release}, which gives
+ * the buffers back to the pool they came from (every returned view is then detached: byteLength
+ * 0, so a use after release reads nothing, never another load's bytes). `using` releases it too.
+ */
+export class LoadedTensors extends Map<string, Uint8Array> {
+  private buffers: ArrayBuffer[] = [];
+  private pool: TensorPool | null = null;
+
+  /** @internal */
+  static of(entries: Iterable<[string, Uint8Array]>, buffers: ArrayBuffer[], pool: TensorPool | null): LoadedTensors {
+    const out = new LoadedTensors(entries);
+    out.buffers = buffers;
+    out.pool = pool;
+    return out;
+  }
+
+  /**
+   * Gives the loaded buffers back to their pool (a caller's `into` arena is left as it is) and
+   * empties the map. Every tensor returned is detached. Calling it again does nothing.
+   */
+  release(): void {
+    const { buffers, pool } = this;
+    this.buffers = [];
+    this.clear();
+    if (pool === null) return;
+    for (const b of buffers) pool.giveBuffer(b);
+  }
+
+  /** {@link release}, for `using`. */
+  [Symbol.dispose](): void {
+    this.release();
+  }
+}
 
 /** What {@link loadTensors} needs of one tensor (a `TensorView` or `CheckpointTensorView` has it). */
 export interface LoadableTensor {
@@ -72,10 +108,15 @@ export interface LoadOptions {
   into?: Uint8Array;
   /**
    * `arena`: one allocation for the whole load, each tensor a subarray (64-byte aligned);
-   * `each`: one buffer per tensor. Ignored with `into`.
-   * @default 'arena' (measured faster: docs/benchmarks.md "Whole-model loads")
+   * `each`: one buffer per tensor. Either is taken from `pool`. Ignored with `into`.
+   * @default 'arena' (measured: docs/benchmarks.md "Loads with a pool")
    */
   allocation?: 'arena' | 'each';
+  /**
+   * Where destinations come from and where `release()` gives them back (buffers of a failed or
+   * cancelled load go back at once). Ignored with `into`. @default {@link defaultTensorPool}
+   */
+  pool?: TensorPool;
   /**
    * Called after each tensor (or part) is in memory: phase `load`, unit `bytes`, `bytes` of
    * `bytesTotal`, `tensors` of `tensorsTotal`, and `tensor`, the key just loaded.
@@ -248,6 +289,8 @@ function checkLoadOptions(options: LoadOptions): void {
   if (options.allocation !== undefined && options.allocation !== 'arena' && options.allocation !== 'each') {
     wrongValue('options.allocation', "'arena' or 'each'", options.allocation);
   }
+  if (options.pool !== undefined && !(options.pool instanceof TensorPool))
+    wrongValue('options.pool', 'a TensorPool', options.pool);
 }
 
 /**
@@ -306,30 +349,35 @@ async function loadOne(task: Task, dest: Uint8Array, options: LoadOptions): Prom
 }
 
 /**
- * Loads many tensors of a model into memory at once: `concurrency` reads in flight, destinations
- * in one 64-byte-aligned arena (or `into`), each read straight from the store's object files
- * into its place (no intermediate copy). Encoded checkpoint tensors load as their parts, under
+ * Loads many tensors of a model into memory at once: `concurrency` reads in flight, each tensor
+ * read straight from the store's object files into its destination (no intermediate copy): a
+ * 64-byte-aligned arena (default) or a buffer a tensor, taken from a {@link TensorPool} (the
+ * process-wide {@link defaultTensorPool} unless `pool` is given), or `into`. `release()` on the result gives the buffers back to the pool for the next load. Encoded checkpoint tensors load as their parts, under
  * `name#role`. Keys are tensor names (`component/name` for a checkpoint of several components
  * loaded whole).
  *
  * @param model - a `TensorSet` (`openTensors`), a `Checkpoint` (`openCheckpoint`), one of its
  *   components, or any iterable of tensor views.
- * @returns key → bytes, in model order. Nothing is returned on a failure.
+ * @returns key → bytes, in model order ({@link LoadedTensors}, a Map). Nothing is returned on a
+ *   failure, and the buffers taken for it are back in the pool.
  * @throws {TensorFSError} `invalid_argument` (bad option, `into` too small, two tensors under one
  *   key), `not_found` (a name, component or object missing), `corrupt` (an object of the wrong
  *   length, or under `verify` one that does not hash to its id), `cancelled`, `io`.
  * @example
  * const set = await openTensors(store, 'acme/llama');
- * const weights = await loadTensors(set, { prefix: 'model.layers.0.', verify: true });
+ * using weights = await loadTensors(set, { prefix: 'model.layers.0.', verify: true });
+ * // … use weights.get('model.layers.0.mlp.up_proj.weight'); released at the end of the block
  */
-export async function loadTensors(model: LoadableModel, options: LoadOptions = {}): Promise<Map<string, Uint8Array>> {
+export async function loadTensors(model: LoadableModel, options: LoadOptions = {}): Promise<LoadedTensors> {
   checkModel(model);
   checkObject(options, 'options');
   checkLoadOptions(options);
   throwIfAborted(options.signal);
   const tasks = plan(model, options);
   const total = place(tasks);
+  const pool = options.into !== undefined ? null : (options.pool ?? defaultTensorPool());
   let arena: Uint8Array | null = null;
+  const owned: ArrayBuffer[] = [];
   if (options.into !== undefined) {
     if (options.into.length < total) {
       throw new TensorFSError('invalid_argument', 'the `into` buffer is too small for the load', {
@@ -338,13 +386,18 @@ export async function loadTensors(model: LoadableModel, options: LoadOptions = {
     }
     arena = options.into;
   } else if ((options.allocation ?? 'arena') === 'arena') {
-    arena = new Uint8Array(total);
+    arena = pool!.take(total);
+    owned.push(arena.buffer as ArrayBuffer);
+    // Pooled memory holds earlier bytes: the padding between tensors is zeroed.
+    for (const t of tasks) arena.fill(0, t.offset + t.length, t.offset + align(t.length));
   }
   const bytes = tasks.reduce((n, t) => n + t.length, 0);
-  const out = new Map<string, Uint8Array>();
-  const dests = tasks.map((t) =>
-    arena !== null ? arena.subarray(t.offset, t.offset + t.length) : new Uint8Array(t.length),
-  );
+  const dests = tasks.map((t) => {
+    if (arena !== null) return arena.subarray(t.offset, t.offset + t.length);
+    const d = pool!.take(t.length);
+    if (d.length > 0) owned.push(d.buffer as ArrayBuffer);
+    return d;
+  });
   let next = 0;
   let tensorsDone = 0;
   let bytesDone = 0;
@@ -377,11 +430,16 @@ export async function loadTensors(model: LoadableModel, options: LoadOptions = {
   // Every worker settles before the load does: no read writes into `into` after a failure.
   await Promise.all(Array.from({ length: concurrency }, worker));
   if (failure !== undefined) {
+    // Nothing was handed out: the buffers go straight back to the pool.
+    if (pool !== null) for (const b of owned) pool.giveBuffer(b);
     if (options.signal?.aborted && !(isTensorFSError(failure) && failure.code === 'cancelled')) {
       throwIfAborted(options.signal);
     }
     throw failure;
   }
-  for (let i = 0; i < tasks.length; i++) out.set(tasks[i]!.key, dests[i]!);
-  return out;
+  return LoadedTensors.of(
+    tasks.map((t, i) => [t.key, dests[i]!]),
+    owned,
+    pool,
+  );
 }

@@ -67,7 +67,14 @@ export {
   openModel,
 } from './model.js';
 export {
+  defaultTensorPool,
+  type TensorAllocator,
+  TensorPool,
+  type TensorPoolOptions,
+} from './pool.js';
+export {
   ARENA_ALIGN,
+  LoadedTensors,
   type LoadableModel,
   type LoadableTensor,
   type LoadOptions,

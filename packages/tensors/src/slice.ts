@@ -274,7 +274,18 @@ export async function readSliceWith(
       },
     });
   }
-  const out = into !== undefined ? into.subarray(0, plan.byteLength) : new Uint8Array(plan.byteLength);
+  const { pool } = options;
+  if (pool !== undefined && (typeof pool !== 'object' || pool === null || typeof pool.take !== 'function'))
+    wrongArgument('tensors', 'options.pool', 'a TensorPool', pool);
+  if (pool !== undefined && into !== undefined) {
+    throw new TensorFSError('invalid_argument', '`pool` and `into` are not taken together', {
+      details: { rule: 'tensors.slice_into' },
+    });
+  }
+  const out =
+    into !== undefined
+      ? into.subarray(0, plan.byteLength)
+      : (pool?.take(plan.byteLength) ?? new Uint8Array(plan.byteLength));
   const tasks: Array<() => Promise<void>> = [];
   let done = 0;
   for (const g of groupRuns(t, plan.runs, gap)) {
@@ -320,7 +331,10 @@ export async function readSliceWith(
   };
   // Every read settles before the slice does.
   await Promise.all(Array.from({ length: Math.min(SLICE_CONCURRENCY, tasks.length) }, worker));
-  if (failure !== undefined) throw failure;
+  if (failure !== undefined) {
+    if (pool !== undefined && out.length > 0) pool.give(out);
+    throw failure;
+  }
   return out;
 }
 

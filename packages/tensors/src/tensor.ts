@@ -3,6 +3,7 @@
  * and the options of its reads. Types only: `view.ts` implements them, `decoded.ts` reads through them.
  */
 import type { ContainerFormat, JsonValue, ObjectId, RecordRef } from '@tensorfs/format';
+import type { TensorPool } from './pool.js';
 
 /** How a tensor is stored (see {@link TensorView.storage}). */
 export type TensorStorage = 'plain' | 'encoded';
@@ -154,6 +155,12 @@ export interface SliceOptions extends ReadOptions {
    * otherwise. Not with `decode`.
    */
   into?: Uint8Array;
+  /**
+   * Take the result's buffer from this pool (give it back with `pool.give(slice)` when done, so
+   * the next slice of the same size reuses its memory). On a failure it goes back at once. Not
+   * with `into`; a `decode` slice ignores it.
+   */
+  pool?: TensorPool;
   /**
    * Gaps of at most this many bytes between two runs of the slice are read through (one read
    * instead of two, the gap's bytes discarded); `0` reads exactly the slice's bytes, one read per

@@ -11,6 +11,7 @@ import {
   loadTensors,
   openCheckpoint,
   openTensors,
+  TensorPool,
   type TensorSet,
 } from '../src/index.js';
 import { type TestStore, tempStore } from './helpers.js';
@@ -67,7 +68,7 @@ describe('loadTensors', () => {
 
   it('loads every tensor byte-exact, in one aligned arena, with progress', async () => {
     const events: Progress[] = [];
-    const out = await loadTensors(set, { onProgress: (p) => events.push(p), concurrency: 3 });
+    const out = await loadTensors(set, { onProgress: (p) => events.push(p), concurrency: 3, allocation: 'arena' });
     expect([...out.keys()]).toEqual(NAMES);
     for (const [name, bytes] of out) expect(bytes, name).toEqual(byName.get(name));
     const buffers = new Set([...out.values()].map((b) => b.buffer));
@@ -90,7 +91,7 @@ describe('loadTensors', () => {
     expect(events.map((e) => e.tensors)).toEqual([1, 2, 3, 4, 5]);
     expect(new Set(events.map((e) => e.tensor))).toEqual(new Set(NAMES));
     // One buffer per tensor gives the same bytes.
-    const each = await loadTensors(set, { allocation: 'each', verify: true });
+    const each = await loadTensors(set, { verify: true, allocation: 'each' });
     for (const [name, bytes] of each) expect(bytes, name).toEqual(byName.get(name));
     expect(new Set([...each.values()].map((b) => b.buffer)).size).toBe(NAMES.length);
   });
@@ -191,5 +192,111 @@ describe('loadTensors', () => {
       code: 'not_found',
       rule: 'tensors.load_component',
     });
+  });
+
+  const total = (): number => [...byName.values()].reduce((n, b) => n + b.length, 0);
+
+  it('release gives the buffers back to the pool and detaches every tensor; the next load reuses them, exact', async () => {
+    const pool = new TensorPool();
+    const first = await loadTensors(set, { pool, allocation: 'each' });
+    expect(pool.byteLength).toBe(0);
+    const memory = new Map([...first].map(([k, b]) => [k, b.buffer]));
+    expect(new Set(memory.values()).size).toBe(NAMES.length);
+    first.release();
+    // Use after release reads nothing: each view and its ArrayBuffer are detached.
+    for (const b of memory.values()) expect(b.byteLength).toBe(0);
+    expect(first.size).toBe(0);
+    // The empty tensor owns no memory; the others are held for reuse.
+    expect(pool.byteLength).toBe(total());
+    first.release(); // again: nothing
+    expect(pool.byteLength).toBe(total());
+    const second = await loadTensors(set, { pool, allocation: 'each' });
+    expect(pool.byteLength).toBe(0);
+    for (const [name, bytes] of second) expect(bytes, name).toEqual(byName.get(name));
+    // The arena form releases its one buffer the same way.
+    const arena = await loadTensors(set, { pool, allocation: 'arena' });
+    const arenaBuffer = arena.get('a.weight')!.buffer;
+    arena[Symbol.dispose]();
+    expect(arenaBuffer.byteLength).toBe(0);
+    expect(pool.byteLength).toBe(loadedByteLength(set));
+    second.release();
+  });
+
+  it('two live loads from one pool never share memory; releasing one leaves the other exact', async () => {
+    const pool = new TensorPool();
+    const seed = await loadTensors(set, { pool, allocation: 'each' });
+    seed.release();
+    const a = await loadTensors(set, { pool, allocation: 'each' });
+    const b = await loadTensors(set, { pool, allocation: 'each' });
+    const buffers = [...a.values(), ...b.values()].map((x) => x.buffer).filter((x) => x.byteLength > 0);
+    expect(new Set(buffers).size).toBe(buffers.length);
+    a.release();
+    // The released buffers go to the next load; b is untouched by it.
+    const c = await loadTensors(set, { pool, names: ['d.weight'], allocation: 'each' });
+    for (const [name, bytes] of b) expect(bytes, name).toEqual(byName.get(name));
+    expect(c.get('d.weight')).toEqual(byName.get('d.weight'));
+    b.release();
+    c.release();
+  });
+
+  it('a pool takes and gives whole buffers, up to its limit', () => {
+    const pool = new TensorPool({ limit: 100 });
+    const x = pool.take(64);
+    expect(x.length).toBe(64);
+    expect(x.byteOffset).toBe(0);
+    expect(x.buffer.byteLength).toBe(64);
+    x.fill(7);
+    pool.give(x);
+    expect(x.byteLength).toBe(0);
+    expect(pool.byteLength).toBe(64);
+    // The same memory comes back (its old bytes with it: a taker overwrites it).
+    const y = pool.take(64);
+    expect(y).toEqual(new Uint8Array(64).fill(7));
+    expect(pool.byteLength).toBe(0);
+    // Beyond the limit a buffer is detached but not kept.
+    const z = pool.take(64);
+    pool.give(y);
+    pool.give(z);
+    expect(z.byteLength).toBe(0);
+    expect(pool.byteLength).toBe(64);
+    pool.clear();
+    expect(pool.byteLength).toBe(0);
+    const whole = pool.take(32);
+    expect(() => pool.give(whole.subarray(1))).toThrow(expect.objectContaining({ code: 'invalid_argument' }));
+    expect(() => new TensorPool({ limit: -1 })).toThrow(expect.objectContaining({ code: 'invalid_argument' }));
+    // An allocator's Buffer-like subclass becomes a plain Uint8Array over the same memory.
+    class Sub extends Uint8Array {}
+    const sub = new TensorPool({ allocate: (n) => new Sub(n) }).take(8);
+    expect(sub.constructor).toBe(Uint8Array);
+  });
+
+  it('a cancelled or corrupt load gives every buffer it took back to the pool and returns nothing', async () => {
+    const pool = new TensorPool();
+    const mid = new AbortController();
+    const p = loadTensors(set, {
+      pool,
+      allocation: 'each',
+      concurrency: 1,
+      onProgress: (e) => {
+        if (e.tensors === 1) mid.abort();
+      },
+      signal: mid.signal,
+    });
+    expect(await failure(p)).toMatchObject({ code: 'cancelled' });
+    expect(pool.byteLength).toBe(total());
+    const victim = set.get('d.weight').records[1]!;
+    const file = objectFile(t.root, victim.digest);
+    const bytes = await fsp.readFile(file);
+    bytes[5] = bytes[5]! ^ 1;
+    await fsp.chmod(file, 0o644);
+    await fsp.writeFile(file, bytes);
+    for (const allocation of ['each', 'arena'] as const) {
+      pool.clear();
+      expect(await failure(loadTensors(set, { pool, verify: true, allocation }))).toEqual({
+        code: 'corrupt',
+        rule: 'tensors.object_digest',
+      });
+      expect(pool.byteLength).toBe(allocation === 'each' ? total() : loadedByteLength(set));
+    }
   });
 });

@@ -16,6 +16,7 @@ import {
   type SliceRange,
   sliceReadBytes,
   sliceReads,
+  TensorPool,
 } from '../src/index.js';
 import { FIXTURES, type TestStore, tempStore } from './helpers.js';
 
@@ -237,6 +238,33 @@ describe('readSlice', () => {
     expect(hex(got)).toBe(expected[7]);
     expect(into[got.length]).toBe(7);
     expect(await rejection(set.get('mat').readSlice([[0, 16]], { into }))).toEqual({
+      code: 'invalid_argument',
+      rule: 'tensors.slice_into',
+    });
+    // pool: the slice owns a pooled buffer; given back, it is detached and the next slice of the
+    // same size reuses its memory, exact; a failed slice gives its buffer back at once.
+    const pool = new TensorPool();
+    const rows = [
+      [0, 16],
+      [3, 9],
+    ] as unknown as SliceRange[];
+    const first = await set.get('mat').readSlice(rows, { pool });
+    expect(hex(first)).toBe(expected[7]);
+    expect(first.buffer.byteLength).toBe(first.length);
+    pool.give(first);
+    expect(first.byteLength).toBe(0);
+    expect(pool.byteLength).toBe(got.length);
+    const again = await set.get('mat').readSlice(rows, { pool, verify: true });
+    expect(hex(again)).toBe(expected[7]);
+    expect(pool.byteLength).toBe(0);
+    pool.give(again);
+    const ac = new AbortController();
+    ac.abort();
+    expect(await rejection(set.get('mat').readSlice(rows, { pool, signal: ac.signal }))).toMatchObject({
+      code: 'cancelled',
+    });
+    expect(pool.byteLength).toBe(got.length);
+    expect(await rejection(set.get('mat').readSlice(rows, { pool, into }))).toEqual({
       code: 'invalid_argument',
       rule: 'tensors.slice_into',
     });
