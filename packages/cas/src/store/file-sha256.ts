@@ -25,23 +25,20 @@ import {
   decodeManifest,
   objectReferences,
 } from '@tensorfs/format';
-import type { Lease, Store } from '@tensorfs/format/store';
+import {
+  type Lease,
+  type Store,
+  decodeFileSha256,
+  encodeFileSha256,
+  fileSha256Ref as formatFileSha256Ref,
+  isSideRef,
+} from '@tensorfs/format/store';
 import { checkChunks, checkObject, checkObjects, checkOptions, checkString } from './args.js';
 
-const MAGIC = 'tensorfs file-sha256 1\n';
-const LINE = /^([0-9a-f]{64}) ([0-9a-f]{64})$/;
-/** More entries than a manifest can have files: not a list. */
-const MAX_ENTRIES = 1_000_000;
-
 /**
- * True for a side ref: `_hf/…`, a note a server keeps beside the trees (a whole-file SHA-256 list,
- * the hub's ETags and completeness marks), naming a small object that is not a snapshot, a
- * checkpoint or a revision. Listings of heads (`tfs ls`, `du`, `checkRefs`) leave them out; GC keeps
- * what they name.
+ * True for a side ref (`_hf/…`): see `@tensorfs/format/store` `isSideRef`.
  */
-export function isSideRef(name: string): boolean {
-  return name.startsWith('_hf/');
-}
+export { isSideRef };
 
 /** The key of a record list: the SHA-256 (hex) of `<id> <length>\n` per record. */
 export function recordsKey(records: readonly RecordRef[]): string {
@@ -51,42 +48,14 @@ export function recordsKey(records: readonly RecordRef[]): string {
   return h.digest('hex');
 }
 
-/** The side ref naming the whole-file SHA-256 list of `tree`. */
+/** The side ref naming the whole-file SHA-256 list of `tree` (`@tensorfs/format/store` `fileSha256Ref`). */
 export function fileSha256Ref(tree: ObjectId): string {
   checkString(tree, 'tree');
-  return `_hf/sha256/${tree.slice('sha256:'.length)}`;
+  return formatFileSha256Ref(tree);
 }
 
-/** The bytes of a list (record-list key → SHA-256 hex). */
-export function encodeFileSha256(list: ReadonlyMap<string, string>): Uint8Array {
-  const lines = [...list].map(([k, v]) => `${k} ${v}\n`).sort();
-  return new TextEncoder().encode(MAGIC + lines.join(''));
-}
-
-/**
- * A list's entries.
- * @throws {TensorFSError} `malformed` (`store.file_sha256`) when the bytes are not a list.
- */
-export function decodeFileSha256(bytes: Uint8Array): Map<string, string> {
-  const bad = () =>
-    new TensorFSError('malformed', 'not a whole-file SHA-256 list', { details: { rule: 'store.file_sha256' } });
-  let text: string;
-  try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-  } catch {
-    throw bad();
-  }
-  if (!text.startsWith(MAGIC) || !text.endsWith('\n')) throw bad();
-  const out = new Map<string, string>();
-  const body = text.slice(MAGIC.length, -1);
-  if (body === '') return out;
-  for (const line of body.split('\n')) {
-    const m = LINE.exec(line);
-    if (!m || out.size >= MAX_ENTRIES) throw bad();
-    out.set(m[1]!, m[2]!);
-  }
-  return out;
-}
+/** The bytes of a list and back: `@tensorfs/format/store`'s, re-exported (the byte format is theirs). */
+export { encodeFileSha256, decodeFileSha256 };
 
 /**
  * The whole-file SHA-256s recorded for `tree` (empty when none are, or the list cannot be read:
