@@ -10,9 +10,12 @@
  *   `<key> <sha256>\n` per file, sorted, where `<key>` is {@link recordsKey} of the file's record
  *   list (the same bytes in any tree have the same key); it is named by the side ref
  *   `_hf/sha256/<tree hex>` ({@link fileSha256Ref}). A ref roots only that object: it keeps no tree.
- * - Written by an import (which reads every byte anyway and hashes each multi-record file once
- *   more, in order, on its own worker thread: {@link WholeFileHashes}), and carried along by a pull
- *   from an origin that has it. The SHA-256s are claims of whoever wrote the list, as refs are; a
+ * - The byte format, the key and the ref name are `@tensorfs/format/store`'s (re-exported here),
+ *   shared with `@tensorfs/tensors`, whose checkpoint writers record a checkpoint's list (of its
+ *   `--safetensors` export) as `_hf/sha256/<checkpoint hex>`.
+ * - Written by every import, named or not (which reads every byte anyway and hashes each
+ *   multi-record file once more, in order, on its own worker thread: {@link WholeFileHashes}), and
+ *   carried along by a pull from an origin that has it. The SHA-256s are claims of whoever wrote the list, as refs are; a
  *   server still verifies every object it sends.
  */
 import { createHash } from 'node:crypto';
