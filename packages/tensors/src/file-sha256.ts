@@ -6,9 +6,11 @@
  * The list is the `@tensorfs/format/store` one (`_hf/sha256/<checkpoint hex>`, keyed by the
  * record list of each served file of several records). A file the source snapshot's list already
  * names (the same records are the same bytes) is taken from it; any other is hashed from its
- * objects, each verified, once.
+ * objects, each verified, once: the whole-file hash on a worker thread of its own, overlapping the
+ * verification of the next object on the calling thread.
  */
 import { createHash } from 'node:crypto';
+import { Worker } from 'node:worker_threads';
 import { type Manifest, type ObjectId, TensorFSError, throwIfAborted } from '@tensorfs/format';
 import {
   type Lease,
@@ -112,11 +114,16 @@ export async function checkpointFileSha256(
       list.set(key, '');
     }
   }
-  for (const file of todo) {
-    throwIfAborted(signal);
-    list.set(file.key, await hashRecords(overlay, file.records, signal));
-    hashed++;
-    bytesHashed += file.size;
+  const hasher = new FileHasher();
+  try {
+    for (const file of todo) {
+      throwIfAborted(signal);
+      list.set(file.key, await hashRecords(overlay, hasher, file.records, signal));
+      hashed++;
+      bytesHashed += file.size;
+    }
+  } finally {
+    await hasher.close();
   }
   return { list, tree, files: list.size, reused, hashed, bytesHashed };
 }
@@ -143,35 +150,131 @@ export async function recordCheckpointFileSha256(
   return { ...found, id, checkpoint: cp.id };
 }
 
+/** The worker body: one whole-file SHA-256 at a time; each `update` is acknowledged once hashed. */
+const WORKER_SOURCE = `
+const { parentPort } = process.getBuiltinModule('node:worker_threads');
+const { createHash } = process.getBuiltinModule('node:crypto');
+let h = createHash('sha256');
+parentPort.on('message', ({ seq, op, bytes }) => {
+  if (op === 'update') {
+    h.update(bytes);
+    parentPort.postMessage({ seq });
+  } else {
+    parentPort.postMessage({ seq, hex: h.digest('hex') });
+    h = createHash('sha256');
+  }
+});
+`;
+
 /**
- * The SHA-256 of a file made of `records`, read from `store` one object ahead of the hash (the
- * next object is read while this one is hashed), each object verified against its id.
+ * Whole-file SHA-256s computed on a worker thread of their own, so each object's verification
+ * (on this thread) overlaps the whole-file hash of the one before: at most one object is queued.
+ * Where no worker can start, the hash runs here.
+ */
+class FileHasher {
+  private worker: Worker | null | undefined;
+  private seq = 0;
+  private readonly waiting = new Map<number, { resolve: (hex?: string) => void; reject: (e: unknown) => void }>();
+  private failed: unknown;
+  private local = createHash('sha256');
+
+  private start(): Worker | null {
+    if (this.worker !== undefined) return this.worker;
+    try {
+      const worker = new Worker(WORKER_SOURCE, { eval: true });
+      worker.on('message', ({ seq, hex }: { seq: number; hex?: string }) => {
+        const w = this.waiting.get(seq);
+        this.waiting.delete(seq);
+        w?.resolve(hex);
+      });
+      const fail = (cause: unknown) => {
+        this.failed ??= cause;
+        for (const w of this.waiting.values()) w.reject(cause);
+        this.waiting.clear();
+      };
+      worker.on('error', fail);
+      worker.on('exit', (code) => fail(new Error(`the hash worker exited (${code})`)));
+      this.worker = worker;
+    } catch {
+      this.worker = null;
+    }
+    return this.worker;
+  }
+
+  private send(op: 'update' | 'digest', bytes?: Uint8Array): Promise<string | undefined> {
+    if (this.failed !== undefined) return Promise.reject(this.failed);
+    const worker = this.worker!;
+    const seq = this.seq++;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(seq, { resolve, reject });
+      if (bytes === undefined) worker.postMessage({ seq, op });
+      else {
+        // A buffer of its own moves to the worker; a view of a shared one is copied.
+        const own =
+          bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
+        const b = own ? bytes : bytes.slice();
+        worker.postMessage({ seq, op, bytes: b }, [b.buffer as ArrayBuffer]);
+      }
+    });
+  }
+
+  /** Feeds one object's bytes (the caller gives them up); settles once the previous one is hashed. */
+  update(bytes: Uint8Array): Promise<string | undefined> {
+    if (this.start() === null) {
+      this.local.update(bytes);
+      return Promise.resolve(undefined);
+    }
+    return this.send('update', bytes);
+  }
+
+  /** The SHA-256 (hex) of everything fed since the last digest. */
+  async digest(): Promise<string> {
+    if (this.start() === null) {
+      const hex = this.local.digest('hex');
+      this.local = createHash('sha256');
+      return hex;
+    }
+    return (await this.send('digest'))!;
+  }
+
+  async close(): Promise<void> {
+    const w = this.worker;
+    this.worker = undefined;
+    this.failed ??= new Error('closed');
+    await w?.terminate();
+  }
+}
+
+/**
+ * The SHA-256 of a file made of `records`, read from `store` (each object verified against its id
+ * on this thread) and hashed whole by `hasher` (on its worker), one object behind the reads.
  */
 async function hashRecords(
   store: Store,
+  hasher: FileHasher,
   records: readonly { digest: ObjectId; length: number }[],
   signal: AbortSignal | undefined,
 ): Promise<string> {
-  const whole = createHash('sha256');
   const call = signal ? { signal } : {};
-  const read = (i: number) => store.readObject(records[i]!.digest, { verify: true, ...call });
-  let next: Promise<Uint8Array> | undefined = read(0);
-  for (let i = 0; i < records.length; i++) {
-    const bytes: Uint8Array = await next!;
-    next = i + 1 < records.length ? read(i + 1) : undefined;
-    // A read that fails while this one is hashed is reported when awaited, not as unhandled.
-    next?.catch(() => {});
-    if (bytes.length !== records[i]!.length) {
-      throw new TensorFSError('corrupt', 'an object is not as long as its record says', {
-        details: {
-          rule: 'tensors.record_length',
-          digest: records[i]!.digest,
-          expected: records[i]!.length,
-          actual: bytes.length,
-        },
-      });
+  let hashing: Promise<unknown> = Promise.resolve();
+  try {
+    for (const r of records) {
+      throwIfAborted(signal);
+      const bytes = await store.readObject(r.digest, { verify: true, ...call });
+      if (bytes.length !== r.length) {
+        throw new TensorFSError('corrupt', 'an object is not as long as its record says', {
+          details: { rule: 'tensors.record_length', digest: r.digest, expected: r.length, actual: bytes.length },
+        });
+      }
+      await hashing;
+      hashing = hasher.update(bytes);
+      // A failure while the next object is read is reported when awaited, not as unhandled.
+      hashing.catch(() => {});
     }
-    whole.update(bytes);
+    await hashing;
+  } catch (error) {
+    await hashing.catch(() => {});
+    throw error;
   }
-  return whole.digest('hex');
+  return hasher.digest();
 }
