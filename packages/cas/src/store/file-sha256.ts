@@ -99,9 +99,14 @@ export async function recordFileSha256<L>(
   sha256: ReadonlyMap<string, string>,
   options: { lease?: L } = {},
 ): Promise<void> {
+  checkObject(store, 'store');
+  checkString(tree, 'tree');
+  checkObjects(entries, 'entries');
+  if (!(sha256 instanceof Map)) checkObject(null, 'sha256');
+  checkOptions(options);
   const list = new Map<string, string>();
   for (const e of entries) {
-    if (e.kind !== 'file' || e.records.length < 2) continue;
+    if (e.kind !== 'file' || !Array.isArray(e.records) || e.records.length < 2) continue;
     const hex = sha256.get(e.path);
     if (hex !== undefined) list.set(recordsKey(e.records), hex);
   }
