@@ -7,14 +7,19 @@
 //  2. openCheckpoint + read every unet tensor vs reading the same ranges of the original file with
 //     fs read, same run, warm cache (target ≤ 1.2×);
 //  3. a fine-tune: the same folder with 8 of the unet's 64 tensors changed, converted with --base:
-//     bytes written against the folder's size.
+//     bytes written against the folder's size;
+//  4. the whole-file SHA-256 list a checkpoint writer records at commit (what a Hugging Face
+//     server's first HEAD reads), on against `fileSha256: false`, interleaved, wall and CPU:
+//     convert from a snapshot with a list (taken from it), from one without (one hash pass over
+//     the source's multi-record files) and compose (no source: the export laid out and hashed).
 import { randomFillSync } from 'node:crypto';
 import * as fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { openStore } from '@tensorfs/cas';
 import { writeSafetensorsHeader } from '@tensorfs/format';
-import { convertPath, convertSnapshot, openCheckpoint } from '@tensorfs/tensors';
+import { fileSha256Ref } from '@tensorfs/format/store';
+import { composeCheckpoint, convertPath, convertSnapshot, openCheckpoint } from '@tensorfs/tensors';
 import { mibps, paired, report } from './lib.mjs';
 
 const MiB = 1024 * 1024;
@@ -162,6 +167,48 @@ try {
     'import into a fresh store',
     fullMs,
     `wrote ${(ft.bytesWritten / MiB).toFixed(1)} MiB (${ft.changedTensors} tensors changed) vs ${(full.bytesWritten / MiB).toFixed(0)} MiB`,
+  );
+
+  // 4. the checkpoint's whole-file SHA-256 list at commit: on vs off, interleaved, wall and CPU.
+  const clock = async (fn) => {
+    const c0 = process.cpuUsage();
+    const w0 = performance.now();
+    await fn();
+    const cpu = process.cpuUsage(c0);
+    return { wall: performance.now() - w0, cpu: (cpu.user + cpu.system) / 1000 };
+  };
+  const onOff = async (name, run, runs = 3) => {
+    const on = [];
+    const off = [];
+    await run(true);
+    await run(false);
+    for (let i = 0; i < runs; i++) {
+      on.push(await clock(() => run(true)));
+      off.push(await clock(() => run(false)));
+    }
+    const med = (xs, k) => xs.map((x) => x[k]).sort((x, y) => x - y)[Math.floor(xs.length / 2)];
+    report(
+      name,
+      med(on, 'wall'),
+      'fileSha256: false',
+      med(off, 'wall'),
+      `CPU ${(med(on, 'cpu') / 1000).toFixed(2)} s vs ${(med(off, 'cpu') / 1000).toFixed(2)} s; load ${(await fsp.readFile('/proc/loadavg', 'utf8')).split(' ').slice(0, 3).join(' ')}`,
+    );
+  };
+  const snapshot = imported.snapshot;
+  await onOff('convert, source list present (taken from it)', (fileSha256) =>
+    convertSnapshot(store, snapshot, { fileSha256 }),
+  );
+  // A source imported without a list (an older store): its list is set aside for this case.
+  const sourceList = await store.getRef(fileSha256Ref(snapshot));
+  await store.deleteRef(fileSha256Ref(snapshot));
+  await onOff(`convert, source without a list (hash ${(size / MiB).toFixed(0)} MiB once)`, (fileSha256) =>
+    convertSnapshot(store, snapshot, { fileSha256 }),
+  );
+  if (sourceList !== null) await store.setRef(fileSha256Ref(snapshot), sourceList);
+  const cp = (await openCheckpoint(store, 'bench/sd')).id;
+  await onOff('compose (no source: export laid out and hashed)', (fileSha256) =>
+    composeCheckpoint(store, cp, { drop: ['unet.063.weight'] }, { component: 'unet', fileSha256 }),
   );
   await store.close();
 } finally {

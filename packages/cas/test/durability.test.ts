@@ -64,7 +64,7 @@ await s.close();
     // -y prints each descriptor's path: fdatasync(21</…/tmp/x.tmp>).
     execFileSync(
       'strace',
-      ['-f', '-qq', '-y', '-o', log, '-e', 'trace=openat,fdatasync,fsync', process.execPath, script],
+      ['-f', '-qq', '-y', '-o', log, '-e', 'trace=openat,fdatasync,fsync,rename', process.execPath, script],
       {
         env: { ...process.env, TENSORFS_GROUP_SYNC: 'files' },
         stdio: 'pipe',
@@ -73,12 +73,18 @@ await s.close();
     const tmpDir = join(root, 'store', 'tmp');
     const opens = new Map<string, string[]>(); // temp path -> the flags of each open
     const syncedTemps = new Set<string>();
+    const refTemps = new Set<string>();
     for (const line of readFileSync(log, 'utf8').split('\n')) {
       const open = /openat\(AT_FDCWD(?:<[^>]*>)?, "([^"]+)", ([A-Z_|]+)/.exec(line);
       if (open && open[1]!.startsWith(`${tmpDir}/`)) opens.set(open[1]!, [...(opens.get(open[1]!) ?? []), open[2]!]);
       const sync = /(?:fdatasync|fsync)\(\d+<([^>]+)>/.exec(line);
       if (sync && sync[1]!.startsWith(`${tmpDir}/`)) syncedTemps.add(sync[1]!);
+      // A ref is written through a temp too (the import's whole-file SHA-256 list, `_hf/sha256/…`).
+      const ref = /rename\("([^"]+)", "([^"]+)"\)/.exec(line);
+      if (ref && ref[2]!.startsWith(join(root, 'store', 'refs'))) refTemps.add(ref[1]!);
     }
+    expect(refTemps.size).toBe(1);
+    for (const t of refTemps) syncedTemps.delete(t);
     // Each temp opened once, by its exclusive create: whatever synced it synced that descriptor.
     for (const [path, flags] of opens)
       expect({ path, flags }).toEqual({ path, flags: [expect.stringContaining('O_EXCL')] });

@@ -5,6 +5,12 @@ import { join } from 'node:path';
 import { bytesOf, expectCode, safetensorsBytes, tempDir } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
 import { LocalStore, copyFileSha256, fileSha256Ref, readFileSha256, recordsKey } from '../src/index.js';
+import {
+  decodeFileSha256 as formatDecode,
+  encodeFileSha256 as formatEncode,
+  fileRecordsKey,
+  fileSha256Ref as formatRef,
+} from '@tensorfs/format/store';
 import { decodeFileSha256, encodeFileSha256 } from '../src/store/file-sha256.js';
 
 const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
@@ -56,12 +62,15 @@ describe('whole-file SHA-256s recorded at import', () => {
     });
   }
 
-  it('writes nothing for an import that names no ref (nothing roots the tree yet)', async () => {
-    const { dir } = folder();
+  it('records the list for an import that names no ref too (tfs convert <folder> imports so), rooting only the list', async () => {
+    const { dir, big, small } = folder();
     const store = await LocalStore.open(join(tempDir('tfs-sha-'), 's'));
     try {
       const r = await store.importPath(dir);
-      expect(await store.getRef(fileSha256Ref(r.snapshot))).toBeNull();
+      const list = await readFileSha256(store, r.snapshot);
+      expect([...list.values()].sort()).toEqual([sha(big), sha(small)].sort());
+      // The side ref is the only ref (it names the list, not the tree: the tree is still unrooted).
+      expect((await store.listRefs()).map((x) => x.name)).toEqual([fileSha256Ref(r.snapshot)]);
     } finally {
       await store.close();
     }
@@ -79,6 +88,20 @@ describe('whole-file SHA-256s recorded at import', () => {
     } finally {
       await store.close();
     }
+  });
+
+  it('keys record lists as @tensorfs/format/store does, and re-exports its list codec', async () => {
+    const records = [
+      { digest: `sha256:${'1'.repeat(64)}` as const, length: 5 },
+      { digest: `sha256:${'2'.repeat(64)}` as const, length: 7 },
+    ];
+    expect(recordsKey(records)).toBe(await fileRecordsKey(records));
+    expect(recordsKey(records)).toBe(
+      sha(new TextEncoder().encode(`${records[0]!.digest} 5\n${records[1]!.digest} 7\n`)),
+    );
+    expect(encodeFileSha256).toBe(formatEncode);
+    expect(decodeFileSha256).toBe(formatDecode);
+    expect(fileSha256Ref(records[0]!.digest)).toBe(formatRef(records[0]!.digest));
   });
 
   it('has canonical bytes, and refuses what is not a list (malformed store.file_sha256)', () => {

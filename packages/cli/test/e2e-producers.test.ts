@@ -8,6 +8,7 @@
  * and gguf, and nginx, must be there (no skip).
  */
 import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -104,7 +105,10 @@ describe('end to end: transformers and gguf-py files through convert, push, ngin
       const objects = await storeObjects(store);
       // the one probe that tells a static origin from a hub, then only 200s
       expect(requests.filter((q) => q.method !== 'GET' || q.status !== 200)).toEqual([PROBE]);
-      expect(ok(requests)).toEqual([`/refs/${ref}`, ...objects.map((hex) => `/chunks/${hex}`)].sort());
+      // (and the checkpoint's whole-file SHA-256 list, carried with it: a side ref of the store too)
+      const lists = path.join(store, 'refs', '_hf', 'sha256');
+      const sideRefs = existsSync(lists) ? readdirSync(lists).map((hex) => `/refs/_hf/sha256/${hex}`) : [];
+      expect(ok(requests)).toEqual([`/refs/${ref}`, ...sideRefs, ...objects.map((hex) => `/chunks/${hex}`)].sort());
       // …and it is the whole closure: verify finds everything the ref reaches, intact
       const v = await tfs(['verify', '--store', store]);
       expect(v.code, v.stderr).toBe(0);

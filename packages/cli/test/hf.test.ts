@@ -5,6 +5,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { LocalStore } from '@tensorfs/cas';
+import { isSideRef } from '@tensorfs/format/store';
 import { type FakeHub, type FakeHubOptions, fakeHubFixture, sha256Hex, startFakeHub, tempDir } from '@tensorfs/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { run } from '../src/index.js';
@@ -45,7 +46,8 @@ function noToken(r: { stdout: string; stderr: string }, token: string): void {
 async function refsOf(store: string): Promise<string[]> {
   const s = await LocalStore.open(store, { readOnly: true });
   try {
-    return (await s.listRefs()).map((r) => r.name);
+    // Heads only: a successful import also records its tree's whole-file SHA-256 list (a side ref).
+    return (await s.listRefs()).map((r) => r.name).filter((n) => !isSideRef(n));
   } finally {
     await s.close();
   }

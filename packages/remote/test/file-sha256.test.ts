@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { fileSha256Ref, readFileSha256 } from '@tensorfs/cas';
 import { bytesOf, safetensorsBytes, tempDir } from '@tensorfs/testkit';
+import { convertSnapshot } from '@tensorfs/tensors';
 import { describe, expect, it } from 'vitest';
 import { FolderOrigin, StoreOrigin, publishTree, pull, pullRevision, push, serveHub } from '../src/index.js';
 import { after, folderOf, newStore } from './helpers.js';
@@ -57,5 +58,44 @@ describe('whole-file SHA-256 lists carried by push and pull', () => {
     };
     await pull(await newStore(), origin, 'team/blob');
     expect(asked).toEqual(['team/blob']);
+  });
+
+  it("a checkpoint's list (of its export) travels with it: push, pull, a --to publish, pullRevision of the variant tree", async () => {
+    const a = await newStore();
+    const config = new TextEncoder().encode('{"model_type":"llama"}\n');
+    await a.importPath(folderOf({ 'model.safetensors': model, 'config.json': config }), { name: 'src' });
+    const cp = await convertSnapshot(a, 'src', { name: 'team/ck' });
+    const listRef = await a.getRef(fileSha256Ref(cp.id));
+    expect(listRef).not.toBeNull();
+    expect([...(await readFileSha256(a, cp.id)).values()]).toEqual([sha]);
+
+    // push + pull: the checkpoint header is the top, its list goes with it.
+    const origin = new FolderOrigin(join(tempDir('tfs-origin-'), 'o'));
+    await push(a, origin, 'team/ck');
+    expect(await origin.getRef(fileSha256Ref(cp.id))).toBe(listRef);
+    const b = await newStore();
+    await pull(b, origin, 'team/ck');
+    expect(await b.getRef(fileSha256Ref(cp.id))).toBe(listRef);
+    const hub = await serveHub(new StoreOrigin(b));
+    after(() => hub.close());
+    const head = await fetch(`${hub.url}/team/ck/resolve/main/model.safetensors`, { method: 'HEAD' });
+    expect([head.status, head.headers.get('x-linked-etag')]).toEqual([200, `"${sha}"`]);
+
+    // convert --to: the writer sends the list to the origin with the checkpoint; the tree holding
+    // it as model.cozytensors carries it on pullRevision.
+    const up = new FolderOrigin(join(tempDir('tfs-origin-'), 'u'));
+    const published = await convertSnapshot(a, 'src', {
+      name: 'team/ck2',
+      destination: { origin: up, repo: 'team/up', branch: 'main', author: 't' },
+    });
+    expect(published.id).toBe(cp.id);
+    expect(await up.getRef(fileSha256Ref(cp.id))).toBe(listRef);
+    const c = await newStore();
+    await pullRevision(c, up, 'team/up@main');
+    expect(await c.getRef(fileSha256Ref(cp.id))).toBe(listRef);
+    const hubC = await serveHub(new StoreOrigin(c));
+    after(() => hubC.close());
+    const headC = await fetch(`${hubC.url}/team/up/resolve/main/model.safetensors`, { method: 'HEAD' });
+    expect([headC.status, headC.headers.get('x-linked-etag')]).toEqual([200, `"${sha}"`]);
   });
 });

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { MemoryStore } from '@tensorfs/format/store';
 import { bytesOf, expectCode, safetensorsBytes, sha256Hex, tempDir } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
+import { readFileSha256 } from '@tensorfs/cas';
 import {
   civitaiSource,
   httpsSource,
@@ -136,6 +137,8 @@ describe('https:// sources', () => {
     });
     expect(r.snapshot).toBe(await localSnapshot(bytes, 'model.safetensors'));
     expect(await store.getRef('web/model')).toBe(r.snapshot);
+    // The whole file's SHA-256 is recorded with the tree, as a local import records it.
+    expect([...(await readFileSha256(store, r.snapshot)).values()]).toEqual([sha256Hex(bytes)]);
     const p = r.sources[0] as HttpsProvenance;
     expect(p).toMatchObject({
       kind: 'https',

@@ -25,6 +25,7 @@ import {
 } from '@tensorfs/format';
 import { type Checkpoint, type CheckpointTensorView, openCheckpoint } from './checkpoint.js';
 import { expectedRefValue } from './commit.js';
+import { recordCheckpointFileSha256 } from './file-sha256.js';
 import type { TensorView } from './view.js';
 import { cutTensor } from '@tensorfs/planner';
 import { cutChunks, type TensorData } from './writer.js';
@@ -68,6 +69,16 @@ export interface CheckpointWriterOptions {
    * it (and the `resume` journal) and is still an error.
    */
   destination?: CheckpointDestination;
+  /**
+   * Record the whole-file SHA-256 list of the checkpoint's `--safetensors` export at commit (the
+   * side ref `_hf/sha256/<checkpoint hex>`, see `recordCheckpointFileSha256`), so a Hugging Face
+   * server answers the first `HEAD` of its files without hashing them. Files the source snapshot's
+   * list names cost nothing; others (no source, or a source imported without a list) are read and
+   * hashed once more at commit. Best effort: a list that cannot be made is left out (a server then
+   * hashes on first use). With a `destination`, the list is sent to the origin too.
+   * @default true
+   */
+  fileSha256?: boolean;
 }
 
 /** Shape and dtype of {@link CheckpointWriter.put}. */
@@ -387,6 +398,13 @@ export class CheckpointWriter {
         keepLease = true;
       }
       result = { id, bytes, header, base };
+      if (this.options.fileSha256 !== false) {
+        // After the ref: the checkpoint is committed whatever happens to its list.
+        await recordCheckpointFileSha256(this.store, bytes, {
+          lease: this.lease,
+          ...(this.options.signal ? { signal: this.options.signal } : {}),
+        }).catch(() => {});
+      }
     }, false);
     this.state = 'committed';
     const destination = this.options.destination;

@@ -21,6 +21,12 @@ export interface ComposeCheckpointOptions {
   lease?: Lease;
   /** Cancels before the header is written (`cancelled`). */
   signal?: AbortSignal;
+  /**
+   * Record the whole-file SHA-256 list of the new checkpoint's export (one extra read of its
+   * tensors: the composed checkpoint has no source snapshot). See `CheckpointWriterOptions.fileSha256`.
+   * @default true
+   */
+  fileSha256?: boolean;
 }
 
 /** What {@link composeCheckpoint} made. */
@@ -90,6 +96,7 @@ export async function composeCheckpoint(
   const writer = new CheckpointWriter(store, {
     ...(options.lease ? { lease: options.lease } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
+    ...(options.fileSha256 !== undefined ? { fileSha256: options.fileSha256 } : {}),
   });
   try {
     writer.pipeline(cp.pipeline === null ? null : { cls: cp.pipeline.cls, config: cp.pipeline.config });

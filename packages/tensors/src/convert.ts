@@ -86,6 +86,13 @@ export interface ConvertOptions {
   destination?: CheckpointDestination;
   /** The checkpoint writer's journal file (see {@link CheckpointWriterOptions.resume}). */
   resume?: string;
+  /**
+   * Record the whole-file SHA-256 list of the checkpoint's export (see
+   * {@link CheckpointWriterOptions.fileSha256}): free when the source snapshot has one (every
+   * import records it), else one extra read of the source's multi-record files.
+   * @default true
+   */
+  fileSha256?: boolean;
 }
 
 /** What a conversion made. */
@@ -210,6 +217,7 @@ export async function convertSnapshot(
     ...(options.signal !== undefined ? { signal: options.signal } : {}),
     ...(options.destination !== undefined ? { destination: options.destination } : {}),
     ...(options.resume !== undefined ? { resume: options.resume } : {}),
+    ...(options.fileSha256 !== undefined ? { fileSha256: options.fileSha256 } : {}),
   });
   try {
     writer.setSource(tree.id);

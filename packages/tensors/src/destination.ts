@@ -14,7 +14,7 @@ import {
   throwIfAborted,
   validateRepoId,
 } from '@tensorfs/format';
-import type { Store } from '@tensorfs/format/store';
+import { type Store, decodeFileSha256, fileSha256Ref } from '@tensorfs/format/store';
 import { checkBytes, checkObject, checkOptions, checkStore } from './args.js';
 
 /** Where a {@link CheckpointWriter} publishes: a branch of a repository on an origin. */
@@ -197,6 +197,22 @@ async function addClosure(local: Store, mirror: ObjectMirror, bytes: Uint8Array,
   await walk(bytes);
 }
 
+/** Sends `_hf/sha256/<checkpoint hex>` (a leaf object and its side ref) to the origin; best effort. */
+async function sendFileSha256(local: Store, origin: Store, checkpoint: ObjectId, signal?: AbortSignal): Promise<void> {
+  const call = signal ? { signal } : {};
+  try {
+    const name = fileSha256Ref(checkpoint);
+    const id = await local.getRef(name, call);
+    if (id === null || (await origin.getRef(name, call)) === id) return;
+    const bytes = await local.readObject(id, { verify: true, ...call });
+    decodeFileSha256(bytes);
+    await origin.put([bytes], { expected: id, ...call });
+    await origin.setRef(name, id, call);
+  } catch {
+    // Without it, the origin's server hashes the export's files on first use.
+  }
+}
+
 /** The branch head (null: no such branch or repository), through the store-generic resolution. */
 async function headOf(
   origin: Store,
@@ -237,6 +253,9 @@ export async function publishCheckpoint(
   await mirror.flush();
   mirror.add([header.id]);
   await mirror.flush();
+  // The checkpoint's whole-file SHA-256 list, if the writer recorded one, before the branch names
+  // the tree: the origin's first HEAD of the export is then immediate.
+  await sendFileSha256(local, d.origin, header.id, signal);
   throwIfAborted(signal);
   const head = await headOf(d.origin, d.repo, branch);
   const start = d.fresh

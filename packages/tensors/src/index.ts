@@ -46,3 +46,10 @@ export {
   convertPath,
   convertSnapshot,
 } from './convert.js';
+export {
+  type CheckpointFileSha256,
+  type CheckpointFileSha256Options,
+  checkpointFileSha256,
+  OverlayStore,
+  recordCheckpointFileSha256,
+} from './file-sha256.js';

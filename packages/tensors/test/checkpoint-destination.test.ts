@@ -121,9 +121,12 @@ describe('CheckpointWriter with an origin destination', () => {
     expect(p.previous).toBe(base.published!.revision);
     const tree = decodeManifest(await origin.readObject(p.tree));
     expect(tree.entries.map((e) => e.path)).toEqual(['model.cozytensors', 'model.ft.cozytensors']);
-    // New: tensor b (seed 3), the header; then the tree and the revision.
+    // New: tensor b (seed 3), the header; then its whole-file SHA-256 list, the tree and the revision.
     expect(p.sent.objects).toBe(2);
-    expect(origin.admitted.length - sentBefore).toBe(4);
+    expect(origin.admitted.length - sentBefore).toBe(5);
+    const list = await origin.getRef(`_hf/sha256/${ft.id.slice(7)}`);
+    expect(list).toBe(await t.store.getRef(`_hf/sha256/${ft.id.slice(7)}`));
+    expect(origin.admitted.slice(sentBefore)).toContain(list);
   });
 
   it('an upload failure keeps the local checkpoint (and the journal) and is still an error; the branch stays', async () => {

@@ -10,9 +10,12 @@
  *   `<key> <sha256>\n` per file, sorted, where `<key>` is {@link recordsKey} of the file's record
  *   list (the same bytes in any tree have the same key); it is named by the side ref
  *   `_hf/sha256/<tree hex>` ({@link fileSha256Ref}). A ref roots only that object: it keeps no tree.
- * - Written by an import (which reads every byte anyway and hashes each multi-record file once
- *   more, in order, on its own worker thread: {@link WholeFileHashes}), and carried along by a pull
- *   from an origin that has it. The SHA-256s are claims of whoever wrote the list, as refs are; a
+ * - The byte format, the key and the ref name are `@tensorfs/format/store`'s (re-exported here),
+ *   shared with `@tensorfs/tensors`, whose checkpoint writers record a checkpoint's list (of its
+ *   `--safetensors` export) as `_hf/sha256/<checkpoint hex>`.
+ * - Written by every import, named or not (which reads every byte anyway and hashes each
+ *   multi-record file once more, in order, on its own worker thread: {@link WholeFileHashes}), and
+ *   carried along by a pull from an origin that has it. The SHA-256s are claims of whoever wrote the list, as refs are; a
  *   server still verifies every object it sends.
  */
 import { createHash } from 'node:crypto';
@@ -25,23 +28,20 @@ import {
   decodeManifest,
   objectReferences,
 } from '@tensorfs/format';
-import type { Lease, Store } from '@tensorfs/format/store';
+import {
+  type Lease,
+  type Store,
+  decodeFileSha256,
+  encodeFileSha256,
+  fileSha256Ref as formatFileSha256Ref,
+  isSideRef,
+} from '@tensorfs/format/store';
 import { checkChunks, checkObject, checkObjects, checkOptions, checkString } from './args.js';
 
-const MAGIC = 'tensorfs file-sha256 1\n';
-const LINE = /^([0-9a-f]{64}) ([0-9a-f]{64})$/;
-/** More entries than a manifest can have files: not a list. */
-const MAX_ENTRIES = 1_000_000;
-
 /**
- * True for a side ref: `_hf/…`, a note a server keeps beside the trees (a whole-file SHA-256 list,
- * the hub's ETags and completeness marks), naming a small object that is not a snapshot, a
- * checkpoint or a revision. Listings of heads (`tfs ls`, `du`, `checkRefs`) leave them out; GC keeps
- * what they name.
+ * True for a side ref (`_hf/…`): see `@tensorfs/format/store` `isSideRef`.
  */
-export function isSideRef(name: string): boolean {
-  return name.startsWith('_hf/');
-}
+export { isSideRef };
 
 /** The key of a record list: the SHA-256 (hex) of `<id> <length>\n` per record. */
 export function recordsKey(records: readonly RecordRef[]): string {
@@ -51,42 +51,14 @@ export function recordsKey(records: readonly RecordRef[]): string {
   return h.digest('hex');
 }
 
-/** The side ref naming the whole-file SHA-256 list of `tree`. */
+/** The side ref naming the whole-file SHA-256 list of `tree` (`@tensorfs/format/store` `fileSha256Ref`). */
 export function fileSha256Ref(tree: ObjectId): string {
   checkString(tree, 'tree');
-  return `_hf/sha256/${tree.slice('sha256:'.length)}`;
+  return formatFileSha256Ref(tree);
 }
 
-/** The bytes of a list (record-list key → SHA-256 hex). */
-export function encodeFileSha256(list: ReadonlyMap<string, string>): Uint8Array {
-  const lines = [...list].map(([k, v]) => `${k} ${v}\n`).sort();
-  return new TextEncoder().encode(MAGIC + lines.join(''));
-}
-
-/**
- * A list's entries.
- * @throws {TensorFSError} `malformed` (`store.file_sha256`) when the bytes are not a list.
- */
-export function decodeFileSha256(bytes: Uint8Array): Map<string, string> {
-  const bad = () =>
-    new TensorFSError('malformed', 'not a whole-file SHA-256 list', { details: { rule: 'store.file_sha256' } });
-  let text: string;
-  try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-  } catch {
-    throw bad();
-  }
-  if (!text.startsWith(MAGIC) || !text.endsWith('\n')) throw bad();
-  const out = new Map<string, string>();
-  const body = text.slice(MAGIC.length, -1);
-  if (body === '') return out;
-  for (const line of body.split('\n')) {
-    const m = LINE.exec(line);
-    if (!m || out.size >= MAX_ENTRIES) throw bad();
-    out.set(m[1]!, m[2]!);
-  }
-  return out;
-}
+/** The bytes of a list and back: `@tensorfs/format/store`'s, re-exported (the byte format is theirs). */
+export { encodeFileSha256, decodeFileSha256 };
 
 /**
  * The whole-file SHA-256s recorded for `tree` (empty when none are, or the list cannot be read:
@@ -127,9 +99,14 @@ export async function recordFileSha256<L>(
   sha256: ReadonlyMap<string, string>,
   options: { lease?: L } = {},
 ): Promise<void> {
+  checkObject(store, 'store');
+  checkString(tree, 'tree');
+  checkObjects(entries, 'entries');
+  if (!(sha256 instanceof Map)) checkObject(null, 'sha256');
+  checkOptions(options);
   const list = new Map<string, string>();
   for (const e of entries) {
-    if (e.kind !== 'file' || e.records.length < 2) continue;
+    if (e.kind !== 'file' || !Array.isArray(e.records) || e.records.length < 2) continue;
     const hex = sha256.get(e.path);
     if (hex !== undefined) list.set(recordsKey(e.records), hex);
   }

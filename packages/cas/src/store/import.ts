@@ -86,8 +86,8 @@ export interface ImportResult {
   objectsWritten: number;
   /**
    * `importEntries` only: the SHA-256 (hex) of each file of several records, by path, for the
-   * caller to record (`recordFileSha256`) once it names the snapshot. `importPath` with `name`
-   * records them itself.
+   * caller to record (`recordFileSha256`) once it names the snapshot. `importPath` records them
+   * itself, with or without `name`.
    */
   fileSha256?: ReadonlyMap<string, string>;
 }

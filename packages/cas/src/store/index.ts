@@ -64,5 +64,7 @@ export {
   fileSha256Ref,
   mayHaveFileSha256,
   readFileSha256,
+  recordFileSha256,
+  type FileSha256Writer,
   recordsKey,
 } from './file-sha256.js';

@@ -32,10 +32,9 @@ export async function importPathAsSnapshot(
   try {
     const result = await importTree(objects, lease, resolve(path), options);
     const snapshot = await store.putManifest({ entries: result.entries }, { lease });
-    if (options.name !== undefined) {
-      await store.setRef(options.name, snapshot, { lease, expected: options.expected });
-      await recordFileSha256(store, snapshot, result.entries, result.fileSha256, { lease });
-    }
+    if (options.name !== undefined) await store.setRef(options.name, snapshot, { lease, expected: options.expected });
+    // Named or not (`tfs convert <folder>` imports with no name; its checkpoint takes the list).
+    await recordFileSha256(store, snapshot, result.entries, result.fileSha256, { lease });
     return resultOf(snapshot, result);
   } finally {
     await lease.release();

@@ -21,3 +21,12 @@ export {
   casConflict,
 } from './base.js';
 export { MemoryStore } from './memory.js';
+export {
+  FILE_SHA256_MAGIC,
+  isSideRef,
+  fileSha256Ref,
+  fileRecordsKey,
+  encodeFileSha256,
+  decodeFileSha256,
+  readFileSha256List,
+} from './file-sha256.js';

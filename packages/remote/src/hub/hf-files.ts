@@ -9,8 +9,9 @@
  *   (the few objects it makes — a safetensors header, a `config.json` — stay in memory).
  * - A file's SHA-256: a file of one record is that object (its id is the digest). Otherwise it is
  *   the one recorded with the tree (`tfs import` and pulls keep a list per tree, the side ref
- *   `_hf/sha256/<tree hex>`: `@tensorfs/cas` `readFileSha256`), so the first `HEAD` reads one
- *   small object, over a read-only store too. A tree without one has it computed once (single flight per record list, every object verified while hashing) and kept
+ *   `_hf/sha256/<tree hex>`: `@tensorfs/cas` `readFileSha256`), or with a checkpoint (its writer
+ *   records the list of its export as `_hf/sha256/<checkpoint hex>`), so the first `HEAD` reads
+ *   one small object, over a read-only store too. A tree without one has it computed once (single flight per record list, every object verified while hashing) and kept
  *   in memory and, when the store takes writes, as a side ref `_hf/etags/<key>` → a small object
  *   `sha256:<hex>\n`, where `<key>` is the SHA-256 of the record list (`<id> <length>\n` per
  *   record). The same bytes in any tree share one entry; a pull-through import records what the
@@ -18,7 +19,6 @@
  */
 import { createHash } from 'node:crypto';
 import {
-  type Manifest,
   type ObjectId,
   type RecordRef,
   TensorFSError,
@@ -27,7 +27,8 @@ import {
   sortManifestEntries,
 } from '@tensorfs/format';
 import { readFileSha256, recordsKey } from '@tensorfs/cas';
-import { type Store, MemoryStore } from '@tensorfs/format/store';
+import type { Store } from '@tensorfs/format/store';
+import { OverlayStore } from '@tensorfs/tensors';
 import type { HubStore } from './types.js';
 import type { Quarantine } from './verify.js';
 import { Digest, corruptObject } from './verify.js';
@@ -47,31 +48,16 @@ export interface ServedTree {
   byPath: Map<string, ServedFile>;
   /** Objects only in memory (an export's headers): read from here before the store. */
   extra: Map<ObjectId, Uint8Array>;
+  /**
+   * The trees and checkpoints whose whole-file SHA-256 lists name these files: the target, the
+   * served checkpoint variant (its writer records the list of its export) and the export's tree
+   * (a source snapshot, whose import recorded one).
+   */
+  lists: ObjectId[];
 }
 
-/** A store that keeps what is put in memory and reads the rest from `base` (the export's scratch). */
-export class OverlayStore extends MemoryStore {
-  constructor(private readonly base: Store) {
-    super();
-  }
-  override async has(id: ObjectId, options = {}): Promise<boolean> {
-    return (await super.has(id, options)) || this.base.has(id, options);
-  }
-  override async objectSize(id: ObjectId, options = {}): Promise<number> {
-    return this.objects.has(id) ? super.objectSize(id, options) : this.base.objectSize(id, options);
-  }
-  override async readObject(id: ObjectId, options = {}): Promise<Uint8Array> {
-    return this.objects.has(id) ? super.readObject(id, options) : this.base.readObject(id, options);
-  }
-  override async readObjectRange(id: ObjectId, offset: number, length: number, options = {}): Promise<Uint8Array> {
-    return this.objects.has(id)
-      ? super.readObjectRange(id, offset, length, options)
-      : this.base.readObjectRange(id, offset, length, options);
-  }
-  override async getManifest(id: ObjectId): Promise<Manifest> {
-    return this.objects.has(id) ? super.getManifest(id) : this.base.getManifest(id);
-  }
-}
+/** A store that keeps what is put in memory and reads the rest from `base` (the export's scratch; `@tensorfs/tensors`'). */
+export { OverlayStore };
 
 /** The file name suffix of a checkpoint variant in a tree. */
 export const VARIANT_SUFFIX = '.cozytensors';
@@ -96,9 +82,12 @@ export async function servedTree(
 ): Promise<ServedTree> {
   const extra = new Map<ObjectId, Uint8Array>();
   const files = new Map<string, ServedFile>();
+  const lists = new Set<ObjectId>([target]);
   const exportOf = async (checkpoint: ObjectId, prefix: string) => {
     const overlay = new OverlayStore(store);
     const tree = await layout(overlay, checkpoint);
+    lists.add(checkpoint);
+    if (!overlay.objects.has(tree)) lists.add(tree);
     const m = await overlay.getManifest(tree);
     for (const [id, bytes] of overlay.objects) extra.set(id, bytes);
     for (const e of m.entries) {
@@ -128,7 +117,7 @@ export async function servedTree(
     }
   }
   const list = sortManifestEntries([...files.values()]);
-  return { target, files: list, byPath: new Map(list.map((f) => [f.path, f])), extra };
+  return { target, files: list, byPath: new Map(list.map((f) => [f.path, f])), extra, lists: [...lists] };
 }
 
 /** The key of a record list (the one `@tensorfs/cas` keys its whole-file SHA-256 lists by). */
@@ -229,11 +218,13 @@ export class FileDigests {
   }
 
   private async load(tree: ServedTree, file: ServedFile, key: string): Promise<string> {
-    // Recorded with the tree (at import or pull): no hash pass, and no write to the store.
-    const listed = (await this.listOf(tree.target)).get(key);
-    if (listed !== undefined) {
-      this.remember(key, listed);
-      return listed;
+    // Recorded with the tree or checkpoint (at import, convert or pull): no hash pass, no write.
+    for (const id of tree.lists) {
+      const listed = (await this.listOf(id)).get(key);
+      if (listed !== undefined) {
+        this.remember(key, listed);
+        return listed;
+      }
     }
     const stored = await this.stored(key);
     if (stored !== undefined) {

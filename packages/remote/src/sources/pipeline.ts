@@ -6,7 +6,7 @@
  * checked against what the source announced → the snapshot written → the ref set once. A source
  * is one adapter ({@link Source}); nothing here knows which one it is.
  */
-import { createNodeHasher } from '@tensorfs/cas';
+import { createNodeHasher, recordFileSha256 } from '@tensorfs/cas';
 import {
   comparePaths,
   detectCodec,
@@ -141,6 +141,7 @@ export async function importSources<P>(
     const hasher = createNodeHasher(options.threads !== undefined ? { threads: options.threads } : {});
     const admit = new Admission(store, lease, signal, counts);
     const digests = resolved.map(() => new Map<string, string>());
+    const sha256 = new Map<string, string>();
     try {
       const entries: ManifestEntry[] = [];
       for (const { file, source } of files) {
@@ -148,6 +149,8 @@ export async function importSources<P>(
         progress.path = file.path;
         const { entry, digest } = await importFile(file, source.voice, { admit, hasher, signal, progress, options });
         entries.push(entry);
+        // The whole file's SHA-256 (announced and checked, or computed): the tree's list has it.
+        if (file.digest === undefined || file.digest.algorithm === 'sha256') sha256.set(file.path, digest);
         digests[resolved.indexOf(source)]!.set(file.path, digest);
         progress.files++;
         options.onProgress?.(progressEvent('import', 'bytes', progress));
@@ -165,6 +168,8 @@ export async function importSources<P>(
           ...(options.expected !== undefined ? { expected: options.expected } : {}),
         });
       }
+      // Named or not, as a local import: a Hugging Face server's first HEAD then reads no byte.
+      await recordFileSha256(store, snapshot, entries, sha256, { lease }).catch(() => {});
       for (const { file } of files) await file.spool?.done();
       return {
         snapshot,
