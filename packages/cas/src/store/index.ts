@@ -63,6 +63,10 @@ export {
   copyFileSha256,
   fileSha256Ref,
   mayHaveFileSha256,
+  type FileHash,
+  type FileSha256Writer,
   readFileSha256,
+  recordFileSha256,
   recordsKey,
+  WholeFileHashes,
 } from './file-sha256.js';
