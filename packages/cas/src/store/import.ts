@@ -227,7 +227,14 @@ function utf8Name(raw: Buffer, prefix: string): string {
   }
 }
 
-/** Entries of the tree at `abs` (a file gives one entry named by its basename). */
+/**
+ * The entries of the file or folder at `given`, sorted in manifest order (a file gives one entry
+ * named by its base name; a symlink argument is followed, links inside a folder are entries of
+ * their own), each with the stamp it had when scanned.
+ * @throws {TensorFSError} `not_found` (`import.not_found`), `unsupported` (`store.file_type`: a
+ *   special file), `invalid_argument` (`import.name_not_utf8`, a path a manifest cannot hold),
+ *   `denied` (`import.denied`), `io`.
+ */
 export async function scanTree(given: string): Promise<Found[]> {
   const name = basename(given);
   let abs = given;

@@ -10,8 +10,9 @@
  */
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
-import { basename, join, resolve } from 'node:path';
-import { TensorFSError } from '@tensorfs/format';
+import { basename, resolve } from 'node:path';
+import { scanTree, type Stamp } from '@tensorfs/cas';
+import { TensorFSError, validateSymlinkTarget } from '@tensorfs/format';
 import type { FileReader, OpenedRange, Source, SourceFile, SourceLink } from './source.js';
 
 /** Where a local import came from (recorded like any source's metadata). */
@@ -30,23 +31,21 @@ interface Scanned {
   executable: boolean;
 }
 
-/** What says a file is the one scanned, unchanged: identity, type, size, times (nanoseconds). */
-interface Stamp {
-  dev: bigint;
-  ino: bigint;
-  size: bigint;
-  mtimeNs: bigint;
-  ctimeNs: bigint;
-  regular: boolean;
-}
-
 function stampOf(st: fs.BigIntStats): Stamp {
-  return { dev: st.dev, ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, regular: st.isFile() };
+  return {
+    dev: st.dev,
+    ino: st.ino,
+    size: st.size,
+    mtimeNs: st.mtimeNs,
+    ctimeNs: st.ctimeNs,
+    regular: st.isFile(),
+    symlink: st.isSymbolicLink(),
+  };
 }
 
 /** The field that differs, or null. */
 function stampChange(a: Stamp, b: Stamp): string | null {
-  if (a.regular !== b.regular) return 'type';
+  if (a.regular !== b.regular || a.symlink !== b.symlink) return 'type';
   if (a.dev !== b.dev || a.ino !== b.ino) return 'inode';
   if (a.size !== b.size) return 'size';
   if (a.mtimeNs !== b.mtimeNs) return 'mtime';
@@ -129,6 +128,29 @@ async function openReader(f: Scanned): Promise<FileReader> {
   };
 }
 
+/** A scanned link's target, read and checked as `importPath` reads it (`conflict` if it was swapped). */
+async function linkTarget(rel: string, abs: string, stamp: Stamp): Promise<string> {
+  const target = await fsp.readlink(abs).catch((err) => {
+    const errno = errnoOf(err);
+    if (errno === 'ENOENT' || errno === 'EINVAL') throw changed(rel, 'type', err);
+    throw readError(rel, 'readlink', err);
+  });
+  const now = await fsp.lstat(abs, { bigint: true }).then(stampOf, () => null);
+  const what = now === null ? 'removed' : stampChange(stamp, now);
+  if (what !== null) throw changed(rel, what);
+  if (target.startsWith('/')) {
+    throw new TensorFSError(
+      'invalid_argument',
+      'symlink target is absolute (only links inside the folder can be imported)',
+      {
+        details: { rule: 'import.symlink_absolute', path: rel, target },
+      },
+    );
+  }
+  validateSymlinkTarget(rel, target);
+  return target;
+}
+
 function changed(rel: string, what: string, cause?: unknown): TensorFSError {
   return new TensorFSError('conflict', `${rel} changed while it was being imported (${what}); import it again`, {
     details: { rule: 'import.source_changed', path: rel, actual: what },
@@ -141,39 +163,17 @@ export function localSource(path: string): Source<LocalProvenance> {
   const root = resolve(path);
   return {
     async resolve() {
-      let st: fs.BigIntStats;
-      try {
-        st = await fsp.stat(root, { bigint: true });
-      } catch {
-        throw new TensorFSError('not_found', 'nothing to import at this path', {
-          details: { rule: 'import.not_found', path: basename(root) },
-        });
-      }
+      // The local store's own scan: raw (non-UTF-8) names refused by name, the argument followed
+      // when it is a symlink, links inside recorded, never followed, special files refused.
+      const scanned = await scanTree(root);
       const found: Scanned[] = [];
       const links: SourceLink[] = [];
-      const add = (rel: string, abs: string, s: fs.BigIntStats) =>
-        found.push({ rel, abs, size: Number(s.size), stamp: stampOf(s), executable: (s.mode & 0o111n) !== 0n });
-      if (st.isFile()) add(basename(root), root, st);
-      else if (st.isDirectory()) {
-        const walk = async (dir: string, prefix: string): Promise<void> => {
-          for (const d of await fsp.readdir(dir, { withFileTypes: true })) {
-            const abs = join(dir, d.name);
-            const rel = prefix ? `${prefix}/${d.name}` : d.name;
-            if (d.isDirectory()) await walk(abs, rel);
-            else if (d.isSymbolicLink()) links.push({ path: rel, symlink: await fsp.readlink(abs) });
-            else if (d.isFile()) add(rel, abs, await fsp.lstat(abs, { bigint: true }));
-            else {
-              throw new TensorFSError('unsupported', 'the folder holds a special file (socket, device or FIFO)', {
-                details: { path: rel, rule: 'store.file_type' },
-              });
-            }
-          }
-        };
-        await walk(root, '');
-      } else {
-        throw new TensorFSError('unsupported', 'only a regular file or a folder can be imported', {
-          details: { path: basename(root), rule: 'store.file_type' },
-        });
+      for (const f of scanned) {
+        if (f.kind === 'file') {
+          found.push({ rel: f.rel, abs: f.abs, size: f.size, stamp: f.stamp, executable: (f.mode & 0o111) !== 0 });
+          continue;
+        }
+        links.push({ path: f.rel, symlink: await linkTarget(f.rel, f.abs, f.stamp) });
       }
       const files: SourceFile[] = found.map((f) => ({
         path: f.rel,

@@ -48,6 +48,9 @@ interface SourceCounts {
   bytesTotal: number;
   /** Body bytes received from the sources so far. */
   bytesFetched: number;
+  /** Bytes and objects this import wrote (new objects) so far. */
+  bytesWritten: number;
+  objectsWritten: number;
   path: string;
 }
 
@@ -67,7 +70,8 @@ export interface ImportSourcesOptions {
   signal?: AbortSignal;
   /**
    * Called as bytes are hashed and as each file is done: phase `import`, unit `bytes`, with
-   * `files`/`filesTotal`, `bytes`/`bytesTotal`, `bytesFetched` (body bytes received) and `path`.
+   * `files`/`filesTotal`, `bytes`/`bytesTotal`, `bytesFetched` (body bytes received),
+   * `bytesWritten`/`objectsWritten` (new objects) and `path`.
    */
   onProgress?: (p: Progress) => void;
 }
@@ -152,9 +156,11 @@ export async function importSources<P>(
       bytes: 0,
       bytesTotal: files.reduce((n, f) => n + f.file.size, 0),
       bytesFetched: 0,
+      bytesWritten: 0,
+      objectsWritten: 0,
       path: '',
     };
-    const counts = { bytesWritten: 0, objectsWritten: 0 };
+    const counts = progress;
     const lease = await store.lease({ purpose: `import ${resolved.map((s) => s.label).join(', ')}`.slice(0, 200) });
     const admit = new Admission(store, lease, signal, counts);
     const parallelism = options.threads ?? ADMISSIONS;
@@ -205,7 +211,8 @@ export async function importSources<P>(
         files: files.length,
         bytes: progress.bytesTotal,
         bytesFetched: progress.bytesFetched,
-        ...counts,
+        bytesWritten: progress.bytesWritten,
+        objectsWritten: progress.objectsWritten,
       };
     } finally {
       await wholes.close();
