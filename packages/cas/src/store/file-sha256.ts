@@ -24,6 +24,7 @@ import {
   TensorFSError,
   decodeManifest,
   objectReferences,
+  wrongArgument,
 } from '@tensorfs/format';
 import type { Lease, Store } from '@tensorfs/format/store';
 import { checkChunks, checkObject, checkObjects, checkOptions, checkString } from './args.js';
@@ -127,6 +128,11 @@ export async function recordFileSha256<L>(
   sha256: ReadonlyMap<string, string>,
   options: { lease?: L } = {},
 ): Promise<void> {
+  checkObject(store, 'store');
+  checkString(tree, 'tree');
+  checkObjects(entries, 'entries');
+  if (!(sha256 instanceof Map)) wrongArgument('store', 'sha256', 'a Map', sha256);
+  checkOptions(options);
   const list = new Map<string, string>();
   for (const e of entries) {
     if (e.kind !== 'file' || e.records.length < 2) continue;
@@ -235,6 +241,7 @@ export class WholeFileHashes {
 
   /** A hash for one file of `size` bytes. */
   file(size: number): FileHash {
+    if (!Number.isSafeInteger(size) || size < 0) wrongArgument('store', 'size', 'an integer ≥ 0', size);
     const id = this.nextFile++;
     let records = 0;
     let sent = false;

@@ -27,6 +27,7 @@ import {
 } from '@tensorfs/format';
 import { planAndHash, type ReadRecord, type Seams } from '@tensorfs/planner';
 import { createNodeHasher } from '../hash/index.js';
+import { checkString } from './args.js';
 import { DIRECT_ALIGN, DIRECT_MIN_BYTES } from './direct.js';
 import { WholeFileHashes } from './file-sha256.js';
 import { fileHandleSource } from './file-source.js';
@@ -236,6 +237,7 @@ function utf8Name(raw: Buffer, prefix: string): string {
  *   `denied` (`import.denied`), `io`.
  */
 export async function scanTree(given: string): Promise<Found[]> {
+  checkString(given, 'path');
   const name = basename(given);
   let abs = given;
   let st: import('node:fs').BigIntStats;
