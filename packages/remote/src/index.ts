@@ -121,6 +121,7 @@ export {
 } from './sources/pipeline.js';
 export type {
   AnnouncedDigest,
+  FileReader,
   OpenedRange,
   ResolvedSource,
   Source,

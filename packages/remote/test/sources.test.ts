@@ -4,12 +4,23 @@
 // following the documented model-version shape with a CDN on another origin.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { chmodSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  readFileSync,
+  mkdirSync,
+  readdirSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { readFileSha256 } from '@tensorfs/cas';
+import type { ObjectId } from '@tensorfs/format';
 import { MemoryStore } from '@tensorfs/format/store';
 import { bytesOf, expectCode, safetensorsBytes, sha256Hex, tempDir } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
-import { readFileSha256 } from '@tensorfs/cas';
 import {
   civitaiSource,
   httpsSource,
@@ -505,5 +516,117 @@ describe('local sources on the pipeline', () => {
       'invalid_argument',
       'source.duplicate_path',
     );
+  });
+
+  const vectors = fileURLToPath(new URL('../../../vectors/v1/files/', import.meta.url));
+
+  /** The records of `snapshot` in `store` are all stored there. */
+  async function everyRecordStored(store: MemoryStore, snapshot: ObjectId): Promise<number> {
+    let n = 0;
+    for (const e of (await store.getManifest(snapshot)).entries) {
+      if (e.kind !== 'file') continue;
+      for (const r of e.records) {
+        expect(await store.has(r.digest)).toBe(true);
+        n++;
+      }
+    }
+    return n;
+  }
+
+  it("single files (safetensors, GGUF, a GGUF that does not parse, a blob, an empty file) make importPath's snapshot", async () => {
+    const dir = tempDir('tfs-src-single-');
+    writeFileSync(join(dir, 'model.safetensors'), model(41));
+    writeFileSync(join(dir, 'weights.bin'), bytesOf(300_001, 42));
+    writeFileSync(join(dir, 'empty.txt'), '');
+    for (const name of ['basic.gguf', 'quantized.gguf', 'vocab-padded.gguf', 'truncated.gguf']) {
+      copyFileSync(join(vectors, name), join(dir, name));
+    }
+    const local = await newStore();
+    for (const name of readdirSync(dir).sort()) {
+      const expected = await local.importPath(join(dir, name));
+      const memory = new MemoryStore();
+      const r = await importSources(memory, localSource(join(dir, name)));
+      expect(r.snapshot, name).toBe(expected.snapshot);
+      expect(r.files).toBe(1);
+      const records = await everyRecordStored(memory, r.snapshot);
+      const profile = (await memory.getManifest(r.snapshot)).entries[0];
+      if (name.endsWith('.gguf') && name !== 'truncated.gguf') {
+        expect(profile?.kind === 'file' && profile.profile, name).toBe('gguf-v1');
+        if (name === 'quantized.gguf') expect(records).toBeGreaterThan(1);
+      }
+      if (name === 'truncated.gguf') expect(profile?.kind === 'file' && profile.profile).toBe('blob-v1');
+    }
+  });
+
+  it('a sharded folder into a local store: the same snapshot, objects and whole-file SHA-256 list as importPath', async () => {
+    const dir = tempDir('tfs-src-shards-');
+    writeFileSync(join(dir, 'model-00001-of-00002.safetensors'), model(51));
+    writeFileSync(join(dir, 'model-00002-of-00002.safetensors'), model(53));
+    writeFileSync(
+      join(dir, 'model.safetensors.index.json'),
+      JSON.stringify({ weight_map: { 'a.weight': 'model-00001-of-00002.safetensors' } }),
+    );
+    copyFileSync(join(vectors, 'quantized.gguf'), join(dir, 'model.gguf'));
+    const reference = await newStore();
+    const expected = await reference.importPath(dir, { name: 'ref/shards' });
+    const store = await newStore();
+    const r = await importSources(store, localSource(dir), { name: 'pipe/shards' });
+    expect(r.snapshot).toBe(expected.snapshot);
+    expect(r.objectsWritten).toBe(expected.objectsWritten);
+    expect(r.bytesWritten).toBe(expected.bytesWritten);
+    const list = await readFileSha256(store, r.snapshot);
+    expect(list.size).toBe(3); // the two shards and the GGUF file: several records each
+    expect(list).toEqual(await readFileSha256(reference, expected.snapshot));
+    // Each entry is the file's SHA-256.
+    const shard = readFileSync(join(dir, 'model-00001-of-00002.safetensors'));
+    expect([...list.values()]).toContain(sha256Hex(shard));
+    expect(r.sources[0]).toMatchObject({ kind: 'local', files: 4 });
+  });
+
+  it('a blob larger than the planner buffers is streamed into the store once, as importPath stores it', async () => {
+    const dir = tempDir('tfs-src-big-');
+    const big = bytesOf((64 << 20) + 4097, 61);
+    writeFileSync(join(dir, 'big.bin'), big);
+    const expected = await (await newStore()).importPath(join(dir, 'big.bin'));
+    const store = await newStore();
+    const r = await importSources(store, localSource(join(dir, 'big.bin')), { name: 'pipe/big' });
+    expect(r.snapshot).toBe(expected.snapshot);
+    expect(r.bytesWritten).toBe(big.length);
+    expect(r.objectsWritten).toBe(1);
+    expect(await store.has(`sha256:${sha256Hex(big)}` as ObjectId)).toBe(true);
+  });
+
+  it('seams cut as importPath cuts them', async () => {
+    const dir = tempDir('tfs-src-seams-');
+    writeFileSync(join(dir, 'model.safetensors'), model(71));
+    const seams = { 'model.safetensors': { 'b.weight': [4096, 65536] } };
+    const expected = await (await newStore()).importPath(dir, { seams });
+    const memory = new MemoryStore();
+    const r = await importSources(memory, localSource(dir), { seams });
+    expect(r.snapshot).toBe(expected.snapshot);
+    const plain = await importSources(new MemoryStore(), localSource(dir));
+    expect(plain.snapshot).not.toBe(r.snapshot);
+    await expectCode(
+      importSources(new MemoryStore(), localSource(dir), { seams: { 'model.safetensors': { nope: [8] } } }),
+      'invalid_argument',
+      'planner.seam_tensor',
+    );
+  });
+
+  it('a file changed after it was listed is conflict (import.source_changed) and no ref is set', async () => {
+    const dir = tempDir('tfs-src-changed-');
+    const file = join(dir, 'model.safetensors');
+    writeFileSync(file, model(81));
+    const changing = {
+      async resolve() {
+        const resolved = await localSource(dir).resolve();
+        writeFileSync(file, model(82)); // same size, other bytes
+        utimesSync(file, new Date(1_000_000), new Date(1_000_000));
+        return resolved;
+      },
+    };
+    const memory = new MemoryStore();
+    await expectCode(importSources(memory, changing, { name: 'x/changed' }), 'conflict', 'import.source_changed');
+    expect(await memory.getRef('x/changed')).toBeNull();
   });
 });

@@ -27,6 +27,7 @@ import {
   TensorFSError,
   decodeManifest,
   objectReferences,
+  wrongArgument,
 } from '@tensorfs/format';
 import {
   type Lease,
@@ -102,7 +103,7 @@ export async function recordFileSha256<L>(
   checkObject(store, 'store');
   checkString(tree, 'tree');
   checkObjects(entries, 'entries');
-  if (!(sha256 instanceof Map)) checkObject(null, 'sha256');
+  if (!(sha256 instanceof Map)) wrongArgument('store', 'sha256', 'a Map', sha256);
   checkOptions(options);
   const list = new Map<string, string>();
   for (const e of entries) {
@@ -212,6 +213,7 @@ export class WholeFileHashes {
 
   /** A hash for one file of `size` bytes. */
   file(size: number): FileHash {
+    if (!Number.isSafeInteger(size) || size < 0) wrongArgument('store', 'size', 'an integer ≥ 0', size);
     const id = this.nextFile++;
     let records = 0;
     let sent = false;

@@ -27,6 +27,7 @@ import {
 } from '@tensorfs/format';
 import { planAndHash, type ReadRecord, type Seams } from '@tensorfs/planner';
 import { createNodeHasher } from '../hash/index.js';
+import { checkString } from './args.js';
 import { DIRECT_ALIGN, DIRECT_MIN_BYTES } from './direct.js';
 import { WholeFileHashes } from './file-sha256.js';
 import { fileHandleSource } from './file-source.js';
@@ -227,8 +228,16 @@ function utf8Name(raw: Buffer, prefix: string): string {
   }
 }
 
-/** Entries of the tree at `abs` (a file gives one entry named by its basename). */
+/**
+ * The entries of the file or folder at `given`, sorted in manifest order (a file gives one entry
+ * named by its base name; a symlink argument is followed, links inside a folder are entries of
+ * their own), each with the stamp it had when scanned.
+ * @throws {TensorFSError} `not_found` (`import.not_found`), `unsupported` (`store.file_type`: a
+ *   special file), `invalid_argument` (`import.name_not_utf8`, a path a manifest cannot hold),
+ *   `denied` (`import.denied`), `io`.
+ */
 export async function scanTree(given: string): Promise<Found[]> {
+  checkString(given, 'path');
   const name = basename(given);
   let abs = given;
   let st: import('node:fs').BigIntStats;

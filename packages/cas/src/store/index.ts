@@ -59,12 +59,15 @@ export {
 } from './hf-cache-import.js';
 export { type HfCacheExportOptions, type HfCacheExportResult, exportHfCache, hfCommitOf } from './hf-cache-export.js';
 export type { Found, ContentDigest, Stamp, TreeImport } from './import.js';
+export { scanTree } from './import.js';
 export {
   copyFileSha256,
   fileSha256Ref,
   mayHaveFileSha256,
+  type FileHash,
+  type FileSha256Writer,
   readFileSha256,
   recordFileSha256,
-  type FileSha256Writer,
   recordsKey,
+  WholeFileHashes,
 } from './file-sha256.js';

@@ -171,17 +171,24 @@ export const importCommand = defineCommand<ImportArgs>({
     }
     const name = args.name ?? defaultRefName(args.path);
     const bar = ctx.progress('import');
+    // The one import pipeline with the local adapter (positioned reads; the store hashes and
+    // admits each record once): the snapshot, objects and whole-file list importPath makes.
+    const { importSources, localSource } = await import('@tensorfs/remote');
+    const expected = parseExpected(args.expected);
     const r = await withStore(
       ctx,
       false,
-      (s) =>
-        s.importPath(args.path, {
+      async (s) => {
+        const out = await importSources(s, localSource(args.path), {
           name,
-          expected: parseExpected(args.expected),
-          threads: args.threads,
+          ...(expected !== undefined ? { expected } : {}),
+          ...(args.threads !== undefined ? { threads: args.threads } : {}),
           signal: ctx.signal,
           onProgress: bar.update,
-        }),
+        });
+        const { snapshot, files, bytes, bytesWritten, objectsWritten } = out;
+        return { snapshot, files, bytes, bytesWritten, objectsWritten };
+      },
       true,
     ).finally(() => bar.done());
     ctx.result({ ref: name, ...r }, () => [

@@ -2,15 +2,18 @@
  * A local file or folder as a source of the import pipeline, so any `Store` (the in-memory one, a
  * folder origin) can import files, and local files can be imported together with remote ones in
  * one snapshot. A folder's regular files and relative symlinks inside it are taken (a special
- * file is `unsupported`); a file that changes between the scan and its read is `conflict`. The
- * local store's own `importPath` stays the fast path for a local store (overlapped temps,
- * `O_DIRECT`, checks on the open handle).
+ * file is `unsupported`); a file that changes between the scan and its read is `conflict`. Each
+ * file offers positioned reads ({@link SourceFile.reader}): opened without following a symlink
+ * or blocking on a FIFO put in its place, checked on the open handle against what the scan saw
+ * (device, inode, size, times in nanoseconds), read with preads into the pipeline's buffers, and
+ * checked again once every byte was read.
  */
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
-import { basename, join, resolve } from 'node:path';
-import { TensorFSError } from '@tensorfs/format';
-import type { OpenedRange, Source, SourceFile, SourceLink } from './source.js';
+import { basename, resolve } from 'node:path';
+import { scanTree, type Stamp } from '@tensorfs/cas';
+import { TensorFSError, validateSymlinkTarget } from '@tensorfs/format';
+import type { FileReader, OpenedRange, Source, SourceFile, SourceLink } from './source.js';
 
 /** Where a local import came from (recorded like any source's metadata). */
 export interface LocalProvenance {
@@ -24,14 +27,134 @@ interface Scanned {
   rel: string;
   abs: string;
   size: number;
-  mtimeMs: number;
-  ino: number;
+  stamp: Stamp;
   executable: boolean;
 }
 
-function changed(rel: string, what: string): TensorFSError {
+function stampOf(st: fs.BigIntStats): Stamp {
+  return {
+    dev: st.dev,
+    ino: st.ino,
+    size: st.size,
+    mtimeNs: st.mtimeNs,
+    ctimeNs: st.ctimeNs,
+    regular: st.isFile(),
+    symlink: st.isSymbolicLink(),
+  };
+}
+
+/** The field that differs, or null. */
+function stampChange(a: Stamp, b: Stamp): string | null {
+  if (a.regular !== b.regular || a.symlink !== b.symlink) return 'type';
+  if (a.dev !== b.dev || a.ino !== b.ino) return 'inode';
+  if (a.size !== b.size) return 'size';
+  if (a.mtimeNs !== b.mtimeNs) return 'mtime';
+  if (a.ctimeNs !== b.ctimeNs) return 'ctime';
+  return null;
+}
+
+function errnoOf(err: unknown): string | undefined {
+  return (err as NodeJS.ErrnoException | undefined)?.code;
+}
+
+/** The I/O error of a local read, without the local path. */
+function readError(rel: string, op: string, err: unknown): TensorFSError {
+  const errno = errnoOf(err);
+  if (errno === 'EACCES' || errno === 'EPERM') {
+    return new TensorFSError('denied', `permission denied (${op})`, {
+      details: { rule: 'import.denied', op, errno, path: rel },
+      cause: err,
+    });
+  }
+  return new TensorFSError('io', `${op} failed${errno ? ` (${errno})` : ''}`, {
+    details: { rule: 'import.io', op, path: rel, ...(errno ? { errno } : {}) },
+    cause: err,
+  });
+}
+
+/** Opens a scanned file for preads (see the module comment). */
+async function openReader(f: Scanned): Promise<FileReader> {
+  let fh: fsp.FileHandle;
+  try {
+    fh = await fsp.open(f.abs, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+  } catch (err) {
+    const errno = errnoOf(err);
+    if (errno === 'ELOOP') throw changed(f.rel, 'replaced by a symlink');
+    if (errno === 'ENOENT' || errno === 'ENOTDIR') throw changed(f.rel, 'removed');
+    if (errno === 'ENXIO') throw changed(f.rel, 'replaced by a special file');
+    throw readError(f.rel, 'open', err);
+  }
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    await fh.close().catch(() => {});
+  };
+  /** The change since the scan, by the handle and by the name; null if none. */
+  const change = async (): Promise<string | null> => {
+    const handle = await fh.stat({ bigint: true }).then(stampOf, () => null);
+    const name = await fsp.lstat(f.abs, { bigint: true }).then(stampOf, () => null);
+    return (
+      (handle === null ? null : stampChange(f.stamp, handle)) ??
+      (name === null ? 'removed' : stampChange(f.stamp, name))
+    );
+  };
+  try {
+    const now = stampChange(f.stamp, stampOf(await fh.stat({ bigint: true })));
+    if (now !== null) throw changed(f.rel, now);
+  } catch (err) {
+    await close();
+    throw err instanceof TensorFSError ? err : readError(f.rel, 'stat', err);
+  }
+  return {
+    async readInto(offset: number, target: Uint8Array): Promise<void> {
+      let at = 0;
+      while (at < target.length) {
+        let n: number;
+        try {
+          ({ bytesRead: n } = await fh.read(target, at, target.length - at, offset + at));
+        } catch (err) {
+          throw readError(f.rel, 'read', err);
+        }
+        if (n === 0) throw changed(f.rel, 'size');
+        at += n;
+      }
+    },
+    async verify(cause?: unknown): Promise<void> {
+      const what = await change();
+      if (what !== null) throw changed(f.rel, what, cause);
+    },
+    close,
+  };
+}
+
+/** A scanned link's target, read and checked as `importPath` reads it (`conflict` if it was swapped). */
+async function linkTarget(rel: string, abs: string, stamp: Stamp): Promise<string> {
+  const target = await fsp.readlink(abs).catch((err) => {
+    const errno = errnoOf(err);
+    if (errno === 'ENOENT' || errno === 'EINVAL') throw changed(rel, 'type', err);
+    throw readError(rel, 'readlink', err);
+  });
+  const now = await fsp.lstat(abs, { bigint: true }).then(stampOf, () => null);
+  const what = now === null ? 'removed' : stampChange(stamp, now);
+  if (what !== null) throw changed(rel, what);
+  if (target.startsWith('/')) {
+    throw new TensorFSError(
+      'invalid_argument',
+      'symlink target is absolute (only links inside the folder can be imported)',
+      {
+        details: { rule: 'import.symlink_absolute', path: rel, target },
+      },
+    );
+  }
+  validateSymlinkTarget(rel, target);
+  return target;
+}
+
+function changed(rel: string, what: string, cause?: unknown): TensorFSError {
   return new TensorFSError('conflict', `${rel} changed while it was being imported (${what}); import it again`, {
     details: { rule: 'import.source_changed', path: rel, actual: what },
+    ...(cause !== undefined ? { cause } : {}),
   });
 }
 
@@ -40,49 +163,29 @@ export function localSource(path: string): Source<LocalProvenance> {
   const root = resolve(path);
   return {
     async resolve() {
-      let st: fs.Stats;
-      try {
-        st = await fsp.stat(root);
-      } catch {
-        throw new TensorFSError('not_found', 'nothing to import at this path', {
-          details: { rule: 'import.not_found', path: basename(root) },
-        });
-      }
+      // The local store's own scan: raw (non-UTF-8) names refused by name, the argument followed
+      // when it is a symlink, links inside recorded, never followed, special files refused.
+      const scanned = await scanTree(root);
       const found: Scanned[] = [];
       const links: SourceLink[] = [];
-      const add = (rel: string, abs: string, s: fs.Stats) =>
-        found.push({ rel, abs, size: s.size, mtimeMs: s.mtimeMs, ino: s.ino, executable: (s.mode & 0o111) !== 0 });
-      if (st.isFile()) add(basename(root), root, st);
-      else if (st.isDirectory()) {
-        const walk = async (dir: string, prefix: string): Promise<void> => {
-          for (const d of await fsp.readdir(dir, { withFileTypes: true })) {
-            const abs = join(dir, d.name);
-            const rel = prefix ? `${prefix}/${d.name}` : d.name;
-            if (d.isDirectory()) await walk(abs, rel);
-            else if (d.isSymbolicLink()) links.push({ path: rel, symlink: await fsp.readlink(abs) });
-            else if (d.isFile()) add(rel, abs, await fsp.lstat(abs));
-            else {
-              throw new TensorFSError('unsupported', 'the folder holds a special file (socket, device or FIFO)', {
-                details: { path: rel, rule: 'store.file_type' },
-              });
-            }
-          }
-        };
-        await walk(root, '');
-      } else {
-        throw new TensorFSError('unsupported', 'only a regular file or a folder can be imported', {
-          details: { path: basename(root), rule: 'store.file_type' },
-        });
+      for (const f of scanned) {
+        if (f.kind === 'file') {
+          found.push({ rel: f.rel, abs: f.abs, size: f.size, stamp: f.stamp, executable: (f.mode & 0o111) !== 0 });
+          continue;
+        }
+        links.push({ path: f.rel, symlink: await linkTarget(f.rel, f.abs, f.stamp) });
       }
       const files: SourceFile[] = found.map((f) => ({
         path: f.rel,
         size: f.size,
         executable: f.executable,
         check: async () => {
-          const now = await fsp.lstat(f.abs).catch(() => null);
+          const now = await fsp.lstat(f.abs, { bigint: true }).catch(() => null);
           if (now === null) throw changed(f.rel, 'removed');
-          if (now.ino !== f.ino || now.size !== f.size || now.mtimeMs !== f.mtimeMs) throw changed(f.rel, 'stat');
+          const what = stampChange(f.stamp, stampOf(now));
+          if (what !== null) throw changed(f.rel, what);
         },
+        reader: () => openReader(f),
         open: async (start: number, end: number | undefined): Promise<OpenedRange> => {
           if (end !== undefined && end <= start) return { body: (async function* () {})(), skip: 0 };
           const stream = fs.createReadStream(f.abs, { start, ...(end !== undefined ? { end: end - 1 } : {}) });

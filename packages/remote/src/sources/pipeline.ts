@@ -1,13 +1,24 @@
 /**
  * The one import pipeline: every source (`hf://`, `https://`, `civitai://`, and any later one) is
  * resolved → its files listed with sizes and announced digests → each file's header read first
- * (bounded ranges) → planned and hashed as a local import plans it (same records, same objects)
- * → admitted (small records through the store's group commit where it has one) → its whole bytes
- * checked against what the source announced → the snapshot written → the ref set once. A source
- * is one adapter ({@link Source}); nothing here knows which one it is.
+ * (bounded ranges; a source with positioned reads needs no probe) → planned as a local import
+ * plans it (same records, same objects) → admitted → its whole bytes checked against what the
+ * source announced → the snapshot written → the ref set once. A source is one adapter
+ * ({@link Source}); nothing here knows which one it is.
+ *
+ * Each byte is hashed once for its object id, by the store: the planner cuts, and its "hasher"
+ * ({@link StoreHasher}) hands each record to the store's `put` (a record too big to buffer to
+ * `putStream`), whose returned id is the record's digest — the store hashes what it admits and
+ * trusts no caller. Small records keep the store's group commit (`putBatch`): hashed here to
+ * plan, and by the store again as it admits the group (a few bytes of a model). The whole file's
+ * SHA-256 is computed once more over the same bytes, on a worker thread for a source with
+ * positioned reads (the planner's buffers are shared memory the worker reads in place).
  */
-import { createNodeHasher, recordFileSha256 } from '@tensorfs/cas';
+import { createHash } from 'node:crypto';
+import { recordFileSha256, WholeFileHashes } from '@tensorfs/cas';
 import {
+  type ByteSource,
+  fromHex,
   comparePaths,
   detectCodec,
   isTensorFSError,
@@ -22,11 +33,11 @@ import {
   validatePath,
   validateSymlinkTarget,
 } from '@tensorfs/format';
-import { type Lease, type Store, supports, validateRefName } from '@tensorfs/format/store';
-import { planAndHash } from '@tensorfs/planner';
+import { type Lease, type PutResult, type Store, supports, validateRefName } from '@tensorfs/format/store';
+import { type Hasher, type HashStream, planAndHash, type Seams } from '@tensorfs/planner';
 import { cancelled } from '../http.js';
 import { RemoteFile } from './remote-file.js';
-import type { ResolvedSource, Source, SourceFile, SourceVoice } from './source.js';
+import type { FileReader, ResolvedSource, Source, SourceFile, SourceVoice } from './source.js';
 
 /** The running counts of {@link importSources}, reported as a {@link Progress} (phase `import`, unit `bytes`). */
 interface SourceCounts {
@@ -37,6 +48,9 @@ interface SourceCounts {
   bytesTotal: number;
   /** Body bytes received from the sources so far. */
   bytesFetched: number;
+  /** Bytes and objects this import wrote (new objects) so far. */
+  bytesWritten: number;
+  objectsWritten: number;
   path: string;
 }
 
@@ -46,12 +60,18 @@ export interface ImportSourcesOptions {
   name?: string;
   /** Compare-and-swap for `name` (`null`: must not exist). */
   expected?: ObjectId | null;
-  /** Hashing threads (default one per core). */
+  /** Records admitted (hashed and written by the store) at once (default 4). */
   threads?: number;
+  /**
+   * Extra cut points inside tensors, by snapshot path (as `importPath`'s `seams`): tensor name →
+   * byte offsets. A seam naming no tensor of its file is `invalid_argument` (`planner.seam_tensor`).
+   */
+  seams?: Readonly<Record<string, Seams>>;
   signal?: AbortSignal;
   /**
    * Called as bytes are hashed and as each file is done: phase `import`, unit `bytes`, with
-   * `files`/`filesTotal`, `bytes`/`bytesTotal`, `bytesFetched` (body bytes received) and `path`.
+   * `files`/`filesTotal`, `bytes`/`bytesTotal`, `bytesFetched` (body bytes received),
+   * `bytesWritten`/`objectsWritten` (new objects) and `path`.
    */
   onProgress?: (p: Progress) => void;
 }
@@ -75,6 +95,8 @@ const GROUP_BYTES = 64 << 20;
 const GROUP_OBJECTS = 16384;
 /** Records up to this length go through the group commit (larger ones are put alone). */
 const GROUP_RECORD = 4 << 20;
+/** Records admitted at once by default (each a `put` the store hashes and writes). */
+const ADMISSIONS = 4;
 
 /**
  * Imports the files of one or more sources into `store` as one snapshot (paths must not repeat
@@ -134,20 +156,32 @@ export async function importSources<P>(
       bytes: 0,
       bytesTotal: files.reduce((n, f) => n + f.file.size, 0),
       bytesFetched: 0,
+      bytesWritten: 0,
+      objectsWritten: 0,
       path: '',
     };
-    const counts = { bytesWritten: 0, objectsWritten: 0 };
+    const counts = progress;
     const lease = await store.lease({ purpose: `import ${resolved.map((s) => s.label).join(', ')}`.slice(0, 200) });
-    const hasher = createNodeHasher(options.threads !== undefined ? { threads: options.threads } : {});
     const admit = new Admission(store, lease, signal, counts);
+    const parallelism = options.threads ?? ADMISSIONS;
+    const wholes = new WholeFileHashes();
     const digests = resolved.map(() => new Map<string, string>());
     const sha256 = new Map<string, string>();
     try {
       const entries: ManifestEntry[] = [];
+      const ctx: FileContext = {
+        admit,
+        hasher: new StoreHasher(store, lease, admit, signal, parallelism, false),
+        sharedHasher: new StoreHasher(store, lease, admit, signal, parallelism, true),
+        wholes,
+        signal,
+        progress,
+        options,
+      };
       for (const { file, source } of files) {
         throwIfAborted(signal);
         progress.path = file.path;
-        const { entry, digest } = await importFile(file, source.voice, { admit, hasher, signal, progress, options });
+        const { entry, digest } = await importFile(file, source.voice, ctx);
         entries.push(entry);
         // The whole file's SHA-256 (announced and checked, or computed): the tree's list has it.
         if (file.digest === undefined || file.digest.algorithm === 'sha256') sha256.set(file.path, digest);
@@ -177,10 +211,11 @@ export async function importSources<P>(
         files: files.length,
         bytes: progress.bytesTotal,
         bytesFetched: progress.bytesFetched,
-        ...counts,
+        bytesWritten: progress.bytesWritten,
+        objectsWritten: progress.objectsWritten,
       };
     } finally {
-      await hasher.close();
+      await wholes.close();
       await lease.release();
     }
   } catch (err) {
@@ -204,10 +239,15 @@ class Admission {
     private readonly counts: { bytesWritten: number; objectsWritten: number },
   ) {}
 
+  /** True when a record of `length` bytes goes through the group commit ({@link put}). */
+  grouped(length: number): boolean {
+    return length <= GROUP_RECORD && supports(this.store, 'objects.batch');
+  }
+
   /** Admits an object held in `chunks` (the planner reuses its buffers: copied when grouped). */
   async put(id: ObjectId, chunks: readonly Uint8Array[], length: number): Promise<void> {
     if (this.pending.has(id)) return;
-    if (supports(this.store, 'objects.batch') && length <= GROUP_RECORD) {
+    if (this.grouped(length)) {
       const copy = new Uint8Array(length);
       let at = 0;
       for (const c of chunks) {
@@ -262,7 +302,8 @@ class Admission {
     }
   }
 
-  private counted(r: { written: boolean; length: number }): void {
+  /** Counts an admission made elsewhere (by {@link StoreHasher}). */
+  counted(r: { written: boolean; length: number }): void {
     if (r.written) {
       this.counts.objectsWritten++;
       this.counts.bytesWritten += r.length;
@@ -270,9 +311,115 @@ class Admission {
   }
 }
 
+/**
+ * The planner's hasher, made of the store's admission: a record's digest is the id the store's
+ * `put` returns for its bytes (the store hashes them as it admits them, once), a record too big
+ * to buffer is streamed into `putStream`. A record the group commit will take
+ * ({@link Admission.grouped}) is only hashed here; the store hashes it again in its group.
+ */
+class StoreHasher implements Hasher {
+  constructor(
+    private readonly store: Store,
+    private readonly lease: Lease,
+    private readonly admit: Admission,
+    private readonly signal: AbortSignal | undefined,
+    readonly parallelism: number,
+    /** Buffers in shared memory (a worker reads them for the whole-file SHA-256 without a copy). */
+    private readonly shared: boolean,
+  ) {}
+
+  allocate(size: number): Uint8Array {
+    return this.shared ? new Uint8Array(new SharedArrayBuffer(size)) : new Uint8Array(size);
+  }
+
+  async digest(pieces: readonly Uint8Array[], signal?: AbortSignal): Promise<Uint8Array> {
+    const length = pieces.reduce((n, p) => n + p.length, 0);
+    if (this.admit.grouped(length)) {
+      const h = createHash('sha256');
+      for (const p of pieces) h.update(p);
+      return new Uint8Array(h.digest());
+    }
+    const s = signal ?? this.signal;
+    const r = await this.store.put(pieces, { lease: this.lease, ...(s ? { signal: s } : {}) });
+    this.admit.counted(r);
+    return fromHex(r.id.slice('sha256:'.length));
+  }
+
+  stream(): HashStream {
+    const feed = new Feed();
+    const result = this.store.putStream(feed, { lease: this.lease, ...(this.signal ? { signal: this.signal } : {}) });
+    result.catch((err) => feed.fail(err));
+    return {
+      update: (bytes) => feed.push(bytes),
+      digest: async () => {
+        feed.end();
+        const r: PutResult = await result;
+        this.admit.counted(r);
+        return fromHex(r.id.slice('sha256:'.length));
+      },
+    };
+  }
+}
+
+/**
+ * A stream fed one chunk at a time: {@link push} settles once the consumer has taken the chunk
+ * and asked for the next (or stopped), so the producer may then reuse its buffer.
+ */
+class Feed implements AsyncIterable<Uint8Array> {
+  private chunk: Uint8Array | null = null;
+  private producer: { resolve: () => void; reject: (e: unknown) => void } | undefined;
+  private consumer: (() => void) | undefined;
+  private ended = false;
+  private failure: unknown;
+
+  push(bytes: Uint8Array): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (this.failure !== undefined) return reject(this.failure);
+      this.chunk = bytes;
+      this.producer = { resolve, reject };
+      this.wake();
+    });
+  }
+
+  end(): void {
+    this.ended = true;
+    this.wake();
+  }
+
+  fail(err: unknown): void {
+    this.failure = err;
+    this.producer?.reject(err);
+    this.producer = undefined;
+  }
+
+  private wake(): void {
+    const c = this.consumer;
+    this.consumer = undefined;
+    c?.();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<Uint8Array> {
+    for (;;) {
+      while (this.chunk === null && !this.ended) await new Promise<void>((r) => (this.consumer = r));
+      const chunk = this.chunk;
+      if (chunk === null) return;
+      this.chunk = null;
+      const producer = this.producer;
+      this.producer = undefined;
+      try {
+        yield chunk;
+      } finally {
+        producer?.resolve();
+      }
+    }
+  }
+}
+
 interface FileContext {
   admit: Admission;
-  hasher: ReturnType<typeof createNodeHasher>;
+  hasher: StoreHasher;
+  sharedHasher: StoreHasher;
+  wholes: WholeFileHashes;
   signal: AbortSignal | undefined;
   progress: SourceCounts;
   options: ImportSourcesOptions;
@@ -296,9 +443,12 @@ async function importFile(
   file: SourceFile,
   voice: SourceVoice,
   ctx: FileContext,
-): Promise<{ entry: ManifestEntry; digest: string }> {
+): Promise<{ entry: ManifestEntry; digest: string; positioned?: boolean }> {
   const { signal, progress, admit } = ctx;
   await file.check?.(signal);
+  if (file.reader !== undefined && file.digest === undefined) {
+    return { ...(await importPositioned(file, await file.reader(signal), ctx)), positioned: true };
+  }
   const fetched = (n: number) => {
     progress.bytesFetched += n;
   };
@@ -363,23 +513,14 @@ async function importFile(
         digest,
       };
     }
+    const seams = ctx.options.seams?.[file.path];
     const plan = await planAndHash(source, {
       hasher: ctx.hasher,
       ...(signal ? { signal } : {}),
+      ...(seams ? { seams } : {}),
       onRecord: async (record, bytes) => {
-        if (bytes === null) {
-          // A blob larger than a buffer: read once more (the spool serves it where there is
-          // one), checked by the store against the planner's digest.
-          const again = new RemoteFile(file, voice, signal, fetched);
-          again.endProbe();
-          try {
-            await admit.putStream(record.digest, record.length, () => again.rest(record.offset));
-          } finally {
-            again.close();
-          }
-        } else {
-          await admit.put(record.digest, bytes, record.length);
-        }
+        // Admitted by the hasher already (the store's id is the digest), unless grouped.
+        if (bytes !== null && admit.grouped(record.length)) await admit.put(record.digest, bytes, record.length);
         progress.bytes += record.length;
         ctx.options.onProgress?.(progressEvent('import', 'bytes', progress));
       },
@@ -398,5 +539,70 @@ async function importFile(
     };
   } finally {
     source.close();
+  }
+}
+
+/** SHA-256 of no bytes (the whole-file digest of an empty file). */
+const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
+
+/**
+ * A file with positioned reads: planned straight from preads into the planner's (shared) buffers,
+ * each record admitted by the store as it is hashed there, the whole-file SHA-256 fed from the
+ * same buffers to a worker, and the file checked unchanged once every byte was read.
+ */
+async function importPositioned(
+  file: SourceFile,
+  reader: FileReader,
+  ctx: FileContext,
+): Promise<{ entry: ManifestEntry; digest: string }> {
+  const { signal, progress, admit } = ctx;
+  try {
+    const source: ByteSource = {
+      size: file.size,
+      read: async (offset, length) => {
+        const out = new Uint8Array(length);
+        await reader.readInto(offset, out, signal);
+        return out;
+      },
+      readInto: (offset, target) => reader.readInto(offset, target, signal),
+    };
+    const whole = ctx.wholes.file(file.size);
+    const seams = ctx.options.seams?.[file.path];
+    const plan = await planAndHash(source, {
+      hasher: ctx.sharedHasher,
+      ...(signal ? { signal } : {}),
+      ...(seams ? { seams } : {}),
+      onRecord: async (record, bytes) => {
+        const hashed = whole.add(record, bytes);
+        hashed.catch(() => {});
+        if (bytes !== null && admit.grouped(record.length)) await admit.put(record.digest, bytes, record.length);
+        progress.bytes += record.length;
+        ctx.options.onProgress?.(progressEvent('import', 'bytes', progress));
+        await hashed;
+      },
+    });
+    const hex = await whole.finish();
+    await reader.verify();
+    const digest = hex ?? (plan.records.length === 0 ? EMPTY_SHA256 : plan.records[0]!.digest.slice('sha256:'.length));
+    return {
+      entry: {
+        path: file.path,
+        kind: 'file',
+        mode: file.executable ? 0o755 : 0o644,
+        size: plan.size,
+        profile: plan.profile,
+        records: plan.records.map((r) => ({ digest: r.digest, length: r.length })),
+      },
+      digest,
+    };
+  } catch (err) {
+    // Whatever failed (a header that stopped parsing, a short read): if the file changed
+    // meanwhile, that is the cause to report.
+    if (!isTensorFSError(err) || (err.code !== 'cancelled' && err.details.rule !== 'import.source_changed')) {
+      await reader.verify(err);
+    }
+    throw err;
+  } finally {
+    await reader.close();
   }
 }

@@ -1,7 +1,8 @@
 /**
  * The source adapter contract of the one import pipeline ({@link importSources}): a source is
  * resolved (pinned) once, lists its files with sizes and any digests it announces, and opens
- * byte ranges of each file. Everything else — headers first, planning, admission, verification,
+ * byte ranges of each file (a local source also offers positioned reads into the pipeline's own
+ * buffers, {@link SourceFile.reader}). Everything else — headers first, planning, admission, verification,
  * the snapshot and the ref — is the pipeline's, the same for every source.
  */
 /** A digest a source announces for a file's whole bytes (checked before any ref names it). */
@@ -41,10 +42,32 @@ export interface SourceFile {
   check?(signal?: AbortSignal): Promise<void>;
   /** `[start, end)` (`end` omitted: to the end) as a body stream. */
   open(start: number, end: number | undefined, signal?: AbortSignal): Promise<OpenedRange>;
+  /**
+   * Positioned reads into the caller's buffers (a local file: preads), offered besides
+   * {@link SourceFile.open}. With it the pipeline reads every byte once, straight into the
+   * planner's buffers, and needs no header probe (the planner's first read covers the header).
+   */
+  reader?(signal?: AbortSignal): Promise<FileReader>;
   /** Where partial bytes of this file are kept across runs (a resumable download), if anywhere. */
   readonly spool?: Spool;
   /** True for a file with an execute bit (recorded as mode `0o755`, else `0o644`). */
   readonly executable?: boolean;
+}
+
+/** Positioned reads of one open file (see {@link SourceFile.reader}). */
+export interface FileReader {
+  /**
+   * Fills `target` with the bytes at `offset` (`conflict`, rule `import.source_changed`, when the
+   * file is shorter than it was listed).
+   */
+  readInto(offset: number, target: Uint8Array, signal?: AbortSignal): Promise<void>;
+  /**
+   * After every byte was read: `conflict` (rule `import.source_changed`) unless the file is still
+   * the one listed, unchanged; `cause` is the failure being reported when called after one.
+   */
+  verify(cause?: unknown): Promise<void>;
+  /** Releases the file (idempotent). */
+  close(): Promise<void>;
 }
 
 /** A symbolic link of a source (a local folder): recorded as a link, never followed. */
