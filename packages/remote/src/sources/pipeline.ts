@@ -527,14 +527,7 @@ async function importFile(
     });
     const digest = await verify(source);
     return {
-      entry: {
-        path: file.path,
-        kind: 'file',
-        mode: file.executable ? 0o755 : 0o644,
-        size: plan.size,
-        profile: plan.profile,
-        records: plan.records.map((r) => ({ digest: r.digest, length: r.length })),
-      },
+      entry: fileEntry(file, plan),
       digest,
     };
   } finally {
@@ -544,6 +537,21 @@ async function importFile(
 
 /** SHA-256 of no bytes (the whole-file digest of an empty file). */
 const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
+
+/** The manifest entry of a planned file. */
+function fileEntry(
+  file: { path: string; executable?: boolean },
+  plan: Awaited<ReturnType<typeof planAndHash>>,
+): ManifestEntry {
+  return {
+    path: file.path,
+    kind: 'file',
+    mode: file.executable ? 0o755 : 0o644,
+    size: plan.size,
+    profile: plan.profile,
+    records: plan.records.map((r) => ({ digest: r.digest, length: r.length })),
+  };
+}
 
 /**
  * A file with positioned reads: planned straight from preads into the planner's (shared) buffers,
@@ -585,14 +593,7 @@ async function importPositioned(
     await reader.verify();
     const digest = hex ?? (plan.records.length === 0 ? EMPTY_SHA256 : plan.records[0]!.digest.slice('sha256:'.length));
     return {
-      entry: {
-        path: file.path,
-        kind: 'file',
-        mode: file.executable ? 0o755 : 0o644,
-        size: plan.size,
-        profile: plan.profile,
-        records: plan.records.map((r) => ({ digest: r.digest, length: r.length })),
-      },
+      entry: fileEntry(file, plan),
       digest,
     };
   } catch (err) {
