@@ -24,10 +24,11 @@ import {
   throwIfAborted,
   validatePath,
   validateSymlinkTarget,
+  wrongArgument,
 } from '@tensorfs/format';
 import { planAndHash, type ReadRecord, type Seams } from '@tensorfs/planner';
 import { createNodeHasher } from '../hash/index.js';
-import { checkString } from './args.js';
+import { checkObject, checkString } from './args.js';
 import { DIRECT_ALIGN, DIRECT_MIN_BYTES } from './direct.js';
 import { WholeFileHashes } from './file-sha256.js';
 import { fileHandleSource } from './file-source.js';
@@ -140,8 +141,14 @@ export interface Stamp {
   symlink: boolean;
 }
 
-/** The stamp of an lstat/fstat result. */
+/**
+ * The stamp of a `bigint: true` lstat/fstat result.
+ * @throws `invalid_argument` (`store.argument`) when `st` is not such a result.
+ */
 export function stampOf(st: import('node:fs').BigIntStats): Stamp {
+  if (typeof st !== 'object' || st === null || typeof st.isFile !== 'function' || typeof st.ino !== 'bigint') {
+    wrongArgument('store', 'st', 'the result of lstat or fstat with { bigint: true }', st);
+  }
   return {
     dev: st.dev,
     ino: st.ino,
@@ -153,8 +160,14 @@ export function stampOf(st: import('node:fs').BigIntStats): Stamp {
   };
 }
 
-/** The field that differs between two stamps, or null if they are equal. */
-function stampChange(a: Stamp, b: Stamp): string | null {
+/**
+ * The field that differs between two stamps (`type`, `inode`, `size`, `mtime`, `ctime`, checked in
+ * that order), or null if they are equal.
+ * @throws `invalid_argument` (`store.argument`) when either is not an object.
+ */
+export function stampChange(a: Stamp, b: Stamp): string | null {
+  checkObject(a, 'a');
+  checkObject(b, 'b');
   if (a.regular !== b.regular || a.symlink !== b.symlink) return 'type';
   if (a.dev !== b.dev || a.ino !== b.ino) return 'inode';
   if (a.size !== b.size) return 'size';

@@ -59,7 +59,7 @@ export {
 } from './hf-cache-import.js';
 export { type HfCacheExportOptions, type HfCacheExportResult, exportHfCache, hfCommitOf } from './hf-cache-export.js';
 export type { Found, ContentDigest, Stamp, TreeImport } from './import.js';
-export { scanTree } from './import.js';
+export { scanTree, stampChange, stampOf } from './import.js';
 export {
   copyFileSha256,
   fileSha256Ref,

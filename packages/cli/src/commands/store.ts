@@ -126,7 +126,7 @@ export const importCommand = defineCommand<ImportArgs>({
         describe: 'hf:// and civitai:// only: import just the files matching these globs (e.g. "*.json" "unet/**")',
       })
       .option('sha256', { type: 'string', describe: 'https:// only: the SHA-256 the file must have (else corrupt)' })
-      .option('threads', { type: 'number', describe: 'hashing threads (default: one per core)' })
+      .option('threads', { type: 'number', describe: 'records hashed and written at once (default 4)' })
       .option('expected', {
         type: 'string',
         describe: 'id the ref must hold now, or `none` (must not exist); else exit 7 (conflict)',

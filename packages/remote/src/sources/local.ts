@@ -11,7 +11,7 @@
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
-import { scanTree, type Stamp } from '@tensorfs/cas';
+import { scanTree, type Stamp, stampChange, stampOf } from '@tensorfs/cas';
 import { TensorFSError, validateSymlinkTarget } from '@tensorfs/format';
 import type { FileReader, OpenedRange, Source, SourceFile, SourceLink } from './source.js';
 
@@ -29,28 +29,6 @@ interface Scanned {
   size: number;
   stamp: Stamp;
   executable: boolean;
-}
-
-function stampOf(st: fs.BigIntStats): Stamp {
-  return {
-    dev: st.dev,
-    ino: st.ino,
-    size: st.size,
-    mtimeNs: st.mtimeNs,
-    ctimeNs: st.ctimeNs,
-    regular: st.isFile(),
-    symlink: st.isSymbolicLink(),
-  };
-}
-
-/** The field that differs, or null. */
-function stampChange(a: Stamp, b: Stamp): string | null {
-  if (a.regular !== b.regular || a.symlink !== b.symlink) return 'type';
-  if (a.dev !== b.dev || a.ino !== b.ino) return 'inode';
-  if (a.size !== b.size) return 'size';
-  if (a.mtimeNs !== b.mtimeNs) return 'mtime';
-  if (a.ctimeNs !== b.ctimeNs) return 'ctime';
-  return null;
 }
 
 function errnoOf(err: unknown): string | undefined {
