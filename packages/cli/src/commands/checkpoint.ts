@@ -20,13 +20,13 @@ import {
   CONVERTERS,
   type ConverterName,
   type ConvertOptions,
-  convertPath,
   convertSnapshot,
   PRODUCER_CONVENTIONS,
   type ProducerConvention,
   type PublishedRevision,
 } from '@tensorfs/tensors';
 import type { Argv } from 'yargs';
+import { importLocal } from './local-import.js';
 import { defineCommand } from '../command.js';
 import type { CommandContext, GlobalArgs } from '../context.js';
 import { formatBytes } from '../progress.js';
@@ -156,9 +156,10 @@ export const convertCommand = defineCommand<ConvertArgs>({
         type: 'string',
         describe: 'id the ref must hold now, or `none` (must not exist); else exit 7 (conflict)',
       })
-      .option('threads', { type: 'number', describe: 'hashing threads (default: one per core)' }) as unknown as Argv<
-      ConvertArgs & GlobalArgs
-    >,
+      .option('threads', {
+        type: 'number',
+        describe: 'records hashed and written at once (default 4)',
+      }) as unknown as Argv<ConvertArgs & GlobalArgs>,
   handler: async (args, ctx) => {
     const declared = args.converter ?? [];
     const layouts = declared.filter((c) => (CONVERTERS as readonly string[]).includes(c)) as ConverterName[];
@@ -210,6 +211,8 @@ async function convertTo(
     .then(() => true)
     .catch(() => false);
   // Converting a folder or file may create the store, as import does; a ref needs one that exists.
+  // The folder or file goes through the one import pipeline, as `tfs import` takes it.
+  const importOptions = { signal: ctx.signal, ...(args.threads !== undefined ? { threads: args.threads } : {}) };
   let resumedImport = false;
   const r = await withStore(
     ctx,
@@ -217,7 +220,11 @@ async function convertTo(
     async (store) => {
       const o = await shapesOf(store);
       if (!exists) return convertSnapshot(store, args.src, o);
-      if (target.resume === undefined) return convertPath(store, path.resolve(args.src), o);
+      if (target.resume === undefined) {
+        const imported = await importLocal(store, path.resolve(args.src), importOptions);
+        const converted = await convertSnapshot(store, imported.snapshot, o);
+        return { ...converted, bytesWritten: converted.bytesWritten + imported.bytesWritten };
+      }
       // With --resume, the import is journaled too: a source that did not change since it was
       // imported (same paths, sizes and modification times) is not read or hashed again.
       const journal = path.join(path.dirname(target.resume), 'import.json');
@@ -235,10 +242,7 @@ async function convertTo(
         resumedImport = true;
         return convertSnapshot(store, prior.snapshot, o);
       }
-      const imported = await store.importPath(path.resolve(args.src), {
-        signal: ctx.signal,
-        ...(args.threads !== undefined ? { threads: args.threads } : {}),
-      });
+      const imported = await importLocal(store, path.resolve(args.src), importOptions);
       await fsp.writeFile(journal, `${JSON.stringify({ signature, snapshot: imported.snapshot })}\n`);
       const converted = await convertSnapshot(store, imported.snapshot, o);
       return { ...converted, bytesWritten: converted.bytesWritten + imported.bytesWritten };

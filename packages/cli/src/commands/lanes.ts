@@ -32,6 +32,7 @@ import {
 import { applyLane } from '@tensorfs/lanes/apply';
 import { modelKind, openModel, type TensorView } from '@tensorfs/tensors';
 import type { Argv } from 'yargs';
+import { importLocal } from './local-import.js';
 import { defineCommand } from '../command.js';
 import type { CommandContext, GlobalArgs } from '../context.js';
 import { formatBytes } from '../progress.js';
@@ -198,7 +199,7 @@ async function importForApply(
     const s = laneSeams(await fileCandidate(f.abs, component, ctx), lane, catalog, options);
     if (Object.keys(s).length) seams[f.rel] = s;
   }
-  const r = await store.importPath(target, { seams, signal: ctx.signal });
+  const r = await importLocal(store, target, { seams, signal: ctx.signal });
   return { snapshot: r.snapshot, seams };
 }
 

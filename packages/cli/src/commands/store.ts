@@ -23,6 +23,7 @@ import {
 } from '@tensorfs/format';
 import { exportCheckpoint, importPortable, openCheckpoint } from '@tensorfs/tensors';
 import type { Argv } from 'yargs';
+import { importLocal } from './local-import.js';
 import { defineCommand } from '../command.js';
 import type { CommandContext, GlobalArgs } from '../context.js';
 import { formatBytes } from '../progress.js';
@@ -171,15 +172,12 @@ export const importCommand = defineCommand<ImportArgs>({
     }
     const name = args.name ?? defaultRefName(args.path);
     const bar = ctx.progress('import');
-    // The one import pipeline with the local adapter (positioned reads; the store hashes and
-    // admits each record once): the snapshot, objects and whole-file list importPath makes.
-    const { importSources, localSource } = await import('@tensorfs/remote');
     const expected = parseExpected(args.expected);
     const r = await withStore(
       ctx,
       false,
       async (s) => {
-        const out = await importSources(s, localSource(args.path), {
+        const out = await importLocal(s, args.path, {
           name,
           ...(expected !== undefined ? { expected } : {}),
           ...(args.threads !== undefined ? { threads: args.threads } : {}),

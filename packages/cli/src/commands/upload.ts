@@ -23,6 +23,7 @@ import {
 import type { Lease } from '@tensorfs/format/store';
 import type { SendResult } from '@tensorfs/remote';
 import type { Argv } from 'yargs';
+import { importLocal } from './local-import.js';
 import { defineCommand } from '../command.js';
 import type { GlobalArgs } from '../context.js';
 import { formatBytes } from '../progress.js';
@@ -86,7 +87,7 @@ export async function buildTree(
   let files = 0;
   let bytes = 0;
   if (chunksDir === null) {
-    const r = await store.importPath(root, { signal });
+    const r = await importLocal(store, root, { signal });
     entries = [...(await store.getManifest(r.snapshot)).entries];
     files = r.files;
     bytes = r.bytes;
@@ -94,7 +95,7 @@ export async function buildTree(
     // Each top-level entry but chunks/ on its own, so the objects are not imported as files.
     for (const d of top) {
       if (d.name === 'chunks') continue;
-      const r = await store.importPath(path.join(root, d.name), { signal });
+      const r = await importLocal(store, path.join(root, d.name), { signal });
       const m = await store.getManifest(r.snapshot);
       for (const e of m.entries) entries.push({ ...e, path: d.isDirectory() ? `${d.name}/${e.path}` : d.name });
       files += r.files;
