@@ -34,6 +34,35 @@ describe('the storage contract over the in-memory store', () => {
     expect(report.results[0]!.reason).toMatch(/8 of 8 creates won/);
   });
 
+  it('the derived members are checked too (a recordsSource that trusts record lengths, a resolve that trusts ids)', async () => {
+    const store = new MemoryStore();
+    const trusting = Object.create(store) as MemoryStore;
+    // Reads each record's declared length without comparing it with the object's.
+    trusting.recordsSource = (records) => {
+      const size = records.reduce((n, r) => n + r.length, 0);
+      const read = async (offset: number, length: number) => {
+        const whole = new Uint8Array(size);
+        let at = 0;
+        for (const r of records) {
+          const bytes = await store.readObject(r.digest);
+          whole.set(bytes.subarray(0, r.length), at);
+          at += r.length;
+        }
+        return whole.slice(offset, offset + length);
+      };
+      return { size, read, readInto: async (offset, target) => target.set(await read(offset, target.length)) };
+    };
+    const sources = await runConformance({ name: 'trusting', store: trusting }, { only: ['recordsSource'] });
+    expect(sources.ok).toBe(false);
+    expect(sources.results[0]!.reason).toMatch(/a record longer than its object: expected corrupt, but it resolved/);
+
+    const lax = Object.create(store) as MemoryStore;
+    lax.resolve = async (refOrId) => (refOrId.startsWith('sha256:') ? (refOrId as never) : store.resolve(refOrId));
+    const resolved = await runConformance({ name: 'lax resolve', store: lax }, { only: ['resolve'] });
+    expect(resolved.ok).toBe(false);
+    expect(resolved.results[0]!.reason).toMatch(/resolve\(absent id\): expected not_found, but it resolved/);
+  });
+
   it('capabilities are asked by name', () => {
     const store = new MemoryStore();
     expect(supports(store, 'objects.batch')).toBe(true);

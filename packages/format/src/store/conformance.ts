@@ -347,6 +347,73 @@ export const CONFORMANCE_CHECKS: readonly ConformanceCheck[] = [
     },
   },
   {
+    name: 'derived: recordsSource reads across records; a record of the wrong length is corrupt',
+    seeded: true,
+    async run({ store, objects }) {
+      const [a, b] = [objects[0]!, objects[1]!];
+      const whole = new Uint8Array(a.bytes.length + b.bytes.length);
+      whole.set(a.bytes);
+      whole.set(b.bytes, a.bytes.length);
+      const records = [
+        { digest: a.id, length: a.bytes.length },
+        { digest: b.id, length: b.bytes.length },
+      ];
+      for (const verify of [false, true]) {
+        const src = store.recordsSource(records, { verify });
+        if (src.size !== whole.length) fail(`recordsSource size ${src.size}, the records hold ${whole.length}`);
+        const at = a.bytes.length - 7;
+        if (!equalBytes(await src.read(at, 20), whole.subarray(at, at + 20)))
+          fail(`recordsSource(verify: ${verify}).read across the record boundary returned other bytes`);
+        const into = new Uint8Array(whole.length);
+        await src.readInto(0, into);
+        if (!equalBytes(into, whole)) fail(`recordsSource(verify: ${verify}).readInto returned other bytes`);
+      }
+      const wrong = store.recordsSource([{ digest: b.id, length: b.bytes.length + 1 }]);
+      await expectCode('a record longer than its object', 'corrupt', () => wrong.read(0, 1));
+    },
+  },
+  {
+    name: 'derived: resolve names refs and stored ids; manifests round-trip, other bytes are malformed',
+    seeded: true,
+    async run({ store, objects, ref, fresh, fresh_bytes }) {
+      const { bytes, id } = objects[0]!;
+      if ((await store.resolve(ref)) !== id) fail('resolve(ref) is not the id the ref names');
+      if ((await store.resolve(id)) !== id) fail('resolve(stored id) is not that id');
+      const absent = await fresh_bytes(32);
+      await expectCode('resolve(absent id)', 'not_found', () => store.resolve(absent.id));
+      await expectCode('resolve(absent ref)', 'not_found', () => store.resolve(fresh('absent')));
+      await expectCode('getManifest(random bytes)', 'malformed', () => store.getManifest(id));
+      if (!supports(store, 'objects.write')) return 'putManifest not checked: objects.write not announced';
+      const entries = [
+        {
+          path: 'conformance.bin',
+          kind: 'file' as const,
+          mode: 0o644,
+          size: bytes.length,
+          profile: 'blob-v1' as const,
+          records: [{ digest: id, length: bytes.length }],
+        },
+      ];
+      const m = await store.putManifest({ entries });
+      const back = await store.getManifest(m);
+      const e = back.entries[0];
+      if (
+        back.entries.length !== 1 ||
+        e?.kind !== 'file' ||
+        e.path !== 'conformance.bin' ||
+        e.mode !== 0o644 ||
+        e.size !== bytes.length ||
+        e.profile !== 'blob-v1' ||
+        e.records.length !== 1 ||
+        e.records[0]!.digest !== id ||
+        e.records[0]!.length !== bytes.length
+      )
+        fail('getManifest(putManifest(m)) is not m');
+      if ((await store.resolve(m)) !== m) fail('resolve(manifest id) is not that id');
+      return undefined;
+    },
+  },
+  {
     name: 'cancellation: an aborted signal ends calls cancelled',
     seeded: true,
     async run({ store, objects, ref }) {
