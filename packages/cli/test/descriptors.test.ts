@@ -3,9 +3,10 @@
  * number of tensors or objects. Each command runs as a child of `bash -c 'ulimit -n N; …'` (the
  * built CLI), and the result is checked exactly.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { HttpClient } from '@tensorfs/remote';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LocalStore } from '@tensorfs/cas';
@@ -36,18 +37,21 @@ function tensorBytes(i: number): Uint8Array {
   return b;
 }
 
-/** A safetensors file of `n` U8 tensors `t.<i>` (written here by hand, not by the code under test). */
-function manyTensors(file: string, n: number): void {
+/**
+ * A safetensors file of U8 tensors `<prefix><i>` for i in [from, from + n) (written here by hand,
+ * not by the code under test).
+ */
+function manyTensors(file: string, n: number, from = 0, prefix = 't.'): void {
   const header: Record<string, unknown> = {};
-  for (let i = 0; i < n; i++)
-    header[`t.${i}`] = { dtype: 'U8', shape: [SIZE], data_offsets: [i * SIZE, (i + 1) * SIZE] };
+  for (let k = 0; k < n; k++)
+    header[`${prefix}${from + k}`] = { dtype: 'U8', shape: [SIZE], data_offsets: [k * SIZE, (k + 1) * SIZE] };
   let json = JSON.stringify(header);
   while ((json.length + 8) % 8) json += ' ';
   const jb = Buffer.from(json);
   const out = Buffer.alloc(8 + jb.length + n * SIZE);
   out.writeBigUInt64LE(BigInt(jb.length), 0);
   jb.copy(out, 8);
-  for (let i = 0; i < n; i++) out.set(tensorBytes(i), 8 + jb.length + i * SIZE);
+  for (let k = 0; k < n; k++) out.set(tensorBytes(from + k), 8 + jb.length + k * SIZE);
   writeFileSync(file, out);
 }
 
@@ -106,6 +110,104 @@ describe('under a low open-file limit', () => {
     expect(gc.stderr).toBe('');
     expect(gc.code).toBe(0);
     expect(JSON.parse(gc.stdout)).toMatchObject({ removed: 0 });
+  });
+
+  it('converts a Transformers folder of 20,000 tensors in 300 shards under ulimit -n 256, exactly', {
+    timeout: 600_000,
+  }, () => {
+    const dir = tempDir();
+    const model = join(dir, 'model');
+    mkdirSync(model);
+    const SHARDS = 300;
+    const N = 20_000;
+    const weightMap: Record<string, string> = {};
+    for (let s = 0; s < SHARDS; s++) {
+      const from = Math.floor((s * N) / SHARDS);
+      const to = Math.floor(((s + 1) * N) / SHARDS);
+      const shard = `model-${String(s + 1).padStart(5, '0')}-of-${String(SHARDS).padStart(5, '0')}.safetensors`;
+      manyTensors(join(model, shard), to - from, from, 'model.w.');
+      for (let i = from; i < to; i++) weightMap[`model.w.${i}`] = shard;
+    }
+    writeFileSync(
+      join(model, 'model.safetensors.index.json'),
+      JSON.stringify({ metadata: { total_size: N * SIZE }, weight_map: weightMap }),
+    );
+    writeFileSync(
+      join(model, 'config.json'),
+      JSON.stringify({ model_type: 'llama', architectures: ['LlamaForCausalLM'] }),
+    );
+    const store = join(dir, 'store');
+    const conv = tfsLimited(256, ['--store', store, 'convert', model, '--name', 'ck', '--json']);
+    expect(conv.stderr).toBe('');
+    expect(conv.code).toBe(0);
+    const tensors = JSON.parse(tfsLimited(256, ['--store', store, 'tensors', 'ck', '--json']).stdout);
+    const names = tensors.tensors.map((t: { name: string }) => t.name);
+    expect(names.length).toBe(N);
+    expect(new Set(tensors.tensors.map((t: { component: string }) => t.component))).toEqual(new Set(['model']));
+    expect(new Set(names)).toEqual(new Set(Object.keys(weightMap)));
+    for (const i of [0, 66, 67, 9_999, 19_999]) {
+      const cat = spawnSync(process.execPath, [BIN, '--store', store, 'cat', 'ck', `model.w.${i}`], {
+        env: { ...process.env, TENSORFS_HOME: undefined },
+      });
+      expect(cat.status).toBe(0);
+      expect(Buffer.compare(cat.stdout, Buffer.from(tensorBytes(i)))).toBe(0);
+    }
+    expect(readdirSync(join(store, 'tmp'))).toEqual([]);
+    const v = tfsLimited(256, ['--store', store, 'verify', '--data', '--json']);
+    expect(v.code).toBe(0);
+    expect(JSON.parse(v.stdout)).toMatchObject({ missing: [], corrupt: [], unreadable: [] });
+  });
+
+  it('serves 300 clients at once under ulimit -n 256: every body exact, no EMFILE, descriptors given back', {
+    timeout: 300_000,
+  }, async () => {
+    const dir = tempDir();
+    const file = join(dir, 'many.safetensors');
+    const N = 300;
+    manyTensors(file, N);
+    const store = join(dir, 'store');
+    expect(tfsLimited(256, ['--store', store, 'import', file, '--name', 'many']).code).toBe(0);
+    const quoted = [process.execPath, BIN, '--store', store, 'serve', '--port', '0', '--json']
+      .map((a) => `'${a}'`)
+      .join(' ');
+    // `exec`: the hub is the child itself, so its descriptors are /proc/<pid>/fd.
+    const hub = spawn('bash', ['-c', `ulimit -n 256 && exec ${quoted}`], {
+      env: { ...process.env, TENSORFS_HOME: undefined, NO_COLOR: '1' },
+    });
+    let stderr = '';
+    hub.stderr.on('data', (d) => (stderr += d));
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        hub.stdout.on('data', (d) => {
+          out += d;
+          if (out.includes('\n')) resolve(JSON.parse(out.split('\n')[0]!).url);
+        });
+        hub.once('exit', (code) => reject(new Error(`tfs serve exited ${code}: ${stderr}`)));
+      });
+      const descriptors = () => readdirSync(`/proc/${hub.pid}/fd`).length;
+      const client = new HttpClient({ baseDelayMs: 100 });
+      const get = async (path: string): Promise<Buffer> => {
+        const res = await client.send({ method: 'GET', url: `${url}${path}` });
+        const parts: Uint8Array[] = [];
+        for await (const c of res.body) parts.push(c);
+        return Buffer.concat(parts);
+      };
+      expect(JSON.parse((await get('/v1/refs/many')).toString())).toMatchObject({ name: 'many' });
+      const before = descriptors();
+      // 300 requests at once on the default pool: 300 connections, past what the limit leaves.
+      const bodies = await Promise.all(
+        Array.from({ length: N }, (_, i) => get(`/v1/objects/${sha(tensorBytes(i)).slice('sha256:'.length)}`)),
+      );
+      for (let i = 0; i < N; i++) expect(Buffer.compare(bodies[i]!, Buffer.from(tensorBytes(i)))).toBe(0);
+      // What stays open is the connections the client keeps alive, within the hub's budget
+      // (connectionBudget(256, 64) = 256 - 48 - 2 * 64).
+      expect(descriptors() - before).toBeLessThanOrEqual(80);
+      expect(stderr).toBe('');
+    } finally {
+      hub.kill('SIGTERM');
+      await new Promise((r) => hub.once('exit', r));
+    }
   });
 
   it('pushes and pulls a many-object snapshot through a folder origin under ulimit -n 256', {

@@ -18,6 +18,7 @@ import { TensorFSError, toTensorFSError } from '@tensorfs/format';
 import type { Store } from '@tensorfs/format/store';
 import { Auth } from './hub/auth.js';
 import type { HubState, RequestContext } from './hub/context.js';
+import { boundConnections, connectionBudget, openFileLimit, retryableWhenOutOfDescriptors } from './hub/connections.js';
 import { Concurrency } from './hub/limits.js';
 import { finishEarly, rawErrorAnswer, sendError } from './hub/respond.js';
 import { route } from './hub/router.js';
@@ -83,6 +84,7 @@ export async function serveHub(store: Store, options: HubOptions = {}): Promise<
 
   // Host is checked here, so a request without it gets the error body rather than Node's empty 400.
   const server = http.createServer({ requireHostHeader: false }, (req, res) => {
+    if (refused(req.socket)) return void req.socket.destroy();
     const started = Date.now();
     const ctl = new AbortController();
     res.on('close', () => {
@@ -100,7 +102,7 @@ export async function serveHub(store: Store, options: HubOptions = {}): Promise<
         const early = !req.complete;
         if (!res.headersSent) {
           if (early) res.setHeader('connection', 'close');
-          sendError(res, toTensorFSError(err));
+          sendError(res, retryableWhenOutOfDescriptors(toTensorFSError(err)));
         } else res.destroy();
         finishEarly(req, res);
       })
@@ -111,6 +113,7 @@ export async function serveHub(store: Store, options: HubOptions = {}): Promise<
         load.leave();
       });
   });
+  const refused = boundConnections(server, options.maxConnections ?? connectionBudget(openFileLimit(), load.max));
   server.on('clientError', answerClientError);
   const unused = trackUnused(server);
   server.requestTimeout = options.requestTimeoutMs ?? 30 * 60_000;
@@ -118,7 +121,9 @@ export async function serveHub(store: Store, options: HubOptions = {}): Promise<
   // Longer than clients' idle pools (undici keeps sockets 4 s), so a reused socket is not closed under it.
   server.keepAliveTimeout = 65_000;
   server.timeout = options.idleTimeoutMs ?? 60_000;
-  const addr = await listen(server, options.port ?? 0, options.host ?? '127.0.0.1');
+  const addr = await listen(server, options.port ?? 0, options.host ?? '127.0.0.1', (err) =>
+    options.log?.(`accept failed: ${err.code ?? err.message}`),
+  );
   // Over a writable store the digests computed now are kept, so files are known before their first HEAD.
   if (hf && backend.capabilities.has('objects.write') && backend.capabilities.has('refs.write')) void hf.warmAll();
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;

@@ -131,9 +131,17 @@ export function statusOf(err: TensorFSError): number {
 }
 
 /** The whole answer, head and body, for a socket Node's parser gave up on (no request object to answer with). */
-export function rawErrorAnswer(status: number, reason: string, err: TensorFSError): string {
+export function rawErrorAnswer(
+  status: number,
+  reason: string,
+  err: TensorFSError,
+  headers: Record<string, string> = {},
+): string {
   const body = `${JSON.stringify(errorBody(err))}\n`;
-  return `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`;
+  const extra = Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
+  return `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}connection: close\r\n\r\n${body}`;
 }
 
 /** Answers `err` with its status ({@link statusOf}) and the error body. */

@@ -18,17 +18,31 @@ export function trackUnused(server: http.Server): Set<Socket> {
   return unused;
 }
 
-/** Listens on `host:port`; `unavailable` (`hub.listen`) when it cannot. */
-export async function listen(server: http.Server, port: number, host: string): Promise<AddressInfo> {
+/**
+ * Listens on `host:port`; `unavailable` (`hub.listen`) when it cannot. Once listening, an error
+ * of the listening socket (an `accept` that failed: `EMFILE` when the process is out of
+ * descriptors, the kernel having closed that one connection) goes to `onError`, and the hub
+ * keeps serving.
+ */
+export async function listen(
+  server: http.Server,
+  port: number,
+  host: string,
+  onError: (err: Error & { code?: string }) => void = () => {},
+): Promise<AddressInfo> {
   await new Promise<void>((resolve, reject) => {
-    server.once('error', (err) =>
+    const failed = (err: Error & { code?: string }) =>
       reject(
         new TensorFSError('unavailable', 'the hub cannot listen', {
-          details: { rule: 'hub.listen', errno: (err as { code?: string }).code },
+          details: { rule: 'hub.listen', errno: err.code },
         }),
-      ),
-    );
-    server.listen(port, host, () => resolve());
+      );
+    server.once('error', failed);
+    server.listen(port, host, () => {
+      server.off('error', failed);
+      server.on('error', onError);
+      resolve();
+    });
   });
   return server.address() as AddressInfo;
 }

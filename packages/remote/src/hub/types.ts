@@ -65,6 +65,13 @@ export interface HubOptions {
   gc?: (options: { graceMs: number; dryRun: boolean; signal: AbortSignal }) => Promise<unknown>;
   /** Requests served at once; more get 503 + Retry-After (default 64). */
   maxConcurrent?: number;
+  /**
+   * Connections kept open at once (default: what the process's open-file limit leaves after its
+   * own descriptors and two per request in flight, at least 8). Past it the connection open
+   * longest with no request in flight is closed; when none is idle, the newcomer's request gets
+   * 503 + Retry-After and its connection is closed.
+   */
+  maxConnections?: number;
   /** Whole-request timeout (default 30 min) and idle-socket timeout (default 60 s). */
   requestTimeoutMs?: number;
   idleTimeoutMs?: number;
