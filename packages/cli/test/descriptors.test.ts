@@ -16,15 +16,21 @@ import { describe, expect, it } from 'vitest';
 const BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 const SIZE = 16;
 
-/** `tfs ARGS` under `ulimit -n limit`; stdout, stderr and the exit status. */
-function tfsLimited(limit: number, args: string[]): { code: number; stdout: string; stderr: string } {
+/**
+ * `tfs ARGS` under `ulimit -n limit`; stdout, stderr and the exit status. Asynchronous: a command
+ * that runs a minute must not block the test worker (vitest's own calls time out behind it).
+ */
+async function tfsLimited(limit: number, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const quoted = [process.execPath, BIN, ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
-  const r = spawnSync('bash', ['-c', `ulimit -n ${limit} && exec ${quoted}`], {
-    encoding: 'utf8',
+  const child = spawn('bash', ['-c', `ulimit -n ${limit} && exec ${quoted}`], {
     env: { ...process.env, TENSORFS_HOME: undefined, NO_COLOR: '1' },
-    maxBuffer: 256 << 20,
   });
-  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  child.stdout.on('data', (d: Buffer) => out.push(d));
+  child.stderr.on('data', (d: Buffer) => err.push(d));
+  const code = await new Promise<number>((resolve) => child.once('close', (c) => resolve(c ?? -1)));
+  return { code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
 }
 
 /** The data of tensor `i`: SIZE bytes, distinct for every i. */
@@ -64,16 +70,16 @@ describe('under a low open-file limit', () => {
     const N = 100_000;
     manyTensors(file, N);
     const store = join(dir, 'store');
-    const imp = tfsLimited(256, ['--store', store, 'import', file, '--name', 'many', '--json']);
+    const imp = await tfsLimited(256, ['--store', store, 'import', file, '--name', 'many', '--json']);
     expect(imp.stderr).toBe('');
     expect(imp.code).toBe(0);
     const result = JSON.parse(imp.stdout);
     // The header object and one object per tensor, all new.
     expect(result.objectsWritten).toBe(N + 1);
 
-    const refs = JSON.parse(tfsLimited(256, ['--store', store, 'ls', '--json']).stdout);
+    const refs = JSON.parse((await tfsLimited(256, ['--store', store, 'ls', '--json'])).stdout);
     expect(refs.refs).toEqual([{ name: 'many', id: result.snapshot, kind: 'snapshot' }]);
-    const tensors = JSON.parse(tfsLimited(256, ['--store', store, 'tensors', 'many', '--json']).stdout);
+    const tensors = JSON.parse((await tfsLimited(256, ['--store', store, 'tensors', 'many', '--json'])).stdout);
     expect(tensors.files[0].tensors.length).toBe(N);
     expect(tensors.files[0].tensors.slice(0, 3)).toEqual(['t.0', 't.1', 't.2']);
 
@@ -94,7 +100,7 @@ describe('under a low open-file limit', () => {
     }
     // Nothing left in tmp/, and verify rehashes every object clean under the same limit.
     expect(readdirSync(join(store, 'tmp'))).toEqual([]);
-    const v = tfsLimited(256, ['--store', store, 'verify', '--data', '--json']);
+    const v = await tfsLimited(256, ['--store', store, 'verify', '--data', '--json']);
     expect(v.stderr).toBe('');
     expect(v.code).toBe(0);
     // N tensors, the header, the manifest and the tree's whole-file SHA-256 list (file-sha256.ts)
@@ -102,11 +108,11 @@ describe('under a low open-file limit', () => {
 
     // Export rebuilds the file byte for byte; gc of an unchanged store removes nothing.
     const out = join(dir, 'out');
-    const ex = tfsLimited(256, ['--store', store, 'export', 'many', out]);
+    const ex = await tfsLimited(256, ['--store', store, 'export', 'many', out]);
     expect(ex.stderr).toBe('');
     expect(ex.code).toBe(0);
     expect(Buffer.compare(readFileSync(join(out, 'many.safetensors')), readFileSync(file))).toBe(0);
-    const gc = tfsLimited(256, ['--store', store, 'gc', '--json']);
+    const gc = await tfsLimited(256, ['--store', store, 'gc', '--json']);
     expect(gc.stderr).toBe('');
     expect(gc.code).toBe(0);
     expect(JSON.parse(gc.stdout)).toMatchObject({ removed: 0 });
@@ -114,7 +120,7 @@ describe('under a low open-file limit', () => {
 
   it('converts a Transformers folder of 20,000 tensors in 300 shards under ulimit -n 256, exactly', {
     timeout: 600_000,
-  }, () => {
+  }, async () => {
     const dir = tempDir();
     const model = join(dir, 'model');
     mkdirSync(model);
@@ -137,10 +143,10 @@ describe('under a low open-file limit', () => {
       JSON.stringify({ model_type: 'llama', architectures: ['LlamaForCausalLM'] }),
     );
     const store = join(dir, 'store');
-    const conv = tfsLimited(256, ['--store', store, 'convert', model, '--name', 'ck', '--json']);
+    const conv = await tfsLimited(256, ['--store', store, 'convert', model, '--name', 'ck', '--json']);
     expect(conv.stderr).toBe('');
     expect(conv.code).toBe(0);
-    const tensors = JSON.parse(tfsLimited(256, ['--store', store, 'tensors', 'ck', '--json']).stdout);
+    const tensors = JSON.parse((await tfsLimited(256, ['--store', store, 'tensors', 'ck', '--json'])).stdout);
     const names = tensors.tensors.map((t: { name: string }) => t.name);
     expect(names.length).toBe(N);
     expect(new Set(tensors.tensors.map((t: { component: string }) => t.component))).toEqual(new Set(['model']));
@@ -153,7 +159,7 @@ describe('under a low open-file limit', () => {
       expect(Buffer.compare(cat.stdout, Buffer.from(tensorBytes(i)))).toBe(0);
     }
     expect(readdirSync(join(store, 'tmp'))).toEqual([]);
-    const v = tfsLimited(256, ['--store', store, 'verify', '--data', '--json']);
+    const v = await tfsLimited(256, ['--store', store, 'verify', '--data', '--json']);
     expect(v.code).toBe(0);
     expect(JSON.parse(v.stdout)).toMatchObject({ missing: [], corrupt: [], unreadable: [] });
   });
@@ -166,7 +172,7 @@ describe('under a low open-file limit', () => {
     const N = 300;
     manyTensors(file, N);
     const store = join(dir, 'store');
-    expect(tfsLimited(256, ['--store', store, 'import', file, '--name', 'many']).code).toBe(0);
+    expect((await tfsLimited(256, ['--store', store, 'import', file, '--name', 'many'])).code).toBe(0);
     const quoted = [process.execPath, BIN, '--store', store, 'serve', '--port', '0', '--json']
       .map((a) => `'${a}'`)
       .join(' ');
@@ -212,28 +218,28 @@ describe('under a low open-file limit', () => {
 
   it('pushes and pulls a many-object snapshot through a folder origin under ulimit -n 256', {
     timeout: 600_000,
-  }, () => {
+  }, async () => {
     const dir = tempDir();
     const file = join(dir, 'many.safetensors');
     const N = 3_000;
     manyTensors(file, N);
     const store = join(dir, 'store');
-    expect(tfsLimited(256, ['--store', store, 'import', file, '--name', 'many']).code).toBe(0);
+    expect((await tfsLimited(256, ['--store', store, 'import', file, '--name', 'many'])).code).toBe(0);
     const origin = join(dir, 'origin');
     mkdirSync(origin);
-    const push = tfsLimited(256, ['--store', store, 'push', origin, 'many']);
+    const push = await tfsLimited(256, ['--store', store, 'push', origin, 'many']);
     expect(push.stderr).toBe('');
     expect(push.code).toBe(0);
     const other = join(dir, 'other');
-    const pull = tfsLimited(256, ['--store', other, 'pull', origin, 'many']);
+    const pull = await tfsLimited(256, ['--store', other, 'pull', origin, 'many']);
     expect(pull.stderr).toBe('');
     expect(pull.code).toBe(0);
-    const v = tfsLimited(256, ['--store', other, 'verify', '--data', '--json']);
+    const v = await tfsLimited(256, ['--store', other, 'verify', '--data', '--json']);
     expect(v.code).toBe(0);
     // the list travels with the tree (pull copies it)
     expect(JSON.parse(v.stdout)).toMatchObject({ objects: N + 3, missing: [], corrupt: [], unreadable: [] });
     const out = join(dir, 'out');
-    expect(tfsLimited(256, ['--store', other, 'export', 'many', out]).code).toBe(0);
+    expect((await tfsLimited(256, ['--store', other, 'export', 'many', out])).code).toBe(0);
     expect(Buffer.compare(readFileSync(join(out, 'many.safetensors')), readFileSync(file))).toBe(0);
   });
 });

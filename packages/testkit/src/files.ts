@@ -1,4 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,9 +14,11 @@ export function tempDir(prefix = 'tfs-test-'): string {
   return d;
 }
 
-// Removing a store of 100,000 objects takes more than the default hook limit on a busy machine.
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+// Removing a store of 100,000 objects takes more than the default hook limit on a busy machine,
+// and asynchronously: a synchronous removal that long blocks the test worker past vitest's fixed
+// 60 s for its own calls, which fails the run ("Timeout calling onTaskUpdate") with every test green.
+afterEach(async () => {
+  await Promise.all(dirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
 }, 600_000);
 
 /** The repository's root folder. */
