@@ -10,7 +10,13 @@
 //
 // TENSORFS_BENCH_DIR puts the stores elsewhere (e.g. /dev/shm: a tmpfs makes the build's
 // fsyncs free; 1,000,000 objects take about 4.5 GiB there). The build is timed but is not part
-// of the table's point: the commands after it are.
+// of the table's point: the commands after it are. The refs phase (putManifest under the build's
+// lease, then setRef, per ref) is given in wall ms and in the process's CPU ms (user + system,
+// all threads), which the load of a shared machine sways far less.
+//
+// Knobs for the refs phase alone: TENSORFS_BENCH_ONLY=build skips the commands (and the pull);
+// TENSORFS_BENCH_REFS=<count> sets the refs per size instead of N/100 (a ref past N/100 names the
+// same objects as an earlier one, under other paths: refs and objects can then grow apart).
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -24,6 +30,8 @@ const SCALES = (process.env.TENSORFS_BENCH_SCALE ?? '10000,100000').split(',').m
 const TFS = fileURLToPath(new URL('../packages/cli/dist/bin.js', import.meta.url));
 const dir = mkdtempSync(join(process.env.TENSORFS_BENCH_DIR ?? tmpdir(), 'tfs-bench-scale-'));
 const GROUP = 8192;
+const ONLY_BUILD = process.env.TENSORFS_BENCH_ONLY === 'build';
+const REFS = process.env.TENSORFS_BENCH_REFS === undefined ? undefined : Number(process.env.TENSORFS_BENCH_REFS);
 
 function tiny(i) {
   const b = Buffer.alloc(16);
@@ -53,16 +61,24 @@ async function build(root, n) {
     for (const r of await store.putBatch(items, { lease })) ids.push(r.result.id);
   }
   const tObjects = performance.now() - t0;
-  for (let r = 0; r < n / 100; r++) {
+  const refs = REFS ?? n / 100;
+  const cpu0 = process.cpuUsage();
+  for (let r = 0; r < refs; r++) {
+    // Past N/100 refs the objects come round again: other paths keep each snapshot distinct.
+    const round = Math.floor((r * 100) / n);
     const entries = [];
-    for (let k = 0; k < 100; k++) entries.push(file(`f${String(k).padStart(3, '0')}`, ids[r * 100 + k]));
+    for (let k = 0; k < 100; k++) {
+      const path = `f${String(k).padStart(3, '0')}${round > 0 ? `.${round}` : ''}`;
+      entries.push(file(path, ids[(r * 100 + k) % n]));
+    }
     const snap = await store.putManifest({ entries }, { lease });
     await store.setRef(`scale/r${r}`, snap);
   }
   const tRefs = performance.now() - t0 - tObjects;
+  const cpu = process.cpuUsage(cpu0);
   await lease.release();
   await store.close();
-  return { ids, tObjects, tRefs };
+  return { ids, refs, tObjects, tRefs, cpuRefs: (cpu.user + cpu.system) / 1000 };
 }
 
 function cli(args) {
@@ -113,8 +129,8 @@ if (process.argv[2] === '--plan') {
 const rows = [];
 for (const n of SCALES) {
   const root = join(dir, `s${n}`);
-  const { tObjects, tRefs } = await build(root, n);
-  const row = { n, build: tObjects, refs: tRefs };
+  const { refs, tObjects, tRefs, cpuRefs } = await build(root, n);
+  const row = { n, refCount: refs, build: tObjects, refs: tRefs, refsCpu: cpuRefs, load: loadavg()[0] };
   const size = (f) => {
     try {
       return statSync(join(root, f)).size;
@@ -123,27 +139,32 @@ for (const n of SCALES) {
     }
   };
   row.sqlite = size('metadata.sqlite3') + size('metadata.sqlite3-wal');
-  row.ls = cli(`--store ${root} ls --json`);
-  row.du = cli(`--store ${root} du --json`);
-  row.verify = cli(`--store ${root} verify --json`);
-  row.data = cli(`--store ${root} verify --data --json`);
-  row.gc = cli(`--store ${root} gc --dry-run --json`);
-  row.plan = plan(root);
+  if (!ONLY_BUILD) {
+    row.ls = cli(`--store ${root} ls --json`);
+    row.du = cli(`--store ${root} du --json`);
+    row.verify = cli(`--store ${root} verify --json`);
+    row.data = cli(`--store ${root} verify --data --json`);
+    row.gc = cli(`--store ${root} gc --dry-run --json`);
+    row.plan = plan(root);
+  }
   rows.push(row);
   rmSync(root, { recursive: true, force: true });
   console.log(`N=${n} done (load ${loadavg()[0].toFixed(1)}): ${JSON.stringify(row)}`);
 }
-const cols = ['build', 'refs', 'ls', 'du', 'verify', 'data', 'gc', 'plan'];
-const head = { data: 'verify --data', gc: 'gc --dry-run', plan: 'pull plan' };
-console.log(`| objects | refs | ${cols.map((c) => `${head[c] ?? c} ms`).join(' | ')} | sqlite KiB |`);
-console.log(`|---|---|${cols.map(() => '---').join('|')}|---|`);
+const cols = ['build', 'refs', 'refsCpu', ...(ONLY_BUILD ? [] : ['ls', 'du', 'verify', 'data', 'gc', 'plan'])];
+const head = { refsCpu: 'refs CPU', data: 'verify --data', gc: 'gc --dry-run', plan: 'pull plan' };
+console.log(`| objects (load) | refs | ${cols.map((c) => `${head[c] ?? c} ms`).join(' | ')} | ms/ref | sqlite KiB |`);
+console.log(`|---|---|${cols.map(() => '---').join('|')}|---|---|`);
 for (const [k, r] of rows.entries()) {
   const prev = rows[k - 1];
   // The ratio per 10× growth: (t / t_prev) ^ (1 / log10(n / n_prev)), so 10k → 300k reads alike.
-  const per10 = (c) => (r[c] / prev[c]) ** (1 / Math.log10(r.n / prev.n));
-  const cell = (c, v = r[c].toFixed(0)) => `${v}${prev ? ` (×${per10(c).toFixed(1)})` : ''}`;
+  // The refs columns grow with the ref count (N/100 unless TENSORFS_BENCH_REFS says otherwise).
+  const grow = (c) => (c.startsWith('refs') ? r.refCount / prev.refCount : r.n / prev.n);
+  const per10 = (c) => (r[c] / prev[c]) ** (1 / Math.log10(grow(c)));
+  const cell = (c, v = r[c].toFixed(0)) => `${v}${prev && grow(c) !== 1 ? ` (×${per10(c).toFixed(1)})` : ''}`;
+  const perRef = `${(r.refs / r.refCount).toFixed(2)} / ${(r.refsCpu / r.refCount).toFixed(2)} CPU`;
   console.log(
-    `| ${r.n} | ${r.n / 100} | ${cols.map((c) => cell(c)).join(' | ')} | ${cell('sqlite', (r.sqlite / 1024).toFixed(0))} |`,
+    `| ${r.n} (${r.load.toFixed(1)}) | ${r.refCount} | ${cols.map((c) => cell(c)).join(' | ')} | ${perRef} | ${cell('sqlite', (r.sqlite / 1024).toFixed(0))} |`,
   );
 }
 rmSync(dir, { recursive: true, force: true });
