@@ -20,7 +20,7 @@
  */
 import { type Store, validateRefName } from '@tensorfs/cas';
 import type { ObjectId, Progress } from '@tensorfs/format';
-import { importSources } from '../sources/pipeline.js';
+import { importSources } from '@tensorfs/cas';
 import type { HfOptions } from './client.js';
 import { type HfProvenance, huggingFaceSource } from './source.js';
 import type { HfRepoSpec } from './url.js';

@@ -9,8 +9,8 @@
 import { basename } from 'node:path';
 import { TensorFSError, validatePath } from '@tensorfs/format';
 import { displayUrl, HttpClient, type HttpOptions, type HttpResponse } from '../http.js';
-import { openSpool } from './spool.js';
-import type { AnnouncedDigest, OpenedRange, Source, SourceArea, SourceFile, SourceVoice, Spool } from './source.js';
+import { openSpool } from '@tensorfs/cas';
+import type { AnnouncedDigest, OpenedRange, Source, SourceArea, SourceFile, SourceVoice, Spool } from '@tensorfs/cas';
 
 /** Where an `https://` import came from: recorded with the snapshot, and printed. */
 export interface HttpsProvenance {

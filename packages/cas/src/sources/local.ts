@@ -11,7 +11,7 @@
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
-import { scanTree, type Stamp, stampChange, stampOf } from '@tensorfs/cas';
+import { scanTree, type Stamp, stampChange, stampOf } from '../store/import.js';
 import { TensorFSError, validateSymlinkTarget } from '@tensorfs/format';
 import type { FileReader, OpenedRange, Source, SourceFile, SourceLink } from './source.js';
 

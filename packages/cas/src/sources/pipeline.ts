@@ -15,9 +15,10 @@
  * positioned reads (the planner's buffers are shared memory the worker reads in place).
  */
 import { createHash } from 'node:crypto';
-import { recordFileSha256, WholeFileHashes } from '@tensorfs/cas';
+import { recordFileSha256, WholeFileHashes } from '../store/file-sha256.js';
 import {
   type ByteSource,
+  cancelledError,
   fromHex,
   comparePaths,
   detectCodec,
@@ -35,7 +36,7 @@ import {
 } from '@tensorfs/format';
 import { type Lease, type PutResult, type Store, supports, validateRefName } from '@tensorfs/format/store';
 import { type Hasher, type HashStream, planAndHash, type Seams } from '@tensorfs/planner';
-import { cancelled } from '../http.js';
+
 import { RemoteFile } from './remote-file.js';
 import type { FileReader, ResolvedSource, Source, SourceFile, SourceVoice } from './source.js';
 
@@ -219,7 +220,7 @@ export async function importSources<P>(
       await lease.release();
     }
   } catch (err) {
-    if (signal?.aborted) throw cancelled();
+    if (signal?.aborted) throw cancelledError(signal.reason);
     throw err;
   } finally {
     for (const s of resolved) await s.close?.().catch(() => {});
