@@ -58,7 +58,7 @@ export {
   importHfCache,
 } from './hf-cache-import.js';
 export { type HfCacheExportOptions, type HfCacheExportResult, exportHfCache, hfCommitOf } from './hf-cache-export.js';
-export type { Found, ContentDigest, Stamp, TreeImport } from './import.js';
+export type { Found, ContentDigest, Stamp } from './import.js';
 export { scanTree, stampChange, stampOf } from './import.js';
 export {
   copyFileSha256,
