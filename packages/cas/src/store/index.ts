@@ -54,7 +54,9 @@ export {
   type HfCacheCommitResult,
   type HfCacheImportOptions,
   type HfCacheImportResult,
+  type HfCacheProvenance,
   type HfCacheRepoResult,
+  hfCacheSource,
   importHfCache,
 } from './hf-cache-import.js';
 export { type HfCacheExportOptions, type HfCacheExportResult, exportHfCache, hfCommitOf } from './hf-cache-export.js';
