@@ -12,7 +12,16 @@ import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
 import { checkString } from '../store/args.js';
-import { type ContentDigest, type Found, scanTree, type Stamp, stampChange, stampOf } from '../store/import.js';
+import { errnoOf } from '../store/fsutil.js';
+import {
+  changedError,
+  type ContentDigest,
+  type Found,
+  scanTree,
+  type Stamp,
+  stampChange,
+  stampOf,
+} from '../store/import.js';
 import { TensorFSError, validateSymlinkTarget } from '@tensorfs/format';
 import type { FileReader, OpenedRange, Source, SourceFile, SourceLink } from './source.js';
 
@@ -31,10 +40,6 @@ interface Scanned {
   stamp: Stamp;
   executable: boolean;
   expect?: ContentDigest;
-}
-
-function errnoOf(err: unknown): string | undefined {
-  return (err as NodeJS.ErrnoException | undefined)?.code;
 }
 
 /** The I/O error of a local read, without the local path. */
@@ -59,9 +64,9 @@ async function openReader(f: Scanned): Promise<FileReader> {
     fh = await fsp.open(f.abs, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
   } catch (err) {
     const errno = errnoOf(err);
-    if (errno === 'ELOOP') throw changed(f.rel, 'replaced by a symlink');
-    if (errno === 'ENOENT' || errno === 'ENOTDIR') throw changed(f.rel, 'removed');
-    if (errno === 'ENXIO') throw changed(f.rel, 'replaced by a special file');
+    if (errno === 'ELOOP') throw changedError(f.rel, 'replaced by a symlink');
+    if (errno === 'ENOENT' || errno === 'ENOTDIR') throw changedError(f.rel, 'removed');
+    if (errno === 'ENXIO') throw changedError(f.rel, 'replaced by a special file');
     throw readError(f.rel, 'open', err);
   }
   let closed = false;
@@ -81,7 +86,7 @@ async function openReader(f: Scanned): Promise<FileReader> {
   };
   try {
     const now = stampChange(f.stamp, stampOf(await fh.stat({ bigint: true })));
-    if (now !== null) throw changed(f.rel, now);
+    if (now !== null) throw changedError(f.rel, now);
   } catch (err) {
     await close();
     throw err instanceof TensorFSError ? err : readError(f.rel, 'stat', err);
@@ -96,13 +101,13 @@ async function openReader(f: Scanned): Promise<FileReader> {
         } catch (err) {
           throw readError(f.rel, 'read', err);
         }
-        if (n === 0) throw changed(f.rel, 'size');
+        if (n === 0) throw changedError(f.rel, 'size');
         at += n;
       }
     },
     async verify(cause?: unknown): Promise<void> {
       const what = await change();
-      if (what !== null) throw changed(f.rel, what, cause);
+      if (what !== null) throw changedError(f.rel, what, cause);
     },
     close,
   };
@@ -112,12 +117,12 @@ async function openReader(f: Scanned): Promise<FileReader> {
 async function linkTarget(rel: string, abs: string, stamp: Stamp): Promise<string> {
   const target = await fsp.readlink(abs).catch((err) => {
     const errno = errnoOf(err);
-    if (errno === 'ENOENT' || errno === 'EINVAL') throw changed(rel, 'type', err);
+    if (errno === 'ENOENT' || errno === 'EINVAL') throw changedError(rel, 'type', err);
     throw readError(rel, 'readlink', err);
   });
   const now = await fsp.lstat(abs, { bigint: true }).then(stampOf, () => null);
   const what = now === null ? 'removed' : stampChange(stamp, now);
-  if (what !== null) throw changed(rel, what);
+  if (what !== null) throw changedError(rel, what);
   if (target.startsWith('/')) {
     throw new TensorFSError(
       'invalid_argument',
@@ -129,13 +134,6 @@ async function linkTarget(rel: string, abs: string, stamp: Stamp): Promise<strin
   }
   validateSymlinkTarget(rel, target);
   return target;
-}
-
-function changed(rel: string, what: string, cause?: unknown): TensorFSError {
-  return new TensorFSError('conflict', `${rel} changed while it was being imported (${what}); import it again`, {
-    details: { rule: 'import.source_changed', path: rel, actual: what },
-    ...(cause !== undefined ? { cause } : {}),
-  });
 }
 
 /** `path` (a file: one file named by its base name; a folder: its tree) as a pipeline source. */
@@ -204,9 +202,9 @@ async function scannedFiles(scanned: readonly Found[]): Promise<{ files: SourceF
     ...(f.expect ? announced(f.expect) : {}),
     check: async () => {
       const now = await fsp.lstat(f.abs, { bigint: true }).catch(() => null);
-      if (now === null) throw changed(f.rel, 'removed');
+      if (now === null) throw changedError(f.rel, 'removed');
       const what = stampChange(f.stamp, stampOf(now));
-      if (what !== null) throw changed(f.rel, what);
+      if (what !== null) throw changedError(f.rel, what);
     },
     reader: () => openReader(f),
     open: async (start: number, end: number | undefined): Promise<OpenedRange> => {

@@ -148,7 +148,7 @@ export function stampChange(a: Stamp, b: Stamp): string | null {
 }
 
 /** `conflict`: the source changed (was rewritten, replaced, swapped) while it was imported. */
-function changedError(rel: string, change: string, cause?: unknown): TensorFSError {
+export function changedError(rel: string, change: string, cause?: unknown): TensorFSError {
   return new TensorFSError('conflict', `${rel} changed while it was being imported (${change}); import it again`, {
     details: { rule: 'import.source_changed', path: rel, actual: change },
     ...(cause !== undefined ? { cause } : {}),

@@ -20,6 +20,7 @@ import type { FileReader } from '../sources/source.js';
 import { DIRECT_ALIGN, DIRECT_MIN_BYTES } from './direct.js';
 import type { FileHash } from './file-sha256.js';
 import { CHUNK_BYTES } from './fsutil.js';
+import { changedError } from './import.js';
 import { admitGroup, type GroupItem } from './group.js';
 import { hashChunks, type Objects, type OpenTemp, type PutResult, type Temp } from './objects.js';
 
@@ -35,14 +36,6 @@ export interface HasLocalObjects {
 export function localObjectsOf(store: object): Objects | undefined {
   const f = (store as Partial<HasLocalObjects>)[LOCAL_OBJECTS];
   return typeof f === 'function' ? f.call(store) : undefined;
-}
-
-/** `conflict`: the source changed (was rewritten, replaced, swapped) while it was imported. */
-function changedError(rel: string, change: string, cause?: unknown): TensorFSError {
-  return new TensorFSError('conflict', `${rel} changed while it was being imported (${change}); import it again`, {
-    details: { rule: 'import.source_changed', path: rel, actual: change },
-    ...(cause !== undefined ? { cause } : {}),
-  });
 }
 
 /** Streams `[offset, offset+length)` of a file in 8 MiB chunks read from `reader`. */
