@@ -11,7 +11,7 @@
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
-import { checkString } from '../store/args.js';
+import { checkObjects, checkString } from '../store/args.js';
 import { errnoOf } from '../store/fsutil.js';
 import {
   changedError,
@@ -22,7 +22,7 @@ import {
   stampChange,
   stampOf,
 } from '../store/import.js';
-import { TensorFSError, validateSymlinkTarget } from '@tensorfs/format';
+import { TensorFSError, validateSymlinkTarget, wrongArgument } from '@tensorfs/format';
 import type { FileReader, OpenedRange, Source, SourceFile, SourceLink } from './source.js';
 
 /** Where a local import came from (recorded like any source's metadata). */
@@ -170,6 +170,9 @@ export function scannedSource<P>(
   label: string,
   provenance: (digests: ReadonlyMap<string, string>) => P,
 ): Source<P> {
+  checkObjects(found, 'found');
+  checkString(label, 'label');
+  if (typeof provenance !== 'function') wrongArgument('store', 'provenance', 'a function', provenance);
   return {
     async resolve() {
       return { label, voice: LOCAL_VOICE, ...(await scannedFiles(found)), provenance };
