@@ -13,6 +13,12 @@
  * plan, and by the store again as it admits the group (a few bytes of a model). The whole file's
  * SHA-256 is computed once more over the same bytes, on a worker thread for a source with
  * positioned reads (the planner's buffers are shared memory the worker reads in place).
+ *
+ * Into a `LocalStore`, a file with positioned reads (a local file, a Hugging Face cache blob) is
+ * admitted by the store's own admission instead ({@link LocalAdmission}: hashed on its worker
+ * threads, written to temps while records hash, `O_DIRECT` when the store asks, small records in
+ * group commits): what `importPath` always did, now its only path. Everything else — the source
+ * checks, the announced digests, the whole-file list, the snapshot and the ref — is the same.
  */
 import { createHash } from 'node:crypto';
 import { checkObject, checkOptions } from '../store/args.js';
@@ -39,7 +45,6 @@ import {
 } from '@tensorfs/format';
 import { type Lease, type PutResult, type Store, supports, validateRefName } from '@tensorfs/format/store';
 import { type Hasher, type HashStream, planAndHash, type Seams } from '@tensorfs/planner';
-
 import { RemoteFile } from './remote-file.js';
 import type { FileReader, ResolvedSource, Source, SourceFile, SourceVoice } from './source.js';
 

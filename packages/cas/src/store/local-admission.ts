@@ -15,7 +15,7 @@ import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { type ByteSource, isTensorFSError, type ObjectId, TensorFSError } from '@tensorfs/format';
 import { type Plan, planAndHash, type ReadRecord, type Seams } from '@tensorfs/planner';
-import { createNodeHasher } from '../hash/index.js';
+import { createNodeHasher, type NodeHasher } from '../hash/index.js';
 import type { FileReader } from '../sources/source.js';
 import { DIRECT_ALIGN, DIRECT_MIN_BYTES } from './direct.js';
 import type { FileHash } from './file-sha256.js';
@@ -72,7 +72,8 @@ export interface LocalFile {
  * always runs (and removes every temp nobody took over).
  */
 export class LocalAdmission {
-  private readonly hasher;
+  /** Started with the first file (a source with no positioned reads never needs its threads). */
+  private hasher: NodeHasher | undefined;
   private readonly flushes = new Flushes();
   private readonly early: EarlyTemps;
   private readonly group: SmallGroup;
@@ -81,10 +82,9 @@ export class LocalAdmission {
     private readonly objects: Objects,
     private readonly lease: string,
     private readonly signal: AbortSignal | undefined,
-    threads: number | undefined,
+    private readonly threads: number | undefined,
     private readonly counted: (r: PutResult) => void,
   ) {
-    this.hasher = createNodeHasher({ threads });
     this.early = new EarlyTemps(objects, lease);
     this.group = new SmallGroup(objects, lease, signal, counted);
   }
@@ -103,7 +103,7 @@ export class LocalAdmission {
     };
     const seams = f.seams?.[f.path];
     return planAndHash(source, {
-      hasher: this.hasher,
+      hasher: (this.hasher ??= createNodeHasher({ threads: this.threads })),
       ...(signal ? { signal } : {}),
       // Big records start page-aligned in the hasher's page-aligned buffers: written with O_DIRECT.
       ...(objects.directIO ? { align: DIRECT_ALIGN } : {}),
@@ -172,7 +172,7 @@ export class LocalAdmission {
   async close(): Promise<void> {
     await this.flushes.settle();
     await this.early.abandon();
-    await this.hasher.close();
+    await this.hasher?.close();
   }
 }
 
