@@ -15,9 +15,10 @@ import {
   scanHfCache,
   type Progress,
 } from '@tensorfs/cas';
+import { TensorFSError } from '@tensorfs/format';
 import { fileSha256Ref, MemoryStore } from '@tensorfs/format/store';
 import { bytesOf, expectCode, safetensorsBytes, tempDir } from '@tensorfs/testkit';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 
 const src = join(import.meta.dirname, '..', 'src');
 
@@ -57,6 +58,10 @@ function tree(): string {
   fs.symlinkSync('sub/config.json', join(root, 'config.json'));
   return root;
 }
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
 
 describe('cas imports through the one pipeline', () => {
   it('plans files only in the pipeline and its local admission; importPath and importHfCache call importSources', () => {
@@ -103,6 +108,28 @@ describe('cas imports through the one pipeline', () => {
     } finally {
       await a.close();
       await b.close();
+    }
+  });
+
+  it('a local store that cannot record the whole-file list fails importPath, as it always did', async () => {
+    const root = tree();
+    const s = await LocalStore.open(tempDir());
+    try {
+      const setRef = LocalStore.prototype.setRef;
+      vi.spyOn(LocalStore.prototype, 'setRef').mockImplementation(function (this: LocalStore, name, ...rest) {
+        if (name.startsWith('_hf/sha256/'))
+          return Promise.reject(new TensorFSError('io', 'no space', { details: { rule: 'store.io' } }));
+        return setRef.call(this, name, ...rest);
+      });
+      await expectCode(s.importPath(root, { name: 'm' }), 'io', 'store.io');
+      // Another store may refuse such refs: there the list is a shortcut lost, not a failure.
+      const memory = new MemoryStore();
+      vi.spyOn(memory, 'setRef').mockImplementation(async (name) => {
+        if (name.startsWith('_hf/sha256/')) throw new TensorFSError('io', 'no', { details: { rule: 'store.io' } });
+      });
+      await expect(importSources(memory, localSource(root))).resolves.toMatchObject({ files: 3, links: 1 });
+    } finally {
+      await s.close();
     }
   });
 

@@ -252,7 +252,12 @@ export async function importSources<P>(
         });
       }
       // Named or not, as a local import: a Hugging Face server's first HEAD then reads no byte.
-      if (own) await recordFileSha256(store, snapshot, entries, sha256, { lease }).catch(() => {});
+      // A local store's failure to write it is the import's (as `importPath`'s always was); another
+      // store may refuse such refs, and then the list is only a shortcut lost.
+      if (own) {
+        const recorded = recordFileSha256(store, snapshot, entries, sha256, { lease });
+        await (local !== undefined ? recorded : recorded.catch(() => {}));
+      }
       for (const { file } of files) await file.spool?.done();
       return {
         snapshot,
