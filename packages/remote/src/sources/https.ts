@@ -4,7 +4,8 @@
  * Last-Modified; then read header first by `Range`, the rest in one stream, reopened where it
  * stopped. A server that ignores `Range` still works (its `200` bodies are skipped up to where
  * the read starts). Redirects are followed; credentials, if any, never go past the first origin.
- * With a spool folder, an interrupted import continues from the bytes kept (see `openSpool` of `@tensorfs/cas`).
+ * With a spool folder, an interrupted import continues from the bytes kept (see `openSpool` of
+ * `@tensorfs/cas`).
  */
 import { basename } from 'node:path';
 import { TensorFSError, validatePath } from '@tensorfs/format';
