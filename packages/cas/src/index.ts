@@ -4,3 +4,4 @@
  */
 export * from './hash/index.js';
 export * from './store/index.js';
+export * from './sources/index.js';

@@ -126,14 +126,17 @@ export function toTensorFSError(err: unknown, fallback: ErrorCode = 'internal', 
   return new TensorFSError(fallback, message ?? text, { details: { rule: 'errors.foreign' }, cause: err });
 }
 
+/** The `cancelled` error of an aborted operation (`reason`: the signal's, as its cause). */
+export function cancelledError(reason?: unknown): TensorFSError {
+  return new TensorFSError('cancelled', 'operation cancelled', {
+    details: { rule: 'errors.cancelled' },
+    ...(reason !== undefined ? { cause: reason } : {}),
+  });
+}
+
 /** Throws `cancelled` if the signal is aborted. */
 export function throwIfAborted(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) {
-    throw new TensorFSError('cancelled', 'operation cancelled', {
-      details: { rule: 'errors.cancelled' },
-      cause: signal.reason,
-    });
-  }
+  if (signal?.aborted) throw cancelledError(signal.reason);
 }
 
 function jsonSafe(value: unknown): unknown {

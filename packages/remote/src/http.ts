@@ -5,7 +5,7 @@
  * token, query string or local path in them.
  */
 import { type Dispatcher, getGlobalDispatcher, request } from 'undici';
-import { type ErrorCode, TensorFSError, isErrorCode, isTensorFSError } from '@tensorfs/format';
+import { cancelledError, type ErrorCode, TensorFSError, isErrorCode, isTensorFSError } from '@tensorfs/format';
 import { type Credential, credentialHeaders, credentialRetry } from './credentials.js';
 import { RawFramingError, rawGet } from './raw.js';
 
@@ -124,7 +124,6 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-/** The `cancelled` error of an aborted operation. */
 /** True when `env` asks for no network (`TENSORFS_OFFLINE=1`; with `hf`, `HF_HUB_OFFLINE=1` too). */
 export function offlineFromEnv(env: NodeJS.ProcessEnv = process.env, hf = false): boolean {
   const on = (v: string | undefined) => v !== undefined && /^(1|true|yes|on)$/i.test(v.trim());
@@ -138,8 +137,9 @@ export function offlineError(what: string): TensorFSError {
   });
 }
 
+/** The `cancelled` error of an aborted operation (format's, rule `errors.cancelled`: one for every layer). */
 export function cancelled(): TensorFSError {
-  return new TensorFSError('cancelled', 'cancelled', { details: { rule: 'remote.cancelled' } });
+  return cancelledError();
 }
 
 /** `Retry-After` in ms (delta seconds or an HTTP date), if present and sane. */

@@ -113,20 +113,20 @@ export {
   type HttpsProvenance,
   type HttpsSourceOptions,
 } from './sources/https.js';
-export { localSource, type LocalProvenance } from './sources/local.js';
+/** The one import pipeline and its source contract (from `@tensorfs/cas`, re-exported so remote's API is unchanged). */
 export {
   importSources,
   type ImportSourcesOptions,
   type ImportSourcesResult,
-} from './sources/pipeline.js';
-export type {
-  AnnouncedDigest,
-  FileReader,
-  OpenedRange,
-  ResolvedSource,
-  Source,
-  SourceFile,
-  SourceLink,
-  SourceVoice,
-  Spool,
-} from './sources/source.js';
+  localSource,
+  type LocalProvenance,
+  type AnnouncedDigest,
+  type FileReader,
+  type OpenedRange,
+  type ResolvedSource,
+  type Source,
+  type SourceFile,
+  type SourceLink,
+  type SourceVoice,
+  type Spool,
+} from '@tensorfs/cas';

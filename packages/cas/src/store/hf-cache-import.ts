@@ -3,7 +3,8 @@
  * cache folder, a branch per `refs/<name>`, the upstream commit recorded on each revision.
  *
  * Order: scan and check everything (links, blob types, refs) → import every snapshot under one
- * lease (blobs read with the importer's race checks, each checked against its name) → only then
+ * lease through the one import pipeline ({@link importSources} with {@link hfCacheSource}: blobs
+ * read with the local source's race checks, each checked against its name) → only then
  * move the branches (and tag the commits no ref names). A failure before the last step leaves no
  * ref changed; the objects already admitted are unreferenced and go with the next GC.
  */
@@ -20,9 +21,49 @@ import {
   resolveRevision,
   throwIfAborted,
 } from '@tensorfs/format';
-import { type HfCacheForm, type HfRepoType, scanHfCache } from './hf-cache.js';
+import { scannedSource } from '../sources/local.js';
+import { importSources } from '../sources/pipeline.js';
+import type { Source } from '../sources/source.js';
+import { type HfCacheForm, type HfCacheRepo, type HfCacheSnapshot, type HfRepoType, scanHfCache } from './hf-cache.js';
 import { checkObject, checkOptions, checkString } from './args.js';
 import type { LocalStore } from './store.js';
+
+/** Where a snapshot imported from the Hugging Face cache came from (its source's provenance). */
+export interface HfCacheProvenance {
+  kind: 'hf-cache';
+  /** The repository id (`owner/name`; a dataset: `datasets/owner/name`). */
+  repo: string;
+  type: HfRepoType;
+  /** The cache folder (`models--owner--name`). */
+  folder: string;
+  /** The 40-hex commit of the snapshot folder. */
+  commit: string;
+  /** Regular files (the blobs the snapshot links to, and plain files in it). */
+  files: number;
+}
+
+/**
+ * One snapshot of a scanned Hugging Face cache repository (see `scanHfCache`) as a source of the
+ * one import pipeline: each file is read from its blob (the snapshot's links point into `blobs/`)
+ * with the local source's race checks, and the digest the blob is named by (64 hex: SHA-256, an
+ * LFS file; 40 hex: the git blob id) is announced, so the pipeline checks it over the very bytes
+ * imported (`corrupt`, rule `hf_cache.blob_digest`); links that stay inside the snapshot are links.
+ */
+export function hfCacheSource(repo: HfCacheRepo, snapshot: HfCacheSnapshot): Source<HfCacheProvenance> {
+  checkObject(repo, 'repo');
+  checkObject(snapshot, 'snapshot');
+  checkString(repo.repo, 'repo.repo');
+  checkString(snapshot.commit, 'snapshot.commit');
+  const files = snapshot.entries.filter((e) => e.kind === 'file').length;
+  return scannedSource(snapshot.entries, `hf-cache ${repo.repo}@${snapshot.commit.slice(0, 12)}`, () => ({
+    kind: 'hf-cache',
+    repo: repo.repo,
+    type: repo.type,
+    folder: repo.folder,
+    commit: snapshot.commit,
+    files,
+  }));
+}
 
 /** Options of {@link importHfCache}. */
 export interface HfCacheImportOptions {
@@ -136,8 +177,9 @@ export async function importHfCache(
       for (const snap of repo.snapshots) {
         throwIfAborted(signal);
         const before = { ...progress };
-        const r = await store.importEntries(snap.entries, lease, {
-          signal,
+        const imported = await importSources(store, hfCacheSource(repo, snap), {
+          lease,
+          ...(signal ? { signal } : {}),
           ...(options.threads !== undefined ? { threads: options.threads } : {}),
           onProgress: (p) =>
             options.onProgress?.(
@@ -150,11 +192,13 @@ export async function importHfCache(
               }),
             ),
         });
+        // Counted as every import of local files counts them: links too.
+        const r = { ...imported, files: imported.files + imported.links };
         progress.files += r.files;
         progress.bytes += r.bytes;
         progress.bytesWritten += r.bytesWritten;
         ids.set(snap.commit, r.snapshot);
-        if (r.fileSha256) sha256s.set(r.snapshot, r.fileSha256);
+        sha256s.set(r.snapshot, r.fileSha256);
         out.commits.push({
           commit: snap.commit,
           snapshot: r.snapshot,

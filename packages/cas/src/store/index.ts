@@ -54,11 +54,13 @@ export {
   type HfCacheCommitResult,
   type HfCacheImportOptions,
   type HfCacheImportResult,
+  type HfCacheProvenance,
   type HfCacheRepoResult,
+  hfCacheSource,
   importHfCache,
 } from './hf-cache-import.js';
 export { type HfCacheExportOptions, type HfCacheExportResult, exportHfCache, hfCommitOf } from './hf-cache-export.js';
-export type { Found, ContentDigest, Stamp, TreeImport } from './import.js';
+export type { Found, ContentDigest, Stamp } from './import.js';
 export { scanTree, stampChange, stampOf } from './import.js';
 export {
   copyFileSha256,

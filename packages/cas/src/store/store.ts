@@ -6,7 +6,7 @@
  * LocalStore is a facade: it checks each call's arguments and that the store is open and
  * writable, and hands the work to the module that does that job: lifecycle.ts (open, init,
  * `--shared`), objects.ts and staging.ts (admission and reads), ref-read.ts and ref-write.ts (refs),
- * leases.ts, roots.ts, snapshot-import.ts and export.ts, gc.ts, verify.ts, remove.ts and usage.ts
+ * leases.ts, roots.ts, the import pipeline (`sources/pipeline.ts`, with local-admission.ts) and export.ts, gc.ts, verify.ts, remove.ts and usage.ts
  * (maintenance), cache.ts, cache-list.ts and prune.ts (saved and cached refs, the budget).
  */
 import * as fsp from 'node:fs/promises';
@@ -67,7 +67,9 @@ import { type RefEntry, listRefs, readRef, removeRef } from './refs.js';
 import { type RemoveOptions, type RemoveResult, removeAndFree } from './remove.js';
 import { type RootEntry, addRoot, listRoots, removeRoot, rootIds, tops } from './roots.js';
 import { isSharedRoot } from './shared.js';
-import { importEntriesAsSnapshot, importPathAsSnapshot } from './snapshot-import.js';
+import { importSources, type ImportSourcesOptions, type ImportSourcesResult } from '../sources/pipeline.js';
+import { localSource, scannedSource } from '../sources/local.js';
+import { LOCAL_OBJECTS } from './local-admission.js';
 import { type BatchItem, type BatchOutcome, type ObjectPart, openPart, putBatch } from './staging.js';
 import { type Usage, measureUsage } from './usage.js';
 import { type VerifyOptions, type VerifyResult, verifyStore } from './verify.js';
@@ -110,6 +112,11 @@ export class LocalStore implements Store {
   readonly capabilities: ReadonlySet<Capability>;
   /** A description safe to print (never the local path). */
   readonly display = 'local store';
+
+  /** The objects, for the import pipeline's local admission (early temps, `O_DIRECT`); not a contract member. */
+  [LOCAL_OBJECTS](): Objects {
+    return this.objects;
+  }
 
   private constructor(layout: Layout, db: Db, options: StoreOptions, scratch?: string) {
     this.root = layout.root;
@@ -368,9 +375,10 @@ export class LocalStore implements Store {
   }
 
   /**
-   * Imports a file or a folder as a snapshot: each file is planned and hashed once, new objects
-   * are admitted from the hashed bytes under a lease, then the manifest; with `name` the ref is
-   * set (after everything is durable). See {@link ImportOptions} for what a folder may hold.
+   * Imports a file or a folder as a snapshot through the one import pipeline:
+   * `importSources(this, localSource(path), options)` — each file is planned and hashed once, new
+   * objects are admitted from the hashed bytes under a lease, then the manifest; with `name` the
+   * ref is set (after everything is durable). See {@link ImportOptions} for what a folder may hold.
    */
   async importPath(path: string, options: ImportOptions = {}): Promise<ImportResult> {
     checkString(path, 'path');
@@ -378,14 +386,14 @@ export class LocalStore implements Store {
     this.live();
     this.objects.assertWritable();
     if (options.name !== undefined) validateRefName(options.name);
-    return importPathAsSnapshot(this, this.objects, path, options);
+    return importResultOf(await importSources(this, localSource(path), importSourcesOptions(options)));
   }
 
   /**
    * Imports entries scanned elsewhere (the Hugging Face cache's snapshots, see `scanHfCache`) as
-   * one snapshot, with the same reads, race checks and digest checks as {@link importPath}, under
-   * the caller's `lease`: nothing roots the snapshot until the caller names it by a ref while the
-   * lease is live. `name`/`expected` are not used.
+   * one snapshot through the same pipeline ({@link scannedSource}: the same reads, race checks and
+   * digest checks as {@link importPath}), under the caller's `lease`: nothing roots the snapshot
+   * until the caller names it by a ref while the lease is live. `name`/`expected` are not used.
    */
   async importEntries(found: readonly Found[], lease: Lease, options: ImportOptions = {}): Promise<ImportResult> {
     checkObjects(found, 'found');
@@ -395,7 +403,13 @@ export class LocalStore implements Store {
     checkOptions(options);
     this.live();
     this.objects.assertWritable();
-    return importEntriesAsSnapshot(this, this.objects, found, lease, options);
+    const { name: _name, expected: _expected, ...rest } = options;
+    const r = await importSources(
+      this,
+      scannedSource(found, 'scanned entries', () => null),
+      { ...importSourcesOptions(rest), lease },
+    );
+    return { ...importResultOf(r), fileSha256: r.fileSha256 };
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -680,4 +694,28 @@ export class LocalStore implements Store {
     this.live();
     return measureUsage(this.parts, options.signal);
   }
+}
+
+/** `importPath`'s options as the pipeline's (the same names; `threads`: the hashing threads). */
+function importSourcesOptions(options: ImportOptions): ImportSourcesOptions {
+  return {
+    ...(options.name !== undefined ? { name: options.name } : {}),
+    ...(options.expected !== undefined ? { expected: options.expected } : {}),
+    ...(options.signal !== undefined ? { signal: options.signal } : {}),
+    ...(options.onProgress !== undefined ? { onProgress: options.onProgress } : {}),
+    ...(options.threads !== undefined ? { threads: options.threads } : {}),
+    ...(options.seams !== undefined ? { seams: options.seams } : {}),
+  };
+}
+
+/** The pipeline's result as `importPath` reports it. */
+function importResultOf(r: ImportSourcesResult): ImportResult {
+  return {
+    snapshot: r.snapshot,
+    // As the import always counted them: every entry, links too.
+    files: r.files + r.links,
+    bytes: r.bytes,
+    bytesWritten: r.bytesWritten,
+    objectsWritten: r.objectsWritten,
+  };
 }

@@ -18,9 +18,8 @@
  *    git blob id for the others) before the snapshot is written: a mismatch is `corrupt` and
  *    nothing is referenced.
  */
-import { type Store, validateRefName } from '@tensorfs/cas';
+import { importSources, type Store, validateRefName } from '@tensorfs/cas';
 import type { ObjectId, Progress } from '@tensorfs/format';
-import { importSources } from '../sources/pipeline.js';
 import type { HfOptions } from './client.js';
 import { type HfProvenance, huggingFaceSource } from './source.js';
 import type { HfRepoSpec } from './url.js';

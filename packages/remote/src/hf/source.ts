@@ -5,7 +5,7 @@
  */
 import { globMatcher, TensorFSError } from '@tensorfs/format';
 import { displayUrl } from '../http.js';
-import type { Source, SourceFile } from '../sources/source.js';
+import type { Source, SourceFile } from '@tensorfs/cas';
 import { type HfFile, type HfOptions, HuggingFaceRepo } from './client.js';
 import { type HfRepoSpec, parseHfUrl } from './url.js';
 

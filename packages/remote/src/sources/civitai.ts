@@ -11,8 +11,7 @@ import { globMatcher, TensorFSError, validatePath } from '@tensorfs/format';
 import type { Credential } from '../credentials.js';
 import { displayUrl, HttpClient, type HttpOptions, readText } from '../http.js';
 import { checkHttpUrl, httpSourceFile, probeHttpFile } from './https.js';
-import type { Source, SourceFile, SourceVoice } from './source.js';
-import { openSpool } from './spool.js';
+import { openSpool, type Source, type SourceFile, type SourceVoice } from '@tensorfs/cas';
 
 /** The public Civitai site (its API is under `/api/v1`). */
 export const CIVITAI_DEFAULT_ENDPOINT = 'https://civitai.com';

@@ -4,13 +4,22 @@
  * Last-Modified; then read header first by `Range`, the rest in one stream, reopened where it
  * stopped. A server that ignores `Range` still works (its `200` bodies are skipped up to where
  * the read starts). Redirects are followed; credentials, if any, never go past the first origin.
- * With a spool folder, an interrupted import continues from the bytes kept (see `spool.ts`).
+ * With a spool folder, an interrupted import continues from the bytes kept (see `openSpool` of
+ * `@tensorfs/cas`).
  */
 import { basename } from 'node:path';
 import { TensorFSError, validatePath } from '@tensorfs/format';
 import { displayUrl, HttpClient, type HttpOptions, type HttpResponse } from '../http.js';
-import { openSpool } from './spool.js';
-import type { AnnouncedDigest, OpenedRange, Source, SourceArea, SourceFile, SourceVoice, Spool } from './source.js';
+import {
+  type AnnouncedDigest,
+  type OpenedRange,
+  openSpool,
+  type Source,
+  type SourceArea,
+  type SourceFile,
+  type SourceVoice,
+  type Spool,
+} from '@tensorfs/cas';
 
 /** Where an `https://` import came from: recorded with the snapshot, and printed. */
 export interface HttpsProvenance {

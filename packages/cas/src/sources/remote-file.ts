@@ -6,8 +6,8 @@
  * the source only for the rest.
  */
 import { createHash, type Hash } from 'node:crypto';
-import { type ByteSource, isTensorFSError, TensorFSError } from '@tensorfs/format';
-import { cancelled } from '../http.js';
+import { type ByteSource, cancelledError, isTensorFSError, TensorFSError } from '@tensorfs/format';
+
 import type { SourceFile, SourceVoice } from './source.js';
 
 /** Longest header prefix read by ranges before a file is streamed (parsers cap headers lower). */
@@ -58,7 +58,7 @@ export class RemoteFile implements ByteSource {
         details: { rule: 'source.range', offset, length, size: this.size },
       });
     }
-    if (this.signal?.aborted) throw cancelled();
+    if (this.signal?.aborted) throw cancelledError(this.signal.reason);
     const end = offset + length;
     if (this.probing && end > this.prefix.length) {
       if (end > MAX_PROBE_BYTES) {
@@ -168,7 +168,7 @@ export class RemoteFile implements ByteSource {
   }
 
   private streamError(err: unknown): TensorFSError {
-    if (this.signal?.aborted) return cancelled();
+    if (this.signal?.aborted) return cancelledError(this.signal.reason);
     if (isTensorFSError(err)) return err;
     return new TensorFSError('unavailable', `a file read from ${this.voice.who} failed`, {
       details: {

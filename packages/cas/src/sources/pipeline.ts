@@ -13,11 +13,20 @@
  * plan, and by the store again as it admits the group (a few bytes of a model). The whole file's
  * SHA-256 is computed once more over the same bytes, on a worker thread for a source with
  * positioned reads (the planner's buffers are shared memory the worker reads in place).
+ *
+ * Into a `LocalStore`, a file with positioned reads (a local file, a Hugging Face cache blob) is
+ * admitted by the store's own admission instead ({@link LocalAdmission}: hashed on its worker
+ * threads, written to temps while records hash, `O_DIRECT` when the store asks, small records in
+ * group commits): what `importPath` always did, now its only path. Everything else — the source
+ * checks, the announced digests, the whole-file list, the snapshot and the ref — is the same.
  */
 import { createHash } from 'node:crypto';
-import { recordFileSha256, WholeFileHashes } from '@tensorfs/cas';
+import { checkObject, checkOptions } from '../store/args.js';
+import { recordFileSha256, WholeFileHashes } from '../store/file-sha256.js';
+import { LocalAdmission, localObjectsOf, readerRange } from '../store/local-admission.js';
 import {
   type ByteSource,
+  cancelledError,
   fromHex,
   comparePaths,
   detectCodec,
@@ -32,10 +41,10 @@ import {
   throwIfAborted,
   validatePath,
   validateSymlinkTarget,
+  wrongArgument,
 } from '@tensorfs/format';
 import { type Lease, type PutResult, type Store, supports, validateRefName } from '@tensorfs/format/store';
 import { type Hasher, type HashStream, planAndHash, type Seams } from '@tensorfs/planner';
-import { cancelled } from '../http.js';
 import { RemoteFile } from './remote-file.js';
 import type { FileReader, ResolvedSource, Source, SourceFile, SourceVoice } from './source.js';
 
@@ -60,7 +69,10 @@ export interface ImportSourcesOptions {
   name?: string;
   /** Compare-and-swap for `name` (`null`: must not exist). */
   expected?: ObjectId | null;
-  /** Records admitted (hashed and written by the store) at once (default 4). */
+  /**
+   * Records admitted (hashed and written by the store) at once (default 4); into a `LocalStore`,
+   * the hashing worker threads of its local admission (default: one per core).
+   */
   threads?: number;
   /**
    * Extra cut points inside tensors, by snapshot path (as `importPath`'s `seams`): tensor name →
@@ -68,6 +80,14 @@ export interface ImportSourcesOptions {
    */
   seams?: Readonly<Record<string, Seams>>;
   signal?: AbortSignal;
+  /**
+   * Import under the caller's lease instead of one of its own: the objects and the snapshot are
+   * added to it and it is not released, so the caller can name the snapshot later while it is live
+   * (the Hugging Face cache import names all its snapshots once every one is in). The whole-file
+   * SHA-256 list is then the caller's to record (`recordFileSha256` with the result's
+   * `fileSha256`) once it names the snapshot: a failed import leaves no ref behind.
+   */
+  lease?: Lease;
   /**
    * Called as bytes are hashed and as each file is done: phase `import`, unit `bytes`, with
    * `files`/`filesTotal`, `bytes`/`bytesTotal`, `bytesFetched` (body bytes received),
@@ -81,13 +101,18 @@ export interface ImportSourcesResult<P = unknown> {
   snapshot: ObjectId;
   /** Each source's recorded metadata, in the order given. */
   sources: P[];
+  /** Regular files imported. */
   files: number;
+  /** Symbolic links recorded (a local folder's). */
+  links: number;
   /** Bytes of the imported files. */
   bytes: number;
   /** Body bytes received. */
   bytesFetched: number;
   bytesWritten: number;
   objectsWritten: number;
+  /** Each file's SHA-256 (hex), by path (recorded with the snapshot as its whole-file list). */
+  fileSha256: ReadonlyMap<string, string>;
 }
 
 /** Small records admitted together: at most this many bytes or objects per group commit. */
@@ -112,9 +137,20 @@ export async function importSources<P>(
   sources: Source<P> | readonly Source<P>[],
   options: ImportSourcesOptions = {},
 ): Promise<ImportSourcesResult<P>> {
+  checkObject(store, 'store');
+  for (const m of ['lease', 'has', 'put', 'putStream', 'putManifest', 'setRef'] as const) {
+    if (typeof store[m] !== 'function') wrongArgument('store', 'store', `a Store (with ${m}())`, store);
+  }
+  checkOptions(options);
+  if (options.lease !== undefined) checkObject(options.lease, 'options.lease');
   const { signal } = options;
   if (options.name !== undefined) validateRefName(options.name);
   const list = Array.isArray(sources) ? (sources as readonly Source<P>[]) : [sources as Source<P>];
+  for (const s of list) {
+    if (typeof s !== 'object' || s === null || typeof s.resolve !== 'function') {
+      wrongArgument('store', 'sources', 'a Source (an object with resolve()) or an array of them', s);
+    }
+  }
   const resolved: ResolvedSource<P>[] = [];
   try {
     for (const s of list) {
@@ -161,10 +197,19 @@ export async function importSources<P>(
       path: '',
     };
     const counts = progress;
-    const lease = await store.lease({ purpose: `import ${resolved.map((s) => s.label).join(', ')}`.slice(0, 200) });
+    const own = options.lease === undefined;
+    const lease =
+      options.lease ??
+      (await store.lease({ purpose: `import ${resolved.map((s) => s.label).join(', ')}`.slice(0, 200) }));
     const admit = new Admission(store, lease, signal, counts);
     const parallelism = options.threads ?? ADMISSIONS;
     const wholes = new WholeFileHashes();
+    // A local store admits files with positioned reads itself (early temps, O_DIRECT, its hasher).
+    const objects = localObjectsOf(store);
+    const local =
+      objects === undefined
+        ? undefined
+        : new LocalAdmission(objects, lease.id, signal, options.threads, (r) => admit.counted(r));
     const digests = resolved.map(() => new Map<string, string>());
     const sha256 = new Map<string, string>();
     try {
@@ -174,6 +219,7 @@ export async function importSources<P>(
         hasher: new StoreHasher(store, lease, admit, signal, parallelism, false),
         sharedHasher: new StoreHasher(store, lease, admit, signal, parallelism, true),
         wholes,
+        local,
         signal,
         progress,
         options,
@@ -181,15 +227,18 @@ export async function importSources<P>(
       for (const { file, source } of files) {
         throwIfAborted(signal);
         progress.path = file.path;
-        const { entry, digest } = await importFile(file, source.voice, ctx);
+        const imported = await importFile(file, source.voice, ctx);
+        const { entry, digest } = imported;
         entries.push(entry);
         // The whole file's SHA-256 (announced and checked, or computed): the tree's list has it.
-        if (file.digest === undefined || file.digest.algorithm === 'sha256') sha256.set(file.path, digest);
+        if (imported.sha256 !== undefined) sha256.set(file.path, imported.sha256);
+        else if (file.digest === undefined || file.digest.algorithm === 'sha256') sha256.set(file.path, digest);
         digests[resolved.indexOf(source)]!.set(file.path, digest);
         progress.files++;
         options.onProgress?.(progressEvent('import', 'bytes', progress));
       }
       await admit.flush();
+      await local?.finish();
       throwIfAborted(signal);
       if (links.length > 0) {
         entries.push(...links);
@@ -203,23 +252,31 @@ export async function importSources<P>(
         });
       }
       // Named or not, as a local import: a Hugging Face server's first HEAD then reads no byte.
-      await recordFileSha256(store, snapshot, entries, sha256, { lease }).catch(() => {});
+      // A local store's failure to write it is the import's (as `importPath`'s always was); another
+      // store may refuse such refs, and then the list is only a shortcut lost.
+      if (own) {
+        const recorded = recordFileSha256(store, snapshot, entries, sha256, { lease });
+        await (local !== undefined ? recorded : recorded.catch(() => {}));
+      }
       for (const { file } of files) await file.spool?.done();
       return {
         snapshot,
         sources: resolved.map((s, i) => s.provenance(digests[i]!)),
         files: files.length,
+        links: links.length,
         bytes: progress.bytesTotal,
         bytesFetched: progress.bytesFetched,
         bytesWritten: progress.bytesWritten,
         objectsWritten: progress.objectsWritten,
+        fileSha256: sha256,
       };
     } finally {
+      await local?.close();
       await wholes.close();
-      await lease.release();
+      if (own) await lease.release();
     }
   } catch (err) {
-    if (signal?.aborted) throw cancelled();
+    if (signal?.aborted) throw cancelledError(signal.reason);
     throw err;
   } finally {
     for (const s of resolved) await s.close?.().catch(() => {});
@@ -420,13 +477,16 @@ interface FileContext {
   hasher: StoreHasher;
   sharedHasher: StoreHasher;
   wholes: WholeFileHashes;
+  /** The local store's own admission, when the store is one. */
+  local: LocalAdmission | undefined;
   signal: AbortSignal | undefined;
   progress: SourceCounts;
   options: ImportSourcesOptions;
 }
 
 /** The `corrupt` error of a file whose bytes are not what its source announced. */
-function digestMismatch(file: SourceFile, voice: SourceVoice, actual: string): TensorFSError {
+function digestMismatch(file: SourceFile, voice: SourceVoice, actual: string): Error {
+  if (file.digestError !== undefined) return file.digestError(actual);
   const d = file.digest!;
   return new TensorFSError(
     'corrupt',
@@ -443,11 +503,11 @@ async function importFile(
   file: SourceFile,
   voice: SourceVoice,
   ctx: FileContext,
-): Promise<{ entry: ManifestEntry; digest: string; positioned?: boolean }> {
+): Promise<{ entry: ManifestEntry; digest: string; sha256?: string; positioned?: boolean }> {
   const { signal, progress, admit } = ctx;
   await file.check?.(signal);
-  if (file.reader !== undefined && file.digest === undefined) {
-    return { ...(await importPositioned(file, await file.reader(signal), ctx)), positioned: true };
+  if (file.reader !== undefined) {
+    return { ...(await importPositioned(file, voice, await file.reader(signal), ctx)), positioned: true };
   }
   const fetched = (n: number) => {
     progress.bytesFetched += n;
@@ -554,48 +614,106 @@ function fileEntry(
 }
 
 /**
- * A file with positioned reads: planned straight from preads into the planner's (shared) buffers,
- * each record admitted by the store as it is hashed there, the whole-file SHA-256 fed from the
- * same buffers to a worker, and the file checked unchanged once every byte was read.
+ * The whole-file digest a source announced, computed over the records as they arrive (in file
+ * order, the very bytes imported): SHA-256 is the whole-file hash computed anyway; a git blob id
+ * is a SHA-1 fed here. A record too big to be buffered (`bytes` null) is the file's only record
+ * (`blob-v1`): git's SHA-1 then reads the file once more.
+ */
+class AnnouncedCheck {
+  private readonly sha1: ReturnType<typeof createHash> | undefined;
+  private unbuffered = false;
+
+  constructor(
+    private readonly file: SourceFile,
+    private readonly voice: SourceVoice,
+  ) {
+    if (file.digest?.algorithm === 'git-blob') this.sha1 = createHash('sha1').update(`blob ${file.size}\0`);
+  }
+
+  add(bytes: readonly Uint8Array[] | null): void {
+    if (this.sha1 === undefined) return;
+    if (bytes === null) this.unbuffered = true;
+    else for (const b of bytes) this.sha1.update(b);
+  }
+
+  /** The announced algorithm's digest of the bytes (`corrupt`, `<source>.digest_mismatch`, unless it matches). */
+  async check(sha256: string, reader: FileReader, signal: AbortSignal | undefined): Promise<string> {
+    const d = this.file.digest;
+    if (d === undefined) return sha256;
+    let actual = sha256;
+    if (this.sha1 !== undefined) {
+      if (this.unbuffered)
+        for await (const chunk of readerRange(reader, 0, this.file.size, signal)) this.sha1.update(chunk);
+      actual = this.sha1.digest('hex');
+    }
+    if (actual !== d.hex) throw digestMismatch(this.file, this.voice, actual);
+    return actual;
+  }
+}
+
+/**
+ * A file with positioned reads: planned straight from preads into the planner's buffers, the
+ * whole-file SHA-256 fed from the same buffers to a worker, any digest the source announced
+ * checked over the same bytes, and the file checked unchanged once every byte was read. Into a
+ * local store its own admission takes the records ({@link LocalAdmission}); into any other store,
+ * each record is admitted by the store's `put` as it is hashed there (shared buffers).
  */
 async function importPositioned(
   file: SourceFile,
+  voice: SourceVoice,
   reader: FileReader,
   ctx: FileContext,
-): Promise<{ entry: ManifestEntry; digest: string }> {
+): Promise<{ entry: ManifestEntry; digest: string; sha256: string }> {
   const { signal, progress, admit } = ctx;
   try {
-    const source: ByteSource = {
-      size: file.size,
-      read: async (offset, length) => {
-        const out = new Uint8Array(length);
-        await reader.readInto(offset, out, signal);
-        return out;
-      },
-      readInto: (offset, target) => reader.readInto(offset, target, signal),
-    };
     const whole = ctx.wholes.file(file.size);
+    const announced = new AnnouncedCheck(file, voice);
     const seams = ctx.options.seams?.[file.path];
-    const plan = await planAndHash(source, {
-      hasher: ctx.sharedHasher,
-      ...(signal ? { signal } : {}),
-      ...(seams ? { seams } : {}),
-      onRecord: async (record, bytes) => {
-        const hashed = whole.add(record, bytes);
-        hashed.catch(() => {});
-        if (bytes !== null && admit.grouped(record.length)) await admit.put(record.digest, bytes, record.length);
-        progress.bytes += record.length;
-        ctx.options.onProgress?.(progressEvent('import', 'bytes', progress));
-        await hashed;
-      },
-    });
-    const hex = await whole.finish();
-    await reader.verify();
-    const digest = hex ?? (plan.records.length === 0 ? EMPTY_SHA256 : plan.records[0]!.digest.slice('sha256:'.length));
-    return {
-      entry: fileEntry(file, plan),
-      digest,
+    const recorded = (length: number) => {
+      progress.bytes += length;
+      ctx.options.onProgress?.(progressEvent('import', 'bytes', progress));
     };
+    let plan: Awaited<ReturnType<typeof planAndHash>>;
+    if (ctx.local !== undefined) {
+      plan = await ctx.local.importFile({
+        path: file.path,
+        size: file.size,
+        reader,
+        whole,
+        ...(ctx.options.seams ? { seams: ctx.options.seams } : {}),
+        onBytes: (_record, bytes) => announced.add(bytes),
+        onRecord: recorded,
+      });
+    } else {
+      const source: ByteSource = {
+        size: file.size,
+        read: async (offset, length) => {
+          const out = new Uint8Array(length);
+          await reader.readInto(offset, out, signal);
+          return out;
+        },
+        readInto: (offset, target) => reader.readInto(offset, target, signal),
+      };
+      plan = await planAndHash(source, {
+        hasher: ctx.sharedHasher,
+        ...(signal ? { signal } : {}),
+        ...(seams ? { seams } : {}),
+        onRecord: async (record, bytes) => {
+          announced.add(bytes);
+          const hashed = whole.add(record, bytes);
+          hashed.catch(() => {});
+          if (bytes !== null && admit.grouped(record.length)) await admit.put(record.digest, bytes, record.length);
+          recorded(record.length);
+          await hashed;
+        },
+      });
+    }
+    const hex = await whole.finish();
+    // After every byte was read: the file must still be the one listed, unchanged.
+    await reader.verify();
+    const sha256 = hex ?? (plan.records.length === 0 ? EMPTY_SHA256 : plan.records[0]!.digest.slice('sha256:'.length));
+    const digest = await announced.check(sha256, reader, signal);
+    return { entry: fileEntry(file, plan), digest, sha256 };
   } catch (err) {
     // Whatever failed (a header that stopped parsing, a short read): if the file changed
     // meanwhile, that is the cause to report.

@@ -11,8 +11,18 @@
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
-import { scanTree, type Stamp, stampChange, stampOf } from '@tensorfs/cas';
-import { TensorFSError, validateSymlinkTarget } from '@tensorfs/format';
+import { checkObjects, checkString } from '../store/args.js';
+import { errnoOf } from '../store/fsutil.js';
+import {
+  changedError,
+  type ContentDigest,
+  type Found,
+  scanTree,
+  type Stamp,
+  stampChange,
+  stampOf,
+} from '../store/import.js';
+import { TensorFSError, validateSymlinkTarget, wrongArgument } from '@tensorfs/format';
 import type { FileReader, OpenedRange, Source, SourceFile, SourceLink } from './source.js';
 
 /** Where a local import came from (recorded like any source's metadata). */
@@ -29,10 +39,7 @@ interface Scanned {
   size: number;
   stamp: Stamp;
   executable: boolean;
-}
-
-function errnoOf(err: unknown): string | undefined {
-  return (err as NodeJS.ErrnoException | undefined)?.code;
+  expect?: ContentDigest;
 }
 
 /** The I/O error of a local read, without the local path. */
@@ -57,9 +64,9 @@ async function openReader(f: Scanned): Promise<FileReader> {
     fh = await fsp.open(f.abs, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
   } catch (err) {
     const errno = errnoOf(err);
-    if (errno === 'ELOOP') throw changed(f.rel, 'replaced by a symlink');
-    if (errno === 'ENOENT' || errno === 'ENOTDIR') throw changed(f.rel, 'removed');
-    if (errno === 'ENXIO') throw changed(f.rel, 'replaced by a special file');
+    if (errno === 'ELOOP') throw changedError(f.rel, 'replaced by a symlink');
+    if (errno === 'ENOENT' || errno === 'ENOTDIR') throw changedError(f.rel, 'removed');
+    if (errno === 'ENXIO') throw changedError(f.rel, 'replaced by a special file');
     throw readError(f.rel, 'open', err);
   }
   let closed = false;
@@ -79,7 +86,7 @@ async function openReader(f: Scanned): Promise<FileReader> {
   };
   try {
     const now = stampChange(f.stamp, stampOf(await fh.stat({ bigint: true })));
-    if (now !== null) throw changed(f.rel, now);
+    if (now !== null) throw changedError(f.rel, now);
   } catch (err) {
     await close();
     throw err instanceof TensorFSError ? err : readError(f.rel, 'stat', err);
@@ -94,13 +101,13 @@ async function openReader(f: Scanned): Promise<FileReader> {
         } catch (err) {
           throw readError(f.rel, 'read', err);
         }
-        if (n === 0) throw changed(f.rel, 'size');
+        if (n === 0) throw changedError(f.rel, 'size');
         at += n;
       }
     },
     async verify(cause?: unknown): Promise<void> {
       const what = await change();
-      if (what !== null) throw changed(f.rel, what, cause);
+      if (what !== null) throw changedError(f.rel, what, cause);
     },
     close,
   };
@@ -110,12 +117,12 @@ async function openReader(f: Scanned): Promise<FileReader> {
 async function linkTarget(rel: string, abs: string, stamp: Stamp): Promise<string> {
   const target = await fsp.readlink(abs).catch((err) => {
     const errno = errnoOf(err);
-    if (errno === 'ENOENT' || errno === 'EINVAL') throw changed(rel, 'type', err);
+    if (errno === 'ENOENT' || errno === 'EINVAL') throw changedError(rel, 'type', err);
     throw readError(rel, 'readlink', err);
   });
   const now = await fsp.lstat(abs, { bigint: true }).then(stampOf, () => null);
   const what = now === null ? 'removed' : stampChange(stamp, now);
-  if (what !== null) throw changed(rel, what);
+  if (what !== null) throw changedError(rel, what);
   if (target.startsWith('/')) {
     throw new TensorFSError(
       'invalid_argument',
@@ -129,54 +136,98 @@ async function linkTarget(rel: string, abs: string, stamp: Stamp): Promise<strin
   return target;
 }
 
-function changed(rel: string, what: string, cause?: unknown): TensorFSError {
-  return new TensorFSError('conflict', `${rel} changed while it was being imported (${what}); import it again`, {
-    details: { rule: 'import.source_changed', path: rel, actual: what },
-    ...(cause !== undefined ? { cause } : {}),
-  });
-}
-
 /** `path` (a file: one file named by its base name; a folder: its tree) as a pipeline source. */
 export function localSource(path: string): Source<LocalProvenance> {
+  checkString(path, 'path');
   const root = resolve(path);
   return {
     async resolve() {
       // The local store's own scan: raw (non-UTF-8) names refused by name, the argument followed
       // when it is a symlink, links inside recorded, never followed, special files refused.
-      const scanned = await scanTree(root);
-      const found: Scanned[] = [];
-      const links: SourceLink[] = [];
-      for (const f of scanned) {
-        if (f.kind === 'file') {
-          found.push({ rel: f.rel, abs: f.abs, size: f.size, stamp: f.stamp, executable: (f.mode & 0o111) !== 0 });
-          continue;
-        }
-        links.push({ path: f.rel, symlink: await linkTarget(f.rel, f.abs, f.stamp) });
-      }
-      const files: SourceFile[] = found.map((f) => ({
-        path: f.rel,
-        size: f.size,
-        executable: f.executable,
-        check: async () => {
-          const now = await fsp.lstat(f.abs, { bigint: true }).catch(() => null);
-          if (now === null) throw changed(f.rel, 'removed');
-          const what = stampChange(f.stamp, stampOf(now));
-          if (what !== null) throw changed(f.rel, what);
-        },
-        reader: () => openReader(f),
-        open: async (start: number, end: number | undefined): Promise<OpenedRange> => {
-          if (end !== undefined && end <= start) return { body: (async function* () {})(), skip: 0 };
-          const stream = fs.createReadStream(f.abs, { start, ...(end !== undefined ? { end: end - 1 } : {}) });
-          return { body: stream, skip: 0 };
-        },
-      }));
+      const resolved = await scannedFiles(await scanTree(root));
       return {
         label: `local ${basename(root)}`,
-        voice: { rules: 'import', who: 'the local file' },
-        files,
-        links,
-        provenance: () => ({ kind: 'local', path: root, files: files.length }),
+        voice: LOCAL_VOICE,
+        ...resolved,
+        provenance: () => ({ kind: 'local', path: root, files: resolved.files.length }),
       };
     },
+  };
+}
+
+/** The words of local reads' errors (`import.*` rules). */
+const LOCAL_VOICE = { rules: 'import', who: 'the local file' } as const;
+
+/**
+ * Entries scanned elsewhere (`scanTree`'s, or the Hugging Face cache scan's, whose files are its
+ * blobs) as a pipeline source: each file read from its `abs` with the local source's race checks,
+ * a file's `expect`ed digest announced (checked by the pipeline over the very bytes imported; a
+ * mismatch is `corrupt` with the entry's own rule), a link's `target` taken as scanned (or read
+ * and checked now when the scan left it out).
+ */
+export function scannedSource<P>(
+  found: readonly Found[],
+  label: string,
+  provenance: (digests: ReadonlyMap<string, string>) => P,
+): Source<P> {
+  checkObjects(found, 'found');
+  checkString(label, 'label');
+  if (typeof provenance !== 'function') wrongArgument('store', 'provenance', 'a function', provenance);
+  return {
+    async resolve() {
+      return { label, voice: LOCAL_VOICE, ...(await scannedFiles(found)), provenance };
+    },
+  };
+}
+
+/** The files and links of scanned entries (see {@link scannedSource}). */
+async function scannedFiles(scanned: readonly Found[]): Promise<{ files: SourceFile[]; links: SourceLink[] }> {
+  const found: Scanned[] = [];
+  const links: SourceLink[] = [];
+  for (const f of scanned) {
+    if (f.kind === 'file') {
+      found.push({
+        rel: f.rel,
+        abs: f.abs,
+        size: f.size,
+        stamp: f.stamp,
+        executable: (f.mode & 0o111) !== 0,
+        ...(f.expect ? { expect: f.expect } : {}),
+      });
+      continue;
+    }
+    links.push({ path: f.rel, symlink: f.target ?? (await linkTarget(f.rel, f.abs, f.stamp)) });
+  }
+  const files: SourceFile[] = found.map((f) => ({
+    path: f.rel,
+    size: f.size,
+    executable: f.executable,
+    ...(f.expect ? announced(f.expect) : {}),
+    check: async () => {
+      const now = await fsp.lstat(f.abs, { bigint: true }).catch(() => null);
+      if (now === null) throw changedError(f.rel, 'removed');
+      const what = stampChange(f.stamp, stampOf(now));
+      if (what !== null) throw changedError(f.rel, what);
+    },
+    reader: () => openReader(f),
+    open: async (start: number, end: number | undefined): Promise<OpenedRange> => {
+      if (end !== undefined && end <= start) return { body: (async function* () {})(), skip: 0 };
+      const stream = fs.createReadStream(f.abs, { start, ...(end !== undefined ? { end: end - 1 } : {}) });
+      return { body: stream, skip: 0 };
+    },
+  }));
+  return { files, links };
+}
+
+/** A scanned entry's expected digest as the pipeline checks it, with the entry's own mismatch error. */
+function announced(expect: ContentDigest): Pick<SourceFile, 'digest' | 'digestError'> {
+  return {
+    digest: { algorithm: expect.algorithm === 'sha256' ? 'sha256' : 'git-blob', hex: expect.hex },
+    digestError: (actual) =>
+      new TensorFSError(
+        'corrupt',
+        `${expect.source}: its bytes do not match its name (${expect.algorithm} ${actual})`,
+        { details: { rule: expect.rule, path: expect.source, expected: expect.hex, actual } },
+      ),
   };
 }

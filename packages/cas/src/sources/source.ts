@@ -38,6 +38,12 @@ export interface SourceFile {
   readonly size: number;
   /** What the source announces for its bytes, if anything. */
   readonly digest?: AnnouncedDigest;
+  /**
+   * The error of bytes that differ from {@link SourceFile.digest} (`actual`: the digest computed),
+   * when the source has its own (the Hugging Face cache: `hf_cache.blob_digest`); default
+   * `corrupt` with rule `<area>.digest_mismatch`.
+   */
+  digestError?(actual: string): Error;
   /** Called before any byte is read (a source's own checks: the Hub's `HEAD`). */
   check?(signal?: AbortSignal): Promise<void>;
   /** `[start, end)` (`end` omitted: to the end) as a body stream. */

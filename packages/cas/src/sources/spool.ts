@@ -11,6 +11,7 @@ import { createHash } from 'node:crypto';
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
 import { TensorFSError } from '@tensorfs/format';
+import { checkObject, checkString } from '../store/args.js';
 import type { Spool } from './source.js';
 
 /** What identifies the remote file a spool holds a prefix of. */
@@ -30,6 +31,7 @@ function ioErr(err: unknown, op: string): TensorFSError {
 
 /** The spool key of a URL (its SHA-256: file names stay short and hold nothing secret). */
 export function spoolKey(url: string): string {
+  checkString(url, 'url');
   return createHash('sha256').update(url).digest('hex');
 }
 
@@ -38,6 +40,8 @@ export function spoolKey(url: string): string {
  * Last-Modified) nothing is kept across attempts: the spool starts empty each time.
  */
 export async function openSpool(dir: string, identity: SpoolIdentity): Promise<Spool> {
+  checkString(dir, 'dir');
+  checkObject(identity, 'identity');
   const key = spoolKey(identity.url);
   const part = join(dir, `${key}.part`);
   const meta = join(dir, `${key}.json`);
