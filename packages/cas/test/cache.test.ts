@@ -182,6 +182,55 @@ describe('use recording', () => {
     expect(l.refs.map((r) => r.name)).toEqual(['m1', 'm0']);
     await t.close();
   });
+
+  it('resolving and reading a saved ref does not wait for the write lock another process holds', {
+    timeout: 60_000,
+  }, async () => {
+    const root = tempDir();
+    const s = await LocalStore.open(root);
+    const { snapshot } = await s.importPath(model(0), { name: 'saved' });
+    await s.close();
+    // Another process takes the write lock and keeps it for 10 s.
+    const holder = spawn(
+      process.execPath,
+      [
+        '-e',
+        `const D = require('better-sqlite3'); const db = new D(process.argv[1]); db.exec('BEGIN IMMEDIATE');
+         console.log('locked'); setTimeout(() => { db.exec('COMMIT'); console.log('released'); }, 10000);`,
+        join(root, 'metadata.sqlite3'),
+      ],
+      { cwd: fileURLToPath(new URL('..', import.meta.url)), stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const lines = createInterface({ input: holder.stdout })[Symbol.asyncIterator]();
+    expect((await lines.next()).value).toBe('locked');
+    const lockHeld = () => {
+      const probe = new Database(join(root, 'metadata.sqlite3'), { timeout: 0 });
+      try {
+        probe.exec('BEGIN IMMEDIATE');
+        probe.exec('ROLLBACK');
+        return false;
+      } catch (err) {
+        if ((err as { code?: string }).code !== 'SQLITE_BUSY') throw err;
+        return true;
+      } finally {
+        probe.close();
+      }
+    };
+    const t = await LocalStore.open(root, { readOnly: true, recordUse: true });
+    try {
+      // The saved ref is not cached: nothing to lease, so no write transaction to wait for (one
+      // used to check the cached_refs row under the lock, which blocked the thread until the
+      // holder let go).
+      expect(await t.resolve('saved')).toBe(snapshot);
+      const m = await t.getManifest(snapshot);
+      const file = m.entries.find((e) => e.kind === 'file')!;
+      expect(file.kind === 'file' && (await t.recordsSource(file.records).read(0, 1)).length).toBe(1);
+      expect(lockHeld()).toBe(true);
+    } finally {
+      await t.close();
+      holder.kill();
+    }
+  });
 });
 
 describe('prune', () => {

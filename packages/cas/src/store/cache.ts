@@ -165,9 +165,13 @@ export class UseTracker {
     const db = this.db();
     if (db === null) return;
     try {
+      const cachedAs = () =>
+        db.prepare('SELECT id FROM cached_refs WHERE name = ?').pluck().get(name) as ObjectId | undefined;
+      // Most refs are not cached: a plain read says so without taking the write lock (which an
+      // import in another process may hold), as the check under the lock would have.
+      if (cachedAs() !== id) return;
       const held = immediate(db, () => {
-        const row = db.prepare('SELECT id FROM cached_refs WHERE name = ?').pluck().get(name) as ObjectId | undefined;
-        if (row !== id) return false;
+        if (cachedAs() !== id) return false;
         this.holdSync(db, [id]);
         return true;
       });
@@ -203,10 +207,16 @@ export class UseTracker {
     const db = this.db();
     if (db === null) return;
     try {
+      // One query for the whole batch (a file's records: dozens to thousands of ids).
+      const found = new Set(
+        db
+          .prepare('SELECT id FROM cache_entries WHERE id IN (SELECT value FROM json_each(?))')
+          .pluck()
+          .all(JSON.stringify(ids)) as ObjectId[],
+      );
       const cached: ObjectId[] = [];
-      const one = db.prepare('SELECT 1 FROM cache_entries WHERE id = ?').pluck();
       for (const id of ids) {
-        if (one.get(id) !== undefined) cached.push(id);
+        if (found.has(id)) cached.push(id);
         else {
           if (this.looked.size >= 100_000) this.looked.clear();
           this.looked.add(id);

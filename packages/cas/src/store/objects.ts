@@ -36,6 +36,14 @@ import type { Chunks, PutResult } from '@tensorfs/format/store';
 
 export type { Chunks, PutResult } from '@tensorfs/format/store';
 
+/**
+ * The largest object (or range) {@link Objects.read} and {@link Objects.readRange} read with
+ * synchronous calls on the calling thread: microseconds from the page cache, against a round
+ * trip through libuv's thread pool per open, fstat, read and close; at most one disk read of
+ * this size when the object is cold. Larger reads run on the thread pool.
+ */
+export const SMALL_READ_BYTES = 256 << 10;
+
 /** Flattens {@link Chunks} to a list. */
 export function chunkList(bytes: Chunks): readonly Uint8Array[] {
   return bytes instanceof Uint8Array ? [bytes] : bytes;
@@ -775,21 +783,9 @@ export class Objects {
    * cache; only the read itself runs off the main thread.
    */
   async readRangeInto(id: ObjectId, length: number, start: number, target: Uint8Array): Promise<void> {
-    parseObjectId(id);
-    this.refuseQuarantined(id);
-    let fd: number;
+    const fd = this.openSync(id);
     try {
-      fd = fs.openSync(this.path(id), 'r');
-    } catch (err) {
-      throw this.openError(err, id);
-    }
-    try {
-      let size: number;
-      try {
-        size = fs.fstatSync(fd).size;
-      } catch (err) {
-        throw ioError(err, 'stat', objectRel(id));
-      }
+      const size = this.fdSize(fd, id);
       if (size !== length) this.corrupt(id, 'length', { expected: length, actual: size });
       await readFdExactlyInto(fd, start, target, id);
     } finally {
@@ -797,17 +793,46 @@ export class Objects {
     }
   }
 
-  /** A whole object; with `verify` it is rehashed and a mismatch is quarantined and `corrupt`. */
+  /**
+   * A whole object; with `verify` it is rehashed and a mismatch is quarantined and `corrupt`. An
+   * object of at most {@link SMALL_READ_BYTES} (a manifest, a file's header record, a ref's
+   * revision) is opened, read and closed with direct syscalls, as {@link readRangeInto} opens:
+   * opening a snapshot reads several such objects one after another, and each trip through
+   * libuv's thread pool cost more than the read itself.
+   */
   async read(id: ObjectId, verify: boolean): Promise<Uint8Array> {
-    const { fh, size } = await this.open(id);
+    const fd = this.openSync(id);
     let bytes: Uint8Array;
     try {
-      bytes = await readExactly(fh, 0, size, id);
+      const size = this.fdSize(fd, id);
+      bytes = new Uint8Array(size);
+      if (size <= SMALL_READ_BYTES) readFdExactlySync(fd, 0, bytes, id);
+      else await readFdExactlyInto(fd, 0, bytes, id);
     } finally {
-      await fh.close();
+      fs.closeSync(fd);
     }
     if (verify) this.checkDigest(id, [bytes]);
     return bytes;
+  }
+
+  /** Opens an object file with a direct syscall; `not_found`, `corrupt` (quarantined) or `io`. */
+  private openSync(id: ObjectId): number {
+    parseObjectId(id);
+    this.refuseQuarantined(id);
+    try {
+      return fs.openSync(this.path(id), 'r');
+    } catch (err) {
+      throw this.openError(err, id);
+    }
+  }
+
+  /** The size of an open object file (`io` on a failed fstat). */
+  private fdSize(fd: number, id: ObjectId): number {
+    try {
+      return fs.fstatSync(fd).size;
+    } catch (err) {
+      throw ioError(err, 'stat', objectRel(id));
+    }
   }
 
   /**
@@ -864,14 +889,21 @@ export class Objects {
     }
   }
 
-  /** `length` bytes at `offset` of an object (range-checked against its size). */
+  /**
+   * `length` bytes at `offset` of an object (range-checked against its size); a range of at most
+   * {@link SMALL_READ_BYTES} (such as the four bytes that tell a snapshot from a checkpoint) is
+   * read with direct syscalls, as {@link read} reads a small object.
+   */
   async readRange(id: ObjectId, offset: number, length: number): Promise<Uint8Array> {
-    const { fh, size } = await this.open(id);
+    const fd = this.openSync(id);
     try {
-      checkRange(offset, length, size);
-      return await readExactly(fh, offset, length, id);
+      checkRange(offset, length, this.fdSize(fd, id));
+      const out = new Uint8Array(length);
+      if (length <= SMALL_READ_BYTES) readFdExactlySync(fd, offset, out, id);
+      else await readFdExactlyInto(fd, offset, out, id);
+      return out;
     } finally {
-      await fh.close();
+      fs.closeSync(fd);
     }
   }
 
@@ -944,6 +976,22 @@ export function readExactlyInto(fh: fsp.FileHandle, offset: number, target: Uint
   );
 }
 
+/** {@link readFdExactlyInto} with synchronous reads (for at most {@link SMALL_READ_BYTES}). */
+function readFdExactlySync(fd: number, offset: number, target: Uint8Array, id: ObjectId): void {
+  const length = target.length;
+  let done = 0;
+  try {
+    while (done < length) {
+      const bytesRead = fs.readSync(fd, target, done, length - done, offset + done);
+      if (bytesRead === 0) break;
+      done += bytesRead;
+    }
+  } catch (err) {
+    throw ioError(err, 'read', objectRel(id));
+  }
+  if (done !== length) throw shortObject(id, offset + length, offset + done);
+}
+
 /** {@link readExactlyInto} on a raw file descriptor (reads run on libuv's thread pool). */
 async function readFdExactlyInto(fd: number, offset: number, target: Uint8Array, id: ObjectId): Promise<void> {
   const length = target.length;
@@ -959,11 +1007,14 @@ async function readFdExactlyInto(fd: number, offset: number, target: Uint8Array,
   } catch (err) {
     throw ioError(err, 'read', objectRel(id));
   }
-  if (done !== length) {
-    throw new TensorFSError('corrupt', 'object is shorter than expected', {
-      details: { rule: 'store.length', digest: id, expected: offset + length, actual: offset + done },
-    });
-  }
+  if (done !== length) throw shortObject(id, offset + length, offset + done);
+}
+
+/** An object file that ends before `expected` (at `actual`): `corrupt`. */
+function shortObject(id: ObjectId, expected: number, actual: number): TensorFSError {
+  return new TensorFSError('corrupt', 'object is shorter than expected', {
+    details: { rule: 'store.length', digest: id, expected, actual },
+  });
 }
 
 /** Options of {@link Objects.stream} (and `LocalStore.objectStream`). */
