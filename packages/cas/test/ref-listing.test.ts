@@ -4,6 +4,7 @@
  * ones from `checkRefs` and `usage`, while `listRefs` (what GC and verify start from) still refuses.
  */
 import { chmodSync, mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import { syncBuiltinESMExports } from 'node:module';
 import { join } from 'node:path';
@@ -126,6 +127,13 @@ describe('ref listings with bad refs', () => {
       if (id !== undefined) opened.push(id);
       return (real as (...a: unknown[]) => unknown)(p, ...rest);
     }) as typeof fsp.open);
+    // Small objects are opened with a direct syscall: count those opens too.
+    const realSync = fs.openSync;
+    const spySync = vi.spyOn(fs, 'openSync').mockImplementation(((p: string, ...rest: unknown[]) => {
+      const id = heads.get(String(p));
+      if (id !== undefined) opened.push(id);
+      return (realSync as (...a: unknown[]) => unknown)(p, ...rest);
+    }) as typeof fs.openSync);
     syncBuiltinESMExports();
     try {
       const { problems, ...measured } = await s.usage();
@@ -139,6 +147,7 @@ describe('ref listings with bad refs', () => {
       ]);
     } finally {
       spy.mockRestore();
+      spySync.mockRestore();
       syncBuiltinESMExports();
     }
     // Once each: b is both local/b and a root, measured once.
