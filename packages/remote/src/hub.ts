@@ -7,7 +7,8 @@
  *
  * This file composes the parts under `hub/`: tokens (`auth`), the route table (`router`) and its
  * handlers (`refs`, `objects`, `uploads` over the `sessions`), answers (`respond`), the concurrency
- * bound (`limits`) and listening and shutdown (`shutdown`).
+ * bound (`limits`), the connections kept within the open-file limit (`connections`) and listening
+ * and shutdown (`shutdown`).
  */
 import * as fsp from 'node:fs/promises';
 import * as http from 'node:http';
