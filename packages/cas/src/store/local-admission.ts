@@ -29,13 +29,13 @@ export const LOCAL_OBJECTS: unique symbol = Symbol('tensorfs.cas.localObjects');
 
 /** A store whose objects the pipeline may admit into directly (a `LocalStore`). */
 export interface HasLocalObjects {
-  [LOCAL_OBJECTS](): Objects;
+  [LOCAL_OBJECTS](): unknown;
 }
 
 /** The objects of a local store, or undefined for any other store. */
 export function localObjectsOf(store: object): Objects | undefined {
   const f = (store as Partial<HasLocalObjects>)[LOCAL_OBJECTS];
-  return typeof f === 'function' ? f.call(store) : undefined;
+  return typeof f === 'function' ? (f.call(store) as Objects) : undefined;
 }
 
 /** Streams `[offset, offset+length)` of a file in 8 MiB chunks read from `reader`. */

@@ -113,8 +113,11 @@ export class LocalStore implements Store {
   /** A description safe to print (never the local path). */
   readonly display = 'local store';
 
-  /** The objects, for the import pipeline's local admission (early temps, `O_DIRECT`); not a contract member. */
-  [LOCAL_OBJECTS](): Objects {
+  /**
+   * The objects, for the import pipeline's local admission (early temps, `O_DIRECT`); not a
+   * contract member. Typed `unknown` so the published types do not name the metadata database's.
+   */
+  [LOCAL_OBJECTS](): unknown {
     return this.objects;
   }
 
