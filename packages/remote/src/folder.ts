@@ -13,6 +13,7 @@ import {
   isTensorFSError,
   parseObjectId,
   throwIfAborted,
+  cancelledError,
 } from '@tensorfs/format';
 import {
   type Capability,
@@ -23,7 +24,7 @@ import {
   validateRefName,
 } from '@tensorfs/format/store';
 import { freshenFolder } from './gc-folder.js';
-import { cancelled, sleep } from './http.js';
+import { sleep } from './http.js';
 import { type CallOptions, type ObjectRead, OriginBase } from './origin.js';
 import { verified } from './verify-stream.js';
 
@@ -211,7 +212,7 @@ export class FolderOrigin extends OriginBase {
     });
     const deadline = Date.now() + 10_000;
     for (;;) {
-      if (signal?.aborted) throw cancelled();
+      if (signal?.aborted) throw cancelledError();
       try {
         await (await fsp.open(lock, 'wx')).close();
         break;

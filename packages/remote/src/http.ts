@@ -111,14 +111,14 @@ export function codeOfStatus(status: number): ErrorCode {
 /** Sleeps `ms`, or throws `cancelled` when `signal` aborts. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(cancelled());
+    if (signal?.aborted) return reject(cancelledError());
     const t = setTimeout(() => {
       signal?.removeEventListener('abort', onAbort);
       resolve();
     }, ms);
     const onAbort = () => {
       clearTimeout(t);
-      reject(cancelled());
+      reject(cancelledError());
     };
     signal?.addEventListener('abort', onAbort, { once: true });
   });
@@ -135,11 +135,6 @@ export function offlineError(what: string): TensorFSError {
   return new TensorFSError('unavailable', `offline (TENSORFS_OFFLINE, --offline): ${what} needs the network`, {
     details: { rule: 'remote.offline', offline: true },
   });
-}
-
-/** The `cancelled` error of an aborted operation (format's, rule `errors.cancelled`: one for every layer). */
-export function cancelled(): TensorFSError {
-  return cancelledError();
 }
 
 /** `Retry-After` in ms (delta seconds or an HTTP date), if present and sane. */
@@ -179,7 +174,7 @@ export class HttpClient {
     let attempt = 0;
     let authTries = 0;
     for (;;) {
-      if (req.signal?.aborted) throw cancelled();
+      if (req.signal?.aborted) throw cancelledError();
       const sameOrigin = new URL(url).origin === first;
       const base = { 'user-agent': 'tensorfs-remote/0.1', ...(req.headers ?? {}) };
       const auth = sameOrigin
@@ -211,7 +206,7 @@ export class HttpClient {
               dispatcher: o.dispatcher,
             });
       } catch (err) {
-        if (req.signal?.aborted) throw cancelled();
+        if (req.signal?.aborted) throw cancelledError();
         if (err instanceof RawFramingError) {
           // Chunked or interim answers: undici reads this origin from now on (asked again at once).
           this.raw = false;

@@ -1,6 +1,5 @@
 /** A bounded worker pool that stops every worker at the first failure. */
-import { isTensorFSError } from '@tensorfs/format';
-import { cancelled } from './http.js';
+import { isTensorFSError, cancelledError } from '@tensorfs/format';
 
 /**
  * Runs `fn` over `items` with at most `concurrency` at once. The first failure aborts the
@@ -41,6 +40,6 @@ export async function runPool<T>(
   } finally {
     signal?.removeEventListener('abort', stop);
   }
-  if (signal?.aborted) throw cancelled();
+  if (signal?.aborted) throw cancelledError();
   if (failure !== undefined) throw failure;
 }

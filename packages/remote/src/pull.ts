@@ -14,11 +14,11 @@ import {
   isCheckpointHeader,
   isObjectId,
   objectReferences,
+  cancelledError,
 } from '@tensorfs/format';
 import type { Lease, Store } from '@tensorfs/format/store';
 import { selectCheckpoint } from '@tensorfs/tensors';
 import { carryFileSha256 } from './file-sha256.js';
-import { cancelled } from './http.js';
 import type { Origin } from './origin.js';
 import { referencesOf } from './references.js';
 import { selectComponents, selectTensors } from './select.js';
@@ -70,7 +70,7 @@ export interface PullResult {
  */
 export async function pull(store: Store, origin: Origin, ref: string, options: PullOptions = {}): Promise<PullResult> {
   const signal = options.signal;
-  if (signal?.aborted) throw cancelled();
+  if (signal?.aborted) throw cancelledError();
   const name = options.name ?? (isObjectId(ref) ? undefined : ref);
   if (name === undefined) {
     throw new TensorFSError('invalid_argument', 'pulling an object id needs a local ref name', {
@@ -110,7 +110,7 @@ export async function fetchSelection(
   finish: (id: ObjectId, lease: Lease) => Promise<unknown>,
 ): Promise<SelectionResult> {
   const signal = options.signal;
-  if (signal?.aborted) throw cancelled();
+  if (signal?.aborted) throw cancelledError();
   const lease = await store.lease({ purpose });
   const t = new Transfer(store, origin, lease, { ...options, directIO: options.directIO ?? true });
   try {

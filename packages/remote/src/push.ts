@@ -2,9 +2,15 @@
  * Push: ask the destination which objects of the closure it lacks, send only those (data before
  * the objects that reference them), then move the remote ref by compare-and-swap.
  */
-import { type ObjectId, type Progress, progressEvent, TensorFSError, isObjectId } from '@tensorfs/format';
+import {
+  type ObjectId,
+  type Progress,
+  progressEvent,
+  TensorFSError,
+  isObjectId,
+  cancelledError,
+} from '@tensorfs/format';
 import { carryFileSha256 } from './file-sha256.js';
-import { cancelled } from './http.js';
 import type { Store } from '@tensorfs/format/store';
 import type { Origin } from './origin.js';
 import { runPool } from './pool.js';
@@ -64,7 +70,7 @@ export async function push(store: Store, origin: Origin, ref: string, options: P
   }
 
   const sent = await sendClosure(store, origin, id, options);
-  if (signal?.aborted) throw cancelled();
+  if (signal?.aborted) throw cancelledError();
   await carryFileSha256(store, origin, store, id, signal ? { signal } : {});
   await origin.setRef(name, id, { expected, signal });
   return {
@@ -100,7 +106,7 @@ export async function sendClosure(
   const referencing: { id: ObjectId; length: number }[] = [];
   const seen = new Set<ObjectId>();
   const visit = async (oid: ObjectId) => {
-    if (signal?.aborted) throw cancelled();
+    if (signal?.aborted) throw cancelledError();
     seen.add(oid);
     const bytes = await store.readObject(oid, { verify: true });
     for (const r of referencesOf(bytes)) {
@@ -160,7 +166,7 @@ export async function sendClosure(
       async function* (offset = 0, end = len) {
         const stop = Math.min(end, len);
         for (let off = offset; off < stop; off += piece) {
-          if (sig.aborted) throw cancelled();
+          if (sig.aborted) throw cancelledError();
           const b = await store.readObjectRange(oid, off, Math.min(piece, stop - off));
           yielded += b.length;
           yield b;
@@ -186,7 +192,7 @@ export async function sendClosure(
   for (const r of referencing) {
     if (lacking.has(r.id)) await send(r.id, r.length, signal ?? new AbortController().signal);
   }
-  if (signal?.aborted) throw cancelled();
+  if (signal?.aborted) throw cancelledError();
   return {
     objects: { total: total.objects, present: total.objects - sentObjects, sent: sentObjects },
     // `present`: what the destination held or got without this push sending it; never negative.

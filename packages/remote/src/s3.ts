@@ -33,10 +33,11 @@ import {
   isTensorFSError,
   parseObjectId,
   throwIfAborted,
+  cancelledError,
 } from '@tensorfs/format';
 import { type Capability, type RefListing, type SetRefOptions, validateRefName } from '@tensorfs/format/store';
 import { parseRefText } from './folder.js';
-import { cancelled, offlineError, offlineFromEnv } from './http.js';
+import { offlineError, offlineFromEnv } from './http.js';
 import { MULTIPART_PART, MULTIPART_THRESHOLD, type MultipartOptions } from './http-origin.js';
 import { type CallOptions, type ObjectRead, OriginBase, type OriginRef, type WriteOptions } from './origin.js';
 import { idBase64, verified } from './verify-stream.js';
@@ -155,7 +156,7 @@ function serviceCode(err: unknown): string {
 export function s3Error(err: unknown, op: string, context: S3ErrorContext = {}): TensorFSError {
   if (isTensorFSError(err)) return err;
   const e = err as SdkError & { code?: string; message?: string };
-  if (e?.name === 'AbortError') return cancelled();
+  if (e?.name === 'AbortError') return cancelledError();
   const status = statusOf(err);
   const name = serviceCode(err);
   if (status === undefined && e?.name === 'CredentialsProviderError') {
@@ -332,7 +333,7 @@ export class S3Origin extends OriginBase {
     try {
       return (await client.send(command as never, { abortSignal: ctl.signal })) as T;
     } catch (err) {
-      if (signal?.aborted) throw cancelled();
+      if (signal?.aborted) throw cancelledError();
       if (raw) throw err;
       throw s3Error(err, op, this.context);
     } finally {
@@ -740,7 +741,7 @@ export class S3Origin extends OriginBase {
       return { offset: 0, size: r.ContentLength, body, cancel };
     } catch (err) {
       done();
-      if (options.signal?.aborted) throw cancelled();
+      if (options.signal?.aborted) throw cancelledError();
       const st = statusOf(err);
       if (st === 404 && serviceCode(err) !== 'NoSuchBucket') {
         throw new TensorFSError('not_found', 'the origin does not hold this object', {
@@ -793,7 +794,7 @@ export class S3Origin extends OriginBase {
       );
     } catch (err) {
       if (failure !== undefined) throw failure;
-      if (options.signal?.aborted) throw cancelled();
+      if (options.signal?.aborted) throw cancelledError();
       throw s3Error(err, 'write object', this.context);
     } finally {
       done();
@@ -857,7 +858,7 @@ export class S3Origin extends OriginBase {
         }
       }
     } catch (err) {
-      if (signal?.aborted || isTensorFSError(err)) throw isTensorFSError(err) ? err : cancelled();
+      if (signal?.aborted || isTensorFSError(err)) throw isTensorFSError(err) ? err : cancelledError();
       // No listing (a service or a policy without it): start a new upload.
       uploadId = undefined;
       kept.clear();
@@ -889,7 +890,7 @@ export class S3Origin extends OriginBase {
     let carry: Uint8Array | undefined;
     try {
       for (let n = 1; n <= count; n++) {
-        if (signal?.aborted) throw cancelled();
+        if (signal?.aborted) throw cancelledError();
         const start = (n - 1) * partSize;
         const end = Math.min(length, start + partSize);
         const chunks: Uint8Array[] = [];

@@ -7,9 +7,16 @@
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { join } from 'node:path';
-import { type ObjectId, type Progress, progressEvent, TensorFSError, isTensorFSError } from '@tensorfs/format';
+import {
+  type ObjectId,
+  type Progress,
+  progressEvent,
+  TensorFSError,
+  isTensorFSError,
+  cancelledError,
+} from '@tensorfs/format';
 import { type Lease, type Store, supports } from '@tensorfs/format/store';
-import { cancelled, sleep } from './http.js';
+import { sleep } from './http.js';
 import type { Origin } from './origin.js';
 import { runPool } from './pool.js';
 import { referencesOf } from './references.js';
@@ -207,7 +214,7 @@ export class Transfer {
   private async lacking(ids: readonly ObjectId[]): Promise<Set<ObjectId>> {
     const out = new Set<ObjectId>();
     for (let i = 0; i < ids.length; i += LACKS_STEP) {
-      if (this.o.signal?.aborted) throw cancelled();
+      if (this.o.signal?.aborted) throw cancelledError();
       for (const id of await this.store.lacks(ids.slice(i, i + LACKS_STEP), { signal: this.o.signal })) out.add(id);
     }
     return out;
@@ -305,7 +312,7 @@ export class Transfer {
       this.batches++;
       try {
         for await (const item of this.origin.readBatch([...want.keys()], { signal, maxObjectBytes: largest(group) })) {
-          if (signal.aborted) throw cancelled();
+          if (signal.aborted) throw cancelledError();
           const len = want.get(item.id);
           if (len === undefined || item.bytes === null || item.bytes.length !== len || got.has(item.id)) continue;
           got.set(item.id, item.bytes);
@@ -313,7 +320,7 @@ export class Transfer {
           this.bytesDone += len;
         }
       } catch (err) {
-        if (signal.aborted) throw cancelled();
+        if (signal.aborted) throw cancelledError();
         // A hub without the route: ask one by one from now on. Other failures (a truncated or
         // garbled answer, a reset) fall back to single requests for what is missing.
         if (isTensorFSError(err) && err.code === 'not_found' && err.details.rule === 'hub.no_route')
@@ -489,7 +496,7 @@ export class Transfer {
     const max = this.o.maxAttempts ?? 5;
     let failures = 0;
     const fail = async (err: unknown) => {
-      if (signal?.aborted) throw cancelled();
+      if (signal?.aborted) throw cancelledError();
       if (!transient(err) || ++failures >= max) {
         if (isTensorFSError(err)) throw err;
         throw new TensorFSError('unavailable', 'the transfer failed repeatedly', {
@@ -504,7 +511,7 @@ export class Transfer {
       await sleep((this.o.backoffMs ?? 200) * 2 ** (failures - 1), signal);
     };
     for (;;) {
-      if (signal?.aborted) throw cancelled();
+      if (signal?.aborted) throw cancelledError();
       if (len !== undefined && sink.length === len) return;
       let r: Awaited<ReturnType<Origin['read']>>;
       try {

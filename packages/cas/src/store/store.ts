@@ -6,8 +6,8 @@
  * LocalStore is a facade: it checks each call's arguments and that the store is open and
  * writable, and hands the work to the module that does that job: lifecycle.ts (open, init,
  * `--shared`), objects.ts and staging.ts (admission and reads), ref-read.ts and ref-write.ts (refs),
- * leases.ts, roots.ts, the import pipeline (`sources/pipeline.ts`, with local-admission.ts) and export.ts, gc.ts, verify.ts, remove.ts and usage.ts
- * (maintenance), cache.ts, cache-list.ts and prune.ts (saved and cached refs, the budget).
+ * leases.ts, roots.ts, the import pipeline (`sources/pipeline.ts`, with local-admission.ts) and
+ * export.ts, gc.ts, verify.ts, remove.ts and usage.ts (maintenance), cache.ts, cache-list.ts and prune.ts (saved and cached refs, the budget).
  */
 import * as fsp from 'node:fs/promises';
 import {

@@ -3,17 +3,9 @@
  * commit a revision names, the file listing at a commit, what `HEAD` announces for a file, and
  * byte ranges of a file (see the steps in `./import.ts`).
  */
-import { comparePaths, TensorFSError, throwIfAborted, validatePath } from '@tensorfs/format';
+import { comparePaths, TensorFSError, throwIfAborted, validatePath, cancelledError } from '@tensorfs/format';
 import type { Credential } from '../credentials.js';
-import {
-  cancelled,
-  displayUrl,
-  HttpClient,
-  type HttpOptions,
-  type HttpResponse,
-  offlineFromEnv,
-  readText,
-} from '../http.js';
+import { displayUrl, HttpClient, type HttpOptions, type HttpResponse, offlineFromEnv, readText } from '../http.js';
 import { HF_DEFAULT_ENDPOINT, type HfRepoSpec } from './url.js';
 
 /** One file of a repository at a commit, as the tree API lists it. */
@@ -102,7 +94,7 @@ export class HuggingFaceRepo {
     const res = await this.http
       .send({ ...req, accept: [401, 403, 404, 410, ...(req.accept ?? [])], signal: this.options.signal })
       .catch((err) => {
-        if (this.options.signal?.aborted) throw cancelled();
+        if (this.options.signal?.aborted) throw cancelledError();
         throw err;
       });
     if (res.status === 401 || res.status === 403 || res.status === 404 || res.status === 410) {
