@@ -154,9 +154,9 @@ async function readObjects(root) {
 }
 
 /** `tfs import` as a user runs it (a new process, a new store), then the first read of what it stored. */
-async function importProcess(name, file, env) {
+async function importProcess(name, file, env, args = []) {
   const root = mkdtempSync(join(dir, 'cli-'));
-  const m = child(process.execPath, [TFS, '--store', root, 'import', file, '--name', 'base'], env);
+  const m = child(process.execPath, [TFS, '--store', root, 'import', file, '--name', 'base', ...args], env);
   const t0 = performance.now();
   const bytes = await readObjects(root);
   (readAfter[name] ??= []).push(performance.now() - t0);
@@ -194,6 +194,10 @@ const cases = {
   'dd direct + fdatasync': (file) => dd(file, ['oflag=direct']),
   'tfs import (process)': (file) => importProcess('tfs import (process)', file, { TENSORFS_DIRECT_IO: '' }),
   'tfs import buffered': (file) => importProcess('tfs import buffered', file, { TENSORFS_DIRECT_IO: '0' }),
+  'tfs import direct': (file) => importProcess('tfs import direct', file, { TENSORFS_DIRECT_IO: '1' }),
+  // The whole-file SHA-256 list recorded too (one more SHA-256 pass; docs/decisions.md 25).
+  'tfs import --file-sha256': (file) =>
+    importProcess('tfs import --file-sha256', file, { TENSORFS_DIRECT_IO: '' }, ['--file-sha256']),
   // The one import pipeline with the local adapter into the same store (issue 23 item 3; docs/decisions.md 22).
   'importSources(localSource)': async (file) => {
     const root = mkdtempSync(join(dir, 'store-'));

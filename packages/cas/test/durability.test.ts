@@ -55,7 +55,7 @@ describe('(a) temps are synced through the descriptor that wrote them', () => {
       script,
       `import { LocalStore } from ${JSON.stringify(join(REPO_ROOT, 'packages/cas/dist/index.js'))};
 const s = await LocalStore.open(${JSON.stringify(join(root, 'store'))});
-await s.importPath(${JSON.stringify(src)}, { ref: 'm' });
+await s.importPath(${JSON.stringify(src)}, { fileSha256: true });
 await s.putBatch(Array.from({ length: 50 }, (_, i) => ({ bytes: new TextEncoder().encode('batch ' + i) })));
 await s.close();
 `,
@@ -180,6 +180,66 @@ describe.each(['default', 'files'])('(c) an object found present counts once its
     const log = recordSyncs();
     expect(await s.put(bytes)).toEqual({ id: idOf(bytes), length: 600, written: false });
     expect(log).toContainEqual({ op: 'fsync-dir', path: dir });
+    await s.close();
+  });
+});
+
+describe.each(['default', 'files'])("(d) an import's large records are named durably before its ref (%s)", (mode) => {
+  /** A safetensors file of five big tensors (each its own record, written as an early temp). */
+  function bigFile(): { file: string; ids: string[] } {
+    const dir = tempDir();
+    const data = [0, 1, 2, 3, 4].map((i) => bytesOf(300_000 + i, i + 11));
+    const file = join(dir, 'm.safetensors');
+    writeFileSync(file, safetensorsBytes(data.map((d, i) => ({ name: `t${i}`, data: d }))));
+    return { file, ids: data.map((d) => idOf(d)) };
+  }
+  const folderOf = (root: string, id: string) => join(root, 'objects', 'sha256', id.slice(7, 9), id.slice(9, 11));
+
+  it('publishes each record without a folder fsync, then syncs the names together before the snapshot', async () => {
+    if (mode === 'files') vi.stubEnv('TENSORFS_GROUP_SYNC', 'files');
+    const { file, ids } = bigFile();
+    const root = tempDir();
+    const s = await LocalStore.open(root);
+    const log = recordSyncs();
+    const r = await s.importPath(file, { name: 'm' });
+    expect(await s.getRef('m')).toBe(r.snapshot);
+    // The index in the log of the five big temps' last fdatasync (the header is a small record,
+    // admitted with its group at the end; the snapshot and the ref are synced after the names).
+    const lastData = log.flatMap((e, i) => (e.op === 'fdatasync' ? [i] : []))[4]!;
+    const folders = new Set(ids.flatMap((id) => [folderOf(root, id), dirname(folderOf(root, id))]));
+    const named = log.flatMap((e, i) => (e.op === 'fsync-dir' && folders.has(e.path) ? [i] : []));
+    if (mode === 'files') {
+      // Each new object folder and its parent fsynced once, all after the big temps' fdatasyncs.
+      for (const id of ids) {
+        expect(log.filter((e) => e.op === 'fsync-dir' && e.path === folderOf(root, id))).toHaveLength(1);
+        expect(log).toContainEqual({ op: 'fsync-dir', path: dirname(folderOf(root, id)) });
+      }
+      expect(Math.min(...named)).toBeGreaterThan(lastData);
+    } else {
+      // One syncfs for the names, after every temp was synced; no folder fsync of its own.
+      expect(named).toEqual([]);
+      expect(log.map((e) => e.op).lastIndexOf('syncfs')).toBeGreaterThan(lastData);
+    }
+    await s.close();
+  });
+
+  it('a failed sync of the names fails the import: no ref, and the folders are synced again by the next import', async () => {
+    if (mode === 'files') vi.stubEnv('TENSORFS_GROUP_SYNC', 'files');
+    const { file, ids } = bigFile();
+    const root = tempDir();
+    const s = await LocalStore.open(root);
+    const target = mode === 'files' ? dirname(folderOf(root, ids[1]!)) : undefined;
+    syncSeam.before = (op, path) => {
+      if (mode === 'files' ? op === 'fsync-dir' && path === target : op === 'syncfs') throw EIO();
+    };
+    await expectCode(s.importPath(file, { name: 'm' }), 'io');
+    expect(await s.getRef('m')).toBeNull();
+    const log = recordSyncs();
+    const r = await s.importPath(file, { name: 'm' });
+    expect(await s.getRef('m')).toBe(r.snapshot);
+    // The objects are present now; their folders' names are made durable before they count.
+    if (mode === 'files') expect(log).toContainEqual({ op: 'fsync-dir', path: target });
+    else expect(log.some((e) => e.op === 'syncfs' || e.op === 'fsync-dir')).toBe(true);
     await s.close();
   });
 });

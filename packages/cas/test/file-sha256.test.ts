@@ -3,15 +3,23 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bytesOf, expectCode, safetensorsBytes, tempDir } from '@tensorfs/testkit';
-import { describe, expect, it } from 'vitest';
-import { LocalStore, copyFileSha256, fileSha256Ref, readFileSha256, recordsKey } from '../src/index.js';
+import { describe, expect, it, vi } from 'vitest';
+import {
+  LocalStore,
+  copyFileSha256,
+  fileSha256Ref,
+  importSources,
+  localSource,
+  readFileSha256,
+  recordsKey,
+} from '../src/index.js';
 import {
   decodeFileSha256 as formatDecode,
   encodeFileSha256 as formatEncode,
   fileRecordsKey,
   fileSha256Ref as formatRef,
 } from '@tensorfs/format/store';
-import { decodeFileSha256, encodeFileSha256 } from '../src/store/file-sha256.js';
+import { WholeFileHashes, decodeFileSha256, encodeFileSha256 } from '../src/store/file-sha256.js';
 
 const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 
@@ -40,7 +48,7 @@ describe('whole-file SHA-256s recorded at import', () => {
       const { dir, big, small } = folder();
       const store = await LocalStore.open(join(tempDir('tfs-sha-'), 's'));
       try {
-        const r = await store.importPath(dir, { name: 'm', threads });
+        const r = await store.importPath(dir, { name: 'm', threads, fileSha256: true });
         const m = await store.getManifest(r.snapshot);
         const list = await readFileSha256(store, r.snapshot);
         const key = (path: string) => {
@@ -66,12 +74,38 @@ describe('whole-file SHA-256s recorded at import', () => {
     const { dir, big, small } = folder();
     const store = await LocalStore.open(join(tempDir('tfs-sha-'), 's'));
     try {
-      const r = await store.importPath(dir);
+      const r = await store.importPath(dir, { fileSha256: true });
       const list = await readFileSha256(store, r.snapshot);
       expect([...list.values()].sort()).toEqual([sha(big), sha(small)].sort());
       // The side ref is the only ref (it names the list, not the tree: the tree is still unrooted).
       expect((await store.listRefs()).map((x) => x.name)).toEqual([fileSha256Ref(r.snapshot)]);
     } finally {
+      await store.close();
+    }
+  });
+
+  it('by default hashes no local file twice and records no list; a single-record file is known all the same', async () => {
+    const { dir } = folder();
+    writeFileSync(join(dir, 'w.bin'), bytesOf(70_000, 9));
+    const store = await LocalStore.open(join(tempDir('tfs-sha-'), 's'));
+    const wholes = vi.spyOn(WholeFileHashes.prototype, 'file');
+    try {
+      const r = await importSources(store, localSource(dir), { name: 'm' });
+      expect(wholes).not.toHaveBeenCalled();
+      expect(await store.getRef(fileSha256Ref(r.snapshot))).toBeNull();
+      expect((await store.listRefs()).map((x) => x.name)).toEqual(['m']);
+      // Files of one record: the id is the SHA-256; multi-record files are left to a server.
+      expect(Object.fromEntries(r.fileSha256)).toEqual({
+        'config.json': sha(new TextEncoder().encode('{"a":1}\n')),
+        'w.bin': sha(bytesOf(70_000, 9)),
+      });
+      // Asked for: every file is hashed whole once more (the worker), and the list is recorded.
+      const again = await importSources(store, localSource(dir), { name: 'n', fileSha256: true });
+      expect(wholes).toHaveBeenCalledTimes(4);
+      expect(again.snapshot).toBe(r.snapshot);
+      expect((await readFileSha256(store, r.snapshot)).size).toBe(2);
+    } finally {
+      vi.restoreAllMocks();
       await store.close();
     }
   });
@@ -130,7 +164,7 @@ describe('whole-file SHA-256s recorded at import', () => {
     const from = await LocalStore.open(join(tempDir('tfs-sha-'), 'a'));
     const to = await LocalStore.open(join(tempDir('tfs-sha-'), 'b'));
     try {
-      const r = await from.importPath(dir, { name: 'm' });
+      const r = await from.importPath(dir, { name: 'm', fileSha256: true });
       expect(await copyFileSha256(from, to, r.snapshot)).toBe(true);
       expect(await copyFileSha256(from, to, r.snapshot)).toBe(false);
       expect([...(await readFileSha256(to, r.snapshot)).values()]).toContain(sha(big));

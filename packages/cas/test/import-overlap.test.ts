@@ -4,7 +4,6 @@
 import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LocalStore, fileSha256Ref } from '@tensorfs/cas';
-import type { ObjectId } from '@tensorfs/format';
 import { expectCode, idOf, safetensorsBytes, storedObjects, tempDir } from '@tensorfs/testkit';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Objects } from '../src/store/objects.js';
@@ -29,8 +28,6 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-const listOf = async (s: LocalStore, tree: ObjectId): Promise<ObjectId> => (await s.getRef(fileSha256Ref(tree)))!;
-
 describe('first import overlaps hashing and writing', () => {
   it('writes every record of a new store early, publishes them all, leaves no temp', async () => {
     const dir = tempDir();
@@ -52,10 +49,11 @@ describe('first import overlaps hashing and writing', () => {
     expect(fill).toHaveBeenCalledTimes(records.length - 1);
     expect(r.objectsWritten).toBe(records.length);
     expect(r.bytesWritten).toBe(records.reduce((n, b) => n + b.length, 0));
+    // The records and the snapshot: no whole-file SHA-256 list unless asked for (fileSha256).
     expect(await storedObjects(root)).toEqual(
-      // …and the tree's whole-file SHA-256 list (file-sha256.ts), named by its side ref.
-      new Set([...records.map((b) => idOf(b)), r.snapshot, await listOf(s, r.snapshot)].map((id) => id.slice(7))),
+      new Set([...records.map((b) => idOf(b)), r.snapshot].map((id) => id.slice(7))),
     );
+    expect(await s.getRef(fileSha256Ref(r.snapshot))).toBeNull();
     expect(readdirSync(join(root, 'tmp'))).toEqual([]);
     expect((await s.verify()).corrupt).toEqual([]);
     await s.close();
@@ -88,10 +86,11 @@ describe('first import overlaps hashing and writing', () => {
     const s = await LocalStore.open(root);
     const r = await s.importPath(file, { name: 'm' });
     expect(r.objectsWritten).toBe(3);
+    // The records and the snapshot: no whole-file SHA-256 list unless asked for (fileSha256).
     expect(await storedObjects(root)).toEqual(
-      // …and the tree's whole-file SHA-256 list (file-sha256.ts), named by its side ref.
-      new Set([...records.map((b) => idOf(b)), r.snapshot, await listOf(s, r.snapshot)].map((id) => id.slice(7))),
+      new Set([...records.map((b) => idOf(b)), r.snapshot].map((id) => id.slice(7))),
     );
+    expect(await s.getRef(fileSha256Ref(r.snapshot))).toBeNull();
     expect(readdirSync(join(root, 'tmp'))).toEqual([]);
     expect((await s.verify()).corrupt).toEqual([]);
     await s.close();

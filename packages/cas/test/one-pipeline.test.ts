@@ -77,8 +77,12 @@ describe('cas imports through the one pipeline', () => {
     try {
       const seenA: Progress[] = [];
       const seenB: Progress[] = [];
-      const viaPath = await a.importPath(root, { name: 'm', onProgress: (p) => seenA.push(p) });
-      const viaPipeline = await importSources(b, localSource(root), { name: 'm', onProgress: (p) => seenB.push(p) });
+      const viaPath = await a.importPath(root, { name: 'm', fileSha256: true, onProgress: (p) => seenA.push(p) });
+      const viaPipeline = await importSources(b, localSource(root), {
+        name: 'm',
+        fileSha256: true,
+        onProgress: (p) => seenB.push(p),
+      });
       expect(viaPath.snapshot).toBe(viaPipeline.snapshot);
       expect(await a.getRef('m')).toBe(viaPath.snapshot);
       expect(await a.getManifest(viaPath.snapshot)).toEqual(await b.getManifest(viaPipeline.snapshot));
@@ -121,13 +125,16 @@ describe('cas imports through the one pipeline', () => {
           return Promise.reject(new TensorFSError('io', 'no space', { details: { rule: 'store.io' } }));
         return setRef.call(this, name, ...rest);
       });
-      await expectCode(s.importPath(root, { name: 'm' }), 'io', 'store.io');
+      await expectCode(s.importPath(root, { name: 'm', fileSha256: true }), 'io', 'store.io');
       // Another store may refuse such refs: there the list is a shortcut lost, not a failure.
       const memory = new MemoryStore();
       vi.spyOn(memory, 'setRef').mockImplementation(async (name) => {
         if (name.startsWith('_hf/sha256/')) throw new TensorFSError('io', 'no', { details: { rule: 'store.io' } });
       });
-      await expect(importSources(memory, localSource(root))).resolves.toMatchObject({ files: 3, links: 1 });
+      await expect(importSources(memory, localSource(root), { fileSha256: true })).resolves.toMatchObject({
+        files: 3,
+        links: 1,
+      });
     } finally {
       await s.close();
     }

@@ -103,8 +103,8 @@ describe('under a low open-file limit', () => {
     const v = await tfsLimited(256, ['--store', store, 'verify', '--data', '--json']);
     expect(v.stderr).toBe('');
     expect(v.code).toBe(0);
-    // N tensors, the header, the manifest and the tree's whole-file SHA-256 list (file-sha256.ts)
-    expect(JSON.parse(v.stdout)).toMatchObject({ objects: N + 3, missing: [], corrupt: [], unreadable: [] });
+    // N tensors, the header and the manifest (no whole-file SHA-256 list without --file-sha256)
+    expect(JSON.parse(v.stdout)).toMatchObject({ objects: N + 2, missing: [], corrupt: [], unreadable: [] });
 
     // Export rebuilds the file byte for byte; gc of an unchanged store removes nothing.
     const out = join(dir, 'out');
@@ -236,8 +236,8 @@ describe('under a low open-file limit', () => {
     expect(pull.code).toBe(0);
     const v = await tfsLimited(256, ['--store', other, 'verify', '--data', '--json']);
     expect(v.code).toBe(0);
-    // the list travels with the tree (pull copies it)
-    expect(JSON.parse(v.stdout)).toMatchObject({ objects: N + 3, missing: [], corrupt: [], unreadable: [] });
+    // N tensors, the header and the manifest, all pulled
+    expect(JSON.parse(v.stdout)).toMatchObject({ objects: N + 2, missing: [], corrupt: [], unreadable: [] });
     const out = join(dir, 'out');
     expect((await tfsLimited(256, ['--store', other, 'export', 'many', out])).code).toBe(0);
     expect(Buffer.compare(readFileSync(join(out, 'many.safetensors')), readFileSync(file))).toBe(0);

@@ -8,7 +8,7 @@
  * and gguf, and nginx, must be there (no skip).
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -103,8 +103,15 @@ describe('end to end: transformers and gguf-py files through convert, push, ngin
       });
       // a fresh store: everything in it came from the pull, and the pull asked for nothing else
       const objects = await storeObjects(store);
-      // the one probe that tells a static origin from a hub, then only 200s
-      expect(requests.filter((q) => q.method !== 'GET' || q.status !== 200)).toEqual([PROBE]);
+      // the one probe that tells a static origin from a hub, and the one ask for the checkpoint's
+      // whole-file SHA-256 list (converted without --file-sha256 it has none), then only 200s
+      const top = readFileSync(path.join(store, 'refs', name), 'utf8')
+        .trim()
+        .slice('sha256:'.length);
+      expect(requests.filter((q) => q.method !== 'GET' || q.status !== 200)).toEqual([
+        PROBE,
+        { method: 'GET', path: `/refs/_hf/sha256/${top}`, status: 404 },
+      ]);
       // (and the checkpoint's whole-file SHA-256 list, carried with it: a side ref of the store too)
       const lists = path.join(store, 'refs', '_hf', 'sha256');
       const sideRefs = existsSync(lists) ? readdirSync(lists).map((hex) => `/refs/_hf/sha256/${hex}`) : [];

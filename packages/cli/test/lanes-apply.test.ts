@@ -137,9 +137,9 @@ describe('tfs bind --apply', () => {
     expect(out.applied.importSeams['model.safetensors']['model.layers.0.self_attn.qkv_proj.weight']).toEqual([
       256, 384,
     ]);
-    // import: header + 6 plain tensors + 2 x (3 + 2) seam-cut pieces + manifest + its whole-file
-    // SHA-256 list (every import records one); apply: header + manifest
-    expect(countObjects(store)).toBe(1 + 6 + 10 + 1 + 1 + 2);
+    // import: header + 6 plain tensors + 2 x (3 + 2) seam-cut pieces + manifest (no whole-file
+    // SHA-256 list: an import records one only with --file-sha256); apply: header + manifest
+    expect(countObjects(store)).toBe(1 + 6 + 10 + 1 + 2);
     const again = await tfs([
       'bind',
       'toy/split',

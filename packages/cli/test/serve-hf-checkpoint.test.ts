@@ -1,11 +1,13 @@
 /**
- * `tfs serve` serving a checkpoint (made by `tfs convert` or `tfs compose`) through the Hugging
- * Face API: the first `HEAD` of its export's safetensors file answers at once with the SHA-256 its
- * writer recorded, over a read-only store, with no hash pass. Run `pnpm build` first.
+ * `tfs serve` serving a checkpoint (made by `tfs convert` or `tfs compose` with `--file-sha256`)
+ * through the Hugging Face API: the first `HEAD` of its export's safetensors file answers at once
+ * with the SHA-256 its writer recorded, over a read-only store, with no hash pass; without the
+ * flag nothing is hashed at write and the hub computes the digest on the first `HEAD`. Run
+ * `pnpm build` first.
  */
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bytesOf, safetensorsBytes } from '@tensorfs/testkit';
@@ -68,28 +70,54 @@ async function headThenGet(store: string, repo: string, file: string, hidden: Ui
 }
 
 describe('tfs serve: a checkpoint through the Hugging Face API', () => {
-  it('tfs convert <folder>: the first HEAD of model.safetensors answers at once with its SHA-256 (read-only store, no hash pass)', async () => {
+  it('tfs convert <folder> --file-sha256: the first HEAD of model.safetensors answers at once with its SHA-256 (read-only store, no hash pass)', async () => {
     const d = temp();
     const { dir, tensors } = model(d);
     const store = join(d, 'store');
-    const c = tfsSync(['convert', dir, '--name', 'team/ckpt', '--store', store, '--threads', '1']);
+    const c = tfsSync(['convert', dir, '--name', 'team/ckpt', '--file-sha256', '--store', store, '--threads', '1']);
     expect([c.code, c.stderr]).toEqual([0, '']);
     const got = await headThenGet(store, 'team/ckpt', 'model.safetensors', tensors[4]!.data, d);
     // The export of a converted checkpoint is its source file, byte for byte.
     expect(sha256Of(got)).toBe(sha256Of(join(dir, 'model.safetensors')));
   }, 120_000);
 
-  it('tfs compose (a checkpoint with no source): the export built from its tensors is hashed at commit, not on first HEAD', async () => {
+  it('tfs compose --file-sha256 (a checkpoint with no source): the export built from its tensors is hashed at commit, not on first HEAD', async () => {
     const d = temp();
     const { dir, tensors } = model(d);
     const store = join(d, 'store');
     expect(tfsSync(['convert', dir, '--name', 'team/ckpt', '--store', store, '--threads', '1']).code).toBe(0);
-    const r = tfsSync(['compose', 'team/ckpt', '--trim', 'layers.8.*', '--name', 'team/small', '--store', store]);
+    const r = tfsSync([
+      'compose',
+      'team/ckpt',
+      '--trim',
+      'layers.8.*',
+      '--name',
+      'team/small',
+      '--file-sha256',
+      '--store',
+      store,
+    ]);
     expect([r.code, r.stderr]).toEqual([0, '']);
     const got = await headThenGet(store, 'team/small', 'model.safetensors', tensors[3]!.data, d);
     // The laid-out file: a safetensors header, then the 8 kept tensors' bytes in order.
     const expected = join(d, 'expected.safetensors');
     writeFileSync(expected, safetensorsBytes(tensors.slice(0, 8)));
     expect(sha256Of(got)).toBe(sha256Of(expected));
+  }, 120_000);
+
+  it('without --file-sha256 nothing hashes the file at write: no list, and the hub computes the digest on the first HEAD', async () => {
+    const d = temp();
+    const { dir } = model(d);
+    const store = join(d, 'store');
+    expect(tfsSync(['convert', dir, '--name', 'team/ckpt', '--store', store, '--threads', '1']).code).toBe(0);
+    expect(existsSync(join(store, 'refs', '_hf', 'sha256'))).toBe(false);
+    const hub = await tfsServe(['--store', store]);
+    try {
+      const head = await fetch(`${hub.url}/team/ckpt/resolve/main/model.safetensors`, { method: 'HEAD' });
+      expect(head.status).toBe(200);
+      expect(head.headers.get('x-linked-etag')).toBe(`"${sha256Of(join(dir, 'model.safetensors'))}"`);
+    } finally {
+      await hub.stop('SIGTERM');
+    }
   }, 120_000);
 });

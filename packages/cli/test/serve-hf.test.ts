@@ -70,7 +70,7 @@ describe('tfs serve and the Hugging Face API', () => {
     }
   }, 60_000);
 
-  it('a multi-record file imported with plain tfs import: its first HEAD on a read-only hub answers at once with the SHA-256 recorded at import', async () => {
+  it('a multi-record file imported with tfs import --file-sha256: its first HEAD on a read-only hub answers at once with the SHA-256 recorded at import', async () => {
     const d = temp();
     mkdirSync(join(d, 'm'));
     // 72 MiB in 9 tensors: 10 records, so no object id is the file's SHA-256.
@@ -84,7 +84,8 @@ describe('tfs serve and the Hugging Face API', () => {
       execFileSync('openssl', ['dgst', '-sha256', file], { encoding: 'utf8' }),
     )![1];
     const store = join(d, 'store');
-    expect(tfsSync(['import', join(d, 'm'), '--name', 'team/big', '--store', store]).code).toBe(0);
+    // --file-sha256: the import records the file's SHA-256 (a plain import leaves it to the hub).
+    expect(tfsSync(['import', join(d, 'm'), '--name', 'team/big', '--file-sha256', '--store', store]).code).toBe(0);
     // Proof that the HEAD reads no tensor byte: one tensor's object is moved away (a hash pass
     // would fail on it; only the GET needs it).
     const hex = createHash('sha256').update(tensors[4]!.data).digest('hex');

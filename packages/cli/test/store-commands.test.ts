@@ -1,6 +1,7 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { tempDir } from '@tensorfs/testkit';
+import { bytesOf, safetensorsBytes, tempDir } from '@tensorfs/testkit';
 import { describe, expect, it } from 'vitest';
 import { defaultRefName } from '../src/commands/store.js';
 import { tfs as run } from './helpers.js';
@@ -86,6 +87,28 @@ describe('tfs store commands', () => {
     expect(v.code).toBe(4);
     expect(JSON.parse(v.out).corrupt).toEqual([entry.records[0]!.digest]);
     expect((await tfs(store, 'export', 'other', join(temp(), 'o2'))).code).toBe(4);
+  });
+
+  it('import records whole-file SHA-256s only with --file-sha256 (one more hash pass)', async () => {
+    const store = join(temp(), 'store');
+    const file = join(temp(), 'm.safetensors');
+    const model = safetensorsBytes([
+      { name: 'a', data: bytesOf(300_000, 1) },
+      { name: 'b', data: bytesOf(300_000, 2) },
+    ]);
+    writeFileSync(file, model);
+    const lists = join(store, 'refs', '_hf', 'sha256');
+    const plain = await json(store, 'import', file, '--name', 'plain');
+    expect(existsSync(lists)).toBe(false);
+    const asked = await json(store, 'import', file, '--name', 'asked', '--file-sha256');
+    expect(asked.snapshot).toBe(plain.snapshot);
+    expect(readdirSync(lists)).toEqual([plain.snapshot.slice(7)]);
+    const hex = readFileSync(join(lists, plain.snapshot.slice(7)), 'utf8')
+      .trim()
+      .slice('sha256:'.length);
+    const list = readFileSync(join(store, 'objects', 'sha256', hex.slice(0, 2), hex.slice(2, 4), hex), 'utf8');
+    expect(list).toMatch(new RegExp(` ${createHash('sha256').update(model).digest('hex')}\n$`));
+    expect((await tfs(store, 'import', '--help')).out).toContain('--file-sha256');
   });
 
   it('names imports after the base name, made ref-safe', () => {

@@ -23,6 +23,7 @@ describe('whole-file SHA-256 lists carried by push and pull', () => {
     const a = await newStore();
     const r = await a.importPath(folderOf({ 'model.safetensors': model, 'config.json': bytesOf(10, 3) }), {
       name: 'team/m',
+      fileSha256: true,
     });
     const origin = new FolderOrigin(join(tempDir('tfs-origin-'), 'o'));
     await push(a, origin, 'team/m');
@@ -64,7 +65,7 @@ describe('whole-file SHA-256 lists carried by push and pull', () => {
     const a = await newStore();
     const config = new TextEncoder().encode('{"model_type":"llama"}\n');
     await a.importPath(folderOf({ 'model.safetensors': model, 'config.json': config }), { name: 'src' });
-    const cp = await convertSnapshot(a, 'src', { name: 'team/ck' });
+    const cp = await convertSnapshot(a, 'src', { name: 'team/ck', fileSha256: true });
     const listRef = await a.getRef(fileSha256Ref(cp.id));
     expect(listRef).not.toBeNull();
     expect([...(await readFileSha256(a, cp.id)).values()]).toEqual([sha]);
@@ -86,6 +87,7 @@ describe('whole-file SHA-256 lists carried by push and pull', () => {
     const up = new FolderOrigin(join(tempDir('tfs-origin-'), 'u'));
     const published = await convertSnapshot(a, 'src', {
       name: 'team/ck2',
+      fileSha256: true,
       destination: { origin: up, repo: 'team/up', branch: 'main', author: 't' },
     });
     expect(published.id).toBe(cp.id);

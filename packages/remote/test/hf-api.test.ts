@@ -230,8 +230,8 @@ describe('the Hugging Face API', () => {
   it('keeps each file SHA-256 it computes in a side ref, so a new hub answers HEAD without rehashing', async () => {
     const files = modelFiles();
     const { store, snapshot } = await storeWithRepo('team/tiny', files);
-    // A tree without the list an import records (made before it existed, or by another writer).
-    await store.deleteRef(fileSha256Ref(snapshot));
+    // A tree without a whole-file list (an import records none unless asked: fileSha256).
+    expect(await store.getRef(fileSha256Ref(snapshot))).toBeNull();
     const a = await serving(store);
     await (await fetch(`${a.url}/team/tiny/resolve/main/model.safetensors`, { method: 'HEAD' })).arrayBuffer();
     const refs = (await store.scanRefs()).refs.map((r) => r.name).filter((n) => n.startsWith('_hf/etags/'));

@@ -568,9 +568,9 @@ describe('local sources on the pipeline', () => {
     );
     copyFileSync(join(vectors, 'quantized.gguf'), join(dir, 'model.gguf'));
     const reference = await newStore();
-    const expected = await reference.importPath(dir, { name: 'ref/shards' });
+    const expected = await reference.importPath(dir, { name: 'ref/shards', fileSha256: true });
     const store = await newStore();
-    const r = await importSources(store, localSource(dir), { name: 'pipe/shards' });
+    const r = await importSources(store, localSource(dir), { name: 'pipe/shards', fileSha256: true });
     expect(r.snapshot).toBe(expected.snapshot);
     expect(r.objectsWritten).toBe(expected.objectsWritten);
     expect(r.bytesWritten).toBe(expected.bytesWritten);

@@ -72,11 +72,12 @@ export interface CheckpointWriterOptions {
   /**
    * Record the whole-file SHA-256 list of the checkpoint's `--safetensors` export at commit (the
    * side ref `_hf/sha256/<checkpoint hex>`, see `recordCheckpointFileSha256`), so a Hugging Face
-   * server answers the first `HEAD` of its files without hashing them. Files the source snapshot's
-   * list names cost nothing; others (no source, or a source imported without a list) are read and
-   * hashed once more at commit. Best effort: a list that cannot be made is left out (a server then
-   * hashes on first use). With a `destination`, the list is sent to the origin too.
-   * @default true
+   * server answers the first `HEAD` of its files without hashing them. By default (undefined) only
+   * what costs nothing: the files the source snapshot's list names (an import with `fileSha256`,
+   * an `hf://` import, a pull of a tree that has one); `true` also reads and hashes the others (no
+   * source, or a source imported without a list) once more at commit; `false` records nothing.
+   * Best effort: a list that cannot be made is left out (a server then hashes on first use). With
+   * a `destination`, the list is sent to the origin too.
    */
   fileSha256?: boolean;
 }
@@ -402,6 +403,7 @@ export class CheckpointWriter {
         // After the ref: the checkpoint is committed whatever happens to its list.
         await recordCheckpointFileSha256(this.store, bytes, {
           lease: this.lease,
+          hash: this.options.fileSha256 === true,
           ...(this.options.signal ? { signal: this.options.signal } : {}),
         }).catch(() => {});
       }

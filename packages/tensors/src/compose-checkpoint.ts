@@ -22,9 +22,9 @@ export interface ComposeCheckpointOptions {
   /** Cancels before the header is written (`cancelled`). */
   signal?: AbortSignal;
   /**
-   * Record the whole-file SHA-256 list of the new checkpoint's export (one extra read of its
-   * tensors: the composed checkpoint has no source snapshot). See `CheckpointWriterOptions.fileSha256`.
-   * @default true
+   * `true`: record the whole-file SHA-256 list of the new checkpoint's export (one extra read of
+   * its tensors: the composed checkpoint has no source snapshot); by default none is recorded and
+   * a server computes each digest on first request. See `CheckpointWriterOptions.fileSha256`.
    */
   fileSha256?: boolean;
 }

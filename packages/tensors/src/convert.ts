@@ -88,9 +88,9 @@ export interface ConvertOptions {
   resume?: string;
   /**
    * Record the whole-file SHA-256 list of the checkpoint's export (see
-   * {@link CheckpointWriterOptions.fileSha256}): free when the source snapshot has one (every
-   * import records it), else one extra read of the source's multi-record files.
-   * @default true
+   * {@link CheckpointWriterOptions.fileSha256}): by default what the source snapshot's list names
+   * (free; none when the import recorded none); `true` also hashes the source's other
+   * multi-record files (one extra read); `false` records nothing.
    */
   fileSha256?: boolean;
 }

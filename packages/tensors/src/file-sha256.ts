@@ -71,13 +71,19 @@ export interface CheckpointFileSha256 {
 /** Options of {@link checkpointFileSha256} and {@link recordCheckpointFileSha256}. */
 export interface CheckpointFileSha256Options {
   signal?: AbortSignal;
+  /**
+   * Hash the files the source snapshot's list does not name (default true). False lists only
+   * what that list gives: nothing is read, and a server computes the others on first request.
+   */
+  hash?: boolean;
 }
 
 /**
  * The SHA-256 of each file of `checkpoint`'s `--safetensors` export made of several records (the
  * files a Hugging Face server serves for it), by record-list key. Taken from the list of the
- * export's tree when it has one (a source snapshot imported by `tfs import` or `tfs convert`), else
- * hashed from the objects, each verified (`corrupt` on a damaged one). Writes nothing to `store`.
+ * export's tree when it has one (a source snapshot imported with `fileSha256`, from `hf://`, or
+ * pulled with its list), else hashed from the objects, each verified (`corrupt` on a damaged
+ * one), or with `hash: false` left out. Writes nothing to `store`.
  * @throws {TensorFSError} what building the export throws (`unsupported` for an encoded tensor
  *   with no source snapshot: such a checkpoint has no safetensors export), `corrupt`, `cancelled`.
  */
@@ -109,7 +115,7 @@ export async function checkpointFileSha256(
     if (hex !== undefined) {
       list.set(key, hex);
       reused++;
-    } else {
+    } else if (options.hash !== false) {
       todo.push({ key, records: e.records, size: e.size });
       list.set(key, '');
     }

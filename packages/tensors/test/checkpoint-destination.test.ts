@@ -54,6 +54,8 @@ async function write(
       ...(options.variant !== undefined ? { variant: options.variant } : {}),
     },
     ...(options.resume !== undefined ? { resume: options.resume } : {}),
+    // Its list is made at commit and sent with it (the default lists only what a source gives).
+    fileSha256: true,
   });
   w.component('m', { cls: 'M', config: {} });
   for (const [name, seed] of tensors) await w.put(name, noise(64 * 1024, seed), { dtype: 'U8', shape: [64 * 1024] });

@@ -1,7 +1,8 @@
 /**
  * A checkpoint's whole-file SHA-256 list (file-sha256.ts): recorded by the writer at commit for the
- * files of its `--safetensors` export, taken from the source snapshot's list when it has one,
- * hashed otherwise, and left out with `fileSha256: false`.
+ * files of its `--safetensors` export, taken from the source snapshot's list when it has one;
+ * other files hashed with `fileSha256: true` and left to a server by default; nothing recorded
+ * with `fileSha256: false`.
  */
 import { type ObjectId, writeSafetensors } from '@tensorfs/format';
 import { decodeFileSha256, fileRecordsKey, fileSha256Ref, readFileSha256List } from '@tensorfs/format/store';
@@ -47,8 +48,8 @@ for (const kind of STORE_KINDS) {
       await t.close();
     });
 
-    it('the writer records the SHA-256 of each export file of several records at commit', async () => {
-      const w = new CheckpointWriter(t.store);
+    it('with fileSha256: true the writer records the SHA-256 of each export file of several records at commit', async () => {
+      const w = new CheckpointWriter(t.store, { fileSha256: true });
       const text = w.component('text_encoder', { cls: 'CLIP', config: { a: 1 } });
       await text.put('a.weight', noise(3 * MiB, 1), { dtype: 'U8', shape: [3 * MiB] });
       await text.put('b.weight', noise(1000, 2), { dtype: 'F32', shape: [250] });
@@ -62,7 +63,7 @@ for (const kind of STORE_KINDS) {
       expect(list).toEqual(expected);
     });
 
-    it('fileSha256: false records nothing (and the checkpoint is the same)', async () => {
+    it('fileSha256: false and the default (nothing free to take: no source) record nothing; the checkpoint is the same', async () => {
       const make = async (fileSha256?: boolean) => {
         const w = new CheckpointWriter(t.store, fileSha256 === undefined ? {} : { fileSha256 });
         w.component('m', { cls: 'M', config: {} });
@@ -73,10 +74,12 @@ for (const kind of STORE_KINDS) {
       const off = await make(false);
       expect(await t.store.getRef(fileSha256Ref(off))).toBeNull();
       expect(await make()).toBe(off);
+      expect(await t.store.getRef(fileSha256Ref(off))).toBeNull();
+      expect(await make(true)).toBe(off);
       expect(await listOf(t, off)).toEqual(await exportHashes(t, off));
     });
 
-    it('a converted checkpoint takes its source snapshot list when the import recorded one, else hashes the source files once', async () => {
+    it('a converted checkpoint takes its source snapshot list when the import recorded one, else (fileSha256: true) hashes the source files once', async () => {
       const model = writeSafetensors([
         { name: 'x.weight', dtype: 'U8', shape: [2n * BigInt(MiB)], data: noise(2 * MiB, 6) },
         { name: 'y.weight', dtype: 'U8', shape: [1024n], data: noise(1024, 7) },
@@ -85,13 +88,17 @@ for (const kind of STORE_KINDS) {
         t,
         { 'model.safetensors': model, 'config.json': new TextEncoder().encode('{}\n') },
         'src',
+        { fileSha256: true },
       );
       const sourceList = await readFileSha256List(t.store, snap);
-      const r = await convertSnapshot(t.store, 'src', { name: 'team/cp' });
+      // By default the writer takes only what the source's list gives (nothing read).
+      const free = await convertSnapshot(t.store, 'src', { name: 'team/free' });
+      expect(await listOf(t, free.id)).toEqual(kind === 'local' ? await exportHashes(t, free.id) : null);
+      const r = await convertSnapshot(t.store, 'src', { name: 'team/cp', fileSha256: true });
       const found = await checkpointFileSha256(t.store, (await openCheckpoint(t.store, r.id)).bytes);
       expect(found.tree).toBe(snap);
       expect([found.files, found.reused, found.hashed]).toEqual(sourceList.size > 0 ? [1, 1, 0] : [1, 0, 1]);
-      // The local store's import records a list (named or not); the memory store has no importer.
+      // The local store's import records a list when asked (named or not); the memory store has no importer.
       expect(sourceList.size).toBe(kind === 'local' ? 1 : 0);
       expect(found.bytesHashed).toBe(kind === 'local' ? 0 : model.length);
       expect([...(await listOf(t, r.id))!.values()]).toEqual([sha256(model)]);

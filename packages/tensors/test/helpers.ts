@@ -119,6 +119,7 @@ export async function importTree(
   t: TestStore,
   files: Record<string, string | Uint8Array>,
   ref?: string,
+  extra: { fileSha256?: boolean } = {},
 ): Promise<ObjectId> {
   const dir = await fsp.mkdtemp(path.join(t.scratch, 'tree-'));
   for (const [dest, from] of Object.entries(files)) {
@@ -127,7 +128,7 @@ export async function importTree(
     if (typeof from === 'string') await fsp.copyFile(path.join(FIXTURES, from), target);
     else await fsp.writeFile(target, from);
   }
-  const options = { threads: 1, ...(ref !== undefined ? { name: ref } : {}) };
+  const options = { threads: 1, ...extra, ...(ref !== undefined ? { name: ref } : {}) };
   if (t.local) return (await t.local.importPath(dir, options)).snapshot;
   // Import is not on the port: the local importer stores the tree, then every object is copied
   // into the store under test (same ids, so the same snapshot).

@@ -22,7 +22,7 @@
  */
 import { createHash } from 'node:crypto';
 import { checkObject, checkOptions } from '../store/args.js';
-import { recordFileSha256, WholeFileHashes } from '../store/file-sha256.js';
+import { type FileHash, recordFileSha256, WholeFileHashes } from '../store/file-sha256.js';
 import { LocalAdmission, localObjectsOf, readerRange } from '../store/local-admission.js';
 import {
   type ByteSource,
@@ -79,6 +79,17 @@ export interface ImportSourcesOptions {
    * byte offsets. A seam naming no tensor of its file is `invalid_argument` (`planner.seam_tensor`).
    */
   seams?: Readonly<Record<string, Seams>>;
+  /**
+   * Also compute the whole-file SHA-256 of each local file of several records and record the
+   * tree's list (`_hf/sha256/<tree>`), so a Hugging Face server's first `HEAD` of such a file
+   * reads no byte. Default false: that is a second SHA-256 pass over every byte, which on a
+   * machine of few cores costs the import as much time as the durable write (docs/decisions.md 25);
+   * a server computes a missing digest once, on first request, and keeps it. Digests a source
+   * announces (the Hub's LFS SHA-256, a Hugging Face cache's blob names, `--sha256`) are checked
+   * and recorded whatever this says, and a file of one record costs nothing (its id is its
+   * SHA-256).
+   */
+  fileSha256?: boolean;
   signal?: AbortSignal;
   /**
    * Import under the caller's lease instead of one of its own: the objects and the snapshot are
@@ -111,7 +122,11 @@ export interface ImportSourcesResult<P = unknown> {
   bytesFetched: number;
   bytesWritten: number;
   objectsWritten: number;
-  /** Each file's SHA-256 (hex), by path (recorded with the snapshot as its whole-file list). */
+  /**
+   * Each file's SHA-256 (hex), by path, where known (recorded with the snapshot as its whole-file
+   * list): files of zero or one record, files whose source announced it, and, with `fileSha256`,
+   * every local file.
+   */
   fileSha256: ReadonlyMap<string, string>;
 }
 
@@ -232,8 +247,10 @@ export async function importSources<P>(
         entries.push(entry);
         // The whole file's SHA-256 (announced and checked, or computed): the tree's list has it.
         if (imported.sha256 !== undefined) sha256.set(file.path, imported.sha256);
-        else if (file.digest === undefined || file.digest.algorithm === 'sha256') sha256.set(file.path, digest);
-        digests[resolved.indexOf(source)]!.set(file.path, digest);
+        else if (digest !== undefined && (file.digest === undefined || file.digest.algorithm === 'sha256')) {
+          sha256.set(file.path, digest);
+        }
+        if (digest !== undefined) digests[resolved.indexOf(source)]!.set(file.path, digest);
         progress.files++;
         options.onProgress?.(progressEvent('import', 'bytes', progress));
       }
@@ -503,7 +520,7 @@ async function importFile(
   file: SourceFile,
   voice: SourceVoice,
   ctx: FileContext,
-): Promise<{ entry: ManifestEntry; digest: string; sha256?: string; positioned?: boolean }> {
+): Promise<{ entry: ManifestEntry; digest: string | undefined; sha256?: string; positioned?: boolean }> {
   const { signal, progress, admit } = ctx;
   await file.check?.(signal);
   if (file.reader !== undefined) {
@@ -636,8 +653,15 @@ class AnnouncedCheck {
     else for (const b of bytes) this.sha1.update(b);
   }
 
-  /** The announced algorithm's digest of the bytes (`corrupt`, `<source>.digest_mismatch`, unless it matches). */
-  async check(sha256: string, reader: FileReader, signal: AbortSignal | undefined): Promise<string> {
+  /**
+   * The announced algorithm's digest of the bytes (`corrupt`, `<source>.digest_mismatch`, unless
+   * it matches); with nothing announced, `sha256` (undefined when not computed).
+   */
+  async check(
+    sha256: string | undefined,
+    reader: FileReader,
+    signal: AbortSignal | undefined,
+  ): Promise<string | undefined> {
     const d = this.file.digest;
     if (d === undefined) return sha256;
     let actual = sha256;
@@ -646,15 +670,20 @@ class AnnouncedCheck {
         for await (const chunk of readerRange(reader, 0, this.file.size, signal)) this.sha1.update(chunk);
       actual = this.sha1.digest('hex');
     }
-    if (actual !== d.hex) throw digestMismatch(this.file, this.voice, actual);
+    // An announced SHA-256 is always computed (importPositioned asks for the whole-file hash).
+    if (actual !== d.hex) throw digestMismatch(this.file, this.voice, actual ?? 'unread');
     return actual;
   }
 }
 
+/** The whole-file hash of a file nobody needs it for (`fileSha256` off, nothing announced). */
+const NO_WHOLE_FILE_HASH: FileHash = { add: async () => {}, finish: async () => undefined };
+
 /**
  * A file with positioned reads: planned straight from preads into the planner's buffers, the
- * whole-file SHA-256 fed from the same buffers to a worker, any digest the source announced
- * checked over the same bytes, and the file checked unchanged once every byte was read. Into a
+ * whole-file SHA-256 (when asked for, or announced) fed from the same buffers to a worker, any
+ * digest the source announced checked over the same bytes, and the file checked unchanged once
+ * every byte was read. Into a
  * local store its own admission takes the records ({@link LocalAdmission}); into any other store,
  * each record is admitted by the store's `put` as it is hashed there (shared buffers).
  */
@@ -663,10 +692,13 @@ async function importPositioned(
   voice: SourceVoice,
   reader: FileReader,
   ctx: FileContext,
-): Promise<{ entry: ManifestEntry; digest: string; sha256: string }> {
+): Promise<{ entry: ManifestEntry; digest: string | undefined; sha256?: string }> {
   const { signal, progress, admit } = ctx;
   try {
-    const whole = ctx.wholes.file(file.size);
+    const whole =
+      ctx.options.fileSha256 === true || file.digest?.algorithm === 'sha256'
+        ? ctx.wholes.file(file.size)
+        : NO_WHOLE_FILE_HASH;
     const announced = new AnnouncedCheck(file, voice);
     const seams = ctx.options.seams?.[file.path];
     const recorded = (length: number) => {
@@ -711,9 +743,15 @@ async function importPositioned(
     const hex = await whole.finish();
     // After every byte was read: the file must still be the one listed, unchanged.
     await reader.verify();
-    const sha256 = hex ?? (plan.records.length === 0 ? EMPTY_SHA256 : plan.records[0]!.digest.slice('sha256:'.length));
+    const sha256 =
+      hex ??
+      (plan.records.length === 0
+        ? EMPTY_SHA256
+        : plan.records.length === 1
+          ? plan.records[0]!.digest.slice('sha256:'.length)
+          : undefined);
     const digest = await announced.check(sha256, reader, signal);
-    return { entry: fileEntry(file, plan), digest, sha256 };
+    return { entry: fileEntry(file, plan), digest, ...(sha256 !== undefined ? { sha256 } : {}) };
   } catch (err) {
     // Whatever failed (a header that stopped parsing, a short read): if the file changed
     // meanwhile, that is the cause to report.

@@ -276,6 +276,28 @@ export async function admitGroup(
   return out;
 }
 
+/**
+ * Makes durable the names published into `dirs` by {@link Objects.publishSync} (an import's large
+ * records, published one by one as their bytes became durable): one `syncfs` where sound (the
+ * group's strategy), else each folder fsynced once; then marks `ready`. An `io` error if a sync
+ * fails (nothing is marked ready then).
+ */
+export async function syncNames(
+  objects: Objects,
+  dirs: ReadonlySet<string>,
+  ready: ReadonlySet<string>,
+): Promise<void> {
+  if (dirs.size > 0) {
+    try {
+      if ((await groupStrategy(objects.layout.tmp)) === 'syncfs') await runSyncfs(objects.layout.tmp);
+      else await syncDirs(dirs);
+    } catch (err) {
+      throw ioError(err, 'fsync', 'objects/');
+    }
+  }
+  objects.markReady(ready);
+}
+
 /** fsyncs each folder once, {@link FILE_SYNCS} at a time (parents of new folders first: `dirs` is in creation order). */
 async function syncDirs(dirs: ReadonlySet<string>): Promise<void> {
   const list = [...dirs];

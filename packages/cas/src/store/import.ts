@@ -47,6 +47,12 @@ export interface ImportOptions {
    * (`planner.seam_tensor`); paths without seams are planned as usual.
    */
   seams?: Readonly<Record<string, Seams>>;
+  /**
+   * Also compute and record each multi-record file's whole-file SHA-256 (`_hf/sha256/<tree>`),
+   * for a Hugging Face server's first `HEAD`: one more SHA-256 pass over every byte (default
+   * false; `importSources`' `fileSha256`).
+   */
+  fileSha256?: boolean;
 }
 
 /** Result of {@link Store.importPath}. */
@@ -58,9 +64,10 @@ export interface ImportResult {
   bytesWritten: number;
   objectsWritten: number;
   /**
-   * `importEntries` only: the SHA-256 (hex) of each file of several records, by path, for the
-   * caller to record (`recordFileSha256`) once it names the snapshot. `importPath` records them
-   * itself, with or without `name`.
+   * `importEntries` only: the SHA-256 (hex) of each file of several records whose digest is known
+   * (announced by the entry, or computed with `fileSha256`), by path, for the caller to record
+   * (`recordFileSha256`) once it names the snapshot. `importPath` records them itself, with or
+   * without `name`.
    */
   fileSha256?: ReadonlyMap<string, string>;
 }

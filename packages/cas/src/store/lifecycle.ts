@@ -51,9 +51,10 @@ export interface StoreOptions {
    * Writes of large new objects with `O_DIRECT` where the OS and filesystem allow it (Linux; a
    * filesystem that refuses, such as tmpfs before Linux 6.6, gets buffered writes): the device
    * reads the writer's buffer, saving the CPU of copying every byte into the page cache. Default
-   * (undefined or `false`): imported records are written buffered, parts (`openPart`) as their
-   * caller asks, buffered when it does not say. `true`: imported records and parts direct. The price:
-   * directly written objects are not in the page cache, so their first read comes from the disk
+   * (undefined): an import's records of 256 KiB or more are written direct, parts (`openPart`) as
+   * their caller asks, buffered when it does not say (fetch on read, whose read follows at once).
+   * `true`: parts direct too. `false`: everything through the page cache. The price: directly
+   * written objects are not in the page cache, so their first read comes from the disk
    * (docs/store.md "Direct I/O"). `TENSORFS_DIRECT_IO=1` / `=0` in the environment sets `true` /
    * `false`.
    */

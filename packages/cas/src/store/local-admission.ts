@@ -21,7 +21,7 @@ import { DIRECT_ALIGN, DIRECT_MIN_BYTES } from './direct.js';
 import type { FileHash } from './file-sha256.js';
 import { CHUNK_BYTES } from './fsutil.js';
 import { changedError } from './import.js';
-import { admitGroup, type GroupItem } from './group.js';
+import { admitGroup, type GroupItem, syncNames } from './group.js';
 import { hashChunks, type Objects, type OpenTemp, type PutResult, type Temp } from './objects.js';
 
 /** The key of a local store's objects, for the pipeline's local admission (not part of any contract). */
@@ -77,6 +77,12 @@ export class LocalAdmission {
   private readonly flushes = new Flushes();
   private readonly early: EarlyTemps;
   private readonly group: SmallGroup;
+  /**
+   * The folders whose entries the large records' publishes changed, and those to mark ready: their
+   * names are made durable together by {@link finish} (one syncfs, or each folder once), not one
+   * directory fsync per object as they are published (three for an object in new folders).
+   */
+  private readonly names = { dirs: new Set<string>(), ready: new Set<string>() };
 
   constructor(
     private readonly objects: Objects,
@@ -91,7 +97,10 @@ export class LocalAdmission {
 
   /** Plans, hashes and admits one file; returns its plan (the caller verifies the reader after). */
   async importFile(f: LocalFile): Promise<Plan> {
-    const { objects, lease, signal, early, flushes, group, counted } = this;
+    const { objects, lease, signal, early, flushes, group, counted, names } = this;
+    // Linked once its bytes are durable; the name's durability waits for finish().
+    const publish = (tmp: Temp, id: ObjectId, length: number) =>
+      counted({ id, length, written: objects.publishSync(tmp, id, names.dirs, names.ready) });
     const source: ByteSource = {
       size: f.size,
       read: async (offset, length) => {
@@ -106,7 +115,7 @@ export class LocalAdmission {
       hasher: (this.hasher ??= createNodeHasher({ threads: this.threads })),
       ...(signal ? { signal } : {}),
       // Big records start page-aligned in the hasher's page-aligned buffers: written with O_DIRECT.
-      ...(objects.directIO ? { align: DIRECT_ALIGN } : {}),
+      ...(objects.directImports ? { align: DIRECT_ALIGN } : {}),
       ...(seams ? { seams } : {}),
       // Write a temp while the record hashes (and start its fdatasync), when it is likely new.
       onRead: (record, bytes) => early.start(record, bytes),
@@ -142,18 +151,12 @@ export class LocalAdmission {
           // Publish (link into objects/) only once the temp's bytes are durable; the digest
           // was computed over the very bytes the temp was written from.
           if (temp) {
-            await flushes.add(async () => {
-              const published = await objects.publish(await early.synced(temp), record.digest);
-              counted({ id: record.digest, length: record.length, written: published });
-            });
+            await flushes.add(async () => publish(await early.synced(temp), record.digest, record.length));
           } else {
             // Write the temp now (the planner reuses these buffers once we return), but let
             // its fdatasync and publish run while the planner reads and hashes on.
             const tmp = await objects.fillTempFrom(bytes, record.length);
-            await flushes.add(async () => {
-              const published = await objects.publish(await early.sync(tmp), record.digest);
-              counted({ id: record.digest, length: record.length, written: published });
-            });
+            await flushes.add(async () => publish(await early.sync(tmp), record.digest, record.length));
           }
         }
         f.onRecord(record.length);
@@ -162,10 +165,11 @@ export class LocalAdmission {
     });
   }
 
-  /** Admits the small records collected and waits for every publish: all durable when this resolves. */
+  /** Admits the small records collected, waits for every publish and makes the names durable: all durable when this resolves. */
   async finish(): Promise<void> {
     await this.group.flush();
     await this.flushes.drain();
+    await syncNames(this.objects, this.names.dirs, this.names.ready);
   }
 
   /** Waits for what is in flight, removes temps nobody took over, stops the hasher (idempotent). */

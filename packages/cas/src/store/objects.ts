@@ -124,8 +124,8 @@ export class Objects {
     private readonly readOnly: boolean,
     /**
      * `StoreOptions.directIO`: true, every large temp and part written with O_DIRECT unless
-     * refused; false or undefined (the default), imported records buffered and parts as their
-     * caller asks (buffered when it does not say).
+     * refused; undefined (the default), imported records direct and parts as their caller asks
+     * (buffered when it does not say); false, everything buffered.
      */
     private readonly wantsDirect: boolean | undefined = undefined,
   ) {
@@ -147,9 +147,14 @@ export class Objects {
     for (const d of created) fs.chmodSync(d, SHARED_DIR_MODE);
   }
 
-  /** True while imported records, and parts whose caller does not choose, are written with O_DIRECT (`directIO: true`, not refused). */
+  /** True while parts whose caller does not choose (fetch on read) are written with O_DIRECT (`directIO: true`, not refused). */
   get directIO(): boolean {
     return this.wantsDirect === true && !this.refused;
+  }
+
+  /** True while an import's large records are written with O_DIRECT (unless `directIO: false`, not refused). */
+  get directImports(): boolean {
+    return this.wantsDirect !== false && !this.refused;
   }
 
   /** False once the filesystem refused O_DIRECT (or where the OS has none): a part asking for it gets buffered writes. */
@@ -545,11 +550,12 @@ export class Objects {
   }
 
   /**
-   * Writes a record held in memory to a new temp, left open and unsynced like {@link fillTemp}:
-   * with O_DIRECT when its bytes lie in page-aligned memory (see `direct.ts`), buffered otherwise.
+   * Writes an imported record held in memory to a new temp, left open and unsynced like
+   * {@link fillTemp}: with O_DIRECT when its bytes lie in page-aligned memory (see `direct.ts`)
+   * and {@link directImports}, buffered otherwise.
    */
   async fillTempFrom(chunks: readonly Uint8Array[], length: number): Promise<OpenTemp> {
-    const view = this.directIO ? directView(chunks, length) : null;
+    const view = this.directImports ? directView(chunks, length) : null;
     if (view !== null) {
       const tmp = await this.fillDirect(view, length);
       if (tmp !== null) return tmp;

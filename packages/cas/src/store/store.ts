@@ -708,6 +708,7 @@ function importSourcesOptions(options: ImportOptions): ImportSourcesOptions {
     ...(options.onProgress !== undefined ? { onProgress: options.onProgress } : {}),
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
     ...(options.seams !== undefined ? { seams: options.seams } : {}),
+    ...(options.fileSha256 !== undefined ? { fileSha256: options.fileSha256 } : {}),
   };
 }
 

@@ -76,6 +76,7 @@ interface ConvertArgs extends TokenArgs {
   base?: string;
   expected?: string;
   threads?: number;
+  fileSha256?: boolean;
   include?: string[];
   'shapes-from'?: string;
 }
@@ -159,6 +160,11 @@ export const convertCommand = defineCommand<ConvertArgs>({
       .option('threads', {
         type: 'number',
         describe: 'records hashed and written at once (default 4)',
+      })
+      .option('file-sha256', {
+        type: 'boolean',
+        describe:
+          "also record the SHA-256 of each file of the checkpoint's safetensors export for `tfs serve` (hashes what the source's import did not record; a server otherwise computes it on first request)",
       }) as unknown as Argv<ConvertArgs & GlobalArgs>,
   handler: async (args, ctx) => {
     const declared = args.converter ?? [];
@@ -199,6 +205,7 @@ async function convertTo(
       ? { expected: args.expected === 'none' ? null : parseObjectId(args.expected) }
       : {}),
     ...(args.threads !== undefined ? { threads: args.threads } : {}),
+    ...(args.fileSha256 === true ? { fileSha256: true } : {}),
   };
   if (isHfSource(args.src)) return convertFromHub(args, options, ctx);
   if (isWebSource(args.src)) return convertFromWeb(args, options, ctx);
@@ -212,7 +219,12 @@ async function convertTo(
     .catch(() => false);
   // Converting a folder or file may create the store, as import does; a ref needs one that exists.
   // The folder or file goes through the one import pipeline, as `tfs import` takes it.
-  const importOptions = { signal: ctx.signal, ...(args.threads !== undefined ? { threads: args.threads } : {}) };
+  const importOptions = {
+    signal: ctx.signal,
+    ...(args.threads !== undefined ? { threads: args.threads } : {}),
+    // Hashed whole while it is read (the writer then takes the list: no second read).
+    ...(args.fileSha256 === true ? { fileSha256: true } : {}),
+  };
   let resumedImport = false;
   const r = await withStore(
     ctx,

@@ -101,6 +101,7 @@ interface ImportArgs {
   path: string;
   name?: string;
   threads?: number;
+  fileSha256?: boolean;
   expected?: string;
   include?: string[];
   sha256?: string;
@@ -128,6 +129,11 @@ export const importCommand = defineCommand<ImportArgs>({
       })
       .option('sha256', { type: 'string', describe: 'https:// only: the SHA-256 the file must have (else corrupt)' })
       .option('threads', { type: 'number', describe: 'records hashed and written at once (default 4)' })
+      .option('file-sha256', {
+        type: 'boolean',
+        describe:
+          'local files: also hash each file whole and record its SHA-256 for `tfs serve` (one more pass over every byte; a server otherwise computes it on first request)',
+      })
       .option('expected', {
         type: 'string',
         describe: 'id the ref must hold now, or `none` (must not exist); else exit 7 (conflict)',
@@ -181,6 +187,7 @@ export const importCommand = defineCommand<ImportArgs>({
           name,
           ...(expected !== undefined ? { expected } : {}),
           ...(args.threads !== undefined ? { threads: args.threads } : {}),
+          ...(args.fileSha256 === true ? { fileSha256: true } : {}),
           signal: ctx.signal,
           onProgress: bar.update,
         });

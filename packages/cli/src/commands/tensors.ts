@@ -451,6 +451,7 @@ interface ComposeArgs {
   trim?: string[];
   name: string;
   allowEmpty: boolean;
+  fileSha256?: boolean;
 }
 
 export const composeCommand = defineCommand<ComposeArgs>({
@@ -478,6 +479,11 @@ export const composeCommand = defineCommand<ComposeArgs>({
         type: 'boolean',
         default: false,
         describe: 'succeed even when a --trim pattern matches no tensor',
+      })
+      .option('file-sha256', {
+        type: 'boolean',
+        describe:
+          "checkpoint: also hash the new checkpoint's safetensors export and record each file's SHA-256 for `tfs serve` (a server otherwise computes it on first request)",
       }) as unknown as Argv<ComposeArgs & GlobalArgs>,
   handler: async (args, ctx) => {
     if (args.rekey === undefined && (args.trim === undefined || args.trim.length === 0)) {
@@ -577,6 +583,7 @@ async function composeCheckpointRef(
     expected: args.name === args.ref ? id : null,
     signal: ctx.signal,
     ...(args.component !== undefined ? { component: args.component } : {}),
+    ...(args.fileSha256 === true ? { fileSha256: true } : {}),
   });
   ctx.result({ checkpoint: result.id, ref: args.name, base: result.base, components: result.components }, () => [
     `${args.name} -> ${result.id}`,
