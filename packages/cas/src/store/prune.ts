@@ -3,10 +3,11 @@
  * cached refs and the cached objects no ref reaches, least recently used first. What a unit
  * frees is what only cached units reach: never what a saved ref, a root or a live lease (a
  * writer's, or a reader's: every process reading a cached ref holds its id in a lease) reaches,
- * walked. Eviction is GC's own steps: the epoch is read before the mark, each evicted ref is
- * deleted with compare-and-swap on the id walked (and only while still cached), then GC's sweep
- * (write-lock batches, the ref log, lease and grace re-checks, rows before files) takes the
- * candidates. Killed at any point it leaves only extra objects.
+ * walked. Eviction is GC's own steps: the epoch and the claim sequence are read before the mark,
+ * each evicted ref is deleted with compare-and-swap on the id walked (and only while still cached
+ * and claimed by no lease since), then GC's sweep (write-lock batches, the ref log, the claims
+ * since the mark, the grace re-check, rows before files) takes the candidates. Killed at any
+ * point it leaves only extra objects.
  */
 import * as fs from 'node:fs';
 import { type ObjectId, TensorFSError, isTensorFSError, throwIfAborted } from '@tensorfs/format';
