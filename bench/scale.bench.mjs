@@ -20,6 +20,10 @@
 // The objects phase is also given in CPU ms and in the bytes the process read and wrote per object
 // (`/proc/self/io` rchar / wchar: SQLite's pages, the WAL and the objects), and the build lease's
 // release in ms; TENSORFS_BENCH_LEASE=0 builds without a lease (what the claims cost).
+// TENSORFS_BENCH_SWEEP=1 then (with TENSORFS_BENCH_ONLY=build TENSORFS_BENCH_REFS=0: no ref holds
+// anything) has a new lease claim every other object (Lease.add, 8,192 a call) and times a GC with
+// no grace period in the process: its mark reads N/2 claims, its sweep removes the other N/2 in
+// batches of 128 (the sweep's lease re-check at that scale); a `tfs gc --dry-run` runs before it.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -36,6 +40,28 @@ const GROUP = 8192;
 const ONLY_BUILD = process.env.TENSORFS_BENCH_ONLY === 'build';
 const REFS = process.env.TENSORFS_BENCH_REFS === undefined ? undefined : Number(process.env.TENSORFS_BENCH_REFS);
 const LEASE = process.env.TENSORFS_BENCH_LEASE !== '0';
+const SWEEP = process.env.TENSORFS_BENCH_SWEEP === '1';
+
+/** The sweep at scale: a lease claims every other object, then a GC without grace takes the rest. */
+async function sweepHalf(root, ids) {
+  const store = await LocalStore.open(root, { graceMs: 0 });
+  const lease = await store.lease();
+  const half = ids.filter((_, i) => i % 2 === 0);
+  const t0 = performance.now();
+  for (let at = 0; at < half.length; at += GROUP) lease.add(half.slice(at, at + GROUP));
+  const tClaim = performance.now() - t0;
+  // Another process's dry run meanwhile: its mark reads the N/2 claims, it stats the other N/2.
+  const dry = cli(`--store ${root} gc --dry-run --json`);
+  const cpu0 = process.cpuUsage();
+  const t1 = performance.now();
+  const r = await store.gc();
+  const tGc = performance.now() - t1;
+  const cpu = process.cpuUsage(cpu0);
+  if (r.removed !== ids.length - half.length) throw new Error(`gc removed ${r.removed} of ${ids.length}`);
+  await lease.release();
+  await store.close();
+  return { claimHalf: tClaim, dryHalf: dry, sweep: tGc, sweepCpu: (cpu.user + cpu.system) / 1000 };
+}
 
 /** rchar and wchar of this process so far (0 where /proc is not there). */
 function io() {
@@ -180,6 +206,7 @@ for (const n of SCALES) {
     }
   };
   row.sqlite = size('metadata.sqlite3') + size('metadata.sqlite3-wal');
+  if (SWEEP) Object.assign(row, await sweepHalf(root, b.ids));
   if (!ONLY_BUILD) {
     row.ls = cli(`--store ${root} ls --json`);
     row.du = cli(`--store ${root} du --json`);
@@ -200,6 +227,7 @@ const cols = [
   'refs',
   'refsCpu',
   ...(ONLY_BUILD ? [] : ['ls', 'du', 'verify', 'data', 'gc', 'gcRun', 'plan']),
+  ...(SWEEP ? ['claimHalf', 'dryHalf', 'sweep', 'sweepCpu'] : []),
 ];
 const head = {
   buildCpu: 'build CPU',
@@ -208,6 +236,10 @@ const head = {
   data: 'verify --data',
   gc: 'gc --dry-run',
   gcRun: 'gc',
+  claimHalf: 'claim N/2',
+  dryHalf: 'gc --dry-run',
+  sweep: 'gc sweep of N/2',
+  sweepCpu: 'its CPU',
   plan: 'pull plan',
 };
 console.log(
