@@ -17,8 +17,15 @@
 // Knobs for the refs phase alone: TENSORFS_BENCH_ONLY=build skips the commands (and the pull);
 // TENSORFS_BENCH_REFS=<count> sets the refs per size instead of N/100 (a ref past N/100 names the
 // same objects as an earlier one, under other paths: refs and objects can then grow apart).
+// The objects phase is also given in CPU ms and in the bytes the process read and wrote per object
+// (`/proc/self/io` rchar / wchar: SQLite's pages, the WAL and the objects), and the build lease's
+// release in ms; TENSORFS_BENCH_LEASE=0 builds without a lease (what the claims cost).
+// TENSORFS_BENCH_SWEEP=1 then (with TENSORFS_BENCH_ONLY=build TENSORFS_BENCH_REFS=0: no ref holds
+// anything) has a new lease claim every other object (Lease.add, 8,192 a call) and times a GC with
+// no grace period in the process: its mark reads N/2 claims, its sweep removes the other N/2 in
+// batches of 128 (the sweep's lease re-check at that scale); a `tfs gc --dry-run` runs before it.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -32,6 +39,39 @@ const dir = mkdtempSync(join(process.env.TENSORFS_BENCH_DIR ?? tmpdir(), 'tfs-be
 const GROUP = 8192;
 const ONLY_BUILD = process.env.TENSORFS_BENCH_ONLY === 'build';
 const REFS = process.env.TENSORFS_BENCH_REFS === undefined ? undefined : Number(process.env.TENSORFS_BENCH_REFS);
+const LEASE = process.env.TENSORFS_BENCH_LEASE !== '0';
+const SWEEP = process.env.TENSORFS_BENCH_SWEEP === '1';
+
+/** The sweep at scale: a lease claims every other object, then a GC without grace takes the rest. */
+async function sweepHalf(root, ids) {
+  const store = await LocalStore.open(root, { graceMs: 0 });
+  const lease = await store.lease();
+  const half = ids.filter((_, i) => i % 2 === 0);
+  const t0 = performance.now();
+  for (let at = 0; at < half.length; at += GROUP) lease.add(half.slice(at, at + GROUP));
+  const tClaim = performance.now() - t0;
+  // Another process's dry run meanwhile: its mark reads the N/2 claims, it stats the other N/2.
+  const dry = cli(`--store ${root} gc --dry-run --json`);
+  const cpu0 = process.cpuUsage();
+  const t1 = performance.now();
+  const r = await store.gc();
+  const tGc = performance.now() - t1;
+  const cpu = process.cpuUsage(cpu0);
+  if (r.removed !== ids.length - half.length) throw new Error(`gc removed ${r.removed} of ${ids.length}`);
+  await lease.release();
+  await store.close();
+  return { claimHalf: tClaim, dryHalf: dry, sweep: tGc, sweepCpu: (cpu.user + cpu.system) / 1000 };
+}
+
+/** rchar and wchar of this process so far (0 where /proc is not there). */
+function io() {
+  try {
+    const t = readFileSync('/proc/self/io', 'utf8');
+    return { r: Number(/rchar: (\d+)/.exec(t)[1]), w: Number(/wchar: (\d+)/.exec(t)[1]) };
+  } catch {
+    return { r: 0, w: 0 };
+  }
+}
 
 function tiny(i) {
   const b = Buffer.alloc(16);
@@ -52,8 +92,10 @@ const file = (path, id) => ({
 
 async function build(root, n) {
   const store = await LocalStore.open(root);
-  const lease = await store.lease();
+  const lease = LEASE ? await store.lease() : undefined;
   const ids = [];
+  const io0 = io();
+  const cpuObj0 = process.cpuUsage();
   const t0 = performance.now();
   for (let at = 0; at < n; at += GROUP) {
     const items = [];
@@ -61,6 +103,8 @@ async function build(root, n) {
     for (const r of await store.putBatch(items, { lease })) ids.push(r.result.id);
   }
   const tObjects = performance.now() - t0;
+  const cpuObj = process.cpuUsage(cpuObj0);
+  const io1 = io();
   const refs = REFS ?? n / 100;
   const cpu0 = process.cpuUsage();
   for (let r = 0; r < refs; r++) {
@@ -76,9 +120,21 @@ async function build(root, n) {
   }
   const tRefs = performance.now() - t0 - tObjects;
   const cpu = process.cpuUsage(cpu0);
-  await lease.release();
+  const t1 = performance.now();
+  await lease?.release();
+  const tRelease = performance.now() - t1;
   await store.close();
-  return { ids, refs, tObjects, tRefs, cpuRefs: (cpu.user + cpu.system) / 1000 };
+  return {
+    ids,
+    refs,
+    tObjects,
+    tRefs,
+    cpuRefs: (cpu.user + cpu.system) / 1000,
+    cpuObjects: (cpuObj.user + cpuObj.system) / 1000,
+    readPerObject: (io1.r - io0.r) / n,
+    writtenPerObject: (io1.w - io0.w) / n,
+    tRelease,
+  };
 }
 
 function cli(args) {
@@ -129,8 +185,19 @@ if (process.argv[2] === '--plan') {
 const rows = [];
 for (const n of SCALES) {
   const root = join(dir, `s${n}`);
-  const { refs, tObjects, tRefs, cpuRefs } = await build(root, n);
-  const row = { n, refCount: refs, build: tObjects, refs: tRefs, refsCpu: cpuRefs, load: loadavg()[0] };
+  const b = await build(root, n);
+  const row = {
+    n,
+    refCount: b.refs,
+    build: b.tObjects,
+    buildCpu: b.cpuObjects,
+    refs: b.tRefs,
+    refsCpu: b.cpuRefs,
+    release: b.tRelease,
+    readB: b.readPerObject,
+    writtenB: b.writtenPerObject,
+    load: loadavg()[0],
+  };
   const size = (f) => {
     try {
       return statSync(join(root, f)).size;
@@ -139,22 +206,46 @@ for (const n of SCALES) {
     }
   };
   row.sqlite = size('metadata.sqlite3') + size('metadata.sqlite3-wal');
+  if (SWEEP) Object.assign(row, await sweepHalf(root, b.ids));
   if (!ONLY_BUILD) {
     row.ls = cli(`--store ${root} ls --json`);
     row.du = cli(`--store ${root} du --json`);
     row.verify = cli(`--store ${root} verify --json`);
     row.data = cli(`--store ${root} verify --data --json`);
     row.gc = cli(`--store ${root} gc --dry-run --json`);
+    row.gcRun = cli(`--store ${root} gc --json`);
     row.plan = plan(root);
   }
   rows.push(row);
   rmSync(root, { recursive: true, force: true });
   console.log(`N=${n} done (load ${loadavg()[0].toFixed(1)}): ${JSON.stringify(row)}`);
 }
-const cols = ['build', 'refs', 'refsCpu', ...(ONLY_BUILD ? [] : ['ls', 'du', 'verify', 'data', 'gc', 'plan'])];
-const head = { refsCpu: 'refs CPU', data: 'verify --data', gc: 'gc --dry-run', plan: 'pull plan' };
-console.log(`| objects (load) | refs | ${cols.map((c) => `${head[c] ?? c} ms`).join(' | ')} | ms/ref | sqlite KiB |`);
-console.log(`|---|---|${cols.map(() => '---').join('|')}|---|---|`);
+const cols = [
+  'build',
+  'buildCpu',
+  'release',
+  'refs',
+  'refsCpu',
+  ...(ONLY_BUILD ? [] : ['ls', 'du', 'verify', 'data', 'gc', 'gcRun', 'plan']),
+  ...(SWEEP ? ['claimHalf', 'dryHalf', 'sweep', 'sweepCpu'] : []),
+];
+const head = {
+  buildCpu: 'build CPU',
+  refsCpu: 'refs CPU',
+  release: 'lease release',
+  data: 'verify --data',
+  gc: 'gc --dry-run',
+  gcRun: 'gc',
+  claimHalf: 'claim N/2',
+  dryHalf: 'gc --dry-run',
+  sweep: 'gc sweep of N/2',
+  sweepCpu: 'its CPU',
+  plan: 'pull plan',
+};
+console.log(
+  `| objects (load) | refs | ${cols.map((c) => `${head[c] ?? c} ms`).join(' | ')} | build read / written B per object | ms/ref | sqlite KiB |`,
+);
+console.log(`|---|---|${cols.map(() => '---').join('|')}|---|---|---|`);
 for (const [k, r] of rows.entries()) {
   const prev = rows[k - 1];
   // The ratio per 10× growth: (t / t_prev) ^ (1 / log10(n / n_prev)), so 10k → 300k reads alike.
@@ -162,9 +253,11 @@ for (const [k, r] of rows.entries()) {
   const grow = (c) => (c.startsWith('refs') ? r.refCount / prev.refCount : r.n / prev.n);
   const per10 = (c) => (r[c] / prev[c]) ** (1 / Math.log10(grow(c)));
   const cell = (c, v = r[c].toFixed(0)) => `${v}${prev && grow(c) !== 1 ? ` (×${per10(c).toFixed(1)})` : ''}`;
-  const perRef = `${(r.refs / r.refCount).toFixed(2)} / ${(r.refsCpu / r.refCount).toFixed(2)} CPU`;
+  const perRef =
+    r.refCount === 0 ? '-' : `${(r.refs / r.refCount).toFixed(2)} / ${(r.refsCpu / r.refCount).toFixed(2)} CPU`;
+  const bytes = `${r.readB.toFixed(0)} / ${r.writtenB.toFixed(0)}`;
   console.log(
-    `| ${r.n} (${r.load.toFixed(1)}) | ${r.refCount} | ${cols.map((c) => cell(c)).join(' | ')} | ${perRef} | ${cell('sqlite', (r.sqlite / 1024).toFixed(0))} |`,
+    `| ${r.n} (${r.load.toFixed(1)}) | ${r.refCount} | ${cols.map((c) => cell(c)).join(' | ')} | ${bytes} | ${perRef} | ${cell('sqlite', (r.sqlite / 1024).toFixed(0))} |`,
   );
 }
 rmSync(dir, { recursive: true, force: true });

@@ -1,9 +1,10 @@
-import { readFileSync, readdirSync, statSync, writeFileSync, chmodSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync, statSync, writeFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import { LocalStore } from '@tensorfs/cas';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { bytesOf, expectCode, idOf, objectFile, sameBytes, tempDir } from '@tensorfs/testkit';
+import { MIGRATIONS } from '../src/store/db.js';
 
 describe('LocalStore.open', () => {
   it('creates the layout and a WAL metadata database, and reopens', async () => {
@@ -34,8 +35,10 @@ describe('LocalStore.open', () => {
   it('migrates a store of an older schema on open', async () => {
     const root = tempDir();
     await (await LocalStore.open(root)).close();
+    for (const f of ['', '-wal', '-shm']) rmSync(join(root, `metadata.sqlite3${f}`), { force: true });
+    // A store of schema version 1: only the first migration ran.
     const db = new Database(join(root, 'metadata.sqlite3'));
-    db.exec('DROP TABLE ref_log; DROP TABLE cached_refs; DROP INDEX cache_entries_by_use');
+    db.exec(MIGRATIONS[0]!);
     db.pragma('user_version = 1');
     db.close();
     const s = await LocalStore.open(root);
@@ -43,7 +46,7 @@ describe('LocalStore.open', () => {
     await s.setRef('main', id);
     await s.close();
     const check = new Database(join(root, 'metadata.sqlite3'), { readonly: true });
-    expect(check.pragma('user_version', { simple: true })).toBe(3);
+    expect(check.pragma('user_version', { simple: true })).toBe(4);
     expect(check.prepare('SELECT id FROM ref_log').pluck().all()).toEqual([id]);
     // Every ref of an older store is saved: no row marks one cached.
     expect(check.prepare('SELECT COUNT(*) FROM cached_refs').pluck().get()).toBe(0);

@@ -275,9 +275,11 @@ export class UseTracker {
         for (const [name, at] of refs) r.run(at, name);
         const o = db.prepare('UPDATE cache_entries SET last_access_ms = MAX(last_access_ms, ?) WHERE id = ?');
         for (const [id, at] of objects) o.run(at, id);
-        if (this.lease !== undefined) {
-          const d = db.prepare('DELETE FROM lease_objects WHERE lease_id = ? AND object_id = ?');
-          for (const id of idle) d.run(this.lease.id, id);
+        if (this.lease !== undefined && idle.length > 0) {
+          // One pass over this lease's claims (a range of the index by lease), whatever the count.
+          db.prepare(
+            'DELETE FROM lease_claims WHERE lease_id = ? AND object_id IN (SELECT value FROM json_each(?))',
+          ).run(this.lease.id, JSON.stringify(idle));
         }
       });
       for (const id of idle) this.leased.delete(id);

@@ -1,8 +1,9 @@
 /**
  * Garbage collection (docs/store.md "GC protocol"): mark from refs, roots and live leases; sweep
  * objects that are unmarked and older than the grace period, in small batches, each under the
- * store's write lock, re-checking leases and mtime, and adding to the mark whatever a ref or root
- * set since the mark reaches (the ref log), before each unlink. Rows that
+ * store's write lock, re-checking mtime, and adding to the mark whatever a ref or root set since
+ * the mark reaches (the ref log) and whatever a live lease claimed since (the claims' sequence),
+ * before each unlink. Rows that
  * name an object are deleted before its file is unlinked. Killed at any point, GC leaves only
  * extra objects: it never unlinks anything a ref, root or live lease reaches.
  */
@@ -14,7 +15,7 @@ import { type Db, immediate, pruneRefLog, reachableSince, readEpoch } from './db
 import { HOST, errnoOf, ioError, parseTempName, pidAlive } from './fsutil.js';
 import { childrenOfSync, reach } from './graph.js';
 import type { Layout } from './layout.js';
-import { leasedObjects, pruneLeases } from './leases.js';
+import { claimSeq, claimedSince, leaseClaims, pruneLeases } from './leases.js';
 import type { Objects } from './objects.js';
 import { listObjectFolders, statStoredObject } from './walk.js';
 
@@ -118,6 +119,11 @@ export interface MarkState {
   epoch: number;
   /** When the mark started (a sweep stops once the ref log may have lost rows since). */
   started: number;
+  /**
+   * The claim sequence read before the mark's leased objects: a sweep adds what a live lease
+   * claimed after it (`lease_claims.seq` greater), then advances it.
+   */
+  claims: number;
 }
 
 /**
@@ -150,10 +156,11 @@ export async function markLive(
     });
   }
   const marked = new Set(r.objects.keys());
-  for (const id of leasedObjects(ctx.db)) marked.add(id);
+  const leased = leaseClaims(ctx.db);
+  for (const id of leased.objects) marked.add(id);
   // Cached objects (fetched on read) are the cache's to evict (tfs cache prune), not garbage.
   for (const id of ctx.db.prepare('SELECT id FROM cache_entries').pluck().all() as ObjectId[]) marked.add(id);
-  return { marked, epoch, started };
+  return { marked, epoch, started, claims: leased.seq };
 }
 
 /** What one {@link sweep} removed. */
@@ -169,9 +176,9 @@ export interface SweepResult {
 /**
  * The sweep of GC over `candidates` (objects the mark in `state` did not reach): in batches, each
  * under the store's write lock, it first extends the mark with what every ref or root set since
- * the mark reaches (the ref log), then unlinks each candidate that is still unmarked, claimed by
- * no live lease and older than `graceMs`, deleting the rows that name it first. `state` is
- * updated (mark, epoch). GC sweeps every unmarked old object; `tfs rm` sweeps the closure of the
+ * the mark reaches (the ref log) and with every object a live lease claimed since (claims after
+ * `state.claims`), then unlinks each candidate that is still unmarked and older than `graceMs`,
+ * deleting the rows that name it first. `state` is updated (mark, epoch, claims). GC sweeps every unmarked old object; `tfs rm` sweeps the closure of the
  * ref it removed.
  */
 export function sweep(
@@ -184,11 +191,6 @@ export function sweep(
   const { db, objects } = ctx;
   const { marked } = state;
   const out: SweepResult = { removed: 0, bytes: 0, remarks: 0 };
-  const liveLease = db
-    .prepare(
-      'SELECT 1 FROM lease_objects lo JOIN leases l ON l.id = lo.lease_id WHERE lo.object_id = ? AND l.expires_ms > ? LIMIT 1',
-    )
-    .pluck();
   const dropRows = [
     db.prepare('DELETE FROM cache_entries WHERE id = ?'),
     db.prepare('DELETE FROM corrupt_objects WHERE id = ?'),
@@ -209,9 +211,14 @@ export function sweep(
         state.epoch = now;
         out.remarks++;
       }
+      // Claims since the mark (or the last batch), by a lease live now: marked, so kept even if
+      // that lease ends before the sweep does (keeping more is safe). A claim is made under this
+      // same lock before its writer looks for or writes the object, so every claim a sweep could
+      // race is either seen here or made after this batch's unlinks.
+      catchUpClaims(db, state);
       const at = Date.now();
       for (const c of batch) {
-        if (marked.has(c.id) || liveLease.get(c.id, at) !== undefined) continue;
+        if (marked.has(c.id)) continue;
         const file = objects.path(c.id);
         let st: fs.Stats;
         try {
@@ -263,6 +270,19 @@ export function freshenObjects(db: Db, objects: Objects, ids: readonly ObjectId[
     }
   });
   return lacking;
+}
+
+/**
+ * Under the write lock: adds to `state.marked` every object a live lease claimed after
+ * `state.claims`, advances it, and returns those objects.
+ */
+export function catchUpClaims(db: Db, state: MarkState): ObjectId[] {
+  const seq = claimSeq(db);
+  if (seq === state.claims) return [];
+  const claimed = claimedSince(db, state.claims);
+  for (const id of claimed) state.marked.add(id);
+  state.claims = seq;
+  return claimed;
 }
 
 /**

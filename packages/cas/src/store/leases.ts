@@ -66,7 +66,7 @@ export class DbLease implements Lease {
     for (const id of ids) parseObjectId(id);
     immediate(this.db, () => {
       assertLeaseLive(this.db, this.id);
-      const ins = this.db.prepare('INSERT OR IGNORE INTO lease_objects(lease_id, object_id) VALUES (?, ?)');
+      const ins = this.db.prepare('INSERT INTO lease_claims(lease_id, object_id) VALUES (?, ?)');
       for (const id of ids) ins.run(this.id, id);
     });
   }
@@ -93,15 +93,45 @@ export class DbLease implements Lease {
   }
 }
 
-/** Object ids claimed by live leases (GC marks them). */
-export function leasedObjects(db: Db, now = Date.now()): Set<ObjectId> {
+/**
+ * The claim sequence: the largest `seq` ever given to a claim (AUTOINCREMENT's record, which
+ * deleting rows never lowers), so every claim made after it is read has a larger one. Claims get
+ * their `seq` in commit order: the write lock serializes them.
+ */
+export function claimSeq(db: Db): number {
+  const seq = db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'lease_claims'").pluck().get() as
+    | number
+    | undefined;
+  return seq ?? 0;
+}
+
+/** Object ids claimed by live leases, and the claim sequence read before them (GC marks them). */
+export function leaseClaims(db: Db, now = Date.now()): { objects: Set<ObjectId>; seq: number } {
+  // The sequence first: a claim committed after it is read is found by claimedSince(seq).
+  const seq = claimSeq(db);
   const rows = db
-    .prepare(
-      'SELECT DISTINCT lo.object_id FROM lease_objects lo JOIN leases l ON l.id = lo.lease_id WHERE l.expires_ms > ?',
-    )
+    .prepare('SELECT c.object_id FROM lease_claims c JOIN leases l ON l.id = c.lease_id WHERE l.expires_ms > ?')
     .pluck()
     .all(now) as ObjectId[];
-  return new Set(rows);
+  return { objects: new Set(rows), seq };
+}
+
+/** Object ids claimed by live leases (GC marks them). */
+export function leasedObjects(db: Db, now = Date.now()): Set<ObjectId> {
+  return leaseClaims(db, now).objects;
+}
+
+/**
+ * Object ids claimed by a live lease after claim sequence `seq` (a range of the table's primary
+ * key: the cost is the claims since, not the table), read under the write lock by a sweep.
+ */
+export function claimedSince(db: Db, seq: number, now = Date.now()): ObjectId[] {
+  return db
+    .prepare(
+      'SELECT c.object_id FROM lease_claims c JOIN leases l ON l.id = c.lease_id WHERE c.seq > ? AND l.expires_ms > ?',
+    )
+    .pluck()
+    .all(seq, now) as ObjectId[];
 }
 
 /**

@@ -3,19 +3,20 @@
  * cached refs and the cached objects no ref reaches, least recently used first. What a unit
  * frees is what only cached units reach: never what a saved ref, a root or a live lease (a
  * writer's, or a reader's: every process reading a cached ref holds its id in a lease) reaches,
- * walked. Eviction is GC's own steps: the epoch is read before the mark, each evicted ref is
- * deleted with compare-and-swap on the id walked (and only while still cached), then GC's sweep
- * (write-lock batches, the ref log, lease and grace re-checks, rows before files) takes the
- * candidates. Killed at any point it leaves only extra objects.
+ * walked. Eviction is GC's own steps: the epoch and the claim sequence are read before the mark,
+ * each evicted ref is deleted with compare-and-swap on the id walked (and only while still cached
+ * and claimed by no lease since), then GC's sweep (write-lock batches, the ref log, the claims
+ * since the mark, the grace re-check, rows before files) takes the candidates. Killed at any
+ * point it leaves only extra objects.
  */
 import * as fs from 'node:fs';
 import { type ObjectId, TensorFSError, isTensorFSError, throwIfAborted } from '@tensorfs/format';
 import { type CacheEntryRow, type CachedRefRow, cacheEntryRows, cachedRefRows } from './cache.js';
 import { immediate, pruneRefLog, readEpoch } from './db.js';
 import { errnoOf, ioError } from './fsutil.js';
-import { type GcContext, type MarkState, REF_LOG_MAX_AGE_MS, sweep } from './gc.js';
+import { type GcContext, type MarkState, REF_LOG_MAX_AGE_MS, catchUpClaims, sweep } from './gc.js';
 import { reach } from './graph.js';
-import { leasedObjects, pruneLeases } from './leases.js';
+import { leaseClaims, pruneLeases } from './leases.js';
 import { type RefEntry, readRefSync, removeRef } from './refs.js';
 import { listObjects } from './walk.js';
 
@@ -112,7 +113,8 @@ export async function prune(ctx: PruneContext, options: PruneOptions): Promise<P
   const cachedRows = cachedRefRows(db, layout);
   const cachedByName = new Map(cachedRows.map((r) => [r.name, r]));
   const entries = cacheEntryRows(db);
-  const leased = leasedObjects(db);
+  const claims = leaseClaims(db);
+  const leased = claims.objects;
   const allRefs = await ctx.refs();
   // What is kept whatever happens: saved refs, roots, and every leased id with what it reaches.
   const keepTops = new Set<ObjectId>(ctx.roots());
@@ -212,14 +214,16 @@ export async function prune(ctx: PruneContext, options: PruneOptions): Promise<P
   // The mark: everything kept, plus every object of a cached unit that stays.
   const marked = new Set(saved);
   for (const [o, n] of count) if (n > 0) marked.add(o);
-  const state: MarkState = { marked, epoch, started };
+  const state: MarkState = { marked, epoch, started, claims: claims.seq };
+  // Ids a live lease claimed since the mark (learnt by sequence under the write lock).
+  const leasedSince = new Set<ObjectId>();
   // Evicted refs go first (compare-and-swap on the id walked, and only while still cached): their
   // objects are then unreachable, and a kill from here on leaves only extra objects.
   const candidates: { id: ObjectId }[] = [];
   const done: typeof evicted = [];
   for (const e of evicted) {
     throwIfAborted(signal);
-    if (e.unit.kind === 'ref' && !deleteIfStillCached(ctx, e.unit.name, e.unit.id)) {
+    if (e.unit.kind === 'ref' && !deleteIfStillCached(ctx, state, leasedSince, e.unit.name, e.unit.id)) {
       // Pinned, moved or read meanwhile: it stays, with everything it reaches.
       for (const o of e.unit.own) marked.add(o);
       continue;
@@ -242,21 +246,25 @@ export async function prune(ctx: PruneContext, options: PruneOptions): Promise<P
 
 /**
  * Deletes cached ref `name` if it still holds `id` and is still cached, checked under the write
- * lock with the removal (pin, a new pull, a reader lease taken since the listing keep it).
+ * lock with the removal (pin, a new pull, a reader lease taken since the listing keep it). There
+ * the claims a live lease made since the mark are added to `state`'s mark and to `leasedSince`
+ * (a lease that held `id` at the mark made it saved: no unit), so a reader lease taken since on
+ * `id` keeps the ref.
  */
-function deleteIfStillCached(ctx: PruneContext, name: string, id: ObjectId): boolean {
+function deleteIfStillCached(
+  ctx: PruneContext,
+  state: MarkState,
+  leasedSince: Set<ObjectId>,
+  name: string,
+  id: ObjectId,
+): boolean {
   const { db, layout } = ctx;
   try {
     return immediate(db, () => {
       const row = db.prepare('SELECT id FROM cached_refs WHERE name = ?').pluck().get(name);
       if (row !== id || readRefSync(layout, name) !== id) return false;
-      const leasedNow = db
-        .prepare(
-          'SELECT 1 FROM lease_objects lo JOIN leases l ON l.id = lo.lease_id WHERE lo.object_id = ? AND l.expires_ms > ? LIMIT 1',
-        )
-        .pluck()
-        .get(id, Date.now());
-      if (leasedNow !== undefined) return false;
+      for (const o of catchUpClaims(db, state)) leasedSince.add(o);
+      if (leasedSince.has(id)) return false;
       // Nested in this transaction (better-sqlite3 makes it a savepoint): one lock hold.
       removeRef(db, layout, name, id);
       return true;

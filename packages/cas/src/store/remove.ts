@@ -2,8 +2,8 @@
  * Removing a ref and, at once, the objects only it reached (`tfs rm`, docs/store.md "Removing a
  * ref"). No second collector: the candidates are the removed ref's closure, and GC's own mark
  * ({@link markLive}: every other ref, every root, every live lease) and sweep ({@link sweep}:
- * batches under the write lock, the ref log re-checked, leases and the grace period re-checked
- * before each unlink) decide what goes. Killed at any point, it leaves only extra objects.
+ * batches under the write lock, the ref log and the claims since the mark read, the grace period
+ * re-checked before each unlink) decide what goes. Killed at any point, it leaves only extra objects.
  */
 import * as fs from 'node:fs';
 import { type ObjectId, TensorFSError, isTensorFSError } from '@tensorfs/format';

@@ -579,7 +579,7 @@ export class LocalStore implements Store {
   /**
    * Removes ref `name` and, at once, the objects only it reached (see {@link RemoveOptions}):
    * GC's mark (every other ref, every root, every live lease) and sweep (write-lock batches, the
-   * ref log, lease and grace-period re-checks) with the ref's closure as the candidates. Objects
+   * ref log, the claims since the mark, the grace-period re-check) with the ref's closure as the candidates. Objects
    * younger than the grace period stay for a later GC (`left`). `not_found` if there is no such
    * ref, `conflict` if `expected` differs, `corrupt` (nothing removed) if another ref or root
    * cannot be walked.
