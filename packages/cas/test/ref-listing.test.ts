@@ -121,19 +121,18 @@ describe('ref listings with bad refs', () => {
     const { problems: _, ...expected } = await s.usage();
     const heads = new Map([ids.a!, ids.b!].map((id) => [objectFile(root, id), id]));
     const opened: string[] = [];
-    const real = fsp.open;
-    const spy = vi.spyOn(fsp, 'open').mockImplementation(((p: string, ...rest: unknown[]) => {
-      const id = heads.get(String(p));
-      if (id !== undefined) opened.push(id);
-      return (real as (...a: unknown[]) => unknown)(p, ...rest);
-    }) as typeof fsp.open);
+    /** Records each open of a head object through `module.open`/`openSync`, then opens it. */
+    const counting = <M extends { open: unknown } | { openSync: unknown }>(module: M, name: keyof M) => {
+      const real = module[name] as (...a: unknown[]) => unknown;
+      return vi.spyOn(module, name as never).mockImplementation(((p: string, ...rest: unknown[]) => {
+        const id = heads.get(String(p));
+        if (id !== undefined) opened.push(id);
+        return real(p, ...rest);
+      }) as never);
+    };
+    const spy = counting(fsp, 'open');
     // Small objects are opened with a direct syscall: count those opens too.
-    const realSync = fs.openSync;
-    const spySync = vi.spyOn(fs, 'openSync').mockImplementation(((p: string, ...rest: unknown[]) => {
-      const id = heads.get(String(p));
-      if (id !== undefined) opened.push(id);
-      return (realSync as (...a: unknown[]) => unknown)(p, ...rest);
-    }) as typeof fs.openSync);
+    const spySync = counting(fs, 'openSync');
     syncBuiltinESMExports();
     try {
       const { problems, ...measured } = await s.usage();

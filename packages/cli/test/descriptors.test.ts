@@ -61,6 +61,16 @@ function manyTensors(file: string, n: number, from = 0, prefix = 't.'): void {
   writeFileSync(file, out);
 }
 
+/** A new store holding `n` tensors of one file as ref `many`, imported by `tfs` under `ulimit -n 256`. */
+async function importedMany(n: number): Promise<{ dir: string; file: string; store: string }> {
+  const dir = tempDir();
+  const file = join(dir, 'many.safetensors');
+  manyTensors(file, n);
+  const store = join(dir, 'store');
+  expect((await tfsLimited(256, ['--store', store, 'import', file, '--name', 'many'])).code).toBe(0);
+  return { dir, file, store };
+}
+
 const sha = (b: Uint8Array) => `sha256:${createHash('sha256').update(b).digest('hex')}`;
 
 describe('under a low open-file limit', () => {
@@ -167,12 +177,8 @@ describe('under a low open-file limit', () => {
   it('serves 300 clients at once under ulimit -n 256: every body exact, no EMFILE, descriptors given back', {
     timeout: 300_000,
   }, async () => {
-    const dir = tempDir();
-    const file = join(dir, 'many.safetensors');
     const N = 300;
-    manyTensors(file, N);
-    const store = join(dir, 'store');
-    expect((await tfsLimited(256, ['--store', store, 'import', file, '--name', 'many'])).code).toBe(0);
+    const { store } = await importedMany(N);
     const quoted = [process.execPath, BIN, '--store', store, 'serve', '--port', '0', '--json']
       .map((a) => `'${a}'`)
       .join(' ');
@@ -219,12 +225,8 @@ describe('under a low open-file limit', () => {
   it('pushes and pulls a many-object snapshot through a folder origin under ulimit -n 256', {
     timeout: 600_000,
   }, async () => {
-    const dir = tempDir();
-    const file = join(dir, 'many.safetensors');
     const N = 3_000;
-    manyTensors(file, N);
-    const store = join(dir, 'store');
-    expect((await tfsLimited(256, ['--store', store, 'import', file, '--name', 'many'])).code).toBe(0);
+    const { dir, file, store } = await importedMany(N);
     const origin = join(dir, 'origin');
     mkdirSync(origin);
     const push = await tfsLimited(256, ['--store', store, 'push', origin, 'many']);

@@ -23,9 +23,8 @@
 import { createHash } from 'node:crypto';
 import { checkObject, checkOptions } from '../store/args.js';
 import { type FileHash, recordFileSha256, WholeFileHashes } from '../store/file-sha256.js';
-import { LocalAdmission, localObjectsOf, readerRange } from '../store/local-admission.js';
+import { LocalAdmission, localObjectsOf, readerRange, readerSource } from '../store/local-admission.js';
 import {
-  type ByteSource,
   cancelledError,
   fromHex,
   comparePaths,
@@ -243,14 +242,10 @@ export async function importSources<P>(
         throwIfAborted(signal);
         progress.path = file.path;
         const imported = await importFile(file, source.voice, ctx);
-        const { entry, digest } = imported;
-        entries.push(entry);
+        entries.push(imported.entry);
         // The whole file's SHA-256 (announced and checked, or computed): the tree's list has it.
         if (imported.sha256 !== undefined) sha256.set(file.path, imported.sha256);
-        else if (digest !== undefined && (file.digest === undefined || file.digest.algorithm === 'sha256')) {
-          sha256.set(file.path, digest);
-        }
-        if (digest !== undefined) digests[resolved.indexOf(source)]!.set(file.path, digest);
+        if (imported.digest !== undefined) digests[resolved.indexOf(source)]!.set(file.path, imported.digest);
         progress.files++;
         options.onProgress?.(progressEvent('import', 'bytes', progress));
       }
@@ -514,7 +509,8 @@ function digestMismatch(file: SourceFile, voice: SourceVoice, actual: string): E
 
 /**
  * Runs the source's checks for `file`, then plans, hashes, admits and verifies its bytes. Returns
- * the manifest entry and the whole-file digest (the announced algorithm's, else SHA-256).
+ * the manifest entry, the whole-file digest (the announced algorithm's, else SHA-256) and the
+ * file's SHA-256 where it is known.
  */
 async function importFile(
   file: SourceFile,
@@ -543,6 +539,9 @@ async function importFile(
     }
     return actual;
   };
+  // A streamed file's digest is its SHA-256 unless a git blob id was announced.
+  const digested = (digest: string) =>
+    file.digest?.algorithm === 'git-blob' ? { digest } : { digest, sha256: digest };
   const source = new RemoteFile(file, voice, signal, fetched);
   try {
     // The header first, by bounded ranges; a small git file (the Hub keeps files over 10 MB in
@@ -587,7 +586,7 @@ async function importFile(
           profile: 'blob-v1',
           records: [{ digest: id, length: file.size }],
         },
-        digest,
+        ...digested(digest),
       };
     }
     const seams = ctx.options.seams?.[file.path];
@@ -602,11 +601,7 @@ async function importFile(
         ctx.options.onProgress?.(progressEvent('import', 'bytes', progress));
       },
     });
-    const digest = await verify(source);
-    return {
-      entry: fileEntry(file, plan),
-      digest,
-    };
+    return { entry: fileEntry(file, plan), ...digested(await verify(source)) };
   } finally {
     source.close();
   }
@@ -717,16 +712,7 @@ async function importPositioned(
         onRecord: recorded,
       });
     } else {
-      const source: ByteSource = {
-        size: file.size,
-        read: async (offset, length) => {
-          const out = new Uint8Array(length);
-          await reader.readInto(offset, out, signal);
-          return out;
-        },
-        readInto: (offset, target) => reader.readInto(offset, target, signal),
-      };
-      plan = await planAndHash(source, {
+      plan = await planAndHash(readerSource(reader, file.size, signal), {
         hasher: ctx.sharedHasher,
         ...(signal ? { signal } : {}),
         ...(seams ? { seams } : {}),

@@ -38,6 +38,19 @@ export function localObjectsOf(store: object): Objects | undefined {
   return typeof f === 'function' ? (f.call(store) as Objects) : undefined;
 }
 
+/** A file's positioned reads as the planner's `ByteSource` (`size` bytes, reads cancelled by `signal`). */
+export function readerSource(reader: FileReader, size: number, signal?: AbortSignal): ByteSource {
+  return {
+    size,
+    read: async (offset, length) => {
+      const out = new Uint8Array(length);
+      await reader.readInto(offset, out, signal);
+      return out;
+    },
+    readInto: (offset, target) => reader.readInto(offset, target, signal),
+  };
+}
+
 /** Streams `[offset, offset+length)` of a file in 8 MiB chunks read from `reader`. */
 export async function* readerRange(
   reader: FileReader,
@@ -101,17 +114,8 @@ export class LocalAdmission {
     // Linked once its bytes are durable; the name's durability waits for finish().
     const publish = (tmp: Temp, id: ObjectId, length: number) =>
       counted({ id, length, written: objects.publishSync(tmp, id, names.dirs, names.ready) });
-    const source: ByteSource = {
-      size: f.size,
-      read: async (offset, length) => {
-        const out = new Uint8Array(length);
-        await f.reader.readInto(offset, out, signal);
-        return out;
-      },
-      readInto: (offset, target) => f.reader.readInto(offset, target, signal),
-    };
     const seams = f.seams?.[f.path];
-    return planAndHash(source, {
+    return planAndHash(readerSource(f.reader, f.size, signal), {
       hasher: (this.hasher ??= createNodeHasher({ threads: this.threads })),
       ...(signal ? { signal } : {}),
       // Big records start page-aligned in the hasher's page-aligned buffers: written with O_DIRECT.

@@ -818,10 +818,8 @@ export class Objects {
     const fd = this.openSync(id);
     let bytes: Uint8Array;
     try {
-      const size = this.fdSize(fd, id);
-      bytes = new Uint8Array(size);
-      if (size <= SMALL_READ_BYTES) readFdExactlySync(fd, 0, bytes, id);
-      else await readFdExactlyInto(fd, 0, bytes, id);
+      bytes = new Uint8Array(this.fdSize(fd, id));
+      await readFdExactly(fd, 0, bytes, id);
     } finally {
       fs.closeSync(fd);
     }
@@ -913,8 +911,7 @@ export class Objects {
     try {
       checkRange(offset, length, this.fdSize(fd, id));
       const out = new Uint8Array(length);
-      if (length <= SMALL_READ_BYTES) readFdExactlySync(fd, offset, out, id);
-      else await readFdExactlyInto(fd, offset, out, id);
+      await readFdExactly(fd, offset, out, id);
       return out;
     } finally {
       fs.closeSync(fd);
@@ -988,6 +985,12 @@ export function readExactlyInto(fh: fsp.FileHandle, offset: number, target: Uint
       }),
     objectRel(id),
   );
+}
+
+/** Fills `target` from `offset`: with synchronous reads up to {@link SMALL_READ_BYTES}, else on the thread pool. */
+async function readFdExactly(fd: number, offset: number, target: Uint8Array, id: ObjectId): Promise<void> {
+  if (target.length <= SMALL_READ_BYTES) readFdExactlySync(fd, offset, target, id);
+  else await readFdExactlyInto(fd, offset, target, id);
 }
 
 /** {@link readFdExactlyInto} with synchronous reads (for at most {@link SMALL_READ_BYTES}). */
