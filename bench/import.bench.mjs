@@ -18,6 +18,7 @@
 // time) with no option, and with TENSORFS_DIRECT_IO=0 (every write through the page cache, the
 // default before), against `cp` then `sync`; each followed by `read after`: reading every object
 // file of the new store at once (the first read of a model just imported), timed apart.
+// TENSORFS_BENCH_BEFORE_CLI=<bin.js of another checkout's build> adds `tfs import (before)`.
 // TENSORFS_BENCH_BEFORE_CAS=<an ESM bundle of an older @tensorfs/cas> also imports with that
 // build in the same rounds; TENSORFS_BENCH_CAS=<bundle> imports with that build instead of the
 // built package. TENSORFS_BENCH_RUNS sets the rounds (default 5); TENSORFS_BENCH_CASES=<a,b,…>
@@ -123,6 +124,7 @@ async function writeOnly(direct) {
 }
 
 const TFS = fileURLToPath(new URL('../packages/cli/dist/bin.js', import.meta.url));
+const BEFORE_TFS = process.env.TENSORFS_BENCH_BEFORE_CLI;
 /** Read times of every object file right after each whole-process import, per case. */
 const readAfter = {};
 
@@ -154,9 +156,9 @@ async function readObjects(root) {
 }
 
 /** `tfs import` as a user runs it (a new process, a new store), then the first read of what it stored. */
-async function importProcess(name, file, env, args = []) {
+async function importProcess(name, file, env, args = [], bin = TFS) {
   const root = mkdtempSync(join(dir, 'cli-'));
-  const m = child(process.execPath, [TFS, '--store', root, 'import', file, '--name', 'base', ...args], env);
+  const m = child(process.execPath, [bin, '--store', root, 'import', file, '--name', 'base', ...args], env);
   const t0 = performance.now();
   const bytes = await readObjects(root);
   (readAfter[name] ??= []).push(performance.now() - t0);
@@ -198,6 +200,12 @@ const cases = {
   // The whole-file SHA-256 list recorded too (one more SHA-256 pass; docs/decisions.md 25).
   'tfs import --file-sha256': (file) =>
     importProcess('tfs import --file-sha256', file, { TENSORFS_DIRECT_IO: '' }, ['--file-sha256']),
+  ...(BEFORE_TFS
+    ? {
+        'tfs import (before)': (file) =>
+          importProcess('tfs import (before)', file, { TENSORFS_DIRECT_IO: '' }, [], BEFORE_TFS),
+      }
+    : {}),
   // The one import pipeline with the local adapter into the same store (issue 23 item 3; docs/decisions.md 22).
   'importSources(localSource)': async (file) => {
     const root = mkdtempSync(join(dir, 'store-'));
@@ -237,6 +245,11 @@ try {
   const loads = [];
   for (let r = 0; r <= RUNS; r++) {
     for (const n of r % 2 ? [...names].reverse() : names) {
+      // Every sample starts alike: the source in the page cache (a kernel that reclaims idle
+      // pages, as DAMON's pageout does on some VMs, may have dropped it since the last sample)
+      // and no dirty page of an earlier case left for this one's sync to write.
+      execFileSync('cat', [file], { stdio: ['ignore', 'ignore', 'inherit'] });
+      execFileSync('sync');
       const m = await cases[n](file);
       if (r > 0) {
         samples[n].wall.push(m.wall);

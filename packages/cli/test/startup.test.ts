@@ -9,8 +9,8 @@ import { describe, expect, it } from 'vitest';
 import { run, VERSION } from '../src/index.js';
 import { capture } from './helpers.js';
 
-/** The files under node_modules that `tfs <argv>` (the built CLI) opens, seen with strace. */
-function modulesOpened(argv: string[]): { files: string[]; stdout: string } {
+/** The files under node_modules (or `packages/`, with `ours`) that `tfs <argv>` (the built CLI) opens, seen with strace. */
+function modulesOpened(argv: string[], ours = false): { files: string[]; stdout: string } {
   const log = join(tempDir('tfs-startup-'), 'trace');
   const bin = join(REPO_ROOT, 'packages/cli/dist/bin.js');
   const stdout = execFileSync(
@@ -23,7 +23,9 @@ function modulesOpened(argv: string[]): { files: string[]; stdout: string } {
   );
   const files = [];
   for (const line of readFileSync(log, 'utf8').split('\n')) {
-    const m = /openat\([^"]*"([^"]+\/node_modules\/[^"]+)"/.exec(line);
+    const m = (
+      ours ? /openat\([^"]*"([^"]+\/(?:node_modules|packages)\/[^"]+)"/ : /openat\([^"]*"([^"]+\/node_modules\/[^"]+)"/
+    ).exec(line);
     if (m && !line.includes('ENOENT')) files.push(m[1]!);
   }
   return { files, stdout };
@@ -48,5 +50,16 @@ describe('tfs start-up', () => {
     const help = modulesOpened(['inspect', '--help']);
     expect(help.stdout).toContain('tfs inspect');
     expect(help.files.some((f) => LAYOUT.test(f))).toBe(true);
+  });
+
+  it('imports a local file without loading the remote package or its HTTP client', () => {
+    const store = join(tempDir('tfs-startup-'), 'store');
+    const out = modulesOpened(
+      ['--store', store, 'import', join(SAMPLES, 'tiny-model/model.safetensors'), '--json'],
+      true,
+    );
+    expect(JSON.parse(out.stdout).files).toBe(1);
+    expect(out.files.some((f) => f.includes('/packages/cas/dist/'))).toBe(true);
+    expect(out.files.filter((f) => /\/packages\/remote\/|\/node_modules\/(\.pnpm\/)?undici/.test(f))).toEqual([]);
   });
 });

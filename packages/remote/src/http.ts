@@ -4,10 +4,14 @@
  * and of network failures, a read timeout, and errors mapped to the twelve families with no
  * token, query string or local path in them.
  */
-import { type Dispatcher, getGlobalDispatcher, request } from 'undici';
+import type { Dispatcher } from 'undici';
 import { cancelledError, type ErrorCode, TensorFSError, isErrorCode, isTensorFSError } from '@tensorfs/format';
 import { type Credential, credentialHeaders, credentialRetry } from './credentials.js';
 import { RawFramingError, rawGet } from './raw.js';
+
+/** undici, loaded by the first request (importing it costs some 80 ms that a command with no HTTP need not pay). */
+let undiciModule: Promise<typeof import('undici')> | undefined;
+const undici = (): Promise<typeof import('undici')> => (undiciModule ??= import('undici'));
 
 /** Options shared by every request of one client. */
 export interface HttpOptions {
@@ -185,13 +189,14 @@ export class HttpClient {
           })
         : {};
       const body = typeof req.body === 'function' ? req.body() : req.body;
+      const { getGlobalDispatcher, request } = await undici();
       const raw =
         this.raw &&
         req.large === true &&
         method === 'GET' &&
         body === undefined &&
         url.startsWith('http:') &&
-        plainGlobalDispatcher();
+        plainGlobalDispatcher(getGlobalDispatcher);
       let res: { statusCode: number; headers: HttpResponse['headers']; body: HttpBody };
       try {
         res = raw
@@ -300,7 +305,7 @@ export class HttpClient {
  * that installed a proxy, mock or retry agent globally gets every request through it, large
  * reads included.
  */
-function plainGlobalDispatcher(): boolean {
+function plainGlobalDispatcher(getGlobalDispatcher: () => Dispatcher): boolean {
   return getGlobalDispatcher()?.constructor?.name === 'Agent';
 }
 

@@ -44,6 +44,9 @@ export interface GroupItem {
 /** Descriptors (and thread-pool jobs) a group uses at once where it syncs file by file. */
 const FILE_SYNCS = 4;
 
+/** Temps (or folders) at most this many are synced one by one whatever the strategy (cheaper than a process). */
+const FEW_FILES = 16;
+
 /** Filesystems (statfs `f_type`) whose `syncfs` writes and waits on every dirty inode and commits its journal. */
 const SYNCFS_TYPES = new Set<number>([
   0xef53, // ext2/3/4
@@ -184,7 +187,16 @@ async function writeSyncedTemp(tmpDir: string, chunks: readonly Uint8Array[]): P
 export async function admitGroup(
   objects: Objects,
   items: readonly GroupItem[],
-  options: { lease?: string; signal?: AbortSignal } = {},
+  options: {
+    lease?: string;
+    signal?: AbortSignal;
+    /**
+     * Leave the names to the caller: the folders to sync and to mark ready are added here, and the
+     * caller makes them durable with {@link syncNames} (with its other names, in one sync) before
+     * it relies on them. Without it the names are durable when this resolves.
+     */
+    names?: { dirs: Set<string>; ready: Set<string> };
+  } = {},
 ): Promise<PutResult[]> {
   const out: PutResult[] = new Array(items.length);
   if (items.length === 0) return out;
@@ -209,7 +221,9 @@ export async function admitGroup(
   for (const [k, item] of items.entries()) if (have[k]! >= 0) presentIds.add(item.id);
   let strategy: 'syncfs' | 'files';
   try {
-    strategy = await groupStrategy(objects.layout.tmp);
+    // A few temps are synced one by one even where syncfs is sound: starting a `sync` process
+    // costs more than a few fdatasyncs.
+    strategy = toWrite.length <= FEW_FILES ? 'files' : await groupStrategy(objects.layout.tmp);
     if (strategy === 'syncfs') {
       for (const w of toWrite) {
         throwIfAborted(options.signal);
@@ -243,9 +257,10 @@ export async function admitGroup(
     removeTemps();
     throw err;
   }
-  // Every byte is durable: publish. The names become durable below, before this resolves.
-  const dirs = new Set<string>();
-  const ready = new Set<string>();
+  // Every byte is durable: publish. The names become durable below, before this resolves (or
+  // with the caller's, given `names`).
+  const dirs = options.names?.dirs ?? new Set<string>();
+  const ready = options.names?.ready ?? new Set<string>();
   let failure: unknown;
   for (const w of toWrite) {
     if (failure !== undefined) {
@@ -258,6 +273,11 @@ export async function admitGroup(
     } catch (err) {
       failure = err;
     }
+  }
+  if (options.names !== undefined) {
+    objects.presentNames(presentIds, dirs, ready);
+    if (failure !== undefined) throw ioError(failure, 'publish', 'objects/');
+    return out;
   }
   try {
     if (strategy === 'syncfs' && dirs.size > 0) {
@@ -278,9 +298,10 @@ export async function admitGroup(
 
 /**
  * Makes durable the names published into `dirs` by {@link Objects.publishSync} (an import's large
- * records, published one by one as their bytes became durable): one `syncfs` where sound (the
- * group's strategy), else each folder fsynced once; then marks `ready`. An `io` error if a sync
- * fails (nothing is marked ready then).
+ * records, published one by one as their bytes became durable) or left by {@link admitGroup}'s
+ * `names`: one `syncfs` where sound (the group's strategy) and more than a few folders changed,
+ * else each folder fsynced once; then marks `ready`. An `io` error if a sync fails (nothing is
+ * marked ready then).
  */
 export async function syncNames(
   objects: Objects,
@@ -289,7 +310,8 @@ export async function syncNames(
 ): Promise<void> {
   if (dirs.size > 0) {
     try {
-      if ((await groupStrategy(objects.layout.tmp)) === 'syncfs') await runSyncfs(objects.layout.tmp);
+      if (dirs.size > FEW_FILES && (await groupStrategy(objects.layout.tmp)) === 'syncfs')
+        await runSyncfs(objects.layout.tmp);
       else await syncDirs(dirs);
     } catch (err) {
       throw ioError(err, 'fsync', 'objects/');

@@ -21,7 +21,7 @@ import { DIRECT_ALIGN, DIRECT_MIN_BYTES } from './direct.js';
 import type { FileHash } from './file-sha256.js';
 import { CHUNK_BYTES } from './fsutil.js';
 import { changedError } from './import.js';
-import { admitGroup, type GroupItem, syncNames } from './group.js';
+import { admitGroup, type GroupItem, groupStrategy, syncNames } from './group.js';
 import { hashChunks, type Objects, type OpenTemp, type PutResult, type Temp } from './objects.js';
 
 /** The key of a local store's objects, for the pipeline's local admission (not part of any contract). */
@@ -91,9 +91,10 @@ export class LocalAdmission {
   private readonly early: EarlyTemps;
   private readonly group: SmallGroup;
   /**
-   * The folders whose entries the large records' publishes changed, and those to mark ready: their
-   * names are made durable together by {@link finish} (one syncfs, or each folder once), not one
-   * directory fsync per object as they are published (three for an object in new folders).
+   * The folders whose entries the publishes changed (large records' and small groups'), and those
+   * to mark ready: their names are made durable together by {@link finish} (one syncfs, or each
+   * folder once), not one directory fsync per object as they are published (three for an object
+   * in new folders).
    */
   private readonly names = { dirs: new Set<string>(), ready: new Set<string>() };
 
@@ -105,7 +106,10 @@ export class LocalAdmission {
     private readonly counted: (r: PutResult) => void,
   ) {
     this.early = new EarlyTemps(objects, lease);
-    this.group = new SmallGroup(objects, lease, signal, counted);
+    this.group = new SmallGroup(objects, lease, signal, counted, this.names);
+    // How names are synced is probed once per process (a `sync -f` run): start it now, beside the
+    // import, rather than when finish() first needs it.
+    groupStrategy(objects.layout.tmp).catch(() => {});
   }
 
   /** Plans, hashes and admits one file; returns its plan (the caller verifies the reader after). */
@@ -206,6 +210,7 @@ class SmallGroup {
     private readonly lease: string,
     private readonly signal: AbortSignal | undefined,
     private readonly counted: (r: PutResult) => void,
+    private readonly names: { dirs: Set<string>; ready: Set<string> },
   ) {}
 
   /** Copies the record's bytes (the planner reuses its buffers) and admits the group when full. */
@@ -221,12 +226,13 @@ class SmallGroup {
     if (this.items.length >= GROUP_OBJECTS || this.bytes >= GROUP_BYTES) await this.flush();
   }
 
-  /** Admits what is collected; its objects and names are durable when this resolves. */
+  /** Admits what is collected: its objects are durable when this resolves, its names once the admission's are synced. */
   async flush(): Promise<void> {
     const items = this.items;
     this.items = [];
     this.bytes = 0;
-    for (const r of await admitGroup(this.objects, items, { lease: this.lease, signal: this.signal })) this.counted(r);
+    const { lease, signal, names } = this;
+    for (const r of await admitGroup(this.objects, items, { lease, signal, names })) this.counted(r);
   }
 }
 

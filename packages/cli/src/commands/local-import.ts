@@ -4,14 +4,22 @@
  * objects, snapshot id and whole-file SHA-256 list whichever verb imported the bytes.
  */
 import type { Store } from '@tensorfs/format/store';
-import type { ImportSourcesOptions, ImportSourcesResult, LocalProvenance } from '@tensorfs/remote';
+import {
+  importSources,
+  type ImportSourcesOptions,
+  type ImportSourcesResult,
+  localSource,
+  type LocalProvenance,
+} from '@tensorfs/cas';
 
-/** `importSources(store, localSource(path), options)`, with the pipeline loaded only when a verb imports. */
+/**
+ * `importSources(store, localSource(path), options)`. The pipeline and the local adapter are
+ * `@tensorfs/cas`'s: a local import loads nothing of `@tensorfs/remote` (nor its HTTP client).
+ */
 export async function importLocal(
   store: Store,
   path: string,
   options: ImportSourcesOptions = {},
 ): Promise<ImportSourcesResult<LocalProvenance>> {
-  const { importSources, localSource } = await import('@tensorfs/remote');
   return importSources(store, localSource(path), options);
 }
