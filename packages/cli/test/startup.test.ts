@@ -52,7 +52,7 @@ describe('tfs start-up', () => {
     expect(help.files.some((f) => LAYOUT.test(f))).toBe(true);
   });
 
-  it('imports a local file without loading the remote package or its HTTP client', () => {
+  it('imports a local file without loading the remote or tensors packages or the HTTP client', () => {
     const store = join(tempDir('tfs-startup-'), 'store');
     const out = modulesOpened(
       ['--store', store, 'import', join(SAMPLES, 'tiny-model/model.safetensors'), '--json'],
@@ -60,6 +60,8 @@ describe('tfs start-up', () => {
     );
     expect(JSON.parse(out.stdout).files).toBe(1);
     expect(out.files.some((f) => f.includes('/packages/cas/dist/'))).toBe(true);
-    expect(out.files.filter((f) => /\/packages\/remote\/|\/node_modules\/(\.pnpm\/)?undici/.test(f))).toEqual([]);
+    expect(out.files.filter((f) => /\/packages\/(remote|tensors)\/|\/node_modules\/(\.pnpm\/)?undici/.test(f))).toEqual(
+      [],
+    );
   });
 });

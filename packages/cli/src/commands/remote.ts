@@ -18,7 +18,6 @@ import {
 } from '@tensorfs/format';
 import type { Credential, FetchingStore, Origin, TokensConfig } from '@tensorfs/remote';
 import type { Argv } from 'yargs';
-import { webHandler } from '../web/handler.js';
 import { defineCommand } from '../command.js';
 import type { CommandContext, GlobalArgs } from '../context.js';
 import { formatBytes } from '../progress.js';
@@ -497,7 +496,7 @@ export const serveCommand = defineCommand<ServeArgs>({
     try {
       // The web page at / (read-only, same tokens): only over a store, not a bucket.
       await bucket?.check({ signal: ctx.signal });
-      const web = store ? webHandler(store) : undefined;
+      const web = store ? (await import('../web/handler.js')).webHandler(store) : undefined;
       const hub = await serveHub(backend, {
         host: args.host,
         port: args.port,

@@ -6,7 +6,6 @@
  */
 import { type ObjectId, resolveSpec } from '@tensorfs/format';
 import type { Store } from '@tensorfs/format/store';
-import { resolveModelRef } from '@tensorfs/tensors';
 
 /** The `--variant` option of the verbs that read a model. */
 export const VARIANT_OPTION = {
@@ -21,5 +20,7 @@ export async function resolveTarget(store: Store, spec: string): Promise<ObjectI
 
 /** What a model reader opens for `spec`: its tree or snapshot, or (in a tree with variants) the variant's header. */
 export async function resolveModelId(store: Store, spec: string, variant?: string): Promise<ObjectId> {
+  // Loaded here: the verbs that only resolve a ref (import, ls, export of a snapshot) do without it.
+  const { resolveModelRef } = await import('@tensorfs/tensors');
   return (await resolveModelRef(store, spec, variant !== undefined ? { variant } : {})).id;
 }

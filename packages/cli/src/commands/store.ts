@@ -21,7 +21,6 @@ import {
   treeVariants,
   validateRepoId,
 } from '@tensorfs/format';
-import { exportCheckpoint, importPortable, openCheckpoint } from '@tensorfs/tensors';
 import type { Argv } from 'yargs';
 import { importLocal } from './local-import.js';
 import { defineCommand } from '../command.js';
@@ -259,6 +258,7 @@ async function importPortableFolder(
     ctx,
     false,
     async (s) => {
+      const { importPortable } = await import('@tensorfs/tensors');
       const cp = await importPortable(s, args.path, {
         variant: portable.variant,
         name,
@@ -470,6 +470,7 @@ export const exportCommand = defineCommand<ExportArgs>({
     const r = await withStore(ctx, !args.verify, async (s) => {
       const id = await resolveTarget(s, args.ref);
       if (await isCheckpoint(s, id)) {
+        const { exportCheckpoint, openCheckpoint } = await import('@tensorfs/tensors');
         const cp = await openCheckpoint(s, id);
         const format = args.portable ? 'portable' : args.cozytensors ? 'cozytensors' : 'safetensors';
         const out = await exportCheckpoint(s, cp, args.dir, {
