@@ -22,6 +22,8 @@ import { startWorker } from './safetensors-py.mjs';
 const here = path.dirname(new URL(import.meta.url).pathname);
 
 const runs = Number(process.env.TENSORFS_BENCH_RUNS ?? 5);
+// TENSORFS_BENCH_SUITES=<a;b;…> runs only the suites named (e.g. `layer 0, fresh process`).
+const only = process.env.TENSORFS_BENCH_SUITES?.split(';');
 const PREFIX = 'model.layers.0.';
 
 /** Reads byte ranges of the plain file into one fresh buffer (64 MiB reads, one after another). */
@@ -186,7 +188,7 @@ try {
     },
   ];
   for (const cold of [false, true]) {
-    for (const suite of suites) {
+    for (const suite of suites.filter((x) => !only || only.includes(x.name))) {
       const names = Object.keys(suite.cases);
       const samples = Object.fromEntries(names.map((n) => [n, []]));
       for (let r = 0; r <= runs; r++) {
