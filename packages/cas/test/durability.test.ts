@@ -265,3 +265,26 @@ describe.each(['default', 'files'])("(d) an import's large records are named dur
     await s.close();
   });
 });
+
+describe('(e) a group syncs a few temps one by one, and many with syncfs where it is sound', () => {
+  it('16 temps: each fdatasynced and each folder fsynced, no sync process; 17 temps: syncfs for the bytes and the names', async () => {
+    const root = tempDir();
+    const s = await LocalStore.open(root);
+    let log = recordSyncs();
+    await s.putBatch(Array.from({ length: 16 }, (_, i) => ({ bytes: bytesOf(100, 500 + i) })));
+    expect(log.filter((e) => e.op === 'fdatasync')).toHaveLength(16);
+    expect(log.filter((e) => e.op === 'syncfs')).toEqual([]);
+    expect(log.some((e) => e.op === 'fsync-dir')).toBe(true);
+    log = recordSyncs();
+    const many = Array.from({ length: 17 }, (_, i) => bytesOf(100, 600 + i));
+    const out = await s.putBatch(many.map((bytes) => ({ bytes })));
+    expect(out.every((o) => o.ok && o.result.written)).toBe(true);
+    // The strategy probe (this store's first), then one syncfs for the bytes, one for the names.
+    expect(log.filter((e) => e.op === 'fdatasync')).toEqual([]);
+    expect(log.filter((e) => e.op === 'syncfs')).toHaveLength(3);
+    expect(await storedObjects(root)).toEqual(
+      new Set([...Array.from({ length: 16 }, (_, i) => bytesOf(100, 500 + i)), ...many].map((b) => idOf(b).slice(7))),
+    );
+    await s.close();
+  });
+});
